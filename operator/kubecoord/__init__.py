@@ -1,0 +1,66 @@
+"""kubecoord: leader election, group membership, a key-value store and change listeners
+behind one interface (Kafka's KIP-30), with pluggable backends.
+
+This module is the public surface: the interface, connect(), the value types and the
+errors. Everything not re-exported here is internal and may change without notice.
+"""
+
+from kubecoord.api import (
+    Coordinator,
+    GroupMembership,
+    KeySetListener,
+    Leader,
+    LeaderElection,
+    LeaderListener,
+    ListenerRegistry,
+    MembershipListener,
+    Storage,
+    ValueListener,
+    Versioned,
+)
+from kubecoord.connect import BackendURL, connect, installed_backends
+from kubecoord.errors import (
+    BackendUnavailableError,
+    ClosedError,
+    CoordinationError,
+    InvalidArgumentError,
+    KeyExistsError,
+    KeyNotFoundError,
+    MemberExistsError,
+    MemberNotFoundError,
+    PermissionDeniedError,
+    StoreFullError,
+    UnsupportedFeatureError,
+    ValueTooLargeError,
+    VersionConflictError,
+)
+
+__all__ = [
+    "BackendURL",
+    "BackendUnavailableError",
+    "ClosedError",
+    "CoordinationError",
+    "Coordinator",
+    "GroupMembership",
+    "InvalidArgumentError",
+    "KeyExistsError",
+    "KeyNotFoundError",
+    "KeySetListener",
+    "Leader",
+    "LeaderElection",
+    "LeaderListener",
+    "ListenerRegistry",
+    "MemberExistsError",
+    "MemberNotFoundError",
+    "MembershipListener",
+    "PermissionDeniedError",
+    "Storage",
+    "StoreFullError",
+    "UnsupportedFeatureError",
+    "ValueListener",
+    "ValueTooLargeError",
+    "VersionConflictError",
+    "Versioned",
+    "connect",
+    "installed_backends",
+]

@@ -1,0 +1,1 @@
+"""Private helpers shared by the backends. Not part of the public interface."""

@@ -1,0 +1,91 @@
+"""connect(url) -> Coordinator: KIP-30's PluginLocator.
+
+Backends are found through the entry-point group ``kubecoord.backends``: the entry's
+name is the URL scheme, its value a factory ``factory(url: BackendURL, *, history,
+**options) -> Coordinator`` that opens its event log with
+kubecoord.history.open_event_log(history, backend=..., namespace=...). A third-party package adds a backend by declaring
+such an entry point; kubecoord itself does not change. A backend's dependencies are
+imported only when its scheme is used.
+
+URL forms::
+
+    memory://                 a private in-process store
+    memory://NAME             shared by every coordinator of this process using NAME
+    kubernetes://NAMESPACE    Leases and ConfigMaps in NAMESPACE (kubernetes:// = the
+                              namespace of the pod, or of the kubeconfig context)
+    zookeeper://HOST:PORT[,HOST:PORT...]/CHROOT
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Protocol
+
+from kubecoord.api import Coordinator
+from kubecoord.errors import InvalidArgumentError
+from kubecoord.history import HistoryTarget
+
+ENTRY_POINT_GROUP = "kubecoord.backends"
+
+
+@dataclass(frozen=True, slots=True)
+class BackendURL:
+    """A parsed coordinator URL: scheme://location/path."""
+
+    raw: str
+    scheme: str
+    location: str
+    """Everything between '//' and the next '/': a name, a namespace, or host:port list."""
+    path: str
+    """The rest without its leading '/' ('' if absent): the ZooKeeper chroot."""
+
+    @property
+    def hosts(self) -> list[str]:
+        return [host for host in self.location.split(",") if host]
+
+
+class BackendFactory(Protocol):
+    def __call__(self, url: BackendURL, *, history: HistoryTarget, **options: Any) -> Coordinator: ...
+
+
+def installed_backends() -> dict[str, Any]:
+    """Scheme -> entry point, for every backend installed in this environment."""
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def parse_url(url: str) -> BackendURL:
+    """Split a coordinator URL; raises InvalidArgumentError naming the installed backends."""
+    if not isinstance(url, str):
+        raise InvalidArgumentError(f"the coordinator URL must be a str, got {type(url).__name__}")
+    parsed = urllib.parse.urlsplit(url)
+    known = sorted(installed_backends())
+    if not parsed.scheme or "://" not in url:
+        raise InvalidArgumentError(
+            f"malformed coordinator URL {url!r}: expected SCHEME://..., installed backends: {', '.join(known)}"
+        )
+    if parsed.scheme not in known:
+        raise InvalidArgumentError(
+            f"unknown backend {parsed.scheme!r} in {url!r}; installed backends: {', '.join(known)}"
+        )
+    if parsed.query or parsed.fragment:
+        raise InvalidArgumentError(f"coordinator URL {url!r}: pass options as keyword arguments, not ?query")
+    return BackendURL(raw=url, scheme=parsed.scheme, location=parsed.netloc, path=parsed.path.lstrip("/"))
+
+
+def connect(
+    url: str,
+    *,
+    history: HistoryTarget = None,
+    **options: Any,
+) -> Coordinator:
+    """Connect to the backend named by ``url``'s scheme.
+
+    ``history``: where to append the coordination event log (a path or a text file
+    object); defaults to $KUBECOORD_HISTORY, and to no log when that is unset.
+    Other keyword options go to the backend (see its module docstring).
+    """
+    backend_url = parse_url(url)
+    factory: BackendFactory = installed_backends()[backend_url.scheme].load()
+    return factory(backend_url, history=history, **options)

@@ -1,0 +1,68 @@
+"""The one exception hierarchy of kubecoord.
+
+Every error a backend can raise is translated into one of these; a backend's own
+exceptions (kazoo's, the kubernetes client's) never reach the caller untranslated.
+Callers branch on the class, never on the message.
+"""
+
+from __future__ import annotations
+
+
+class CoordinationError(Exception):
+    """Root of every error kubecoord raises."""
+
+
+class InvalidArgumentError(CoordinationError, ValueError):
+    """A key, value, id, name, URL or option is malformed; nothing was written."""
+
+
+class ValueTooLargeError(InvalidArgumentError):
+    """A value (or member/candidate data) exceeds what the backend can store."""
+
+
+class KeyExistsError(CoordinationError):
+    """put() of a key that is already present (put is create-only)."""
+
+
+class KeyNotFoundError(CoordinationError, KeyError):
+    """update() or delete() of a key that is absent."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want the plain message
+        return Exception.__str__(self)
+
+
+class VersionConflictError(CoordinationError):
+    """A write carried an expected_version that is no longer the key's version."""
+
+
+class MemberExistsError(CoordinationError):
+    """join() with the id of a live member (of this or another session)."""
+
+
+class MemberNotFoundError(CoordinationError):
+    """leave() of a member id this handle has not joined."""
+
+
+class BackendUnavailableError(CoordinationError):
+    """The backend cannot be reached (network, server down, session lost)."""
+
+
+class PermissionDeniedError(CoordinationError):
+    """The backend refused the call (HTTP 401/403, ZooKeeper NoAuth)."""
+
+
+class StoreFullError(CoordinationError):
+    """A write would exceed the store's configured or physical size limit."""
+
+
+class UnsupportedFeatureError(CoordinationError):
+    """A backend lacks a feature the caller asked for; names both."""
+
+    def __init__(self, backend: str, feature: str) -> None:
+        super().__init__(f"backend {backend!r} does not support {feature}")
+        self.backend = backend
+        self.feature = feature
+
+
+class ClosedError(CoordinationError):
+    """The coordinator or handle was closed; no further calls are accepted."""

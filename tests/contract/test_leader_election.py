@@ -1,0 +1,166 @@
+"""Contract: leader election (KIP-30 LeaderElectionClient) on every backend."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import kubecoord
+from kubecoord import InvalidArgumentError, Leader
+
+from ..helpers import Recorder, eventually
+from .harness import Harness
+
+
+def test_single_leader_among_racing_candidates(harness: Harness, name: str) -> None:
+    coordinators = [harness.connect() for _ in range(5)]
+    elections = [c.leader_election(name) for c in coordinators]
+    start = threading.Barrier(len(elections))
+    won: dict[str, bool] = {}
+
+    def run(index: int) -> None:
+        start.wait()
+        won[f"c{index}"] = elections[index].nominate(f"c{index}", data=f"data-{index}")
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(elections))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sum(won.values()) <= 1, f"more than one nominate() reported leadership: {won}"
+    eventually(lambda: sum(e.is_leader() for e in elections) == 1, harness.settle)
+    leader = elections[0].get_leader()
+    assert leader is not None
+    holders = [f"c{i}" for i, e in enumerate(elections) if e.is_leader()]
+    assert holders == [leader.id]
+    assert leader.data == f"data-{leader.id[1:]}"
+    assert all(e.get_leader() == leader for e in elections)
+
+
+def test_observer_sees_leader_without_nominating(harness: Harness, name: str) -> None:
+    candidate = harness.connect().leader_election(name)
+    observer = harness.connect().leader_election(name)
+    assert observer.get_leader() is None
+    assert candidate.nominate("pod-a", data="host=10.0.0.7")
+    eventually(lambda: observer.get_leader() is not None, harness.settle)
+    leader = observer.get_leader()
+    assert leader is not None
+    assert (leader.id, leader.data) == ("pod-a", "host=10.0.0.7")
+    assert leader.epoch >= 1
+    assert not observer.is_leader()
+    assert candidate.is_leader("pod-a")
+    assert not candidate.is_leader("pod-b")
+
+
+def test_resign_hands_over_and_listeners_see_it(harness: Harness, name: str) -> None:
+    first = harness.connect().leader_election(name)
+    second = harness.connect().leader_election(name)
+    observer = harness.connect().leader_election(name)
+    seen: Recorder[str | None] = Recorder()
+    observer.add_listener(seen)
+
+    assert first.nominate("a")
+    assert not second.nominate("b")
+    seen.wait_last("a", harness.settle)
+    epoch_a = _leader(observer, "a", harness).epoch
+
+    first.resign("a")
+    seen.wait_last("b", harness.settle)
+    leader_b = _leader(observer, "b", harness)
+    assert leader_b.epoch > epoch_a
+    assert second.is_leader("b")
+    assert not first.is_leader()
+
+
+def test_resign_by_non_leader_is_ignored(harness: Harness, name: str) -> None:
+    first = harness.connect().leader_election(name)
+    second = harness.connect().leader_election(name)
+    assert first.nominate("a")
+    assert not second.nominate("b")
+    before = _leader(second, "a", harness)
+    second.resign("b")
+    second.resign("never-nominated")
+    assert first.is_leader("a")
+    assert second.get_leader() == before
+    # b is still a candidate: when a resigns, b takes over.
+    first.resign("a")
+    _leader(second, "b", harness)
+
+
+def test_close_releases_leadership(harness: Harness, name: str) -> None:
+    leading = harness.connect()
+    follower = harness.connect().leader_election(name)
+    assert leading.leader_election(name).nominate("a")
+    assert not follower.nominate("b")
+    leading.close()
+    _leader(follower, "b", harness)
+    assert follower.is_leader("b")
+
+
+def test_epochs_strictly_increase_across_handovers(harness: Harness, name: str) -> None:
+    elections = [harness.connect().leader_election(name) for _ in range(3)]
+    observer = harness.connect().leader_election(name)
+    epochs = []
+    for round_ in range(6):
+        election = elections[round_ % 3]
+        election.nominate(f"r{round_}")
+        leader = _leader(observer, f"r{round_}", harness)
+        epochs.append(leader.epoch)
+        election.resign(f"r{round_}")
+        eventually(lambda r=round_: (observer.get_leader() or Leader("", "", 0)).id != f"r{r}", harness.settle)
+    assert epochs == sorted(set(epochs)), f"epochs did not strictly increase: {epochs}"
+
+
+def test_crashed_leader_is_replaced_after_expiry(harness: Harness, name: str) -> None:
+    crashed = harness.connect()
+    follower = harness.connect().leader_election(name)
+    assert crashed.leader_election(name).nominate("a")
+    assert not follower.nominate("b")
+    epoch_a = _leader(follower, "a", harness).epoch
+    harness.crash(crashed)
+    harness.expire()
+    leader = _leader(follower, "b", harness)
+    assert leader.epoch > epoch_a
+
+
+def test_listener_removed_and_raising_listener(harness: Harness, name: str) -> None:
+    election = harness.connect().leader_election(name)
+    removed: Recorder[str | None] = Recorder()
+    kept: Recorder[str | None] = Recorder()
+
+    def explode(_: str | None) -> None:
+        raise RuntimeError("listener bug")
+
+    election.add_listener(explode)
+    election.add_listener(removed)
+    election.add_listener(kept)
+    election.remove_listener(removed)
+    election.nominate("a")
+    kept.wait_last("a", harness.settle)
+    election.resign("a")
+    election.nominate("b")
+    kept.wait_last("b", harness.settle)
+    assert removed.calls == []
+
+
+@pytest.mark.parametrize("bad", ["", "a/b", "x" * 129, "nul\x00"])
+def test_invalid_candidate_ids_are_rejected(harness: Harness, name: str, bad: str) -> None:
+    election = harness.connect().leader_election(name)
+    with pytest.raises(InvalidArgumentError):
+        election.nominate(bad)
+    assert election.get_leader() is None
+
+
+@pytest.mark.parametrize("bad", ["", "Upper", "under_score", "-dash", "x" * 64])
+def test_invalid_service_names_are_rejected(harness: Harness, bad: str) -> None:
+    with pytest.raises(kubecoord.InvalidArgumentError):
+        harness.connect().leader_election(bad)
+
+
+def _leader(election: kubecoord.LeaderElection, expected: str, harness: Harness) -> Leader:
+    eventually(lambda: (election.get_leader() or Leader("", "", 0)).id == expected, harness.settle)
+    leader = election.get_leader()
+    assert leader is not None
+    return leader
