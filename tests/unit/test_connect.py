@@ -1,0 +1,66 @@
+"""connect(): URL parsing and backend discovery through entry points."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import kubecoord
+from kubecoord import InvalidArgumentError
+from kubecoord.connect import parse_url
+
+
+def test_parse_urls() -> None:
+    url = parse_url("memory://shared")
+    assert (url.scheme, url.location, url.path) == ("memory", "shared", "")
+    assert parse_url("memory://").location == ""
+
+
+@pytest.mark.parametrize("bad", ["", "memory", "nosuch://x", "memory:/x", "memory://x?opt=1", 42])
+def test_bad_urls_name_the_installed_backends(bad: object) -> None:
+    with pytest.raises(InvalidArgumentError) as err:
+        kubecoord.connect(bad)  # type: ignore[arg-type]
+    if isinstance(bad, str) and "?" not in bad and bad:
+        assert "memory" in str(err.value)
+
+
+def test_unknown_options_are_rejected() -> None:
+    with pytest.raises(InvalidArgumentError, match="unknown options"):
+        kubecoord.connect("memory://", no_such_option=1)
+
+
+def test_a_third_party_backend_is_found_through_its_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A package installed elsewhere declares a backend; kubecoord itself is untouched.
+    (tmp_path / "acme_backend.py").write_text(
+        textwrap.dedent(
+            """
+            import kubecoord.backends.memory as memory
+
+            def connect(url, *, history=None, **options):
+                coordinator = memory.connect(url.__class__(url.raw, "memory", url.location, ""), history=history)
+                coordinator.backend = "acme"
+                return coordinator
+            """
+        )
+    )
+    dist = tmp_path / "acme_backend-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-backend\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[kubecoord.backends]\nacme = acme_backend:connect\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "acme" in kubecoord.installed_backends()
+    with kubecoord.connect("acme://x") as coord:
+        assert coord.backend == "acme"
+        assert coord.storage("s").put("k", "v") == 1
+    sys.modules.pop("acme_backend", None)
+
+
+def test_operator_module_is_not_shadowed() -> None:
+    import operator
+
+    assert operator.add(1, 2) == 3

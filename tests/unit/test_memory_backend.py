@@ -1,0 +1,66 @@
+"""What the memory backend adds to the contract: shared names, the manual clock, crashes."""
+
+from __future__ import annotations
+
+import pytest
+
+import kubecoord
+from kubecoord import ClosedError
+from kubecoord.testing import ManualClock, crash
+
+from ..helpers import Recorder
+
+
+def test_private_and_shared_states() -> None:
+    with kubecoord.connect("memory://") as a, kubecoord.connect("memory://") as b:
+        a.storage("s").put("k", "v")
+        assert b.storage("s").fetch("k").result() is None
+    with kubecoord.connect("memory://shared-x") as a, kubecoord.connect("memory://shared-x") as b:
+        a.storage("s").put("k", "v")
+        assert b.storage("s").fetch("k").result() == "v"
+
+
+def test_crashed_leader_keeps_leading_until_its_session_times_out() -> None:
+    clock = ManualClock()
+    url = "memory://crash-timing"
+    leader = kubecoord.connect(url, clock=clock, session_timeout=10)
+    follower = kubecoord.connect(url, clock=clock, session_timeout=10)
+    assert leader.leader_election("svc").nominate("a")
+    election = follower.leader_election("svc")
+    seen: Recorder[str | None] = Recorder()
+    election.add_listener(seen)
+    assert not election.nominate("b")
+    crash(leader)
+    clock.advance(9.9)
+    current = election.get_leader()
+    assert current is not None and current.id == "a"
+    assert not election.is_leader()
+    clock.advance(0.2)
+    seen.wait_last("b")
+    assert election.is_leader("b")
+    with pytest.raises(ClosedError):
+        leader.leader_election("svc")
+    follower.close()
+
+
+def test_crashed_member_expires_on_the_clock() -> None:
+    clock = ManualClock()
+    url = "memory://member-expiry"
+    doomed = kubecoord.connect(url, clock=clock, session_timeout=3)
+    watcher = kubecoord.connect(url, clock=clock)
+    doomed.group_membership("g").join("m")
+    crash(doomed)
+    group = watcher.group_membership("g")
+    assert group.membership_list() == {"m"}
+    clock.advance(3)
+    assert group.membership_list() == set()
+    watcher.close()
+
+
+def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    from kubecoord.demo import scenario
+
+    assert scenario("memory://demo-under-test") == 0
+    out = capsys.readouterr().out
+    assert "took over (epoch 1 -> 2)" in out
+    assert "a stale write was refused" in out
