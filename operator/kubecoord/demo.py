@@ -33,7 +33,12 @@ def scenario(url: str) -> int:
         _say(f"connected 3 candidates and an observer to {url}")
         changed = threading.Event()
         election = observer.leader_election("billing-controller")
-        election.add_listener(lambda leader: (_say(f"  listener: leader is now {leader}"), changed.set()))
+
+        def on_leader(leader: str | None) -> None:
+            _say(f"  listener: leader is now {leader}")
+            changed.set()
+
+        election.add_listener(on_leader)
 
         handles = [c.leader_election("billing-controller") for c in coordinators]
         for index, handle in enumerate(handles):
