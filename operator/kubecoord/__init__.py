@@ -5,6 +5,8 @@ This module is the public surface: the interface, connect(), the value types and
 errors. Everything not re-exported here is internal and may change without notice.
 """
 
+import logging
+
 from kubecoord.api import (
     Coordinator,
     GroupMembership,
@@ -34,6 +36,9 @@ from kubecoord.errors import (
     ValueTooLargeError,
     VersionConflictError,
 )
+
+# A library stays silent unless the application configures logging.
+logging.getLogger("kubecoord").addHandler(logging.NullHandler())
 
 __all__ = [
     "BackendURL",

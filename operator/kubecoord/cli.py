@@ -9,6 +9,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from kubecoord._internal import logs
+
 # name -> (module, help). The module provides add_arguments(parser) and run(args) -> int.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("kubecoord.demo", "run the demo scenario"),
@@ -17,6 +19,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kubecoord", description=__doc__.splitlines()[0])
+    parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING (default), ERROR")
+    parser.add_argument("--log-format", choices=["json", "text"], default="json", help="default: %(default)s")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
@@ -24,6 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         module.add_arguments(sub_parser)
         sub_parser.set_defaults(_run=module.run)
     args = parser.parse_args(argv)
+    logs.configure(args.log_level, args.log_format)
     return int(args._run(args))
 
 
