@@ -1,0 +1,112 @@
+"""ZooKeeperCoordinator: one kazoo session, one dispatcher, one event log, its handles."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+from typing import TypeVar
+
+from kubecoord import validation
+from kubecoord._internal.dispatch import Dispatcher
+from kubecoord.api import Coordinator, GroupMembership, LeaderElection, ListenerRegistry, Storage
+from kubecoord.backends.zookeeper.election import ZooKeeperElection
+from kubecoord.backends.zookeeper.handle import Handle
+from kubecoord.backends.zookeeper.kv import ZooKeeperListenerRegistry, ZooKeeperStorage
+from kubecoord.backends.zookeeper.membership import ZooKeeperGroup
+from kubecoord.backends.zookeeper.options import Options
+from kubecoord.backends.zookeeper.session import Session
+from kubecoord.errors import ClosedError, InvalidArgumentError
+from kubecoord.history import EventLog
+
+_HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?$")
+_numbers = itertools.count(1)
+
+H = TypeVar("H", bound=Handle)
+
+
+def check_hosts(location: str) -> str:
+    """HOST[:PORT][,HOST[:PORT]...] from the URL, or InvalidArgumentError."""
+    hosts = [host for host in location.split(",") if host]
+    if not hosts or any(not _HOST.match(host) for host in hosts):
+        raise InvalidArgumentError(
+            f"zookeeper URL hosts {location!r} must be HOST:PORT[,HOST:PORT...], e.g. zookeeper://zk1:2181,zk2:2181/app"
+        )
+    return ",".join(hosts)
+
+
+class ZooKeeperCoordinator(Coordinator):
+    backend = "zookeeper"
+
+    def __init__(self, hosts: str, chroot: str, options: Options, events: EventLog) -> None:
+        self.chroot = chroot
+        self.options = options
+        self.events = events
+        number = next(_numbers)
+        self.dispatcher = Dispatcher(f"zookeeper-{number}")
+        self.session = Session(hosts, options, name=str(number))
+        self._lock = threading.Lock()
+        self._handles: list[Handle] = []
+        self._closed = False
+        try:
+            self.session.start()
+        except BaseException:
+            self._closed = True
+            self.dispatcher.close()
+            self.events.close()
+            raise
+
+    def leader_election(self, service: str) -> LeaderElection:
+        return self._track(ZooKeeperElection(self, validation.check_name(service, "service")))
+
+    def group_membership(self, group: str) -> GroupMembership:
+        return self._track(ZooKeeperGroup(self, validation.check_name(group, "group")))
+
+    def storage(self, name: str) -> Storage:
+        return self._track(ZooKeeperStorage(self, validation.check_name(name, "store name")))
+
+    def listener_registry(self, name: str) -> ListenerRegistry:
+        return self._track(ZooKeeperListenerRegistry(self, validation.check_name(name, "store name")))
+
+    def _track(self, handle: H) -> H:
+        with self._lock:
+            if self._closed:
+                handle.close()
+                raise ClosedError("this zookeeper coordinator was closed")
+            self._handles.append(handle)
+        return handle
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("this zookeeper coordinator was closed")
+
+    @property
+    def client_id(self) -> tuple[int, bytes] | None:
+        """(session id, password) of the current session: lets a test force its expiry."""
+        return self.session.client.client_id  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            handles = list(reversed(self._handles))
+        for handle in handles:
+            handle.close()
+        self.session.close()
+        self.dispatcher.close()
+        self.events.close()
+
+    def simulate_crash(self) -> None:
+        """Stop as a process killed with -9 would: no resign, no leave, no callbacks.
+
+        The session stays open on the server until its timeout, then its ephemeral
+        znodes (leadership, memberships) go. Used by kubecoord.testing.crash().
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.dispatcher.close(timeout=0)
+        self.session.crash()
+        self.events.close()

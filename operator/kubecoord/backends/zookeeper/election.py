@@ -1,0 +1,339 @@
+"""Leader election with ephemeral sequential znodes (kazoo's Lock/Election recipe layout).
+
+Status: the ZooKeeper recipe, interoperable with kazoo. Usage::
+
+    le = coord.leader_election("billing")        # /CHROOT/elections/billing
+    le.nominate("pod-a", data="host=10.0.0.7")   # True if pod-a leads now
+
+Each candidate creates ``<uuid4 hex>__lock__<seq>`` under /CHROOT/elections/SERVICE with
+the data ``ID + "\\n" + DATA``: the node naming of kazoo's Lock, so a kazoo ``Election``
+or ``Lock`` contender on the same path is a candidate like any other (its identifier
+reads as the id, with empty data). The lowest sequence leads. Each candidate watches
+only its predecessor (no herd effect); a handle with listeners also watches the lowest
+node, to tell them when the leader changes. The epoch is the leading znode's czxid,
+which ZooKeeper makes strictly increasing across leadership changes.
+
+Guarantees:
+
+- Never two leaders among correctly working candidates: a node leads only while it is
+  the lowest; the one below it must have been deleted (resign, close) or expired with
+  its session first.
+- On SUSPENDED (connection lost, session maybe alive) a leader's is_leader() is False at
+  once and listeners are told None (uncertain); it does no leader work until CONNECTED
+  and a fresh read confirms its node is still the lowest ("renewed" in the history).
+- On LOST (session expired) leadership is gone ("lost"); when the client reconnects
+  with a new session, every candidate still nominated re-enters with a new node (and so
+  a new, higher epoch should it win again).
+- resign() deletes the leader's node and withdraws its candidacy (nominate again to
+  run again); close() does that for every candidate of the handle.
+
+Not guaranteed: that a leader stops acting before its session expires on the server if
+its process is frozen (GC pause, SIGSTOP): kazoo notices SUSPENDED only when the
+process runs again. Use the epoch as a fencing token where the work can check it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from kubecoord import validation
+from kubecoord._internal.dispatch import ListenerSet
+from kubecoord.api import Leader, LeaderElection, LeaderListener
+from kubecoord.backends.zookeeper.errors import translating
+from kubecoord.backends.zookeeper.handle import Handle
+from kubecoord.backends.zookeeper.session import CONNECTED, LOST
+from kubecoord.backends.zookeeper.watches import read_children
+from kubecoord.errors import MemberExistsError
+
+if TYPE_CHECKING:
+    from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
+
+log = logging.getLogger("kubecoord.zookeeper")
+
+NODE_NAME = "__lock__"
+"""kazoo Lock's contender marker; the sequence number follows it."""
+_CONTENDER = re.compile(r"__lock__(-?\d{10})$")
+_MAX_ROUNDS = 20
+"""Re-reads allowed in one evaluation while nodes come and go under it."""
+
+
+def contenders(children: list[str]) -> list[str]:
+    """Contender node names, lowest sequence first, ordered exactly as kazoo orders them."""
+    matches = [m for m in map(_CONTENDER.search, children) if m is not None]
+    return [m.string for m in sorted(matches, key=lambda m: m.groups())]
+
+
+def node_data(candidate_id: str, data: str) -> bytes:
+    return f"{candidate_id}\n{data}".encode()
+
+
+def parse_node_data(raw: bytes) -> tuple[str, str]:
+    """(id, data); a kazoo contender's identifier has no newline and so has empty data."""
+    candidate_id, _, data = raw.decode("utf-8", errors="replace").partition("\n")
+    return candidate_id, data
+
+
+@dataclass(eq=False)
+class _Candidate:
+    id: str
+    data: str
+    prefix: str = field(default_factory=lambda: uuid.uuid4().hex + NODE_NAME)
+    node: str | None = None
+    epoch: int = 0
+    leading: bool = False
+    confirmed: int = -1
+    """The session generation in which leadership was last confirmed by a read."""
+
+
+class ZooKeeperElection(Handle, LeaderElection):
+    kind = "leader election"
+
+    def __init__(self, coordinator: ZooKeeperCoordinator, service: str) -> None:
+        super().__init__(coordinator)
+        self.service = service
+        self.path = f"{self._root}/elections/{service}"
+        self._lock = threading.RLock()
+        self._candidates: dict[str, _Candidate] = {}
+        self._listeners: ListenerSet[str | None] = ListenerSet()
+        self._view: str | None = None
+        self._identities: dict[str, tuple[str, str, int]] = {}
+        self._session.subscribe(self._on_state)
+
+    # -- interface ------------------------------------------------------------------
+    def nominate(self, candidate_id: str, data: str = "") -> bool:
+        validation.check_id(candidate_id, "candidate_id")
+        validation.check_data(data)
+        self._check_open()
+        with self._lock, translating():
+            if candidate_id in self._candidates:
+                raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
+            candidate = _Candidate(candidate_id, data)
+            self._create(candidate)
+            self._candidates[candidate_id] = candidate
+            self._evaluate_or_retry()
+            return self._holds(candidate)
+
+    def get_leader(self) -> Leader | None:
+        self._check_open()
+        with translating():
+            for _ in range(_MAX_ROUNDS):
+                order = contenders(read_children(self._session, self.path))
+                if not order:
+                    return None
+                try:
+                    candidate_id, data, epoch = self._identify(order[0])
+                except NoNodeError:
+                    continue  # the leader left while we looked: read again
+                return Leader(candidate_id, data, epoch)
+            raise ConnectionLoss("election kept changing while reading it")
+
+    def resign(self, candidate_id: str) -> None:
+        validation.check_id(candidate_id, "candidate_id")
+        self._check_open()
+        with self._lock, translating():
+            candidate = self._candidates.get(candidate_id)
+            if candidate is None or not candidate.leading:
+                return
+            self._delete_node(candidate)
+            del self._candidates[candidate_id]
+            candidate.leading = False
+        self._record("resigned", candidate)
+
+    def is_leader(self, candidate_id: str | None = None) -> bool:
+        if self._closed:
+            return False
+        with self._lock:
+            return any(
+                self._holds(c) for c in self._candidates.values() if candidate_id is None or c.id == candidate_id
+            )
+
+    def add_listener(self, listener: LeaderListener) -> None:
+        first = not self._listeners
+        self._listeners.add(listener)
+        if first and not self._closed:
+            # The current leader is the baseline; listeners hear of changes from here on.
+            with self._lock:
+                self._evaluate_or_retry(notify=False)
+
+    def remove_listener(self, listener: LeaderListener) -> None:
+        self._listeners.remove(listener)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._session.unsubscribe(self._on_state)
+        with self._lock:
+            self._closed = True
+            for candidate in list(self._candidates.values()):
+                try:
+                    self._delete_node(candidate)
+                except (KazooException, KazooTimeoutError):
+                    log.warning("could not delete candidate node on close; it goes with the session",
+                                extra={"service": self.service, "candidate": candidate.id})
+                if candidate.leading:
+                    self._record("resigned", candidate)
+            self._candidates.clear()
+        super().close()
+
+    # -- znodes ---------------------------------------------------------------------
+    def _holds(self, candidate: _Candidate) -> bool:
+        return candidate.leading and self._session.connected and candidate.confirmed == self._session.generation
+
+    def _create(self, candidate: _Candidate) -> None:
+        client = self._session.client
+        try:
+            path, stat = self._session.call(
+                client.create_async, f"{self.path}/{candidate.prefix}", node_data(candidate.id, candidate.data),
+                ephemeral=True, sequence=True, makepath=True, include_data=True,
+            )
+        except (ConnectionLoss, KazooTimeoutError):
+            # The create may have happened: find it by its unique prefix (kazoo's Lock does the same).
+            mine = [n for n in read_children(self._session, self.path) if n.startswith(candidate.prefix)]
+            if not mine:
+                raise
+            path = f"{self.path}/{mine[0]}"
+            stat = self._session.read(client.exists_async, path)
+            if stat is None:
+                raise
+        candidate.node = path.rsplit("/", 1)[1]
+        candidate.epoch = stat.czxid
+        candidate.leading = False
+
+    def _delete_node(self, candidate: _Candidate) -> None:
+        if candidate.node is None:
+            return
+        with contextlib.suppress(NoNodeError):
+            self._session.call(self._session.client.delete_async, f"{self.path}/{candidate.node}")
+        candidate.node = None
+
+    def _identify(self, node: str) -> tuple[str, str, int]:
+        """(id, data, czxid) of a contender node; contender nodes never change, so cache."""
+        if node not in self._identities:
+            raw, stat = self._session.read(self._session.client.get_async, f"{self.path}/{node}")
+            if len(self._identities) > 1000:
+                self._identities.clear()
+            self._identities[node] = (*parse_node_data(raw), stat.czxid)
+        return self._identities[node]
+
+    # -- the election loop (worker thread, or the caller's under the lock) -------------
+    def _on_watch(self, _event: object) -> None:
+        if not self._closed:
+            self._session.post(self, self._evaluate_in_background)
+
+    def _evaluate_in_background(self) -> None:
+        with self._lock:
+            self._evaluate_or_retry()
+
+    def _evaluate_or_retry(self, *, notify: bool = True) -> None:
+        if self._closed or not self._session.connected:
+            return  # CONNECTED evaluates again
+        try:
+            self._evaluate(notify=notify)
+        except (KazooException, KazooTimeoutError) as exc:
+            log.debug("election evaluation failed; retrying", extra={"service": self.service, "error": repr(exc)})
+            self._retry_later(self, self._evaluate_in_background)
+
+    def _evaluate(self, *, notify: bool) -> None:
+        client = self._session.client
+        for _ in range(_MAX_ROUNDS):
+            generation = self._session.generation
+            started = time.time()
+            order = contenders(read_children(self._session, self.path))
+            # 1. Candidates whose node is gone (session expired, deleted by hand) re-enter.
+            missing = [c for c in self._candidates.values() if c.node not in order]
+            for candidate in missing:
+                self._lose(candidate)
+                self._create(candidate)
+            if missing:
+                continue
+            # 2. The lowest node leads; every other candidate watches its predecessor only.
+            stable = True
+            for candidate in self._candidates.values():
+                assert candidate.node is not None
+                index = order.index(candidate.node)
+                if index == 0:
+                    self._confirm(candidate, generation, started)
+                    continue
+                if candidate.leading:  # only a sequence wrap-around could put a node below ours
+                    candidate.leading = False
+                    self._record("lost", candidate)
+                predecessor = f"{self.path}/{order[index - 1]}"
+                if self._session.read(client.exists_async, predecessor, watch=self._on_watch) is None:
+                    stable = False  # it left between the two reads
+                    break
+            if not stable:
+                continue
+            # 3. Listeners: watch the lowest node (or the parent while there is none).
+            if self._listeners and not self._observe(order, notify):
+                continue
+            return
+        raise ConnectionLoss("election kept changing while evaluating it")
+
+    def _confirm(self, candidate: _Candidate, generation: int, started: float) -> None:
+        if candidate.leading and candidate.confirmed == generation:
+            return
+        event = "renewed" if candidate.leading else "acquired"
+        candidate.leading = True
+        candidate.confirmed = generation
+        self._record(event, candidate, valid_until=started + self._session.session_timeout)
+
+    def _lose(self, candidate: _Candidate) -> None:
+        if candidate.leading:
+            candidate.leading = False
+            self._record("lost", candidate)
+        candidate.node = None
+
+    def _observe(self, order: list[str], notify: bool) -> bool:
+        """Update the listeners' view; False if the election changed under us (read again)."""
+        client = self._session.client
+        if order:
+            lowest = f"{self.path}/{order[0]}"
+            if self._session.read(client.exists_async, lowest, watch=self._on_watch) is None:
+                return False
+            leader_id, _, epoch = self._identify(order[0])
+        else:
+            if contenders(read_children(self._session, self.path, watch=self._on_watch)):
+                return False
+            leader_id, epoch = None, 0
+        self._set_view(leader_id, epoch, notify)
+        return True
+
+    def _set_view(self, leader_id: str | None, epoch: int, notify: bool) -> None:
+        if leader_id == self._view:
+            return
+        self._view = leader_id
+        if notify:
+            self._dispatcher.notify(self._listeners, leader_id)
+        if leader_id is not None and leader_id not in self._candidates:
+            self._events.record(
+                primitive="leader_election", name=self.service, event="observed", member=leader_id, epoch=epoch
+            )
+
+    def _on_state(self, state: str) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            if state == CONNECTED:
+                self._evaluate_or_retry()
+                return
+            if state == LOST:  # the session's ephemeral nodes are gone
+                for candidate in self._candidates.values():
+                    self._lose(candidate)
+            if self._listeners:  # SUSPENDED or LOST: the leader is not known any more
+                self._set_view(None, 0, notify=True)
+
+    def _record(self, event: str, candidate: _Candidate, valid_until: float | None = None) -> None:
+        self._events.record(
+            primitive="leader_election", name=self.service, event=event,
+            member=candidate.id, epoch=candidate.epoch, valid_until=valid_until,
+        )

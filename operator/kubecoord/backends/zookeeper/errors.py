@@ -1,0 +1,77 @@
+"""kazoo's exceptions -> kubecoord.errors, in one place.
+
+Every public method of the zookeeper backend runs inside ``translating()``, so no kazoo
+exception reaches a caller. Callers that give an error a more specific meaning (a
+NodeExists on join() is a MemberExistsError, on put() a KeyExistsError) catch the kazoo
+exception themselves before it gets here; what is left is mapped by class, never by
+message.
+
+Not guaranteed: that a write which failed with BackendUnavailableError did not happen —
+ZooKeeper may have applied it before the connection broke (the usual ConnectionLoss
+ambiguity). Reads are retried; writes are not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from kazoo import exceptions as kz
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import RetryFailedError
+
+from kubecoord.errors import (
+    BackendUnavailableError,
+    ClosedError,
+    CoordinationError,
+    InvalidArgumentError,
+    KeyExistsError,
+    KeyNotFoundError,
+    PermissionDeniedError,
+    VersionConflictError,
+)
+
+# Order matters: the first matching class wins (ConnectionClosedError is a SessionExpiredError).
+_TABLE: list[tuple[type[BaseException], type[CoordinationError], str]] = [
+    (kz.ConnectionClosedError, ClosedError, "the ZooKeeper client was closed"),
+    (kz.ConnectionLoss, BackendUnavailableError, "connection to ZooKeeper lost"),
+    (kz.SessionExpiredError, BackendUnavailableError, "ZooKeeper session expired"),
+    (kz.SessionMovedError, BackendUnavailableError, "ZooKeeper session moved to another server"),
+    (kz.OperationTimeoutError, BackendUnavailableError, "ZooKeeper operation timed out"),
+    (kz.RequestTimeoutError, BackendUnavailableError, "ZooKeeper request timed out"),
+    (kz.ConnectionDropped, BackendUnavailableError, "connection to ZooKeeper dropped"),
+    (kz.ThrottledOpError, BackendUnavailableError, "ZooKeeper throttled the request"),
+    (KazooTimeoutError, BackendUnavailableError, "no answer from ZooKeeper in time"),
+    (RetryFailedError, BackendUnavailableError, "ZooKeeper unreachable within the retry policy"),
+    (kz.NoAuthError, PermissionDeniedError, "ZooKeeper refused access (NoAuth)"),
+    (kz.AuthFailedError, PermissionDeniedError, "ZooKeeper authentication failed"),
+    (kz.BadVersionError, VersionConflictError, "the znode changed concurrently (BadVersion)"),
+    (kz.NodeExistsError, KeyExistsError, "the znode already exists"),
+    (kz.NoNodeError, KeyNotFoundError, "the znode does not exist"),
+    (kz.BadArgumentsError, InvalidArgumentError, "ZooKeeper rejected the arguments"),
+    (kz.InvalidACLError, InvalidArgumentError, "ZooKeeper rejected the ACL"),
+    (kz.QuotaExceededError, CoordinationError, "ZooKeeper quota exceeded"),
+    (kz.KazooException, CoordinationError, "ZooKeeper error"),
+]
+
+
+def translate(exc: BaseException) -> CoordinationError:
+    """The kubecoord error for a kazoo exception (CoordinationError as a last resort)."""
+    for kazoo_class, ours, message in _TABLE:
+        if isinstance(exc, kazoo_class):
+            detail = f"{message}: {type(exc).__name__}"
+            if str(exc):
+                detail += f" ({exc})"
+            return ours(detail)
+    return CoordinationError(f"unexpected ZooKeeper client error: {type(exc).__name__}: {exc}")
+
+
+@contextlib.contextmanager
+def translating() -> Iterator[None]:
+    """Re-raise kazoo exceptions (and kazoo's timeout) as kubecoord errors."""
+    try:
+        yield
+    except CoordinationError:
+        raise
+    except (kz.KazooException, KazooTimeoutError) as exc:
+        raise translate(exc) from exc

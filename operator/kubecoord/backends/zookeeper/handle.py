@@ -1,0 +1,48 @@
+"""What every zookeeper handle (election, group, store, registry) shares with its coordinator."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from kubecoord.errors import ClosedError
+
+if TYPE_CHECKING:
+    from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
+
+log = logging.getLogger("kubecoord.zookeeper")
+
+RETRY_DELAY = 0.5
+"""Seconds before background work that failed while connected is tried again."""
+
+
+class Handle:
+    kind = "handle"
+
+    def __init__(self, coordinator: ZooKeeperCoordinator) -> None:
+        self._coordinator = coordinator
+        self._session = coordinator.session
+        self._events = coordinator.events
+        self._dispatcher = coordinator.dispatcher
+        self._root = coordinator.chroot
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"this zookeeper {self.kind} handle was closed")
+        self._coordinator.check_open()
+
+    def _retry_later(self, task_key: object, task: object) -> None:
+        """Post ``task`` again after RETRY_DELAY if the session is still connected."""
+
+        def repost() -> None:
+            if not self._closed and self._session.connected:
+                self._session.post(task_key, task)  # type: ignore[arg-type]
+
+        timer = threading.Timer(RETRY_DELAY, repost)
+        timer.daemon = True
+        timer.start()
+
+    def close(self) -> None:
+        self._closed = True

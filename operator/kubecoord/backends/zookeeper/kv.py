@@ -1,0 +1,280 @@
+"""The key-value store: one persistent znode per key under /CHROOT/kv/STORE.
+
+Status: stable layout. Usage::
+
+    kv = coord.storage("topics")                      # /CHROOT/kv/topics
+    kv.put("topics/orders/config", "partitions=3")    # /CHROOT/kv/topics/topics/orders/config
+
+Each key segment is one znode name (encoded reversibly, see naming.py), so a namespace
+is a znode and its key set is the znode's children. Znodes that exist only because keys
+live below them are implicit parents: their data has no key header (record.py), fetch()
+reports them absent, and deleting the last key below one removes it (and any now-empty
+implicit parents above it; a concurrent write below makes that removal give way).
+
+Guarantees:
+
+- put() is create-if-absent, update()/delete() with expected_version are
+  compare-and-set on ZooKeeper's dataVersion: nothing is written on a conflict.
+- Versions: 1 after put, +1 per update (dataVersion mapped through the header's base).
+- A value larger than ``max_value_bytes`` (jute.maxbuffer minus room for the path and
+  header) raises ValueTooLargeError before any request.
+
+Not guaranteed: a write that fails with BackendUnavailableError may have been applied.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError, NotEmptyError
+
+from kubecoord import validation
+from kubecoord._internal.dispatch import ListenerSet
+from kubecoord.api import KeySetListener, ListenerRegistry, Storage, ValueListener, Versioned
+from kubecoord.backends.zookeeper import record
+from kubecoord.backends.zookeeper.errors import translate, translating
+from kubecoord.backends.zookeeper.handle import Handle
+from kubecoord.backends.zookeeper.naming import decode_name, key_path
+from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children, read_data
+from kubecoord.errors import KeyExistsError, KeyNotFoundError, VersionConflictError
+
+if TYPE_CHECKING:
+    from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
+
+_MAX_ROUNDS = 50
+"""Read-CAS rounds a write retries while implicit parents come and go under it."""
+
+
+class ZooKeeperStorage(Handle, Storage):
+    kind = "storage"
+
+    def __init__(self, coordinator: ZooKeeperCoordinator, name: str) -> None:
+        super().__init__(coordinator)
+        self.name = name
+        self.root = f"{self._root}/kv/{name}"
+        self.max_value_bytes = coordinator.options.max_value_bytes
+
+    # -- reads ------------------------------------------------------------------------
+    def fetch(self, key: str) -> Future[str | None]:
+        return self._fetch(key, lambda versioned: versioned.value if versioned else None)
+
+    def fetch_versioned(self, key: str) -> Future[Versioned | None]:
+        return self._fetch(key, lambda versioned: versioned)
+
+    def _fetch(self, key: str, convert: Callable[[Versioned | None], Any]) -> Future[Any]:
+        validation.check_key(key)
+        self._check_open()
+        future: Future[Any] = Future()
+
+        def complete(result: Any) -> None:  # kazoo's completion thread
+            try:
+                raw, stat = result.get_nowait()
+            except NoNodeError:
+                future.set_result(convert(None))
+            except Exception as exc:
+                future.set_exception(translate(exc))
+            else:
+                future.set_result(convert(record.decode(raw, stat)))
+
+        self._session.client.get_async(key_path(self.root, key)).rawlink(complete)
+        return future
+
+    def children(self, namespace: str = "") -> set[str]:
+        validation.check_namespace(namespace)
+        self._check_open()
+        with translating():
+            return {decode_name(name) for name in read_children(self._session, key_path(self.root, namespace))}
+
+    # -- writes -----------------------------------------------------------------------
+    def put(self, key: str, data: str) -> int:
+        validation.check_key(key)
+        validation.check_value(data, max_bytes=self.max_value_bytes)
+        self._check_open()
+        path = key_path(self.root, key)
+        client = self._session.client
+        with translating():
+            for _ in range(_MAX_ROUNDS):
+                try:
+                    self._session.call(client.create_async, path, record.encode(0, data), makepath=True)
+                    return self._done("put", key, 1)
+                except NoNodeError:
+                    continue  # an implicit parent was pruned between makepath and create
+                except NodeExistsError:
+                    pass
+                node = read_data(self._session, path)
+                if node is None:
+                    continue
+                raw, stat = node
+                if record.is_key(raw):
+                    raise KeyExistsError(f"key {key!r} already exists in store {self.name!r}")
+                try:  # an implicit parent becomes a key, starting at version 1
+                    raw = record.encode(stat.version + 1, data)
+                    self._session.call(client.set_async, path, raw, version=stat.version)
+                    return self._done("put", key, 1)
+                except (BadVersionError, NoNodeError):
+                    continue
+            raise ConnectionLoss(f"put of {key!r} kept racing with concurrent writes")
+
+    def update(self, key: str, data: str, *, expected_version: int | None = None) -> int:
+        validation.check_key(key)
+        validation.check_value(data, max_bytes=self.max_value_bytes)
+        validation.check_version(expected_version)
+        self._check_open()
+
+        def write(path: str, raw: bytes, zk_version: int) -> None:
+            self._session.call(
+                self._session.client.set_async, path, record.encode(record.base_of(raw), data), version=zk_version
+            )
+
+        return self._done("updated", key, self._compare_and_set(key, expected_version, write) + 1)
+
+    def delete(self, key: str, *, expected_version: int | None = None) -> None:
+        validation.check_key(key)
+        validation.check_version(expected_version)
+        self._check_open()
+        client = self._session.client
+
+        def remove(path: str, raw: bytes, zk_version: int) -> None:
+            try:
+                self._session.call(client.delete_async, path, version=zk_version)
+            except NotEmptyError:  # keys live below: it stays, as an implicit parent
+                self._session.call(client.set_async, path, b"", version=zk_version)
+
+        version = self._compare_and_set(key, expected_version, remove)
+        self._prune(key)
+        self._done("deleted", key, version)
+
+    def _compare_and_set(
+        self, key: str, expected: int | None, write: Callable[[str, bytes, int], None]
+    ) -> int:
+        """Read the key, check ``expected``, ``write`` with a CAS on dataVersion; the version written over."""
+        path = key_path(self.root, key)
+        with translating():
+            for _ in range(_MAX_ROUNDS):
+                node = read_data(self._session, path)
+                current = record.decode(*node) if node is not None else None
+                if node is None or current is None:
+                    raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+                if expected is not None and current.version != expected:
+                    self._conflict(key, expected, current.version)
+                try:
+                    write(path, node[0], node[1].version)
+                    return current.version
+                except BadVersionError:
+                    if expected is not None:
+                        self._conflict(key, expected, None)
+                except NoNodeError:
+                    raise KeyNotFoundError(f"key {key!r} was deleted concurrently") from None
+            raise ConnectionLoss(f"write of {key!r} kept racing with concurrent writes")
+
+    def _conflict(self, key: str, expected: int, actual: int | None) -> None:
+        self._events.record(primitive="kv", name=self.name, event="conflict", key=key, version=expected)
+        now = f"at version {actual}" if actual is not None else "changed concurrently"
+        raise VersionConflictError(f"key {key!r} is {now}, not at version {expected}")
+
+    def _prune(self, key: str) -> None:
+        """Remove implicit parents left without children, deepest first; give way to any race."""
+        client = self._session.client
+        parent = validation.parent_of(key)
+        with translating():
+            while parent:
+                path = key_path(self.root, parent)
+                node = read_data(self._session, path)
+                if node is None or record.is_key(node[0]) or node[1].numChildren:
+                    return
+                try:
+                    self._session.call(client.delete_async, path, version=node[1].version)
+                except (NotEmptyError, NoNodeError, BadVersionError):
+                    return
+                parent = validation.parent_of(parent)
+
+    def _done(self, event: str, key: str, version: int) -> int:
+        self._events.record(primitive="kv", name=self.name, event=event, key=key, version=version)
+        return version
+
+
+class ZooKeeperListenerRegistry(Handle, ListenerRegistry):
+    """Value listeners watch a key's znode (its data); key-set listeners its children."""
+
+    kind = "listener registry"
+
+    def __init__(self, coordinator: ZooKeeperCoordinator, name: str) -> None:
+        super().__init__(coordinator)
+        self.name = name
+        self.root = f"{self._root}/kv/{name}"
+        self._lock = threading.Lock()
+        self._values: dict[str, tuple[ListenerSet[str | None], Watch[str | None]]] = {}
+        self._key_sets: dict[str, tuple[ListenerSet[set[str]], Watch[frozenset[str]]]] = {}
+
+    def add_value_change_listener(self, key: str, listener: ValueListener) -> None:
+        validation.check_key(key)
+        path = key_path(self.root, key)
+
+        def read(watch: WatchFn) -> str | None:
+            return record.value_of(read_data(self._session, path, watch))
+
+        self._add(self._values, key, listener, read, lambda listeners, value: self._dispatcher.notify(listeners, value))
+
+    def remove_value_change_listener(self, key: str, listener: ValueListener) -> None:
+        validation.check_key(key)
+        self._remove(self._values, key, listener)
+
+    def add_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
+        validation.check_namespace(namespace)
+        path = key_path(self.root, namespace)
+
+        def read(watch: WatchFn) -> frozenset[str]:
+            return frozenset(decode_name(name) for name in read_children(self._session, path, watch))
+
+        self._add(
+            self._key_sets, namespace, listener, read,
+            lambda listeners, names: self._dispatcher.notify(listeners, set(names)),
+        )
+
+    def remove_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
+        validation.check_namespace(namespace)
+        self._remove(self._key_sets, namespace, listener)
+
+    def _add(
+        self,
+        table: dict[str, tuple[ListenerSet[Any], Watch[Any]]],
+        path: str,
+        listener: Callable[[Any], None],
+        read: Callable[[WatchFn], Any],
+        deliver: Callable[[ListenerSet[Any], Any], None],
+    ) -> None:
+        self._check_open()
+        with self._lock:
+            if path not in table:
+                listeners: ListenerSet[Any] = ListenerSet()
+                watch: Watch[Any] = Watch(self._session, read, lambda state: deliver(listeners, state))
+                watch.start()
+                table[path] = (listeners, watch)
+            table[path][0].add(listener)
+
+    def _remove(
+        self, table: dict[str, tuple[ListenerSet[Any], Watch[Any]]], path: str, listener: Callable[[Any], None]
+    ) -> None:
+        with self._lock:
+            if path not in table:
+                return
+            listeners, watch = table[path]
+            listeners.remove(listener)
+            if not listeners:
+                watch.stop()
+                del table[path]
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        with self._lock:
+            watches: list[Watch[Any]] = [w for _, w in self._values.values()]
+            watches += [w for _, w in self._key_sets.values()]
+            for watch in watches:
+                watch.stop()
+            self._values.clear()
+            self._key_sets.clear()
+        super().close()

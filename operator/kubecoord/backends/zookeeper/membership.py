@@ -1,0 +1,200 @@
+"""Group membership with one ephemeral znode per member: /CHROOT/groups/GROUP/ID.
+
+Status: the ZooKeeper recipe (kazoo's Party, with ids as node names). Usage::
+
+    grp = coord.group_membership("workers")
+    grp.join("w1", data="host=10.0.0.7")
+
+The node name is the member id, encoded reversibly to a legal znode name
+(kubecoord.backends.zookeeper.naming); the node's data is the member data. A live member
+is a node that exists: it goes with leave(), close(), or the expiry of the session that
+created it. ZooKeeper's create-if-absent makes ids unique (NodeExists ->
+MemberExistsError). Listeners follow the children of the group node (level-triggered).
+
+Guarantees: after a session loss (LOST) the members this handle joined are recorded as
+"expired" and, once kazoo has a new session, re-join with the same id and data (unless
+another session took the id meanwhile: then the member is dropped and a warning logged).
+
+Not guaranteed: that a member is never absent — between the expiry of the old session
+and the re-join, other members see it gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from kazoo.exceptions import ConnectionLoss, KazooException, NodeExistsError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from kubecoord import validation
+from kubecoord._internal.dispatch import ListenerSet
+from kubecoord.api import GroupMembership, MembershipListener
+from kubecoord.backends.zookeeper.errors import translating
+from kubecoord.backends.zookeeper.handle import Handle
+from kubecoord.backends.zookeeper.naming import decode_name, encode_name
+from kubecoord.backends.zookeeper.session import CONNECTED, LOST
+from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children
+from kubecoord.errors import MemberExistsError, MemberNotFoundError
+
+if TYPE_CHECKING:
+    from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
+
+log = logging.getLogger("kubecoord.zookeeper")
+
+
+class ZooKeeperGroup(Handle, GroupMembership):
+    kind = "group membership"
+
+    def __init__(self, coordinator: ZooKeeperCoordinator, group: str) -> None:
+        super().__init__(coordinator)
+        self.group = group
+        self.path = f"{self._root}/groups/{group}"
+        self._lock = threading.RLock()
+        self._mine: dict[str, str] = {}
+        self._listeners: ListenerSet[set[str]] = ListenerSet()
+        self._watch: Watch[frozenset[str]] | None = None
+        self._session.subscribe(self._on_state)
+
+    def join(self, member_id: str, data: str = "") -> None:
+        validation.check_id(member_id, "member_id")
+        validation.check_data(data)
+        self._check_open()
+        with self._lock, translating():
+            if member_id in self._mine:
+                raise MemberExistsError(f"member {member_id!r} already joined group {self.group!r} on this handle")
+            if not self._create(member_id, data):
+                raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}")
+            self._mine[member_id] = data
+        self._record("joined", member_id)
+
+    def leave(self, member_id: str) -> None:
+        validation.check_id(member_id, "member_id")
+        self._check_open()
+        with self._lock, translating():
+            if member_id not in self._mine:
+                raise MemberNotFoundError(f"member {member_id!r} was not joined through this handle")
+            self._delete(member_id)
+            del self._mine[member_id]
+        self._record("left", member_id)
+
+    def membership_list(self) -> set[str]:
+        self._check_open()
+        with translating():
+            return {decode_name(name) for name in read_children(self._session, self.path)}
+
+    def membership(self) -> dict[str, str]:
+        self._check_open()
+        client = self._session.client
+        with translating():
+            names = read_children(self._session, self.path)
+            # One round trip for all members: send every get, then collect.
+            pending = [(name, client.get_async(f"{self.path}/{name}")) for name in names]
+            members = {}
+            for name, result in pending:
+                try:
+                    raw, _ = result.get(timeout=self._session.options.request_timeout)
+                except NoNodeError:
+                    continue  # left while we read
+                members[decode_name(name)] = raw.decode("utf-8")
+            return members
+
+    def add_listener(self, listener: MembershipListener) -> None:
+        self._check_open()
+        with self._lock:
+            self._listeners.add(listener)
+            if self._watch is None:
+                watch: Watch[frozenset[str]] = Watch(
+                    self._session, self._read_members, lambda ids: self._dispatcher.notify(self._listeners, set(ids))
+                )
+                watch.start()
+                self._watch = watch
+
+    def remove_listener(self, listener: MembershipListener) -> None:
+        self._listeners.remove(listener)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._session.unsubscribe(self._on_state)
+        with self._lock:
+            self._closed = True
+            if self._watch is not None:
+                self._watch.stop()
+            for member_id in list(self._mine):
+                try:
+                    self._delete(member_id)
+                except (KazooException, KazooTimeoutError):
+                    log.warning("could not delete member node on close; it goes with the session",
+                                extra={"group": self.group, "member": member_id})
+                self._record("left", member_id)
+            self._mine.clear()
+        super().close()
+
+    # -- znodes ---------------------------------------------------------------------
+    def _node(self, member_id: str) -> str:
+        return f"{self.path}/{encode_name(member_id)}"
+
+    def _read_members(self, watch: WatchFn) -> frozenset[str]:
+        return frozenset(decode_name(name) for name in read_children(self._session, self.path, watch))
+
+    def _owned(self, member_id: str) -> bool:
+        stat = self._session.read(self._session.client.exists_async, self._node(member_id))
+        return stat is not None and stat.ephemeralOwner == self._session.session_id
+
+    def _create(self, member_id: str, data: str) -> bool:
+        """Create the member's node; False if another session holds the id."""
+        try:
+            self._session.call(
+                self._session.client.create_async, self._node(member_id), data.encode("utf-8"),
+                ephemeral=True, makepath=True,
+            )
+        except NodeExistsError:
+            return self._owned(member_id)
+        except (ConnectionLoss, KazooTimeoutError):
+            if not self._owned(member_id):  # the create may have happened before the connection broke
+                raise
+        return True
+
+    def _delete(self, member_id: str) -> None:
+        with contextlib.suppress(NoNodeError):
+            self._session.call(self._session.client.delete_async, self._node(member_id))
+
+    # -- session loss -----------------------------------------------------------------
+    def _on_state(self, state: str) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            if state == LOST:
+                for member_id in self._mine:
+                    self._record("expired", member_id)
+            elif state == CONNECTED:
+                self._rejoin()
+
+    def _rejoin(self) -> None:
+        """Re-create the nodes of members whose node went with an old session."""
+        if not self._session.connected:
+            return
+        try:
+            for member_id, data in list(self._mine.items()):
+                if self._owned(member_id):
+                    continue
+                if self._create(member_id, data):
+                    self._record("joined", member_id)
+                else:
+                    log.warning("member id taken by another session after session loss; dropped",
+                                extra={"group": self.group, "member": member_id})
+                    del self._mine[member_id]
+        except (KazooException, KazooTimeoutError) as exc:
+            log.debug("re-join failed; retrying", extra={"group": self.group, "error": repr(exc)})
+            self._retry_later(self, self._rejoin_locked)
+
+    def _rejoin_locked(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._rejoin()
+
+    def _record(self, event: str, member_id: str) -> None:
+        self._events.record(primitive="group", name=self.group, event=event, member=member_id)

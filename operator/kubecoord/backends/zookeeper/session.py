@@ -1,0 +1,152 @@
+"""One kazoo client (one ZooKeeper session) per coordinator, and how its state is shared.
+
+Guarantees:
+
+- Every request waits at most ``request_timeout``; reads are retried within it on
+  ConnectionLoss, writes are not (their outcome would be ambiguous).
+- ``connected`` flips to False in kazoo's own state callback, before any task runs, so a
+  leader stops believing it leads the moment kazoo reports SUSPENDED.
+- Handles subscribe with ``subscribe(fn)``; ``fn(state)`` runs on the worker thread for
+  every SUSPENDED, LOST and CONNECTED, in kazoo's order. After LOST kazoo opens a new
+  session by itself; its CONNECTED is where handles re-create what the old one held.
+
+Not guaranteed: kazoo drops its watch registrations on SUSPENDED (it fires them once
+with a NONE event); handles re-arm their watches on the next CONNECTED.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
+from kazoo.retry import KazooRetry
+
+from kubecoord.backends.zookeeper.errors import translating
+from kubecoord.backends.zookeeper.options import Options
+from kubecoord.backends.zookeeper.worker import Worker
+
+log = logging.getLogger("kubecoord.zookeeper")
+
+SUSPENDED = "SUSPENDED"
+LOST = "LOST"
+CONNECTED = "CONNECTED"
+
+StateListener = Callable[[str], None]
+
+
+class Session:
+    def __init__(self, hosts: str, options: Options, name: str) -> None:
+        self.options = options
+        self.client = KazooClient(
+            hosts=hosts,
+            timeout=options.session_timeout,
+            connection_retry=options.connection_retry,
+            command_retry=options.read_retry,
+            auth_data=[("digest", options.auth)] if options.auth else None,
+            default_acl=options.acl,
+            logger=logging.getLogger("kubecoord.zookeeper.kazoo"),
+        )
+        self._worker = Worker(name)
+        self._lock = threading.Lock()
+        self._listeners: list[StateListener] = []
+        self._state = KazooState.LOST
+        self._crashed = False
+        self.generation = 0
+        """Bumped on every SUSPENDED and LOST: leadership confirmed in an older one is unconfirmed."""
+        self.client.add_listener(self._on_state)
+
+    # -- lifecycle ----------------------------------------------------------------
+    def start(self) -> None:
+        try:
+            with translating():
+                self.client.start(timeout=self.options.connect_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self._worker.close()
+        try:
+            self.client.stop()  # closes the session: ephemerals go at once
+        finally:
+            self.client.close()
+
+    def crash(self) -> None:
+        """Test hook: go silent as a process killed with -9 would.
+
+        The socket is shut down without a CloseSession request, so the server keeps the
+        session, and its ephemeral znodes, until the session timeout. No further task,
+        callback or reconnection happens. Reaches into kazoo internals (_stopped,
+        _connection._socket): kazoo has no public way to drop a session uncleanly.
+        """
+        with self._lock:
+            self._crashed = True
+            self._listeners.clear()
+        self._worker.close(timeout=0)
+        self.client._stopped.set()  # keeps kazoo's connection loop from reconnecting
+        sock = getattr(self.client._connection, "_socket", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self.client._connection.connection_stopped.wait(self.options.session_timeout)
+        self.client.close()
+
+    # -- state --------------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        return self._state == KazooState.CONNECTED and not self._crashed
+
+    @property
+    def session_timeout(self) -> float:
+        """The requested session timeout (s); the server may have negotiated it within its min/max."""
+        return self.options.session_timeout
+
+    @property
+    def session_id(self) -> int | None:
+        return self.client.client_id[0] if self.client.client_id else None
+
+    def subscribe(self, listener: StateListener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unsubscribe(self, listener: StateListener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def post(self, key: Hashable | None, task: Callable[[], None]) -> None:
+        self._worker.post(key, task)
+
+    def _on_state(self, state: str) -> None:
+        # kazoo's connection thread: record and hand over, never block here.
+        if state != KazooState.CONNECTED:
+            self.generation += 1
+        self._state = state
+        log.debug("zookeeper session state", extra={"state": state})
+        self._worker.post(None, lambda: self._fan_out(state))
+
+    def _fan_out(self, state: str) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(state)
+            except Exception:
+                log.exception("zookeeper session-state handler failed", extra={"state": state})
+
+    # -- requests -----------------------------------------------------------------
+    def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """One kazoo *_async request, waited for at most request_timeout."""
+        return method(*args, **kwargs).get(timeout=self.options.request_timeout)
+
+    def read(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """An idempotent request, retried on ConnectionLoss within request_timeout."""
+        retry: KazooRetry = self.options.read_retry.copy()
+        retry.deadline = self.options.request_timeout
+        return retry(self.call, method, *args, **kwargs)
