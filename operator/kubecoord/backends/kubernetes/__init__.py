@@ -1,0 +1,111 @@
+"""The Kubernetes backend: kubernetes://NAMESPACE.
+
+Usage::
+
+    with kubecoord.connect("kubernetes://billing") as coord:     # in a pod, or with a kubeconfig
+        le = coord.leader_election("billing-controller")
+        le.nominate(os.environ["HOSTNAME"])
+
+URL: ``kubernetes://NAMESPACE``; ``kubernetes://`` uses the pod's namespace in a cluster,
+else the kubeconfig context's, else "default". Configuration: in-cluster service account
+when running in a pod, else the kubeconfig (config.py).
+
+Options (keyword arguments of kubecoord.connect):
+
+=================  ===========  ===========================================================
+option             default      meaning
+=================  ===========  ===========================================================
+kubeconfig         None         path of a kubeconfig; wins over in-cluster configuration
+context            None         kubeconfig context (default: its current-context)
+lease_duration     15.0         seconds a follower waits from its last observed change of a
+                                Lease before taking over; also a member's time to live
+renew_deadline     10.0         seconds a leader acts without a successful renewal
+retry_period       2.0          seconds between renewals and member heartbeats
+request_timeout    5.0          read timeout of every API request (capped further by the
+                                time left until the renew deadline while leading)
+max_value_bytes    262144       largest KV value (UTF-8 bytes); at most 1 MiB - 4 KiB
+clock              monotonic    a kubecoord._internal.clock.Clock (tests)
+=================  ===========  ===========================================================
+
+Timings are validated as client-go validates them (timings.py): lease_duration >
+renew_deadline > 1.2 x retry_period, else InvalidArgumentError. leader_election(name)
+also takes lease_duration / renew_deadline / retry_period per handle.
+
+Objects (naming.py): a Lease per election (client-go LeaseLock compatible,
+lease_record.py), a Lease per group member (membership.py), a ConfigMap per KV store
+(kv.py, refusing with StoreFullError beyond the 1 MiB ConfigMap limit). Every write has a
+resourceVersion precondition; 409 means re-read. Listeners are fed by one watch per
+election, group and store per coordinator (watch.py).
+
+The kubernetes client is imported only in this package (and by the API emulator and the
+operator).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client as k8s
+
+from kubecoord._internal.clock import Clock, MonotonicClock
+from kubecoord._internal.dispatch import Dispatcher
+from kubecoord.backends.kubernetes import config as cluster_config
+from kubecoord.backends.kubernetes.client import KubeClient
+from kubecoord.backends.kubernetes.context import Context
+from kubecoord.backends.kubernetes.coordinator import KubernetesCoordinator
+from kubecoord.backends.kubernetes.kv import DEFAULT_MAX_VALUE_BYTES, MAX_STORE_BYTES
+from kubecoord.backends.kubernetes.timings import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    Timings,
+)
+from kubecoord.backends.kubernetes.watch import InformerPool
+from kubecoord.connect import BackendURL
+from kubecoord.errors import InvalidArgumentError
+from kubecoord.history import HistoryTarget, open_event_log
+
+DEFAULT_REQUEST_TIMEOUT = 5.0
+_ENVELOPE = 4096
+
+__all__ = ["KubernetesCoordinator", "Timings", "connect"]
+
+
+def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -> KubernetesCoordinator:
+    """The ``kubecoord.backends`` entry point for kubernetes://."""
+    kubeconfig = options.pop("kubeconfig", None)
+    context_name = options.pop("context", None)
+    timings = Timings(
+        lease_duration=options.pop("lease_duration", DEFAULT_LEASE_DURATION),
+        renew_deadline=options.pop("renew_deadline", DEFAULT_RENEW_DEADLINE),
+        retry_period=options.pop("retry_period", DEFAULT_RETRY_PERIOD),
+    )
+    request_timeout = options.pop("request_timeout", DEFAULT_REQUEST_TIMEOUT)
+    max_value_bytes = options.pop("max_value_bytes", DEFAULT_MAX_VALUE_BYTES)
+    clock: Clock = options.pop("clock", None) or MonotonicClock()
+    if options:
+        raise InvalidArgumentError(f"kubernetes backend: unknown options {sorted(options)}")
+    if url.path:
+        raise InvalidArgumentError(f"kubernetes URL {url.raw!r} takes no path: use kubernetes://NAMESPACE")
+    if isinstance(request_timeout, bool) or not isinstance(request_timeout, int | float) or request_timeout <= 0:
+        raise InvalidArgumentError(f"request_timeout must be a positive number of seconds, got {request_timeout!r}")
+    if (
+        isinstance(max_value_bytes, bool)
+        or not isinstance(max_value_bytes, int)
+        or not 0 < max_value_bytes <= MAX_STORE_BYTES - _ENVELOPE
+    ):
+        raise InvalidArgumentError(
+            f"max_value_bytes must be an int from 1 to {MAX_STORE_BYTES - _ENVELOPE}, got {max_value_bytes!r}"
+        )
+    cluster = cluster_config.load(url.location, kubeconfig=kubeconfig, context=context_name)
+    client = KubeClient(k8s.ApiClient(cluster.configuration), cluster.namespace, request_timeout=float(request_timeout))
+    context = Context(
+        client=client,
+        informers=InformerPool(client, clock),
+        clock=clock,
+        dispatcher=Dispatcher(f"kubernetes-{cluster.namespace}"),
+        events=open_event_log(history, backend="kubernetes", namespace=cluster.namespace),
+        timings=timings,
+        max_value_bytes=max_value_bytes,
+    )
+    return KubernetesCoordinator(context)

@@ -1,0 +1,274 @@
+"""The one place that calls the Kubernetes API, through the official client.
+
+Every request carries a timeout (connect and read), so a hung API server cannot hold a
+caller past its deadline; urllib3's own retries are off, so a timeout is a timeout.
+Objects travel as plain JSON dicts (``_preload_content=False``): the election record
+converters and the ConfigMap codec work on the wire form, as client-go's do.
+
+Errors are translated here and nowhere else:
+
+=====================================  =============================================
+what the API or the network did        what callers see
+=====================================  =============================================
+401, 403                               PermissionDeniedError naming verb and resource
+connection refused/reset, timeout,     BackendUnavailableError
+5xx, 429
+404                                    NotFound (internal; callers decide)
+409 on create                          AlreadyExists (internal)
+409 on update or delete precondition   Conflict (internal): re-read, never overwrite
+410 (watch or list too old)            Gone (internal): re-list
+400, 422                               InvalidArgumentError with the server's message
+=====================================  =============================================
+
+The internal exceptions never leave the backend package.
+Not guaranteed: a total bound on a request's duration — the read timeout bounds each
+wait for data, and watch streams are expected to be long-lived.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, cast
+
+import urllib3
+from kubernetes import client as k8s
+
+from kubecoord.errors import (
+    BackendUnavailableError,
+    CoordinationError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+)
+
+log = logging.getLogger("kubecoord.kubernetes.client")
+
+CONNECT_TIMEOUT = 3.0
+
+
+class ApiCallError(CoordinationError):
+    """Base of the internal outcomes callers branch on; never raised to the user."""
+
+
+class NotFound(ApiCallError):
+    pass
+
+
+class AlreadyExists(ApiCallError):
+    pass
+
+
+class Conflict(ApiCallError):
+    pass
+
+
+class Gone(ApiCallError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A namespaced resource type: how to call it through the official client."""
+
+    plural: str
+    api: Callable[[k8s.ApiClient], Any]
+    suffix: str  # the method-name suffix of the generated client: lease, config_map
+
+
+LEASES = Resource("leases", k8s.CoordinationV1Api, "lease")
+CONFIGMAPS = Resource("configmaps", k8s.CoreV1Api, "config_map")
+
+
+class KubeClient:
+    """Namespaced get/list/create/replace/delete/watch with timeouts and error translation."""
+
+    def __init__(self, api_client: k8s.ApiClient, namespace: str, *, request_timeout: float) -> None:
+        self.namespace = namespace
+        self.request_timeout = request_timeout
+        self._api_client = api_client
+        self._apis: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._api_client.rest_client.pool_manager.clear()
+
+    # -- verbs --------------------------------------------------------------------------
+    def get(self, resource: Resource, name: str, *, timeout: float | None = None) -> dict[str, Any] | None:
+        """The object, or None if it does not exist."""
+        try:
+            return cast(dict[str, Any], self._call("get", resource, name, "read_namespaced", name, timeout=timeout))
+        except NotFound:
+            return None
+
+    def list(
+        self, resource: Resource, *, label_selector: str | None = None, field_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """(items, the list's resourceVersion)."""
+        result = self._call(
+            "list", resource, None, "list_namespaced",
+            label_selector=label_selector, field_selector=field_selector,
+        )
+        return list(result.get("items") or []), str((result.get("metadata") or {}).get("resourceVersion") or "")
+
+    def create(self, resource: Resource, body: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+        name = (body.get("metadata") or {}).get("name")
+        try:
+            created = self._call("create", resource, name, "create_namespaced", body=body, timeout=timeout)
+            return cast(dict[str, Any], created)
+        except Conflict as exc:
+            raise AlreadyExists(str(exc)) from None
+
+    def replace(
+        self, resource: Resource, name: str, body: dict[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """PUT ``body``; its metadata.resourceVersion is the precondition (409 -> Conflict)."""
+        replaced = self._call("update", resource, name, "replace_namespaced", name, body=body, timeout=timeout)
+        return cast(dict[str, Any], replaced)
+
+    def delete(
+        self, resource: Resource, name: str, *, resource_version: str | None = None, timeout: float | None = None
+    ) -> None:
+        """Delete ``name``, only if still at ``resource_version`` when given (else Conflict)."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if resource_version:
+            body["preconditions"] = {"resourceVersion": resource_version}
+        self._call("delete", resource, name, "delete_namespaced", name, body=body, timeout=timeout)
+
+    def watch(
+        self,
+        resource: Resource,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int,
+    ) -> WatchStream:
+        """Open a watch from ``resource_version``; iterate the returned stream for events."""
+        response = self._call(
+            "watch", resource, None, "list_namespaced",
+            label_selector=label_selector, field_selector=field_selector, watch=True,
+            resource_version=resource_version, allow_watch_bookmarks=True, timeout_seconds=timeout_seconds,
+            raw=True, timeout=timeout_seconds + 5.0,
+        )
+        return WatchStream(response, resource.plural)
+
+    # -- plumbing -----------------------------------------------------------------------
+    def _api(self, resource: Resource) -> Any:
+        with self._lock:
+            if resource.plural not in self._apis:
+                self._apis[resource.plural] = resource.api(self._api_client)
+            return self._apis[resource.plural]
+
+    def _call(
+        self,
+        verb: str,
+        resource: Resource,
+        name: str | None,
+        method: str,
+        *args: Any,
+        timeout: float | None = None,
+        raw: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        read_timeout = max(0.05, timeout if timeout is not None else self.request_timeout)
+        call = getattr(self._api(resource), f"{method}_{resource.suffix}")
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        if verb in ("create", "update", "delete"):
+            log.debug("write", extra={"verb": verb, "resource": resource.plural, "object": name})
+        try:
+            response = call(
+                *args, self.namespace, **kwargs,
+                _preload_content=False, _request_timeout=(min(CONNECT_TIMEOUT, read_timeout), read_timeout),
+            )
+            if raw:
+                return response
+            return json.loads(response.data or b"{}")
+        except k8s.ApiException as exc:
+            raise translate_status(exc.status, exc.body, verb, resource.plural, name, self.namespace) from None
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            raise BackendUnavailableError(
+                f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: {type(exc).__name__}: {exc}"
+            ) from None
+
+
+def translate_status(
+    status: int | None, body: str | None, verb: str, plural: str, name: str | None, namespace: str
+) -> CoordinationError:
+    """The kubecoord error for an HTTP error status of the API server."""
+    what = f"{verb} {plural}" + (f" {name!r}" if name else "") + f" in namespace {namespace!r}"
+    message = _status_message(body)
+    code = status or 0
+    if code in (401, 403):
+        return PermissionDeniedError(f"not allowed to {what} (HTTP {code}): {message}")
+    if code == 404:
+        return NotFound(f"{what}: not found")
+    if code == 409:
+        return Conflict(f"{what}: conflict: {message}")
+    if code == 410:
+        return Gone(f"{what}: resource version too old: {message}")
+    if code in (400, 422):
+        return InvalidArgumentError(f"the API server rejected {what} (HTTP {code}): {message}")
+    return BackendUnavailableError(f"cannot {what} (HTTP {code}): {message}")
+
+
+def _status_message(body: str | None) -> str:
+    if not body:
+        return ""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return body[:200]
+    return str(parsed.get("message") or parsed.get("reason") or "") if isinstance(parsed, dict) else body[:200]
+
+
+class WatchStream:
+    """The events of one watch response, as dicts {"type": ..., "object": {...}}.
+
+    Iteration ends when the server closes the stream; a read timeout or a broken
+    connection raises BackendUnavailableError; an ERROR event with code 410 raises Gone.
+    close() from another thread interrupts a blocked read.
+    """
+
+    def __init__(self, response: Any, plural: str) -> None:
+        self._response = response
+        self._plural = plural
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        buffer = b""
+        try:
+            for chunk in self._response.stream(amt=None, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield self._event(line)
+            if buffer.strip():
+                yield self._event(buffer)
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+            raise BackendUnavailableError(f"watch of {self._plural} broke: {type(exc).__name__}: {exc}") from None
+        finally:
+            self.close()
+
+    def _event(self, line: bytes) -> dict[str, Any]:
+        event: dict[str, Any] = json.loads(line)
+        if event.get("type") == "ERROR":
+            status = event.get("object") or {}
+            code = status.get("code")
+            if code == 410:
+                raise Gone(f"watch of {self._plural}: {status.get('message', 'resource version too old')}")
+            raise translate_status(code, json.dumps(status), "watch", self._plural, None, "")
+        return event
+
+    def close(self) -> None:
+        response = self._response
+        try:
+            shutdown = getattr(response, "shutdown", None)
+            if shutdown is not None:
+                shutdown()
+            response.release_conn()
+            response.close()
+        except Exception:  # closing a broken socket twice is not an error worth raising
+            log.debug("closing a watch stream failed", exc_info=True)

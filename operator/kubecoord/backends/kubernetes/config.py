@@ -1,0 +1,93 @@
+"""Where the API server is and who we are: in-cluster service account, else a kubeconfig.
+
+Order (the same as client-go's rest.InClusterConfig fallback in most controllers):
+
+1. an explicit ``kubeconfig`` path (connect option) — always wins;
+2. in a pod (KUBERNETES_SERVICE_HOST/PORT set and the service-account token present):
+   the token (re-read when it rotates), the cluster CA and the namespace file;
+3. the kubeconfig at $KUBECONFIG or ~/.kube/config, with its current (or the given)
+   context.
+
+The namespace is the URL's (kubernetes://NAMESPACE); kubernetes:// alone means the pod's
+namespace in a cluster, else the kubeconfig context's, else "default".
+
+Every client gets urllib3 retries off (a timeout must surface as one) and a connection
+pool large enough for its long-lived watches.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.config.config_exception import ConfigException
+
+from kubecoord.errors import InvalidArgumentError
+
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+POOL_SIZE = 32
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    configuration: k8s.Configuration
+    namespace: str
+    source: str
+    """"in-cluster" or the kubeconfig path."""
+
+
+def load(
+    namespace: str = "",
+    *,
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str | None = None,
+    service_account_dir: Path = SERVICE_ACCOUNT_DIR,
+) -> ClusterConfig:
+    """Resolve the configuration as the module docstring says; InvalidArgumentError if none."""
+    if kubeconfig is None and _in_cluster(service_account_dir):
+        configuration = k8s.Configuration()
+        loader = k8s_config.incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
+            token_filename=str(service_account_dir / "token"),
+            cert_filename=str(service_account_dir / "ca.crt"),
+        )
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+        if not namespace:
+            namespace_file = service_account_dir / "namespace"
+            namespace = namespace_file.read_text().strip() if namespace_file.exists() else "default"
+        return ClusterConfig(_tuned(configuration), namespace, "in-cluster")
+
+    path = str(kubeconfig) if kubeconfig is not None else _default_kubeconfig()
+    configuration = k8s.Configuration()
+    try:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=path, context=context, client_configuration=configuration, persist_config=False
+        )
+        if not namespace:
+            contexts, current = k8s_config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
+            chosen = next((c for c in contexts if c.get("name") == context), current) if context else current
+            namespace = ((chosen or {}).get("context") or {}).get("namespace") or "default"
+    except (ConfigException, OSError, TypeError, ValueError, KeyError) as exc:
+        raise InvalidArgumentError(f"kubernetes backend: cannot load kubeconfig {path!r}: {exc}") from None
+    return ClusterConfig(_tuned(configuration), namespace, path)
+
+
+def _in_cluster(service_account_dir: Path) -> bool:
+    return bool(
+        os.environ.get("KUBERNETES_SERVICE_HOST")
+        and os.environ.get("KUBERNETES_SERVICE_PORT")
+        and (service_account_dir / "token").exists()
+    )
+
+
+def _default_kubeconfig() -> str:
+    first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    return first or str(Path.home() / ".kube" / "config")
+
+
+def _tuned(configuration: k8s.Configuration) -> k8s.Configuration:
+    configuration.retries = False
+    configuration.connection_pool_maxsize = POOL_SIZE
+    return configuration

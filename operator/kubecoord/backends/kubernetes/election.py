@@ -1,0 +1,285 @@
+"""The lease election loop, client-go style, over a small record store.
+
+Usage (what the Kubernetes LeaderElection handle does for each nominated candidate)::
+
+    elector = Elector(service="billing", candidate="pod-a", data="", store=lease_store,
+                      timings=Timings(15, 10, 2), clock=MonotonicClock(), on_change=wake)
+    delay = elector.step()           # acquire or renew once; returns when to call again
+    elector.is_leader()              # the holder's own view, from its renew deadline
+    elector.release()                # write an empty holder (client-go's release)
+
+The loop is written once over RecordStore (get the observed record, create, update with
+compare-and-set) so it can be tested step by step against a fake store and a manual clock.
+
+Guarantees:
+
+- Safety rests on compare-and-set: a candidate writes a record only over the version it
+  observed; a 409 means re-read, never overwrite. Two holders can never both write.
+- A follower takes over when the record has no holder (a release), or when the version it
+  observed has not changed for the record's leaseDurationSeconds, measured on this
+  process's monotonic clock from the moment it observed that version — never by comparing
+  renewTime with the local wall clock.
+- A leader is valid until ``renew_deadline`` after it *sent* its last successful write.
+  Followers start their lease_duration at least as late as the server applied that write,
+  and renew_deadline < lease_duration, so a leader knows it lost before anybody can take
+  over (given clocks that tick at similar rates). When the deadline passes, step() reports
+  the loss and does not write again as leader; is_leader() turns False at that instant
+  by itself — a process resumed after SIGSTOP sees False before any thread runs a write.
+- The epoch is the record's transitions: +1 on every acquisition (kubecoord also counts a
+  re-acquisition by the same id after a loss as a new term).
+
+Not guaranteed: that the leader's work stops in time — use the epoch as a fencing token.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from kubecoord._internal.clock import Clock
+from kubecoord.backends.kubernetes.lease_record import LeaderRecord, from_unix, released
+from kubecoord.backends.kubernetes.timings import Timings
+from kubecoord.errors import CoordinationError
+from kubecoord.history import EventLog
+
+log = logging.getLogger("kubecoord.kubernetes.election")
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """A record version as this process observed it (seen_at: local monotonic time)."""
+
+    record: LeaderRecord
+    version: str
+    seen_at: float
+
+
+class RecordConflict(Exception):
+    """The record changed (or appeared) since the version the write was based on."""
+
+
+class RecordStore(Protocol):
+    def observed(self) -> Observation | None:
+        """The latest version observed (watch or own writes); None if there is no record."""
+
+    def refresh(self, timeout: float) -> Observation | None:
+        """Read the record from the server now and return the latest observation."""
+
+    def create(self, record: LeaderRecord, timeout: float) -> Observation:
+        """Create the record; RecordConflict if it exists."""
+
+    def update(self, record: LeaderRecord, version: str, timeout: float) -> Observation:
+        """Replace the record if still at ``version``; RecordConflict otherwise."""
+
+
+class Elector:
+    """One candidate's acquire/renew state machine. step() is not thread-safe by itself:
+    the owner calls it from one thread (or holds ``step_lock``)."""
+
+    def __init__(
+        self,
+        *,
+        service: str,
+        candidate: str,
+        data: str,
+        store: RecordStore,
+        timings: Timings,
+        clock: Clock,
+        on_change: Callable[[Elector, bool], None],
+        events: EventLog | None = None,
+        wall: Callable[[], float] = time.time,
+        request_timeout: float = 5.0,
+    ) -> None:
+        self.service = service
+        self.candidate = candidate
+        self.data = data
+        self.step_lock = threading.Lock()
+        self._store = store
+        self._timings = timings
+        self._clock = clock
+        self._on_change = on_change
+        self._events = events or EventLog()
+        self._wall = wall
+        self._request_timeout = request_timeout
+        self._leading = False
+        self._valid_until = 0.0
+        self._next_renew = 0.0
+        self._version = ""
+        self._record: LeaderRecord | None = None
+
+    # -- the holder's own view ----------------------------------------------------------
+    def is_leader(self) -> bool:
+        return self._leading and self._clock.now() < self._valid_until
+
+    @property
+    def epoch(self) -> int | None:
+        return self._record.transitions if self._leading and self._record else None
+
+    @property
+    def valid_until(self) -> float:
+        return self._valid_until
+
+    # -- the loop -----------------------------------------------------------------------
+    def step(self) -> float:
+        """Acquire or renew once if due; returns seconds until the next step is due."""
+        if self._leading:
+            return self._step_leading()
+        return self._step_following()
+
+    def _step_leading(self) -> float:
+        now = self._clock.now()
+        # 1. Past our own renew deadline: we may no longer act as leader. Say so before
+        #    doing anything else, and never write as leader again.
+        if now >= self._valid_until:
+            self._lose("renew deadline passed")
+            return self._timings.retry_period
+        # 2. The watch shows somebody else's record: we were overtaken (a client-go peer
+        #    that judged us expired, or an operator's edit).
+        observed = self._store.observed()
+        if observed is not None and observed.version != self._version and observed.record.holder != self.candidate:
+            self._lose(f"record taken by {observed.record.holder!r}")
+            return self._timings.retry_period
+        if now < self._next_renew:
+            return min(self._next_renew, self._valid_until) - now
+        # 3. Renew: same holder, new renewTime (followers must see the record change).
+        assert self._record is not None
+        record = replace(self._record, renew_time=self._now_wall())
+        try:
+            written = self._store.update(record, self._version, self._timeout(now))
+        except RecordConflict:
+            return self._after_renew_conflict(now)
+        except CoordinationError as exc:
+            log.info("renew failed", extra={"service": self.service, "candidate": self.candidate, "error": str(exc)})
+            return max(0.0, min(self._timings.retry_period, self._valid_until - self._clock.now()))
+        if self._clock.now() >= self._valid_until:
+            # The write landed but came back too late: we already count as lost locally.
+            self._lose("renew answered after the renew deadline")
+            return self._timings.retry_period
+        self._confirm(written, sent=now)
+        self._events.record(
+            primitive="leader_election", name=self.service, event="renewed", member=self.candidate,
+            epoch=record.transitions, valid_until=self._wall_of(self._valid_until),
+        )
+        return self._timings.retry_period
+
+    def _after_renew_conflict(self, now: float) -> float:
+        # 4. Somebody wrote the record since our last write: re-read, never overwrite.
+        try:
+            current = self._store.refresh(self._timeout(now))
+        except CoordinationError:
+            return max(0.0, min(self._timings.retry_period, self._valid_until - self._clock.now()))
+        if current is not None and current.record.holder == self.candidate and self._clock.now() < self._valid_until:
+            self._version = current.version  # e.g. an annotation edit: still ours, renew over it
+            self._record = replace(current.record, data=self.data)
+            return 0.0
+        self._lose("record changed under us")
+        return self._timings.retry_period
+
+    def _step_following(self) -> float:
+        now = self._clock.now()
+        observed = self._store.observed()
+        # 5. Held by someone whose lease has not expired in our own observation: wait
+        #    until it would expire (a watch event wakes us earlier).
+        if observed is not None and observed.record.held:
+            expires = observed.seen_at + observed.record.lease_duration_seconds
+            if now < expires:
+                return expires - now
+        # 6. Free (released, never held) or expired: try to acquire over what we observed.
+        wall = self._now_wall()
+        transitions = observed.record.transitions + 1 if observed is not None else 1
+        record = LeaderRecord(
+            holder=self.candidate, lease_duration_seconds=self._timings.lease_duration_seconds,
+            acquire_time=wall, renew_time=wall, transitions=transitions, data=self.data,
+        )
+        try:
+            if observed is None:
+                written = self._store.create(record, self._timeout(now))
+            else:
+                written = self._store.update(record, observed.version, self._timeout(now))
+        except RecordConflict:
+            # 7. Lost the race (or our view was stale): re-read and judge again from there.
+            try:
+                fresh = self._store.refresh(self._timeout(now))
+            except CoordinationError:
+                return self._timings.retry_period
+            changed = (fresh is None) != (observed is None) or (
+                fresh is not None and observed is not None and fresh.version != observed.version
+            )
+            return 0.0 if changed else self._timings.retry_period
+        except CoordinationError as exc:
+            log.info("acquire failed", extra={"service": self.service, "candidate": self.candidate, "error": str(exc)})
+            return self._timings.retry_period
+        self._leading = True
+        self._confirm(written, sent=now)
+        if self._clock.now() >= self._valid_until:
+            self._lose("acquire answered after the renew deadline")
+            return self._timings.retry_period
+        self._events.record(
+            primitive="leader_election", name=self.service, event="acquired", member=self.candidate,
+            epoch=transitions, valid_until=self._wall_of(self._valid_until),
+        )
+        self._on_change(self, True)
+        return self._timings.retry_period
+
+    # -- giving up ----------------------------------------------------------------------
+    def release(self) -> bool:
+        """Write an empty holder if we still lead (client-go's release). True if written.
+
+        Followers watching the record take over at once. A conflict or an error leaves the
+        record alone: it then expires as after a crash.
+        """
+        was_leading = self.is_leader()
+        record, version = self._record, self._version
+        if self._leading:
+            self._leading = False
+            self._on_change(self, False)
+        if not was_leading or record is None:
+            return False
+        self._events.record(
+            primitive="leader_election", name=self.service, event="resigned", member=self.candidate,
+            epoch=record.transitions,
+        )
+        try:
+            self._store.update(released(record, self._now_wall()), version, self._request_timeout)
+        except (RecordConflict, CoordinationError) as exc:
+            log.info("release failed", extra={"service": self.service, "candidate": self.candidate, "error": str(exc)})
+            return False
+        return True
+
+    def abandon(self) -> None:
+        """Stop without writing (a crash): is_leader() turns False; the record expires."""
+        self._leading = False
+
+    # -- helpers ------------------------------------------------------------------------
+    def _confirm(self, written: Observation, *, sent: float) -> None:
+        self._version = written.version
+        self._record = replace(written.record, data=self.data)
+        self._valid_until = sent + self._timings.renew_deadline
+        self._next_renew = sent + self._timings.retry_period
+
+    def _lose(self, reason: str) -> None:
+        epoch = self._record.transitions if self._record else None
+        self._leading = False
+        log.info("lost leadership", extra={"service": self.service, "candidate": self.candidate, "reason": reason})
+        self._events.record(
+            primitive="leader_election", name=self.service, event="lost", member=self.candidate, epoch=epoch
+        )
+        self._on_change(self, False)
+
+    def _timeout(self, now: float) -> float:
+        """A request must not outlive our validity (leading) or the request timeout."""
+        if self._leading:
+            return max(0.05, min(self._request_timeout, self._valid_until - now))
+        return self._request_timeout
+
+    def _now_wall(self) -> dt.datetime:
+        return from_unix(self._wall())
+
+    def _wall_of(self, monotonic: float) -> float:
+        return self._wall() + (monotonic - self._clock.now())
+

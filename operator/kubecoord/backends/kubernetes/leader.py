@@ -1,0 +1,253 @@
+"""LeaderElection on one coordination.k8s.io/v1 Lease per service (client-go LeaseLock compatible).
+
+Each nominated candidate runs an election.Elector on its own thread over LeaseStore; the
+handle's one informer (a watch on the Lease by name) feeds every elector and the
+listeners. Followers take over as soon as a watch shows a release (empty holder), and
+after a crash as soon as the version they observed has been unchanged for
+leaseDurationSeconds on their own clock. See election.py for the guarantees.
+
+Listeners get the leader as this handle sees it: one of its own candidates while its
+renew deadline holds, else the Lease's holder — except that a holder which is one of this
+handle's own candidates but no longer leads in its own view reads as None (the holder
+knows first that it lost). Not guaranteed: a None when a Lease merely expires with no
+candidate left to take it (get_leader() does return None then).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kubecoord import validation
+from kubecoord._internal.dispatch import ListenerSet
+from kubecoord.api import Leader, LeaderElection, LeaderListener
+from kubecoord.backends.kubernetes import naming
+from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
+from kubecoord.backends.kubernetes.context import Context, HandleBase
+from kubecoord.backends.kubernetes.election import Elector, Observation, RecordConflict
+from kubecoord.backends.kubernetes.lease_record import LeaderRecord, lease_with_record, record_from_lease
+from kubecoord.backends.kubernetes.loop import Loop
+from kubecoord.backends.kubernetes.timings import Timings
+from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
+from kubecoord.errors import MemberExistsError
+
+_UNSET: Any = object()
+
+
+def observation(observed: Observed) -> Observation:
+    return Observation(record_from_lease(observed.obj), observed.version, observed.seen_at)
+
+
+class LeaseStore:
+    """election.RecordStore over one Lease, its informer and the API."""
+
+    def __init__(self, context: Context, informer: Informer, name: str) -> None:
+        self._context = context
+        self._informer = informer
+        self._name = name
+
+    def observed(self) -> Observation | None:
+        current = self._informer.get(self._name)
+        return observation(current) if current is not None else None
+
+    def refresh(self, timeout: float) -> Observation | None:
+        current = self._informer.refresh(self._name, timeout=timeout)
+        return observation(current) if current is not None else None
+
+    def create(self, record: LeaderRecord, timeout: float) -> Observation:
+        body = lease_with_record(
+            None, record, name=self._name, namespace=self._context.namespace,
+            labels={naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+        )
+        try:
+            written = self._context.client.create(LEASES, body, timeout=timeout)
+        except AlreadyExists:
+            raise RecordConflict(self._name) from None
+        return self._mine(written)
+
+    def update(self, record: LeaderRecord, version: str, timeout: float) -> Observation:
+        current = self._informer.get(self._name)
+        body = lease_with_record(
+            current.obj if current is not None else None, record, name=self._name, namespace=self._context.namespace
+        )
+        body["metadata"]["resourceVersion"] = version
+        try:
+            written = self._context.client.replace(LEASES, self._name, body, timeout=timeout)
+        except (Conflict, NotFound):
+            raise RecordConflict(self._name) from None
+        return self._mine(written)
+
+    def _mine(self, written: dict[str, Any]) -> Observation:
+        observed = self._informer.offer(written)
+        version = str(written["metadata"]["resourceVersion"])
+        if observed is not None and observed.version == version:
+            return observation(observed)
+        return Observation(record_from_lease(written), version, self._context.clock.now())
+
+
+class KubeLeaderElection(HandleBase, LeaderElection):
+    _kind = "LeaderElection"
+
+    def __init__(self, context: Context, service: str, timings: Timings) -> None:
+        super().__init__(context)
+        self.service = service
+        self.timings = timings
+        self._lease_name = naming.election_lease_name(service)
+        self._lock = threading.Lock()  # electors and the reported leader; a leaf lock
+        self._start_lock = threading.Lock()
+        self._electors: dict[str, Elector] = {}
+        self._loops: dict[str, Loop] = {}
+        self._listeners: ListenerSet[str | None] = ListenerSet()
+        self._reported: str | None = _UNSET
+        self._informer: Informer | None = None
+        self._store: LeaseStore | None = None
+
+    # -- the shared watch ---------------------------------------------------------------
+    def _started(self) -> tuple[Informer, LeaseStore]:
+        with self._start_lock:
+            if self._informer is None or self._store is None:
+                informer = self._context.informers.acquire(LEASES, name=self._lease_name)
+                informer.subscribe(self._on_changes)
+                try:
+                    informer.start()
+                except BaseException:
+                    informer.unsubscribe(self._on_changes)
+                    self._context.informers.release(informer)
+                    raise
+                self._informer, self._store = informer, LeaseStore(self._context, informer, self._lease_name)
+            return self._informer, self._store
+
+    def _on_changes(self, changes: list[Change]) -> None:
+        with self._lock:
+            loops = list(self._loops.values())
+        for loop in loops:
+            loop.wake()
+        self._report()
+
+    def _on_elector_change(self, elector: Elector, leading: bool) -> None:
+        self._report()
+
+    def _report(self) -> None:
+        """Tell listeners when the leader as this handle sees it changed (module docstring)."""
+        with self._lock:
+            if self._closed:
+                return
+            leading = [c for c, e in self._electors.items() if e.is_leader()]
+            if leading:
+                current: str | None = leading[0]
+            else:
+                observed = self._informer.get(self._lease_name) if self._informer is not None else None
+                holder = record_from_lease(observed.obj).holder if observed is not None else ""
+                current = None if not holder or holder in self._electors else holder
+            if current == self._reported:
+                return
+            self._reported = current
+            self._context.dispatcher.notify(self._listeners, current)
+        if current is not None and not leading:
+            self._context.events.record(
+                primitive="leader_election", name=self.service, event="observed", member=current
+            )
+
+    # -- the interface ------------------------------------------------------------------
+    def nominate(self, candidate_id: str, data: str = "") -> bool:
+        validation.check_id(candidate_id, "candidate_id")
+        validation.check_data(data)
+        self._check_open()
+        with self._lock:
+            if candidate_id in self._electors:
+                raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
+        _, store = self._started()
+        elector = Elector(
+            service=self.service, candidate=candidate_id, data=data, store=store, timings=self.timings,
+            clock=self._context.clock, on_change=self._on_elector_change, events=self._context.events,
+            request_timeout=self._context.client.request_timeout,
+        )
+        loop = Loop(f"kubecoord-elector-{self.service}-{candidate_id}", elector.step, lock=elector.step_lock)
+        with self._lock:
+            if candidate_id in self._electors:
+                raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
+            self._electors[candidate_id] = elector
+            self._loops[candidate_id] = loop
+        with elector.step_lock:
+            elector.step()  # the first attempt in the caller's thread: nominate() answers it
+        loop.start()
+        return elector.is_leader()
+
+    def get_leader(self) -> Leader | None:
+        self._check_open()
+        informer, _ = self._started()
+        observed = informer.get(self._lease_name)
+        if observed is None:
+            return None
+        record = record_from_lease(observed.obj)
+        if not record.holder:
+            return None
+        with self._lock:
+            mine = self._electors.get(record.holder)
+        if mine is not None and not mine.is_leader():
+            return None
+        if mine is None and self._context.clock.now() >= observed.seen_at + record.lease_duration_seconds:
+            return None  # expired in our own observation; whoever takes over will show up
+        return Leader(record.holder, record.data, record.transitions)
+
+    def resign(self, candidate_id: str) -> None:
+        validation.check_id(candidate_id, "candidate_id")
+        self._check_open()
+        with self._lock:
+            elector = self._electors.get(candidate_id)
+        if elector is None or not elector.is_leader():
+            return
+        self._withdraw(candidate_id)
+        self._report()
+
+    def _withdraw(self, candidate_id: str, *, release: bool = True) -> None:
+        with self._lock:
+            elector = self._electors.get(candidate_id)
+            loop = self._loops.pop(candidate_id, None)
+        if loop is not None:
+            loop.stop()
+        if elector is not None:
+            with elector.step_lock:
+                if release:
+                    elector.release()
+                else:
+                    elector.abandon()
+        with self._lock:
+            self._electors.pop(candidate_id, None)
+
+    def is_leader(self, candidate_id: str | None = None) -> bool:
+        if self._closed or self._context.crashed:
+            return False
+        with self._lock:
+            electors = list(self._electors.items())
+        return any(e.is_leader() for c, e in electors if candidate_id is None or c == candidate_id)
+
+    def add_listener(self, listener: LeaderListener) -> None:
+        self._listeners.add(listener)
+        if self._informer is None and not self._closed and not self._context.crashed:
+            self._started()
+
+    def remove_listener(self, listener: LeaderListener) -> None:
+        self._listeners.remove(listener)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        for candidate_id in list(self._electors):
+            self._withdraw(candidate_id)
+        self._report()
+        self._closed = True
+        self._release_informer()
+
+    def crash(self) -> None:
+        self._closed = True
+        for candidate_id in list(self._electors):
+            self._withdraw(candidate_id, release=False)
+        self._release_informer()
+
+    def _release_informer(self) -> None:
+        with self._start_lock:
+            informer, self._informer = self._informer, None
+        if informer is not None:
+            informer.unsubscribe(self._on_changes)
+            self._context.informers.release(informer)

@@ -1,0 +1,324 @@
+"""GroupMembership on one coordination.k8s.io/v1 Lease per member.
+
+Object layout (names from naming.py): a Lease ``GROUP.m.SLUG-HASH`` labelled
+kubecoord.dev/group=GROUP, the exact member id and its data in annotations,
+spec.holderIdentity = the member id, renewTime refreshed every retry_period as the
+member's heartbeat, leaseDurationSeconds = the coordinator's lease_duration.
+
+Guarantees:
+- Membership is the set of member Leases whose latest version this process observed less
+  than leaseDurationSeconds ago (its own monotonic clock; never renewTime vs the local
+  wall clock). An expired member disappears from membership() and the listeners at once,
+  and whoever notices first deletes its Lease — with a resourceVersion precondition, so a
+  member that renewed meanwhile is never deleted.
+- join() with the id of a live member raises MemberExistsError (create is atomic: two
+  sessions racing for one id cannot both succeed); an expired holder of the id is
+  replaced. leave() deletes the member's Lease.
+- One watch (label selector) per group per coordinator, shared by every use of the handle.
+
+Not guaranteed: that a member which lost its heartbeat (its process paused or cut off)
+learns it — it reappears on its next successful heartbeat, re-creating its Lease if it
+was deleted meanwhile and the id is still free.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from kubecoord import validation
+from kubecoord._internal.dispatch import ListenerSet
+from kubecoord.api import GroupMembership, MembershipListener
+from kubecoord.backends.kubernetes import naming
+from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
+from kubecoord.backends.kubernetes.context import Context, HandleBase
+from kubecoord.backends.kubernetes.lease_record import format_micro_time, from_unix
+from kubecoord.backends.kubernetes.loop import Loop
+from kubecoord.backends.kubernetes.timings import Timings
+from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
+from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
+
+log = logging.getLogger("kubecoord.kubernetes.membership")
+
+_UNSET: Any = object()
+
+
+def member_of(observed: Observed) -> tuple[str, str, int] | None:
+    """(member id, data, leaseDurationSeconds) of a member Lease; None if not one of ours."""
+    metadata = observed.obj.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    member_id = annotations.get(naming.MEMBER_ID_ANNOTATION)
+    spec = observed.obj.get("spec") or {}
+    if not member_id or spec.get("holderIdentity") != member_id:
+        return None
+    return member_id, annotations.get(naming.MEMBER_DATA_ANNOTATION, ""), int(spec.get("leaseDurationSeconds") or 0)
+
+
+class KubeGroupMembership(HandleBase, GroupMembership):
+    _kind = "GroupMembership"
+
+    def __init__(self, context: Context, group: str, timings: Timings) -> None:
+        super().__init__(context)
+        self.group = group
+        self.timings = timings
+        self._lock = threading.Lock()  # a leaf lock: never held while calling the informer's writers
+        self._start_lock = threading.Lock()
+        self._mine: dict[str, str] = {}  # member id -> data
+        self._next_beat = 0.0
+        self._reaped: set[tuple[str, str]] = set()
+        self._listeners: ListenerSet[set[str]] = ListenerSet()
+        self._reported: set[str] = _UNSET
+        self._informer: Informer | None = None
+        self._loop: Loop | None = None
+
+    # -- the shared watch and the heartbeat/expiry loop ---------------------------------
+    def _started(self) -> Informer:
+        with self._start_lock:
+            if self._informer is None:
+                informer = self._context.informers.acquire(LEASES, label_selector=naming.group_selector(self.group))
+                informer.subscribe(self._on_changes)
+                try:
+                    informer.start()
+                except BaseException:
+                    informer.unsubscribe(self._on_changes)
+                    self._context.informers.release(informer)
+                    raise
+                self._informer = informer
+                self._loop = Loop(f"kubecoord-group-{self.group}", self._step)
+                self._loop.start()
+            return self._informer
+
+    def _on_changes(self, changes: list[Change]) -> None:
+        if self._loop is not None:
+            self._loop.wake()
+        self._report()
+
+    def _live(self) -> dict[str, str]:
+        """member id -> data of the members alive in this process's observation."""
+        informer = self._informer
+        if informer is None:
+            return {}
+        now = self._context.clock.now()
+        live: dict[str, str] = {}
+        for observed in informer.items().values():
+            member = member_of(observed)
+            if member is not None and now < observed.seen_at + member[2]:
+                live[member[0]] = member[1]
+        return live
+
+    def _report(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            current = set(self._live())
+            if current == self._reported:
+                return
+            self._reported = current
+            self._context.dispatcher.notify(self._listeners, current)
+
+    def _step(self) -> float:
+        informer = self._informer
+        if informer is None or self._closed:
+            return self.timings.retry_period
+        now = self._context.clock.now()
+        # 1. Heartbeats: renew every member this handle holds.
+        if now >= self._next_beat:
+            self._next_beat = now + self.timings.retry_period
+            with self._lock:
+                mine = dict(self._mine)
+            for member_id, data in mine.items():
+                self._heartbeat(informer, member_id, data)
+        # 2. Expiry: drop members not renewed within their lease duration; delete their
+        #    Lease over the version we saw expire (a renewal meanwhile makes that a 409).
+        next_expiry = now + self.timings.retry_period
+        with self._lock:
+            mine_ids = set(self._mine)
+        for name, observed in informer.items().items():
+            member = member_of(observed)
+            if member is None:
+                continue
+            expires = observed.seen_at + member[2]
+            if now < expires:
+                next_expiry = min(next_expiry, expires)
+            elif member[0] not in mine_ids and (name, observed.version) not in self._reaped:
+                self._reap(informer, name, observed, member[0])
+        self._report()
+        return max(0.0, min(self._next_beat, next_expiry) - self._context.clock.now())
+
+    def _heartbeat(self, informer: Informer, member_id: str, data: str) -> None:
+        name = naming.member_lease_name(self.group, member_id)
+        current = informer.get(name)
+        if current is None or member_of(current) is None or member_of(current)[0] != member_id:  # type: ignore[index]
+            self._recreate(informer, member_id, data)
+            return
+        body = self._lease_body(member_id, data, base=current.obj)
+        try:
+            informer.offer(self._context.client.replace(LEASES, name, body))
+        except Conflict:
+            informer.refresh(name)  # somebody touched it: renew over the new version next time
+        except NotFound:
+            self._recreate(informer, member_id, data)
+        except CoordinationError as exc:
+            log.info("member heartbeat failed", extra={"group": self.group, "member": member_id, "error": str(exc)})
+
+    def _recreate(self, informer: Informer, member_id: str, data: str) -> None:
+        """Our Lease was deleted (we were judged expired): take the id back if it is free."""
+        try:
+            informer.offer(self._context.client.create(LEASES, self._lease_body(member_id, data)))
+            log.warning("member lease re-created", extra={"group": self.group, "member": member_id})
+        except AlreadyExists:
+            with self._lock:
+                self._mine.pop(member_id, None)
+            log.warning("member id taken over by another session", extra={"group": self.group, "member": member_id})
+            self._context.events.record(primitive="group", name=self.group, event="expired", member=member_id)
+        except CoordinationError as exc:
+            log.info("member re-create failed", extra={"group": self.group, "member": member_id, "error": str(exc)})
+
+    def _reap(self, informer: Informer, name: str, observed: Observed, member_id: str) -> None:
+        self._reaped.add((name, observed.version))
+        try:
+            self._context.client.delete(LEASES, name, resource_version=observed.version)
+        except Conflict:
+            return  # renewed meanwhile: alive after all; the watch brings the new version
+        except NotFound:
+            pass
+        except CoordinationError as exc:
+            log.info("deleting an expired member failed", extra={"group": self.group, "error": str(exc)})
+            return
+        informer.forget(name)
+        self._context.events.record(primitive="group", name=self.group, event="expired", member=member_id)
+
+    def _lease_body(self, member_id: str, data: str, *, base: dict[str, Any] | None = None) -> dict[str, Any]:
+        now = format_micro_time(from_unix(time.time()))
+        if base is not None:
+            body = {**base, "spec": {**(base.get("spec") or {}), "renewTime": now}}
+            return body
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": naming.member_lease_name(self.group, member_id),
+                "namespace": self._context.namespace,
+                "labels": {naming.GROUP_LABEL: self.group, naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+                "annotations": {naming.MEMBER_ID_ANNOTATION: member_id, naming.MEMBER_DATA_ANNOTATION: data},
+            },
+            "spec": {
+                "holderIdentity": member_id,
+                "leaseDurationSeconds": self.timings.lease_duration_seconds,
+                "acquireTime": now,
+                "renewTime": now,
+            },
+        }
+
+    # -- the interface ------------------------------------------------------------------
+    def join(self, member_id: str, data: str = "") -> None:
+        validation.check_id(member_id, "member_id")
+        validation.check_data(data)
+        self._check_open()
+        with self._lock:
+            if member_id in self._mine:
+                raise MemberExistsError(f"member {member_id!r} is already joined through this handle")
+        informer = self._started()
+        name = naming.member_lease_name(self.group, member_id)
+        for _ in range(2):
+            try:
+                written = self._context.client.create(LEASES, self._lease_body(member_id, data))
+                break
+            except AlreadyExists:
+                existing = informer.refresh(name)
+                if existing is None:
+                    continue  # deleted between our create and our read: try again
+                member = member_of(existing)
+                duration = member[2] if member is not None else self.timings.lease_duration_seconds
+                if self._context.clock.now() < existing.seen_at + duration:
+                    raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}") from None
+                # Expired in our observation: delete exactly that version, then create.
+                try:
+                    self._context.client.delete(LEASES, name, resource_version=existing.version)
+                    informer.forget(name)
+                except (Conflict, NotFound):
+                    informer.refresh(name)
+        else:
+            raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}")
+        with self._lock:
+            self._mine[member_id] = data
+        informer.offer(written)
+        self._context.events.record(primitive="group", name=self.group, event="joined", member=member_id)
+        self._report()
+
+    def leave(self, member_id: str) -> None:
+        validation.check_id(member_id, "member_id")
+        self._check_open()
+        with self._lock:
+            if member_id not in self._mine:
+                raise MemberNotFoundError(f"member {member_id!r} was not joined through this handle")
+            del self._mine[member_id]
+        self._delete_own(member_id)
+        self._report()
+
+    def _delete_own(self, member_id: str) -> None:
+        informer = self._informer
+        if informer is None:
+            return
+        name = naming.member_lease_name(self.group, member_id)
+        for _ in range(3):
+            current = informer.get(name)
+            if current is None or member_of(current) is None:
+                break
+            try:
+                self._context.client.delete(LEASES, name, resource_version=current.version)
+                break
+            except Conflict:
+                informer.refresh(name)
+            except NotFound:
+                break
+        informer.forget(name)
+        self._context.events.record(primitive="group", name=self.group, event="left", member=member_id)
+
+    def membership(self) -> dict[str, str]:
+        self._check_open()
+        self._started()
+        return self._live()
+
+    def membership_list(self) -> set[str]:
+        return set(self.membership())
+
+    def add_listener(self, listener: MembershipListener) -> None:
+        self._listeners.add(listener)
+        if not self._closed and not self._context.crashed:
+            self._started()
+
+    def remove_listener(self, listener: MembershipListener) -> None:
+        self._listeners.remove(listener)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        if self._loop is not None:
+            self._loop.stop()
+        with self._lock:
+            mine = list(self._mine)
+            self._mine.clear()
+        for member_id in mine:
+            try:
+                self._delete_own(member_id)
+            except CoordinationError as exc:
+                log.info("leave on close failed", extra={"group": self.group, "member": member_id, "error": str(exc)})
+        self._report()
+        self._closed = True
+        self._release_informer()
+
+    def crash(self) -> None:
+        self._closed = True
+        if self._loop is not None:
+            self._loop.stop()
+        self._release_informer()
+
+    def _release_informer(self) -> None:
+        with self._start_lock:
+            informer, self._informer = self._informer, None
+        if informer is not None:
+            informer.unsubscribe(self._on_changes)
+            self._context.informers.release(informer)

@@ -1,0 +1,80 @@
+"""Names, labels and annotations of the Kubernetes objects kubecoord uses — in one place.
+
+The operator imports this module to find (and clean up, and report on) the objects the
+clients create, so every name the backend derives is derived here and nowhere else.
+
+Layout in a namespace:
+
+==========================  =====================================  =========================
+primitive                   object                                 name
+==========================  =====================================  =========================
+leader election SERVICE     coordination.k8s.io/v1 Lease           ``SERVICE`` (the same name
+                                                                   a client-go LeaseLock uses)
+member ID of group GROUP    Lease, label kubecoord.dev/group=GROUP ``GROUP.m.SLUG-HASH``
+KV store STORE              ConfigMap, label kubecoord.dev/store   ``kubecoord-kv.STORE``
+==========================  =====================================  =========================
+
+Guarantees: every derived name is a valid DNS-1123 subdomain of at most 253 characters;
+member Lease names are injective in (group, member id) — ids are case-sensitive and may
+hold any character, so the name carries a hash of the exact id and the id itself is kept
+in an annotation. Election Leases are named by the service (a DNS-1123 label, no dots),
+member Leases always contain a dot, so the two never collide.
+Not guaranteed: that nothing else in the namespace uses these names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+GROUP_LABEL = "kubecoord.dev/group"
+"""On every member Lease: the group it belongs to (list/watch selector)."""
+STORE_LABEL = "kubecoord.dev/store"
+"""On every KV ConfigMap: the store it belongs to (list/watch selector)."""
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "kubecoord"
+
+MEMBER_ID_ANNOTATION = "kubecoord.dev/member-id"
+"""On a member Lease: the exact member id (the name only carries a slug and a hash)."""
+MEMBER_DATA_ANNOTATION = "kubecoord.dev/member-data"
+"""On a member Lease: the member's data."""
+HOLDER_DATA_ANNOTATION = "kubecoord.dev/holder-data"
+"""On an election Lease: JSON {"holder": id, "data": data} of the holder that wrote it.
+
+Keyed to the holder because a client-go elector taking over rewrites only the spec and
+keeps our annotations: data whose holder differs from spec.holderIdentity is stale."""
+
+MAX_OBJECT_NAME = 253
+_SLUG_CHARS = 40
+_HASH_CHARS = 16
+
+
+def election_lease_name(service: str) -> str:
+    """The Lease of the election ``service``: the service name itself (client-go compatible)."""
+    return service
+
+
+def member_lease_name(group: str, member_id: str) -> str:
+    """The Lease of ``member_id`` in ``group``: ``GROUP.m.SLUG-HASH``.
+
+    SLUG is a lowercase, readable rendering of the id (for kubectl), HASH the first 16 hex
+    digits of the SHA-256 of the exact id (for uniqueness).
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", member_id.lower()).strip("-")[:_SLUG_CHARS].strip("-") or "id"
+    digest = hashlib.sha256(member_id.encode("utf-8")).hexdigest()[:_HASH_CHARS]
+    return f"{group}.m.{slug}-{digest}"
+
+
+def store_configmap_name(store: str) -> str:
+    """The ConfigMap that holds the KV store ``store``."""
+    return f"kubecoord-kv.{store}"
+
+
+def group_selector(group: str) -> str:
+    """Label selector of the member Leases of ``group``."""
+    return f"{GROUP_LABEL}={group}"
+
+
+def store_selector(store: str) -> str:
+    """Label selector of the ConfigMap(s) of ``store``."""
+    return f"{STORE_LABEL}={store}"

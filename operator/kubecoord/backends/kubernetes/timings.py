@@ -1,0 +1,69 @@
+"""Election and heartbeat timings, validated as client-go validates them.
+
+    lease_duration > renew_deadline > 1.2 x retry_period   (client-go's JitterFactor)
+
+- lease_duration: how long a follower waits, from the moment it observed the last change
+  of the record, before it may take over. Written to the Lease as whole seconds
+  (leaseDurationSeconds, rounded up so followers never wait less than configured).
+- renew_deadline: how long a leader keeps acting without a successful renewal; after it
+  the leader reports the loss and stops writing. Must be shorter than lease_duration so
+  that the loss is known before anybody else can acquire.
+- retry_period: the interval between renewals (and member heartbeats).
+
+Defaults are client-go's: 15 s, 10 s, 2 s. A violated rule raises InvalidArgumentError
+at construction, before anything is written.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from kubecoord.errors import InvalidArgumentError
+
+JITTER_FACTOR = 1.2
+DEFAULT_LEASE_DURATION = 15.0
+DEFAULT_RENEW_DEADLINE = 10.0
+DEFAULT_RETRY_PERIOD = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Timings:
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    renew_deadline: float = DEFAULT_RENEW_DEADLINE
+    retry_period: float = DEFAULT_RETRY_PERIOD
+
+    def __post_init__(self) -> None:
+        for field in ("lease_duration", "renew_deadline", "retry_period"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise InvalidArgumentError(f"{field} must be a positive number of seconds, got {value!r}")
+        if not self.lease_duration > self.renew_deadline:
+            raise InvalidArgumentError(
+                f"lease_duration ({self.lease_duration} s) must be greater than renew_deadline "
+                f"({self.renew_deadline} s)"
+            )
+        if not self.renew_deadline > JITTER_FACTOR * self.retry_period:
+            raise InvalidArgumentError(
+                f"renew_deadline ({self.renew_deadline} s) must be greater than {JITTER_FACTOR} x retry_period "
+                f"({self.retry_period} s)"
+            )
+
+    @property
+    def lease_duration_seconds(self) -> int:
+        """leaseDurationSeconds as written to a Lease: whole seconds, rounded up."""
+        return max(1, math.ceil(self.lease_duration))
+
+    def with_overrides(
+        self,
+        *,
+        lease_duration: float | None = None,
+        renew_deadline: float | None = None,
+        retry_period: float | None = None,
+    ) -> Timings:
+        """These timings with some replaced (per-handle options); validated again."""
+        return Timings(
+            lease_duration=self.lease_duration if lease_duration is None else lease_duration,
+            renew_deadline=self.renew_deadline if renew_deadline is None else renew_deadline,
+            retry_period=self.retry_period if retry_period is None else retry_period,
+        )

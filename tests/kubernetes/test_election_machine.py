@@ -1,0 +1,241 @@
+"""The election state machine (election.Elector) step by step, against an in-memory
+record store with compare-and-set and a manual clock: no server, no threads, no sleeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubecoord import BackendUnavailableError
+from kubecoord.backends.kubernetes.election import Elector, Observation, RecordConflict
+from kubecoord.backends.kubernetes.lease_record import LeaderRecord
+from kubecoord.backends.kubernetes.timings import Timings
+from kubecoord.testing import ManualClock
+
+TIMINGS = Timings(lease_duration=15, renew_deadline=10, retry_period=2)
+
+
+class Server:
+    """One record with a version; writes are compare-and-set, like the API server's."""
+
+    def __init__(self) -> None:
+        self.record: LeaderRecord | None = None
+        self.version = 0
+        self.writes: list[tuple[str, LeaderRecord]] = []
+        self.down = False
+
+    def write(self, who: str, record: LeaderRecord, expected: int | None) -> int:
+        if self.down:
+            raise BackendUnavailableError("server down")
+        if expected is None and self.record is not None:
+            raise RecordConflict("exists")
+        if expected is not None and expected != self.version:
+            raise RecordConflict("stale")
+        self.record, self.version = record, self.version + 1
+        self.writes.append((who, record))
+        return self.version
+
+
+class View:
+    """One process's RecordStore: what it observed, and when (on its own clock)."""
+
+    def __init__(self, who: str, server: Server, clock: ManualClock) -> None:
+        self.who, self.server, self.clock = who, server, clock
+        self.seen: Observation | None = None
+
+    def watch(self) -> None:
+        """Deliver the server's current version, as a watch event would."""
+        if self.server.record is not None and (self.seen is None or self.seen.version != str(self.server.version)):
+            self.seen = Observation(self.server.record, str(self.server.version), self.clock.now())
+
+    def observed(self) -> Observation | None:
+        return self.seen
+
+    def refresh(self, timeout: float) -> Observation | None:
+        if self.server.down:
+            raise BackendUnavailableError("server down")
+        self.watch()
+        return self.seen
+
+    def create(self, record: LeaderRecord, timeout: float) -> Observation:
+        return self._mine(record, self.server.write(self.who, record, None))
+
+    def update(self, record: LeaderRecord, version: str, timeout: float) -> Observation:
+        return self._mine(record, self.server.write(self.who, record, int(version)))
+
+    def _mine(self, record: LeaderRecord, version: int) -> Observation:
+        self.seen = Observation(record, str(version), self.clock.now())
+        return self.seen
+
+
+class Candidate:
+    def __init__(self, name: str, server: Server, clock: ManualClock, wall: float = 1_000_000.0) -> None:
+        """``wall``: this process's wall clock at manual time 0 (it ticks with the clock)."""
+        self.view = View(name, server, clock)
+        self.changes: list[bool] = []
+        self.elector = Elector(
+            service="svc", candidate=name, data=f"data-{name}", store=self.view, timings=TIMINGS, clock=clock,
+            on_change=lambda _elector, leading: self.changes.append(leading), wall=lambda: wall + clock.now(),
+        )
+
+    def step(self) -> float:
+        self.view.watch()
+        return self.elector.step()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def server() -> Server:
+    return Server()
+
+
+def test_first_candidate_creates_the_record_and_leads(server: Server, clock: ManualClock) -> None:
+    a = Candidate("a", server, clock)
+    assert a.step() == TIMINGS.retry_period
+    assert a.elector.is_leader() and a.changes == [True]
+    assert server.record is not None
+    assert (server.record.holder, server.record.transitions, server.record.lease_duration_seconds) == ("a", 1, 15)
+    assert server.record.data == "data-a"
+
+
+def test_follower_waits_out_the_lease_from_its_own_observation(server: Server, clock: ManualClock) -> None:
+    a = Candidate("a", server, clock)
+    a.step()
+    # b's wall clock is years ahead: renewTime comparisons would call the lease expired.
+    b = Candidate("b", server, clock, wall=9_000_000_000.0)
+    clock.advance(5)
+    assert b.step() == pytest.approx(15)  # it has just seen the record: 15 s from now
+    writes = len(server.writes)
+    clock.advance(14.9)
+    b.step()
+    assert len(server.writes) == writes and not b.elector.is_leader()
+    clock.advance(0.2)
+    b.step()
+    assert b.elector.is_leader()
+    assert server.record is not None and (server.record.holder, server.record.transitions) == ("b", 2)
+
+
+def test_a_renewal_changes_the_record_and_restarts_followers_countdown(server: Server, clock: ManualClock) -> None:
+    a = Candidate("a", server, clock)
+    b = Candidate("b", server, clock)
+    a.step()
+    b.step()
+    first = server.record
+    for _ in range(10):  # 20 s of renewals every retry period: longer than a lease
+        clock.advance(TIMINGS.retry_period)
+        a.step()
+        assert b.step() > 0
+        assert not b.elector.is_leader()
+    assert server.record is not None and first is not None
+    assert server.record.renew_time is not None and first.renew_time is not None
+    assert server.record.renew_time > first.renew_time
+    assert server.record.holder == "a" and server.record.transitions == 1
+
+
+def test_leader_that_cannot_renew_reports_loss_before_anyone_can_acquire(server: Server, clock: ManualClock) -> None:
+    a = Candidate("a", server, clock)
+    b = Candidate("b", server, clock)
+    a.step()
+    b.step()
+    server.down = True
+    lost_at = None
+    for _ in range(200):
+        clock.advance(0.1)
+        a.step()
+        if lost_at is None and a.changes[-1] is False:
+            lost_at = clock.now()
+    assert lost_at is not None
+    assert lost_at - 1000.0 <= TIMINGS.renew_deadline + 0.1 < TIMINGS.lease_duration
+    assert not a.elector.is_leader()
+    server.down = False
+    writes_by_a = sum(1 for who, _ in server.writes if who == "a")
+    b.step()  # b saw the record at t=0 and never since: expired now (t = 20 s)
+    assert b.elector.is_leader()
+    a.step()  # a is a follower now; it sees b's record and does not write
+    assert sum(1 for who, _ in server.writes if who == "a") == writes_by_a
+
+
+def test_is_leader_turns_false_from_the_clock_alone(server: Server, clock: ManualClock) -> None:
+    """A process resumed after SIGSTOP: no step has run yet, is_leader() already says no."""
+    a = Candidate("a", server, clock)
+    a.step()
+    assert a.elector.is_leader()
+    clock.advance(TIMINGS.renew_deadline)
+    assert not a.elector.is_leader()
+    writes = len(server.writes)
+    a.step()  # the first step after resuming reports the loss and writes nothing
+    assert a.changes == [True, False]
+    assert len(server.writes) == writes
+
+
+def test_release_writes_an_empty_holder_and_a_follower_takes_over_at_once(server: Server, clock: ManualClock) -> None:
+    a = Candidate("a", server, clock)
+    b = Candidate("b", server, clock)
+    a.step()
+    b.step()
+    assert a.elector.release()
+    assert server.record is not None
+    assert (server.record.holder, server.record.transitions, server.record.lease_duration_seconds) == ("", 1, 1)
+    assert a.changes == [True, False] and not a.elector.is_leader()
+    b.step()  # no time passed: a release is free to take
+    assert b.elector.is_leader()
+    assert (server.record.holder, server.record.transitions) == ("b", 2)
+
+
+def test_racing_followers_one_wins_the_other_rereads(server: Server, clock: ManualClock) -> None:
+    a = Candidate("a", server, clock)
+    a.step()
+    a.elector.release()
+    b, c = Candidate("b", server, clock), Candidate("c", server, clock)
+    b.view.watch()
+    c.view.watch()
+    assert b.elector.step() == TIMINGS.retry_period and b.elector.is_leader()
+    delay = c.elector.step()  # based on the released version: 409, re-read, judge again
+    assert delay == 0.0 and not c.elector.is_leader()
+    assert c.elector.step() > 0 and not c.elector.is_leader()
+    assert server.record is not None and server.record.holder == "b"
+
+
+def test_a_late_renewal_answer_counts_as_lost(server: Server, clock: ManualClock) -> None:
+    a = Candidate("a", server, clock)
+    a.step()
+    original = server.write
+
+    def slow_write(who: str, record: LeaderRecord, expected: int | None) -> int:
+        clock.advance(TIMINGS.renew_deadline)  # the request hung until past the deadline
+        return original(who, record, expected)
+
+    server.write = slow_write  # type: ignore[method-assign]
+    clock.advance(TIMINGS.retry_period)
+    a.step()
+    assert a.changes == [True, False] and not a.elector.is_leader()
+
+
+def test_overtaken_leader_steps_down_when_the_watch_shows_another_holder(server: Server, clock: ManualClock) -> None:
+    a = Candidate("a", server, clock)
+    a.step()
+    # A client-go peer with a different view takes the lease over a's version.
+    server.write("go", LeaderRecord("go", 15, None, None, 2), server.version)
+    clock.advance(0.5)
+    a.step()
+    assert a.changes == [True, False] and not a.elector.is_leader()
+
+
+@pytest.mark.parametrize(
+    ("lease", "deadline", "retry"),
+    [(10, 10, 2), (5, 10, 2), (15, 2.4, 2), (15, 10, 0), (-1, 10, 2), (15, float("nan"), 2)],
+)
+def test_timings_are_validated_like_client_go(lease: float, deadline: float, retry: float) -> None:
+    from kubecoord import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError):
+        Timings(lease_duration=lease, renew_deadline=deadline, retry_period=retry)
+
+
+def test_timings_defaults_and_whole_seconds() -> None:
+    assert Timings() == Timings(15, 10, 2)
+    assert Timings(2.5, 2, 1).lease_duration_seconds == 3
+    assert Timings(15, 10, 2).with_overrides(lease_duration=20).lease_duration == 20
