@@ -14,6 +14,7 @@ from kubecoord._internal import logs
 # name -> (module, help). The module provides add_arguments(parser) and run(args) -> int.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("kubecoord.demo", "run the demo scenario"),
+    "emulator": ("kubecoord._emulator.cli", "run the Kubernetes API emulator in the foreground"),
 }
 
 

@@ -1,0 +1,23 @@
+"""An in-process emulation of the Kubernetes API server (v1.32) for tests.
+
+What belongs here: everything the official ``kubernetes`` client and kopf need from an
+API server — storage with resourceVersions, the verbs with their status codes and
+Status bodies, watches, discovery, namespaces, CRDs with the status subresource,
+finalizers, garbage collection, bearer tokens and RBAC. What does not: controllers
+beyond the garbage collector and the namespace/CRD finalizers (no Deployments rolling
+out Pods), persistence, TLS, protobuf, aggregated discovery, OpenAPI documents.
+
+Modules, one concern each: ``store`` (objects, resourceVersion, history, watchers),
+``registry`` (what each verb does), ``routing`` (HTTP), ``watching`` (watch streams),
+``discovery``, ``auth`` (tokens and RBAC), ``collecting`` (garbage collection),
+``selectors``, ``patching``, ``validating`` (built-in validation), ``admitting`` (the
+call site of the custom-resource admission module), ``status`` (error bodies),
+``server`` (``ApiEmulator``), ``cli`` (``kubecoord emulator``).
+
+Users import ``ApiEmulator`` from ``kubecoord.testing``.
+"""
+
+from kubecoord._emulator.requestinfo import RecordedRequest
+from kubecoord._emulator.server import ApiEmulator
+
+__all__ = ["ApiEmulator", "RecordedRequest"]
