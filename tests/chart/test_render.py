@@ -1,0 +1,132 @@
+"""The chart renders what the operator needs, securely, in both watch modes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.chart.conftest import CHART, Render, by_kind
+
+
+def the(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (obj,) = by_kind(objects, kind)
+    return obj
+
+
+def container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (result,) = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return dict(result)
+
+
+def test_default_render_has_every_object(render: Render) -> None:
+    objects = render()
+    kinds = sorted(obj["kind"] for obj in objects)
+    assert kinds == sorted(
+        ["ServiceAccount", "Deployment", "Service", "Role", "RoleBinding"]
+        + ["ClusterRole", "ClusterRoleBinding"] * 2
+        + ["CustomResourceDefinition"] * 3
+    )
+    for obj in objects:
+        if obj["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
+            assert obj["metadata"]["namespace"] == "kubecoord-system", obj["metadata"]
+        assert obj["metadata"]["labels"]["app.kubernetes.io/instance"] == "kc"
+
+
+def test_deployment_runs_two_hardened_replicas(render: Render) -> None:
+    objects = render()
+    deployment = the(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert deployment["spec"]["replicas"] == 2
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    c = container(objects)
+    assert c["securityContext"] == {
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert set(c["resources"]) == {"requests", "limits"}
+    assert set(c["resources"]["requests"]) == {"cpu", "memory"} == set(c["resources"]["limits"])
+    assert pod["serviceAccountName"] == the(objects, "ServiceAccount")["metadata"]["name"]
+
+
+def test_deployment_command_probes_ports_and_downward_api(render: Render) -> None:
+    c = container(render())
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert c["image"] == f"kubecoord/operator:{chart['appVersion']}"
+    assert c["command"] == ["kubecoord", "operator"]
+    assert c["args"] == ["--all-namespaces"]
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert ports == {"health": 8080, "metrics": 9090}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert c[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in c["env"]}
+    assert env["POD_NAME"] == "metadata.name"
+    assert env["POD_NAMESPACE"] == "metadata.namespace"
+
+
+def test_metrics_service_selects_the_operator_pods(render: Render) -> None:
+    objects = render()
+    service = the(objects, "Service")
+    pod_labels = the(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"}]
+    assert not by_kind(render("--set", "metrics.enabled=false"), "Service")
+
+
+def test_namespaced_mode_uses_roles_in_each_watched_namespace(render: Render) -> None:
+    objects = render("--set", "operator.allNamespaces=false", "--set", "operator.namespaces={apps,jobs}")
+    assert container(objects)["args"] == ["--namespace=apps", "--namespace=jobs"]
+    roles = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in by_kind(objects, "Role")}
+    assert roles == {
+        ("apps", "kc-kubecoord"),
+        ("jobs", "kc-kubecoord"),
+        ("kubecoord-system", "kc-kubecoord-leader-election"),
+    }
+    (cluster_role,) = by_kind(objects, "ClusterRole")  # discovery only: no cluster-wide writes
+    assert {v for rule in cluster_role["rules"] for v in rule["verbs"]} <= {"get", "list", "watch"}
+    namespaces = [r for r in cluster_role["rules"] if r["resources"] == ["namespaces"]]
+    assert namespaces, "kopf lists and watches namespaces when it serves a set of them"
+
+
+def test_namespaced_mode_defaults_to_the_release_namespace(render: Render) -> None:
+    objects = render("--set", "operator.allNamespaces=false", namespace="team-a")
+    assert container(objects)["args"] == ["--namespace=team-a"]
+
+
+def test_leader_election_role_is_limited_to_the_operator_lease(render: Render) -> None:
+    objects = render("--set", "operator.leaseName=my-lease")
+    (role,) = [r for r in by_kind(objects, "Role") if r["metadata"]["name"].endswith("leader-election")]
+    named = [r for r in role["rules"] if r.get("resourceNames")]
+    assert named == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["my-lease"],
+            "verbs": ["get", "list", "watch", "update", "patch"],
+        }
+    ]
+    env = {e["name"]: e.get("value") for e in container(objects)["env"]}
+    assert env["KUBECOORD_OPERATOR_LEASE"] == "my-lease"
+
+
+def test_crds_can_be_left_out_and_kept(render: Render) -> None:
+    assert not by_kind(render("--set", "crds.enabled=false"), "CustomResourceDefinition")
+    kept = by_kind(render(), "CustomResourceDefinition")
+    assert all(c["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"} for c in kept)
+    not_kept = by_kind(render("--set", "crds.keep=false"), "CustomResourceDefinition")
+    assert all("annotations" not in c["metadata"] for c in not_kept)
+
+
+def test_long_release_names_are_truncated_to_63_characters(helm: Path) -> None:
+    from tests.chart.conftest import run_helm
+
+    # Helm allows release names up to 53 characters; suffixes like -leader-election go beyond 63.
+    for args in (["r" * 52 + "s"], ["kc", "--set", "fullnameOverride=" + "f" * 62 + "g"]):
+        result = run_helm(helm, "template", *args, str(CHART))
+        assert result.returncode == 0, result.stderr
+        names = [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout) if d]
+        assert all(len(name) <= 63 and not name.endswith("-") for name in names), names
+        assert any(len(name) == 63 for name in names)
