@@ -15,6 +15,7 @@ from kubecoord._internal import logs
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("kubecoord.demo", "run the demo scenario"),
     "emulator": ("kubecoord._emulator.cli", "run the Kubernetes API emulator in the foreground"),
+    "operator": ("kubecoord.operator.cli", "run the operator (kopf) for the kubecoord.dev CRDs"),
 }
 
 

@@ -1,0 +1,67 @@
+"""``kubecoord operator``: the operator process (what the Helm chart's Deployment runs).
+
+    kubecoord operator [--namespace NS ... | --all-namespaces] [--history PATH]
+
+Environment: POD_NAME and POD_NAMESPACE (downward API) name this replica and the
+namespace of its operator Lease; KUBECONFIG is used outside a cluster. Serves /healthz on
+--health-port (8080) and Prometheus metrics on --metrics-port (9090). kopf is imported
+only once this replica leads (kubecoord.operator.ha).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument("--namespace", action="append", default=[], help="watch this namespace (repeatable)")
+    scope.add_argument("--all-namespaces", action="store_true", help="watch every namespace")
+    parser.add_argument("--history", default=None, help="append the operator's coordination event log here (JSONL)")
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig outside a cluster (default: $KUBECONFIG)")
+    parser.add_argument("--identity", default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}")
+    parser.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("POD_NAMESPACE", ""),
+        help="namespace of the kubecoord-operator Lease (default: $POD_NAMESPACE, else the kubeconfig's)",
+    )
+    parser.add_argument("--lease-duration", type=float, default=15.0, help="operator Lease duration (s)")
+    parser.add_argument("--renew-deadline", type=float, default=10.0, help="operator renew deadline (s)")
+    parser.add_argument("--retry-period", type=float, default=2.0, help="operator retry period (s)")
+    parser.add_argument("--health-port", type=int, default=8080, help="/healthz port (0: any free port)")
+    parser.add_argument("--metrics-port", type=int, default=9090, help="/metrics port (0: disabled)")
+    parser.add_argument("--bind", default="0.0.0.0", help="address of the health and metrics endpoints")
+
+
+def run(args: argparse.Namespace) -> int:
+    from prometheus_client import start_http_server
+
+    import kubecoord
+    from kubecoord.operator import health
+    from kubecoord.operator.ha import Scope, run_when_leading
+    from kubecoord.operator.handlers._resource import History
+
+    if args.kubeconfig:
+        os.environ["KUBECONFIG"] = args.kubeconfig  # read by kopf's login and by kubeapi
+    History.target = args.history
+    state = health.HealthState()
+    server = health.serve(state, args.bind, args.health_port)
+    if args.metrics_port:
+        start_http_server(args.metrics_port, addr=args.bind)
+    options: dict[str, Any] = {
+        "lease_duration": args.lease_duration,
+        "renew_deadline": args.renew_deadline,
+        "retry_period": args.retry_period,
+    }
+    if os.environ.get("KUBECONFIG"):
+        options["kubeconfig"] = os.environ["KUBECONFIG"]
+    scope = Scope(namespaces=tuple(args.namespace), clusterwide=args.all_namespaces or not args.namespace)
+    try:
+        with kubecoord.connect(f"kubernetes://{args.lease_namespace}", **options) as coordinator:
+            return run_when_leading(coordinator, args.identity, scope, state)
+    finally:
+        History.close()
+        server.shutdown()

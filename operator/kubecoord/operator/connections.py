@@ -1,0 +1,76 @@
+"""One kubecoord Coordinator per backend, shared by every resource that uses it.
+
+Five hundred LeaderElection resources on the kubernetes backend of one namespace share
+one connection; a zookeeper ensemble with one chroot shares one session. A connection
+is closed when the last resource using it lets go.
+
+Guarantee: ``acquire`` either returns a live coordinator or raises a kubecoord error
+(BackendUnavailableError when the backend cannot be reached); connect() runs off the
+event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import kubecoord
+from kubecoord.api import Coordinator
+from kubecoord.operator.model import BackendSpec
+
+Connector = Callable[[BackendSpec], Coordinator]
+
+
+def default_connector(spec: BackendSpec) -> Coordinator:
+    options: dict[str, Any] = dict(spec.options)
+    if spec.backend == "kubernetes" and os.environ.get("KUBECONFIG"):
+        options["kubeconfig"] = os.environ["KUBECONFIG"]
+    return kubecoord.connect(spec.url, **options)
+
+
+class Connections:
+    def __init__(self, connector: Connector = default_connector) -> None:
+        self._connector = connector
+        self._lock = threading.Lock()
+        self._open: dict[BackendSpec, tuple[Coordinator, int]] = {}
+
+    async def acquire(self, spec: BackendSpec) -> Coordinator:
+        with self._lock:
+            entry = self._open.get(spec)
+            if entry is not None:
+                self._open[spec] = (entry[0], entry[1] + 1)
+                return entry[0]
+        coordinator = await asyncio.to_thread(self._connector, spec)
+        with self._lock:
+            entry = self._open.get(spec)
+            if entry is None:
+                self._open[spec] = (coordinator, 1)
+                return coordinator
+            self._open[spec] = (entry[0], entry[1] + 1)
+        await asyncio.to_thread(coordinator.close)  # lost a race with another resource
+        return entry[0]
+
+    async def release(self, spec: BackendSpec) -> None:
+        with self._lock:
+            entry = self._open.get(spec)
+            if entry is None:
+                return
+            coordinator, users = entry
+            if users > 1:
+                self._open[spec] = (coordinator, users - 1)
+                return
+            del self._open[spec]
+        await asyncio.to_thread(coordinator.close)
+
+    def close_all(self) -> None:
+        with self._lock:
+            entries, self._open = list(self._open.values()), {}
+        for coordinator, _ in entries:
+            coordinator.close()
+
+
+connections = Connections()
+"""The operator process's pool."""

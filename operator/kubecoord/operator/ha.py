@@ -1,0 +1,116 @@
+"""Operator high availability: kopf runs only on the replica that holds a kubecoord Lease.
+
+Every replica nominates itself (POD_NAME) in the kubecoord LeaderElection
+``kubecoord-operator`` in its own namespace (POD_NAMESPACE), on the kubernetes backend —
+the same Lease protocol applications use, not kopf's priority peering (kopf runs with
+``--standalone``). The leader runs kopf's reconciliation; standbys wait.
+
+Guarantees:
+- At most one replica reconciles at a time as far as Lease timings allow: the active
+  replica stops kopf as soon as its own renew deadline passes without a renewal
+  (``is_leader()`` turns False before any other candidate may acquire).
+- A standby takes over within the lease duration after the active replica dies, and at
+  once after it shuts down cleanly (it resigns on exit).
+- After losing leadership the process exits with status 1, as client-go controllers do:
+  the restart rejoins as a standby with fresh state.
+Not guaranteed: fencing of writes already in flight when leadership is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+
+from kubecoord.api import Coordinator
+from kubecoord.operator import metrics
+from kubecoord.operator.health import HealthState
+
+log = logging.getLogger("kubecoord.operator.ha")
+
+ELECTION = "kubecoord-operator"
+WATCHDOG_SECONDS = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    namespaces: tuple[str, ...]
+    clusterwide: bool
+
+
+def run_when_leading(
+    coordinator: Coordinator,
+    identity: str,
+    scope: Scope,
+    health: HealthState,
+    run_operator: Callable[[Scope, threading.Event], None] | None = None,
+) -> int:
+    """Block until this replica leads, run the operator until stopped; the exit status."""
+    stop = threading.Event()  # SIGTERM/SIGINT or lost leadership: stop kopf
+    lost = threading.Event()
+    _install_signal_handlers(stop)
+    election = coordinator.leader_election(ELECTION)
+    health.role = "standby"
+    election.nominate(identity, data=f"operator {identity}")
+    log.info("standing by for the operator lease", extra={"identity": identity})
+    while not election.is_leader(identity):
+        if stop.wait(WATCHDOG_SECONDS):
+            health.stopping = True
+            election.close()
+            return 0
+    health.role = "leader"
+    metrics.IS_LEADER.set(1)
+    log.warning("leading: starting reconciliation", extra={"identity": identity})
+
+    def watchdog() -> None:
+        while not stop.wait(WATCHDOG_SECONDS):
+            if not election.is_leader(identity):
+                log.error("lost the operator lease: stopping reconciliation", extra={"identity": identity})
+                lost.set()
+                stop.set()
+
+    threading.Thread(target=watchdog, name="kubecoord-operator-watchdog", daemon=True).start()
+    try:
+        (run_operator or run_kopf)(scope, stop)
+    finally:
+        metrics.IS_LEADER.set(0)
+        health.stopping = True
+        stop.set()
+        election.close()  # resigns: a standby takes over at once
+    return 1 if lost.is_set() else 0
+
+
+def run_kopf(scope: Scope, stop: threading.Event) -> None:
+    """kopf's operator in this thread's own event loop until ``stop`` is set."""
+    import kopf  # only the active replica needs kopf
+
+    import kubecoord.operator.handlers  # noqa: F401  (registers the handlers)
+    from kubecoord.operator.connections import connections
+
+    async def main() -> None:
+        await kopf.operator(
+            standalone=True,
+            clusterwide=scope.clusterwide,
+            namespaces=list(scope.namespaces),
+            stop_flag=stop,
+        )
+
+    try:
+        asyncio.run(main())
+    finally:
+        connections.close_all()
+
+
+def _install_signal_handlers(stop: threading.Event) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, handler)

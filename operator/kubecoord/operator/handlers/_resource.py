@@ -1,0 +1,255 @@
+"""The life cycle every kubecoord resource shares, registered once per kind.
+
+- create / resume / spec change: create the backing objects (kubernetes backend: Lease or
+  ConfigMap with an ownerReference), reconcile the Role and RoleBinding of spec.clients.
+- a daemon per resource: opens a status mirror (kubecoord listeners, so driven by the
+  backend's watches), writes status and conditions whenever the mirror wakes, posts
+  Events, and lets the kind's ``after_snapshot`` hook act (member GC).
+- delete: the finalizer removes backend state that ownerReferences cannot (znodes, and
+  member Leases not adopted yet).
+
+Guarantees: the daemon is the only writer of ``status``; a status write happens only when
+the status differs from the last one written; the backend being down turns
+BackendReachable and Ready False (with the error as message) and is retried with backoff,
+never crashing the daemon. Not guaranteed: status while the operator is down (a standby
+takes over within the lease duration and re-reads the live state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import kopf
+
+from kubecoord.api import Coordinator
+from kubecoord.errors import CoordinationError
+from kubecoord.history import EventLog, HistoryTarget, open_event_log
+from kubecoord.operator import backing, kubeapi, metrics, rbac
+from kubecoord.operator.conditions import set_condition
+from kubecoord.operator.connections import connections
+from kubecoord.operator.mirror import Mirror, Notice, Snapshot
+from kubecoord.operator.model import GROUP, KINDS, VERSION, BackendSpec
+
+log = logging.getLogger("kubecoord.operator")
+
+RESYNC_SECONDS = 300.0
+"""A backstop re-read when no listener fired for this long (watches drive everything else)."""
+RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
+
+MirrorFactory = Callable[[Coordinator, dict[str, Any], Callable[[], None]], Mirror]
+"""(coordinator, resource body, wake) -> mirror; runs in a worker thread."""
+AfterSnapshot = Callable[["Context", Snapshot], Awaitable[None]]
+
+
+class History:
+    """The operator's coordination event log (``kubecoord operator --history PATH``).
+
+    One JsonlEventLog per (backend, namespace), all appending to the same target, with
+    source="operator"; nothing is recorded while no target is set.
+    """
+
+    target: HistoryTarget = None
+    _logs: ClassVar[dict[tuple[str, str], EventLog]] = {}
+
+    @classmethod
+    def record(cls, backend: BackendSpec, namespace: str, **fields: Any) -> None:
+        if cls.target is None:
+            return
+        key = (backend.backend, namespace)
+        if key not in cls._logs:
+            cls._logs[key] = open_event_log(cls.target, backend=backend.backend, namespace=namespace, source="operator")
+        cls._logs[key].record(**fields)
+
+    @classmethod
+    def close(cls) -> None:
+        logs, cls._logs = list(cls._logs.values()), {}
+        for event_log in logs:
+            event_log.close()
+
+
+@dataclass
+class Context:
+    """What a kind's hook may use: the live body, its backend and a way to post Events."""
+
+    body: kopf.Body
+    backend: BackendSpec
+    mirror: Mirror
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.body["metadata"]["namespace"])
+
+    def post(self, notice: Notice) -> None:
+        kopf.event(self.body, type=notice.type, reason=notice.reason, message=notice.message)
+
+
+def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot | None = None) -> None:
+    """Register the create/resume/update, daemon and delete handlers of one kind."""
+    kind = KINDS[plural]
+
+    @kopf.on.resume(GROUP, VERSION, plural, id="reconcile")
+    @kopf.on.create(GROUP, VERSION, plural, id="reconcile")
+    @kopf.on.update(GROUP, VERSION, plural, id="reconcile", field="spec")
+    async def reconcile(body: kopf.Body, spec: kopf.Spec, **_: Any) -> None:
+        try:
+            if spec.get("backend", "kubernetes") == "kubernetes":
+                await backing.ensure(dict(body))
+            await rbac.reconcile(dict(body))
+        except Exception:
+            metrics.RECONCILES.labels(kind, "error").inc()
+            metrics.ERRORS.labels(kind, "reconcile").inc()
+            raise
+        metrics.RECONCILES.labels(kind, "ok").inc()
+
+    @kopf.daemon(GROUP, VERSION, plural, id="mirror", cancellation_timeout=5.0)
+    async def mirror(body: kopf.Body, spec: kopf.Spec, namespace: str | None, **_: Any) -> None:
+        metrics.MIRRORED.labels(kind).inc()
+        try:
+            backend = BackendSpec.from_spec(dict(spec), namespace=str(namespace))
+            await _mirror_loop(kind, plural, body, backend, factory, after_snapshot)
+        finally:
+            metrics.MIRRORED.labels(kind).dec()
+
+    @kopf.on.delete(GROUP, VERSION, plural, id="cleanup")
+    async def cleanup(body: kopf.Body, spec: kopf.Spec, name: str, namespace: str | None, **_: Any) -> None:
+        namespace = str(namespace)
+        backend = BackendSpec.from_spec(dict(spec), namespace=namespace)
+        try:
+            if backend.backend == "kubernetes":
+                deleted = await backing.delete_all(dict(body))
+            else:
+                deleted = await _purge(backend, kind, name)
+        except Exception:
+            metrics.ERRORS.labels(kind, "delete").inc()
+            raise
+        metrics.forget(namespace, name)
+        log.info("cleaned up", extra={"kind": kind, "resource": f"{namespace}/{name}", "deleted": deleted})
+
+
+async def _purge(backend: BackendSpec, kind: str, name: str) -> int:
+    """Remove a resource's znodes through the backend (ephemeral ones go with their sessions)."""
+    coordinator = await connections.acquire(backend)
+    try:
+        purge = getattr(coordinator, "purge", None)
+        if purge is not None:
+            primitive = {"LeaderElection": "leader_election", "Group": "group", "KVStore": "kv"}[kind]
+            return int(await asyncio.to_thread(purge, primitive, name) or 0)
+        if kind == "KVStore":
+            return await asyncio.to_thread(_delete_every_key, coordinator, name)
+        log.warning("backend cannot purge", extra={"backend": backend.backend, "kind": kind, "resource": name})
+        return 0
+    finally:
+        await connections.release(backend)
+
+
+def _delete_every_key(coordinator: Coordinator, name: str) -> int:
+    deleted = 0
+    with coordinator.storage(name) as storage:
+        pending = [""]
+        keys: list[str] = []
+        while pending:
+            namespace = pending.pop()
+            for child in storage.children(namespace):
+                path = f"{namespace}/{child}" if namespace else child
+                pending.append(path)
+                keys.append(path)
+        for key in sorted(keys, key=len, reverse=True):
+            try:
+                storage.delete(key)
+                deleted += 1
+            except CoordinationError:
+                pass  # a pure namespace (no value of its own) or deleted meanwhile
+    return deleted
+
+
+async def _mirror_loop(
+    kind: str,
+    plural: str,
+    body: kopf.Body,
+    backend: BackendSpec,
+    factory: MirrorFactory,
+    after_snapshot: AfterSnapshot | None,
+) -> None:
+    name, namespace = body["metadata"]["name"], body["metadata"]["namespace"]
+    loop = asyncio.get_running_loop()
+    wake = asyncio.Event()
+    conditions: list[dict[str, Any]] = list((body.get("status") or {}).get("conditions") or [])
+    written: dict[str, Any] | None = None
+    failures = 0
+
+    def notify() -> None:
+        loop.call_soon_threadsafe(wake.set)
+
+    async def write(status: dict[str, Any]) -> None:
+        nonlocal written
+        if status != written:
+            await kubeapi.patch_status(plural, namespace, name, status)
+            written = status
+
+    async def unreachable(error: Exception) -> None:
+        nonlocal conditions, failures
+        metrics.ERRORS.labels(kind, "mirror").inc()
+        message = f"{type(error).__name__}: {error}"
+        generation = body["metadata"].get("generation")
+        conditions = set_condition(
+            conditions, "BackendReachable", False, "BackendUnavailable", message, generation=generation
+        )
+        conditions = set_condition(conditions, "Ready", False, "BackendUnavailable", message, generation=generation)
+        await write({"conditions": conditions})
+        await asyncio.sleep(RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)])
+        failures += 1
+
+    while True:  # connect, retrying while the backend is down
+        try:
+            coordinator = await connections.acquire(backend)
+            break
+        except CoordinationError as error:
+            await unreachable(error)
+    try:
+        mirror = await asyncio.to_thread(factory, coordinator, dict(body), notify)
+    except BaseException:
+        await connections.release(backend)
+        raise
+    context = Context(body=body, backend=backend, mirror=mirror)
+    try:
+        while True:
+            wake.clear()
+            try:
+                snapshot = await asyncio.to_thread(mirror.snapshot)
+            except CoordinationError as error:
+                await unreachable(error)
+                continue
+            failures = 0
+            generation = body["metadata"].get("generation")
+            ready, reason, message = snapshot.ready
+            conditions = set_condition(
+                conditions,
+                "BackendReachable",
+                True,
+                "Connected",
+                f"{backend.backend} backend reachable",
+                generation=generation,
+            )
+            conditions = set_condition(conditions, "Ready", ready, reason, message, generation=generation)
+            await write({**snapshot.status, "observedGeneration": generation, "conditions": conditions})
+            if snapshot.changed_at is not None:
+                metrics.STATUS_LAG.labels(kind).observe(time.monotonic() - snapshot.changed_at)
+            for notice in snapshot.notices:
+                context.post(notice)
+            if after_snapshot is not None:
+                await after_snapshot(context, snapshot)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=RESYNC_SECONDS)
+    finally:
+        await asyncio.to_thread(mirror.close)
+        await connections.release(backend)

@@ -1,0 +1,28 @@
+"""KVStore: the ConfigMap (kubernetes) or znodes (zookeeper) of one key-value store.
+
+Status: keys, bytes, size, sizeLimitBytes. Ready turns False (reason SizeLimitExceeded)
+and a Warning Event is posted while the store holds more than spec.sizeLimit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubecoord.api import Coordinator
+from kubecoord.operator import metrics
+from kubecoord.operator.handlers._resource import Context, register
+from kubecoord.operator.mirror import Mirror, Snapshot, StoreMirror
+from kubecoord.operator.model import size_limit_bytes
+
+
+def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> Mirror:
+    limit = size_limit_bytes(dict(body.get("spec") or {}))
+    return StoreMirror(coordinator, body["metadata"]["name"], limit, dict(body.get("status") or {}), wake)
+
+
+async def _after(context: Context, snapshot: Snapshot) -> None:
+    metrics.KV_KEYS.labels(context.namespace, context.name).set(snapshot.status["keys"])
+
+
+register("kvstores", _mirror, _after)

@@ -1,0 +1,27 @@
+"""Operator-wide kopf settings: where kopf keeps its own bookkeeping.
+
+kopf's progress and last-handled state go to annotations under kubecoord.dev, not to
+``status.kopf``: the CRDs' status schema does not have that field and the API server
+would prune it. Events are posted with the operator's name as their source component.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from kubecoord.operator.model import GROUP
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=GROUP, key="last-handled-configuration"
+    )
+    settings.posting.level = logging.WARNING  # explicit Events only; handler logs stay logs
+    settings.peering.standalone = True  # HA is kubecoord's own Lease election (kubecoord.operator.ha)
+    settings.watching.server_timeout = 300
+    settings.persistence.finalizer = f"{GROUP}/cleanup"

@@ -1,0 +1,142 @@
+"""The operator's own Kubernetes API calls (status, owned objects, RBAC), through the
+official client, configured like kopf: in-cluster service account first, else $KUBECONFIG.
+
+Guarantees: every call runs off the event loop (the client is blocking) with a request
+timeout; ``apply`` creates an object or merge-patches the fields the operator owns, so
+reconciling twice is a no-op; 404 on delete counts as done. Errors are the client's
+ApiException with ``status`` set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes.client
+import kubernetes.config
+from kubernetes.client.exceptions import ApiException
+
+__all__ = ["ApiException", "acall", "apply", "call", "delete", "list_objects", "patch_status"]
+
+from kubecoord.operator.model import GROUP, VERSION
+
+REQUEST_TIMEOUT = 30.0
+MERGE_PATCH = "application/merge-patch+json"
+
+_lock = threading.Lock()
+_client: kubernetes.client.ApiClient | None = None
+
+
+def api_client() -> kubernetes.client.ApiClient:
+    """One shared ApiClient for the process."""
+    global _client
+    with _lock:
+        if _client is None:
+            configuration = kubernetes.client.Configuration()
+            if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+                kubernetes.config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            else:
+                path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+                kubernetes.config.load_kube_config(config_file=path, client_configuration=configuration)  # type: ignore[no-untyped-call]
+            _client = kubernetes.client.ApiClient(configuration)
+        return _client
+
+
+def reset() -> None:
+    """Forget the shared client (tests that switch clusters)."""
+    global _client
+    with _lock:
+        _client = None
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectPath:
+    collection: str
+    name: str
+
+    @property
+    def item(self) -> str:
+        return f"{self.collection}/{self.name}"
+
+
+_PLURALS = {"Lease": "leases", "ConfigMap": "configmaps", "Role": "roles", "RoleBinding": "rolebindings"}
+
+
+def collection_path(api_version: str, plural: str, namespace: str) -> str:
+    prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    return f"{prefix}/namespaces/{namespace}/{plural}"
+
+
+def object_path(obj: dict[str, Any]) -> ObjectPath:
+    metadata = obj["metadata"]
+    plural = _PLURALS[obj["kind"]]
+    return ObjectPath(collection_path(obj["apiVersion"], plural, metadata["namespace"]), metadata["name"])
+
+
+def call(method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> Any:
+    """One blocking request through the client's auth and TLS settings; the decoded JSON."""
+    client = api_client()
+    resource, _, query = path.partition("?")
+    serialized = client.param_serialize(
+        method=method,
+        resource_path=resource,
+        query_params=urllib.parse.parse_qsl(query),
+        header_params={"Content-Type": content_type, "Accept": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    response = client.call_api(*serialized, _request_timeout=REQUEST_TIMEOUT)
+    response.read()  # type: ignore[no-untyped-call]
+    if not 200 <= response.status < 300:
+        raise ApiException(http_resp=response)
+    return json.loads(response.data) if response.data else None
+
+
+async def acall(method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> Any:
+    return await asyncio.to_thread(call, method, path, body, content_type=content_type)
+
+
+async def patch_status(plural: str, namespace: str, name: str, status: dict[str, Any]) -> bool:
+    """Merge-patch the status subresource (None removes a field); False if the object is gone."""
+    path = f"{collection_path(f'{GROUP}/{VERSION}', plural, namespace)}/{name}/status"
+    try:
+        await acall("PATCH", path, {"status": status}, content_type=MERGE_PATCH)
+    except ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return True
+
+
+async def apply(obj: dict[str, Any]) -> None:
+    """Create ``obj``, or merge-patch an existing one to carry its metadata, rules, subjects and data."""
+    path = object_path(obj)
+    try:
+        await acall("POST", path.collection, obj)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        patch = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind", "spec")}
+        await acall("PATCH", path.item, patch, content_type=MERGE_PATCH)
+
+
+async def delete(obj: dict[str, Any]) -> bool:
+    """Delete ``obj``; False if it was already gone."""
+    try:
+        await acall("DELETE", object_path(obj).item)
+    except ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return True
+
+
+async def list_objects(api_version: str, plural: str, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+    query = urllib.parse.urlencode({"labelSelector": label_selector})
+    result = await acall("GET", f"{collection_path(api_version, plural, namespace)}?{query}")
+    return list((result or {}).get("items") or [])

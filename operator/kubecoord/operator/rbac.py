@@ -1,0 +1,90 @@
+"""A Role and RoleBinding per resource, granting the ServiceAccounts in ``spec.clients``
+exactly the verbs a kubecoord client needs on that resource's backing objects.
+
+==============  ========================================================================
+resource        rules (kubernetes backend; every kind also gets ``get`` on the resource
+                itself, so that clients can bind by name)
+==============  ========================================================================
+LeaderElection  leases NAME: get, list, watch, update, patch (the Lease exists: the
+                operator creates it, so clients need no ``create``)
+Group           leases: create, get, list, watch, update, patch, delete — members create
+                their own Lease, whose name RBAC cannot know in advance (resourceNames
+                cannot restrict ``create`` or a label selector), so this rule covers the
+                namespace's Leases
+KVStore         configmaps kubecoord-kv.NAME: get, list, watch, update, patch
+==============  ========================================================================
+
+On the zookeeper backend only the ``get`` on the resource is granted: ZooKeeper ACLs are
+not managed by the operator. Both objects carry an ownerReference to the resource, so
+they go when it goes; an empty ``spec.clients`` deletes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubecoord.backends.kubernetes import naming
+from kubecoord.operator import kubeapi
+from kubecoord.operator.model import GROUP, PLURALS, owner_reference
+
+RBAC_API = "rbac.authorization.k8s.io/v1"
+READ_WRITE = ["get", "list", "watch", "update", "patch"]
+
+
+def role_name(body: dict[str, Any]) -> str:
+    return f"kubecoord-{body['kind'].lower()}-{body['metadata']['name']}"
+
+
+def rules(body: dict[str, Any]) -> list[dict[str, Any]]:
+    kind, name = body["kind"], body["metadata"]["name"]
+    result = [_rule(GROUP, PLURALS[kind], ["get"], name)]
+    if (body.get("spec") or {}).get("backend", "kubernetes") != "kubernetes":
+        return result
+    if kind == "LeaderElection":
+        result.append(_rule("coordination.k8s.io", "leases", READ_WRITE, naming.election_lease_name(name)))
+    elif kind == "Group":
+        result.append(_rule("coordination.k8s.io", "leases", ["create", *READ_WRITE, "delete"]))
+    elif kind == "KVStore":
+        result.append(_rule("", "configmaps", READ_WRITE, naming.store_configmap_name(name)))
+    return result
+
+
+def _rule(api_group: str, plural: str, verbs: list[str], name: str | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"apiGroups": [api_group], "resources": [plural], "verbs": verbs}
+    if name is not None:
+        rule["resourceNames"] = [name]
+    return rule
+
+
+def objects(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Role and the RoleBinding of a resource."""
+    metadata = {
+        "name": role_name(body),
+        "namespace": body["metadata"]["namespace"],
+        "labels": {naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+        "ownerReferences": [owner_reference(body)],
+    }
+    clients = sorted(set((body.get("spec") or {}).get("clients") or []))
+    role = {"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata, "rules": rules(body)}
+    binding = {
+        "apiVersion": RBAC_API,
+        "kind": "RoleBinding",
+        "metadata": metadata,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name(body)},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": client, "namespace": body["metadata"]["namespace"]} for client in clients
+        ],
+    }
+    return role, binding
+
+
+async def reconcile(body: dict[str, Any]) -> int:
+    """Create, update or (with no clients) delete the Role and RoleBinding; returns the client count."""
+    role, binding = objects(body)
+    if not binding["subjects"]:
+        await kubeapi.delete(binding)
+        await kubeapi.delete(role)
+        return 0
+    await kubeapi.apply(role)
+    await kubeapi.apply(binding)
+    return len(binding["subjects"])
