@@ -4,7 +4,8 @@ the backend names them (kubecoord.backends.kubernetes.naming).
 - LeaderElection NAME: the Lease NAME, created up front with an ownerReference to the
   resource, so Kubernetes' garbage collector deletes it with the resource.
 - Group NAME: one Lease per member, created by the members themselves; the operator
-  adopts each (adds the ownerReference) and deletes the Leases of expired members.
+  adopts each (adds the ownerReference). Expired members' Leases are reaped by the
+  backend's observers, the operator's own membership handle among them.
 - KVStore NAME: the ConfigMap kubecoord-kv.NAME, created up front with an ownerReference.
 
 Guarantee: after a resource is deleted, its finalizer removes every object of it that
@@ -77,13 +78,6 @@ async def adopt_members(body: dict[str, Any], leases: list[dict[str, Any]]) -> N
         except kubeapi.ApiException as error:
             if error.status != 404:  # the member left meanwhile
                 raise
-
-
-async def delete_member(body: dict[str, Any], member: str) -> bool:
-    """Delete the Lease of an expired member; False if it was gone already."""
-    name = naming.member_lease_name(body["metadata"]["name"], member)
-    lease = {"apiVersion": LEASES[0], "kind": "Lease", "metadata": {"name": name, **_ns(body)}}
-    return await kubeapi.delete(lease)
 
 
 async def delete_all(body: dict[str, Any]) -> int:

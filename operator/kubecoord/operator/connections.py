@@ -19,6 +19,7 @@ from typing import Any
 
 import kubecoord
 from kubecoord.api import Coordinator
+from kubecoord.operator.eventtap import tap
 from kubecoord.operator.model import BackendSpec
 
 Connector = Callable[[BackendSpec], Coordinator]
@@ -28,7 +29,8 @@ def default_connector(spec: BackendSpec) -> Coordinator:
     options: dict[str, Any] = dict(spec.options)
     if spec.backend == "kubernetes" and os.environ.get("KUBECONFIG"):
         options["kubeconfig"] = os.environ["KUBECONFIG"]
-    return kubecoord.connect(spec.url, **options)
+    # The tap tells the operator what its own handles concluded (members that expired).
+    return kubecoord.connect(spec.url, history=tap, **options)
 
 
 class Connections:

@@ -111,7 +111,7 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
             raise
         metrics.RECONCILES.labels(kind, "ok").inc()
 
-    @kopf.daemon(GROUP, VERSION, plural, id="mirror", cancellation_timeout=5.0)
+    @kopf.daemon(GROUP, VERSION, plural, id="mirror", cancellation_timeout=5.0, backoff=2.0)
     async def mirror(body: kopf.Body, spec: kopf.Spec, namespace: str | None, **_: Any) -> None:
         metrics.MIRRORED.labels(kind).inc()
         try:
@@ -247,7 +247,13 @@ async def _mirror_loop(
             for notice in snapshot.notices:
                 context.post(notice)
             if after_snapshot is not None:
-                await after_snapshot(context, snapshot)
+                try:
+                    await after_snapshot(context, snapshot)
+                except (CoordinationError, kubeapi.ApiException, OSError) as error:
+                    metrics.ERRORS.labels(kind, "mirror").inc()
+                    log.warning(
+                        "after-snapshot step failed", extra={"kind": kind, "resource": name, "error": str(error)}
+                    )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout=RESYNC_SECONDS)
     finally:

@@ -1,0 +1,134 @@
+"""The operator against the API emulator: CRDs installed, one kopf operator for the package.
+
+``operator`` runs the handlers with kopf.testing.KopfRunner (``--standalone``, the
+``default`` namespace) in this process for every test of this folder; KUBECONFIG points
+at the emulator while it runs (kopf's login and the operator read it) and is restored
+afterwards. ``k8s`` is a kubernetes ApiClient with admin rights.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import kubernetes.client
+import kubernetes.config
+import pytest
+import yaml
+from kopf.testing import KopfRunner
+
+from kubecoord.operator import kubeapi
+from kubecoord.testing import ApiEmulator
+from tests.helpers import eventually
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NAMESPACE = "default"
+
+
+def install_crds(client: kubernetes.client.ApiClient) -> None:
+    api = kubernetes.client.ApiextensionsV1Api(client)
+    for path in sorted((ROOT / "crds").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        try:
+            api.create_custom_resource_definition(crd)
+        except kubernetes.client.exceptions.ApiException as error:
+            if error.status != 409:
+                raise
+
+
+@pytest.fixture(scope="package")
+def k8s(kubeconfig_path: pathlib.Path) -> Iterator[kubernetes.client.ApiClient]:
+    client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig_path))
+    install_crds(client)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="package")
+def operator(k8s: kubernetes.client.ApiClient, kubeconfig_path: pathlib.Path) -> Iterator[KopfRunner]:
+    previous = os.environ.get("KUBECONFIG")
+    os.environ["KUBECONFIG"] = str(kubeconfig_path)
+    kubeapi.reset()
+    args = ["run", "--standalone", "--namespace", NAMESPACE, "-m", "kubecoord.operator.handlers"]
+    try:
+        with KopfRunner(args, timeout=60) as runner:
+            yield runner
+    finally:
+        kubeapi.reset()
+        if previous is None:
+            os.environ.pop("KUBECONFIG", None)
+        else:
+            os.environ["KUBECONFIG"] = previous
+    assert runner.exit_code == 0, runner.output
+    assert runner.exception is None
+
+
+@pytest.fixture
+def unique() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+class Resources:
+    """Create, read and delete kubecoord.dev resources and their backing objects."""
+
+    def __init__(self, client: kubernetes.client.ApiClient) -> None:
+        self.custom = kubernetes.client.CustomObjectsApi(client)
+        self.core = kubernetes.client.CoreV1Api(client)
+        self.coordination = kubernetes.client.CoordinationV1Api(client)
+        self.rbac = kubernetes.client.RbacAuthorizationV1Api(client)
+
+    def create(self, plural: str, kind: str, name: str, spec: dict[str, Any]) -> None:
+        body = {"apiVersion": "kubecoord.dev/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": spec}
+        self.custom.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", NAMESPACE, plural, body)
+
+    def get(self, plural: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
+                "kubecoord.dev", "v1alpha1", NAMESPACE, plural, name
+            )
+        except kubernetes.client.exceptions.ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return obj
+
+    def status(self, plural: str, name: str) -> dict[str, Any]:
+        return dict((self.get(plural, name) or {}).get("status") or {})
+
+    def condition(self, plural: str, name: str, kind: str) -> str | None:
+        conditions = self.status(plural, name).get("conditions") or []
+        return next((c["status"] for c in conditions if c["type"] == kind), None)
+
+    def delete(self, plural: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object("kubecoord.dev", "v1alpha1", NAMESPACE, plural, name)
+
+    def events(self, name: str) -> list[tuple[str, str]]:
+        events = self.core.list_namespaced_event(NAMESPACE).items
+        return [(e.reason, e.message) for e in events if e.involved_object.name == name]
+
+    def lease_names(self) -> set[str]:
+        return {lease.metadata.name for lease in self.coordination.list_namespaced_lease(NAMESPACE).items}
+
+    def configmap_names(self) -> set[str]:
+        return {cm.metadata.name for cm in self.core.list_namespaced_config_map(NAMESPACE).items}
+
+    def role_names(self) -> set[str]:
+        return {role.metadata.name for role in self.rbac.list_namespaced_role(NAMESPACE).items}
+
+    def wait_ready(self, plural: str, name: str) -> None:
+        eventually(lambda: self.condition(plural, name, "Ready") == "True", timeout=30)
+
+
+@pytest.fixture
+def resources(k8s: kubernetes.client.ApiClient, operator: KopfRunner) -> Resources:
+    return Resources(k8s)
+
+
+@pytest.fixture(scope="package")
+def api(api_emulator: ApiEmulator) -> ApiEmulator:
+    return api_emulator

@@ -1,0 +1,167 @@
+"""Every resource's life cycle with the operator running against the API emulator:
+backing objects with ownerReferences, status mirrored from the live backend, Events,
+expired-member GC, Role/RoleBinding from spec.clients, and nothing left after delete."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import kubecoord
+from kubecoord.api import Coordinator
+from kubecoord.backends.kubernetes import naming
+from kubecoord.errors import PermissionDeniedError
+from kubecoord.testing import ApiEmulator
+from tests.helpers import eventually
+from tests.operator.conftest import NAMESPACE, Resources
+
+FAST = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+
+
+@pytest.fixture
+def client(kubeconfig_path: pathlib.Path) -> Iterator[Coordinator]:
+    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(kubeconfig_path), **FAST) as coordinator:
+        yield coordinator
+
+
+def _owners(obj: Any) -> list[str]:
+    return [owner.kind for owner in obj.metadata.owner_references or []]
+
+
+def test_leader_election_lifecycle(resources: Resources, client: Coordinator, unique: str) -> None:
+    name = f"billing-{unique}"
+    resources.create("leaderelections", "LeaderElection", name, {"clients": ["billing"]})
+    resources.wait_ready("leaderelections", name)
+    lease = resources.coordination.read_namespaced_lease(naming.election_lease_name(name), NAMESPACE)
+    assert _owners(lease) == ["LeaderElection"]
+    assert resources.condition("leaderelections", name, "BackendReachable") == "True"
+
+    election = client.leader_election(name)
+    election.nominate("pod-a", data="host=a")
+    eventually(lambda: resources.status("leaderelections", name).get("leader") == "pod-a", timeout=20)
+    status = resources.status("leaderelections", name)
+    assert status["leaderData"] == "host=a" and status["epoch"] >= 1
+    eventually(lambda: ("LeaderElected", f"pod-a leads with epoch {status['epoch']}") in resources.events(name))
+
+    election.nominate("pod-b")
+    election.resign("pod-a")
+    eventually(lambda: resources.status("leaderelections", name).get("leader") == "pod-b", timeout=20)
+    assert resources.status("leaderelections", name)["epoch"] > status["epoch"]
+    election.close()
+
+    resources.delete("leaderelections", name)
+    eventually(lambda: resources.get("leaderelections", name) is None, timeout=30)
+    eventually(lambda: naming.election_lease_name(name) not in resources.lease_names(), timeout=30)
+    eventually(lambda: f"kubecoord-leaderelection-{name}" not in resources.role_names(), timeout=30)
+
+
+def test_group_status_generation_events_and_expired_member_gc(
+    resources: Resources, client: Coordinator, unique: str, kubeconfig_path: pathlib.Path
+) -> None:
+    name = f"workers-{unique}"
+    resources.create("groups", "Group", name, {"leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5})
+    resources.wait_ready("groups", name)
+    group = client.group_membership(name)
+    group.join("w1", data="host=1")
+    group.join("w2", data="host=2")
+    eventually(lambda: resources.status("groups", name).get("memberCount") == 2, timeout=20)
+    status = resources.status("groups", name)
+    assert status["members"] == [{"id": "w1", "data": "host=1"}, {"id": "w2", "data": "host=2"}]
+    assert status["generation"] == 2
+    group.leave("w1")
+    eventually(lambda: resources.status("groups", name).get("generation") == 3, timeout=20)
+    eventually(lambda: ("MemberLeft", "w1 left") in resources.events(name))
+
+    # A member whose process dies (kill -9) stops renewing: it expires, and the operator
+    # deletes its Lease and says so.
+    member = _spawn_member(kubeconfig_path, name, "w3")
+    try:
+        eventually(lambda: resources.status("groups", name).get("memberCount") == 2, timeout=30)
+        member.kill()
+    finally:
+        member.kill()
+        member.wait()
+    lease = naming.member_lease_name(name, "w3")
+    eventually(lambda: lease not in resources.lease_names(), timeout=40)
+    eventually(lambda: resources.status("groups", name).get("memberCount") == 1, timeout=20)
+    assert any(reason == "MemberExpired" and "w3" in message for reason, message in resources.events(name))
+    assert resources.status("groups", name)["generation"] == 5  # joined w1, w2; left w1; joined, expired w3
+
+    resources.delete("groups", name)
+    eventually(lambda: resources.get("groups", name) is None, timeout=30)
+    eventually(lambda: naming.member_lease_name(name, "w2") not in resources.lease_names(), timeout=30)
+
+
+def _spawn_member(kubeconfig_path: pathlib.Path, group: str, member: str) -> subprocess.Popen[bytes]:
+    code = (
+        "import sys, time, kubecoord\n"
+        f"c = kubecoord.connect('kubernetes://{NAMESPACE}', kubeconfig={str(kubeconfig_path)!r}, "
+        "lease_duration=3.0, renew_deadline=2.0, retry_period=0.5)\n"
+        f"c.group_membership({group!r}).join({member!r})\n"
+        "time.sleep(600)\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def test_kvstore_status_follows_writes_and_delete_leaves_nothing(
+    resources: Resources, client: Coordinator, unique: str
+) -> None:
+    name = f"topics-{unique}"
+    resources.create("kvstores", "KVStore", name, {"sizeLimit": "1Ki"})
+    resources.wait_ready("kvstores", name)
+    configmap = naming.store_configmap_name(name)
+    assert _owners(resources.core.read_namespaced_config_map(configmap, NAMESPACE)) == ["KVStore"]
+    kv = client.storage(name)
+    kv.put("topics/orders", "partitions=3")
+    kv.put("topics/payments", "partitions=6")
+    eventually(lambda: resources.status("kvstores", name).get("keys") == 2, timeout=20)
+    expected = sum(
+        len(k) + len(v) for k, v in {"topics/orders": "partitions=3", "topics/payments": "partitions=6"}.items()
+    )
+    assert resources.status("kvstores", name)["bytes"] == expected
+    kv.update("topics/orders", "partitions=12")
+    eventually(lambda: resources.status("kvstores", name).get("bytes") == expected + 1, timeout=20)
+
+    resources.delete("kvstores", name)
+    eventually(lambda: resources.get("kvstores", name) is None, timeout=30)
+    eventually(lambda: configmap not in resources.configmap_names(), timeout=30)
+
+
+def test_clients_get_exactly_their_role_and_others_are_denied(
+    resources: Resources, api: ApiEmulator, unique: str, tmp_path: pathlib.Path
+) -> None:
+    name = f"rbac-{unique}"
+    resources.core.create_namespaced_service_account(NAMESPACE, {"metadata": {"name": f"allowed-{unique}"}})
+    resources.create("leaderelections", "LeaderElection", name, {"clients": [f"allowed-{unique}"]})
+    resources.wait_ready("leaderelections", name)
+    role = resources.rbac.read_namespaced_role(f"kubecoord-leaderelection-{name}", NAMESPACE)
+    rules = {(tuple(r.resources), tuple(r.resource_names or ())): sorted(r.verbs) for r in role.rules}
+    assert rules == {
+        (("leaderelections",), (name,)): ["get"],
+        (("leases",), (naming.election_lease_name(name),)): ["get", "list", "patch", "update", "watch"],
+    }
+    binding = resources.rbac.read_namespaced_role_binding(f"kubecoord-leaderelection-{name}", NAMESPACE)
+    assert [(s.kind, s.name) for s in binding.subjects] == [("ServiceAccount", f"allowed-{unique}")]
+
+    allowed = api.write_kubeconfig(
+        tmp_path / "allowed", namespace=NAMESPACE, token=api.token_for_service_account(NAMESPACE, f"allowed-{unique}")
+    )
+    denied = api.write_kubeconfig(
+        tmp_path / "denied", namespace=NAMESPACE, token=api.token_for_service_account(NAMESPACE, f"other-{unique}")
+    )
+    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(allowed), **FAST) as coordinator:
+        assert coordinator.leader_election(name).nominate("pod-a")
+    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(denied), **FAST) as coordinator:
+        with pytest.raises(PermissionDeniedError):
+            coordinator.leader_election(name).nominate("pod-x")
+
+    resources.custom.patch_namespaced_custom_object(
+        "kubecoord.dev", "v1alpha1", NAMESPACE, "leaderelections", name, {"spec": {"clients": []}}
+    )
+    eventually(lambda: f"kubecoord-leaderelection-{name}" not in resources.role_names(), timeout=30)
+    resources.delete("leaderelections", name)
