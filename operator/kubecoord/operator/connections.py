@@ -15,7 +15,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any, cast
 
 import kubecoord
 from kubecoord.api import Coordinator
@@ -30,7 +30,7 @@ def default_connector(spec: BackendSpec) -> Coordinator:
     if spec.backend == "kubernetes" and os.environ.get("KUBECONFIG"):
         options["kubeconfig"] = os.environ["KUBECONFIG"]
     # The tap tells the operator what its own handles concluded (members that expired).
-    return kubecoord.connect(spec.url, history=tap, **options)
+    return kubecoord.connect(spec.url, history=cast(IO[str], tap), **options)
 
 
 class Connections:
