@@ -156,9 +156,11 @@ def test_clients_get_exactly_their_role_and_others_are_denied(
     )
     with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(allowed), **FAST) as coordinator:
         assert coordinator.leader_election(name).nominate("pod-a")
-    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(denied), **FAST) as coordinator:
-        with pytest.raises(PermissionDeniedError):
-            coordinator.leader_election(name).nominate("pod-x")
+    with (
+        kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(denied), **FAST) as coordinator,
+        pytest.raises(PermissionDeniedError),
+    ):
+        coordinator.leader_election(name).nominate("pod-x")
 
     resources.custom.patch_namespaced_custom_object(
         "kubecoord.dev", "v1alpha1", NAMESPACE, "leaderelections", name, {"spec": {"clients": []}}
