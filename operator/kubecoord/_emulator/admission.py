@@ -128,6 +128,11 @@ class Invalid(Exception):
         super().__init__(status["message"])
         self.status = status
 
+    @property
+    def status_body(self) -> dict[str, Any]:
+        """The same Status, under the name the emulator's call site (admitting.py) reads."""
+        return self.status
+
 
 def _invalid(crd: dict[str, Any], name: str, errors: list[_FieldError]) -> Invalid:
     group = crd.get("spec", {}).get("group", "")
