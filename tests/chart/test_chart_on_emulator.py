@@ -1,0 +1,264 @@
+"""The rendered chart applied to a fresh API emulator, as `helm install` would apply it:
+every object is accepted, the CRDs become served (with admission), and the operator's
+ServiceAccount may do what the operator does — and no more."""
+
+from __future__ import annotations
+
+import pathlib
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import kubernetes
+import pytest
+from kubernetes.client import ApiClient, ApiException
+from kubernetes.dynamic import DynamicClient
+
+from kubecoord.testing import ApiEmulator
+from tests.chart.conftest import Render
+
+RELEASE_NAMESPACE = "kubecoord-system"
+APP_NAMESPACE = "apps"
+# Helm's install order for the kinds the chart renders.
+INSTALL_ORDER = [
+    "CustomResourceDefinition",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "Deployment",
+]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiEmulator]:
+    """A cluster of its own: the chart owns cluster-scoped objects (CRDs, ClusterRoles)."""
+    api = ApiEmulator(host="127.0.0.1", port=0)
+    api.start()
+    try:
+        yield api
+    finally:
+        api.stop()
+
+
+def client_for(api: ApiEmulator, path: pathlib.Path, token: str | None = None) -> ApiClient:
+    api.write_kubeconfig(path, token=token)
+    return kubernetes.config.new_client_from_config(config_file=str(path))
+
+
+@pytest.fixture(scope="module")
+def admin(cluster: ApiEmulator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiClient]:
+    client = client_for(cluster, tmp_path_factory.mktemp("admin") / "kubeconfig")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def installed(admin: ApiClient, render: Render) -> list[dict[str, Any]]:
+    core = kubernetes.client.CoreV1Api(admin)
+    for name in (RELEASE_NAMESPACE, APP_NAMESPACE):
+        core.create_namespace({"metadata": {"name": name}})
+    objects = render(namespace=RELEASE_NAMESPACE)
+    install(admin, objects)
+    return objects
+
+
+@pytest.fixture(scope="module")
+def operator_client(
+    cluster: ApiEmulator, installed: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApiClient]:
+    """A client with the token of the chart's ServiceAccount, as the operator pods have."""
+    (account,) = [o for o in installed if o["kind"] == "ServiceAccount"]
+    token = cluster.token_for_service_account(RELEASE_NAMESPACE, account["metadata"]["name"])
+    client = client_for(cluster, tmp_path_factory.mktemp("operator") / "kubeconfig", token)
+    yield client
+    client.close()
+
+
+def test_every_rendered_object_is_stored(admin: ApiClient, installed: list[dict[str, Any]]) -> None:
+    dynamic = DynamicClient(admin)
+    for obj in installed:
+        resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        namespace = obj["metadata"].get("namespace") if resource.namespaced else None
+        stored = resource.get(name=obj["metadata"]["name"], namespace=namespace).to_dict()
+        assert stored["metadata"]["labels"] == obj["metadata"]["labels"]
+
+
+def test_the_crds_are_served_with_admission(admin: ApiClient, installed: list[dict[str, Any]]) -> None:
+    custom = kubernetes.client.CustomObjectsApi(admin)
+    body = {
+        "apiVersion": "kubecoord.dev/v1alpha1",
+        "kind": "LeaderElection",
+        "metadata": {"name": "billing"},
+        "spec": {},
+    }
+    created = custom.create_namespaced_custom_object(
+        "kubecoord.dev", "v1alpha1", APP_NAMESPACE, "leaderelections", body
+    )
+    assert created["spec"]["leaseDurationSeconds"] == 15
+    bad = {**body, "metadata": {"name": "broken"}, "spec": {"leaseDurationSeconds": 5, "renewDeadlineSeconds": 8}}
+    with pytest.raises(ApiException) as caught:
+        custom.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", APP_NAMESPACE, "leaderelections", bad)
+    assert caught.value.status == 422
+    for plural in ("groups", "kvstores"):
+        assert custom.list_cluster_custom_object("kubecoord.dev", "v1alpha1", plural)["items"] == []
+
+
+def test_the_operator_account_may_do_what_the_operator_does(operator_client: ApiClient, admin: ApiClient) -> None:
+    name = f"le-{uuid.uuid4().hex[:6]}"
+    kubernetes.client.CustomObjectsApi(admin).create_namespaced_custom_object(
+        "kubecoord.dev",
+        "v1alpha1",
+        APP_NAMESPACE,
+        "leaderelections",
+        {"apiVersion": "kubecoord.dev/v1alpha1", "kind": "LeaderElection", "metadata": {"name": name}, "spec": {}},
+    )
+    custom = kubernetes.client.CustomObjectsApi(operator_client)
+    core = kubernetes.client.CoreV1Api(operator_client)
+    leases = kubernetes.client.CoordinationV1Api(operator_client)
+    rbac = kubernetes.client.RbacAuthorizationV1Api(operator_client)
+    extensions = kubernetes.client.ApiextensionsV1Api(operator_client)
+
+    # kopf: discovery of its CRDs, cluster-wide list of its resources, finalizers and status
+    assert len(extensions.list_custom_resource_definition().items) == 3
+    custom.list_cluster_custom_object("kubecoord.dev", "v1alpha1", "leaderelections")
+    custom.patch_namespaced_custom_object(
+        "kubecoord.dev",
+        "v1alpha1",
+        APP_NAMESPACE,
+        "leaderelections",
+        name,
+        {"metadata": {"finalizers": ["kubecoord.dev/cleanup"]}},
+    )
+    custom.patch_namespaced_custom_object_status(
+        "kubecoord.dev", "v1alpha1", APP_NAMESPACE, "leaderelections", name, {"status": {"leader": "pod-a", "epoch": 1}}
+    )
+    # backing objects, events, and the Role/RoleBinding for spec.clients
+    leases.create_namespaced_lease(APP_NAMESPACE, {"metadata": {"name": name}, "spec": {"holderIdentity": "pod-a"}})
+    leases.delete_namespaced_lease(name, APP_NAMESPACE)
+    core.create_namespaced_config_map(APP_NAMESPACE, {"metadata": {"name": f"kubecoord-kv.{name}"}, "data": {}})
+    core.create_namespaced_event(
+        APP_NAMESPACE,
+        {
+            "metadata": {"name": f"{name}.1"},
+            "involvedObject": {"kind": "LeaderElection", "name": name, "namespace": APP_NAMESPACE},
+            "reason": "LeaderChanged",
+            "message": "pod-a leads",
+            "type": "Normal",
+        },
+    )
+    role = {
+        "metadata": {"name": f"kubecoord-leaderelection-{name}"},
+        "rules": [
+            {
+                "apiGroups": ["kubecoord.dev"],
+                "resources": ["leaderelections"],
+                "resourceNames": [name],
+                "verbs": ["get"],
+            },
+            {
+                "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"],
+                "resourceNames": [name],
+                "verbs": ["get", "list", "watch", "update", "patch"],
+            },
+        ],
+    }
+    rbac.create_namespaced_role(APP_NAMESPACE, role)
+    rbac.create_namespaced_role_binding(
+        APP_NAMESPACE,
+        {
+            "metadata": {"name": role["metadata"]["name"]},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]},
+            "subjects": [{"kind": "ServiceAccount", "name": "billing", "namespace": APP_NAMESPACE}],
+        },
+    )
+    # its own high availability: the election Lease in the release namespace
+    leases.create_namespaced_lease(
+        RELEASE_NAMESPACE, {"metadata": {"name": "kubecoord-operator"}, "spec": {"holderIdentity": "kc-0"}}
+    )
+    leases.patch_namespaced_lease("kubecoord-operator", RELEASE_NAMESPACE, {"spec": {"holderIdentity": "kc-1"}})
+
+
+@pytest.mark.parametrize(
+    "forbidden",
+    [
+        "read secrets",
+        "delete a namespace",
+        "create a ClusterRole",
+        "patch a Deployment",
+        "create a Pod",
+        "create CRDs",
+    ],
+)
+def test_the_operator_account_may_do_nothing_else(operator_client: ApiClient, forbidden: str) -> None:
+    core = kubernetes.client.CoreV1Api(operator_client)
+    actions = {
+        "read secrets": lambda: core.list_namespaced_secret(APP_NAMESPACE),
+        "delete a namespace": lambda: core.delete_namespace(APP_NAMESPACE),
+        "create a ClusterRole": lambda: kubernetes.client.RbacAuthorizationV1Api(operator_client).create_cluster_role(
+            {"metadata": {"name": "everything"}, "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}
+        ),
+        "patch a Deployment": lambda: kubernetes.client.AppsV1Api(operator_client).patch_namespaced_deployment(
+            "kc-kubecoord", RELEASE_NAMESPACE, {"spec": {"replicas": 5}}
+        ),
+        "create a Pod": lambda: core.create_namespaced_pod(
+            APP_NAMESPACE, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        ),
+        "create CRDs": lambda: kubernetes.client.ApiextensionsV1Api(operator_client).create_custom_resource_definition(
+            {
+                "metadata": {"name": "things.example.com"},
+                "spec": {
+                    "group": "example.com",
+                    "scope": "Namespaced",
+                    "names": {"plural": "things", "kind": "Thing"},
+                    "versions": [{"name": "v1", "served": True, "storage": True}],
+                },
+            }
+        ),
+    }
+    with pytest.raises(ApiException) as caught:
+        actions[forbidden]()
+    assert caught.value.status == 403, caught.value.body
+
+
+def install(client: ApiClient, objects: list[dict[str, Any]]) -> None:
+    for obj in sorted(objects, key=lambda o: INSTALL_ORDER.index(o["kind"])):
+        resource = DynamicClient(client).resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        resource.create(body=obj, namespace=obj["metadata"].get("namespace") if resource.namespaced else None)
+
+
+def test_a_namespaced_operator_is_confined_to_its_namespaces(render: Render, tmp_path: pathlib.Path) -> None:
+    objects = render("--set", "operator.allNamespaces=false", "--set", "operator.namespaces={apps}")
+    with ApiEmulator(host="127.0.0.1", port=0) as api:
+        admin = client_for(api, tmp_path / "admin")
+        for name in (RELEASE_NAMESPACE, "apps", "other"):
+            kubernetes.client.CoreV1Api(admin).create_namespace({"metadata": {"name": name}})
+        install(admin, objects)
+        (account,) = [o for o in objects if o["kind"] == "ServiceAccount"]
+        token = api.token_for_service_account(RELEASE_NAMESPACE, account["metadata"]["name"])
+        operator = client_for(api, tmp_path / "operator", token)
+        try:
+            core = kubernetes.client.CoreV1Api(operator)
+            leases = kubernetes.client.CoordinationV1Api(operator)
+            assert {n.metadata.name for n in core.list_namespace().items} >= {"apps", "other"}
+            leases.create_namespaced_lease("apps", {"metadata": {"name": "billing"}, "spec": {}})
+            kubernetes.client.CustomObjectsApi(operator).list_namespaced_custom_object(
+                "kubecoord.dev", "v1alpha1", "apps", "groups"
+            )
+            leases.create_namespaced_lease(RELEASE_NAMESPACE, {"metadata": {"name": "kubecoord-operator"}, "spec": {}})
+            for action in (
+                lambda: leases.create_namespaced_lease("other", {"metadata": {"name": "billing"}, "spec": {}}),
+                lambda: kubernetes.client.CustomObjectsApi(operator).list_cluster_custom_object(
+                    "kubecoord.dev", "v1alpha1", "groups"
+                ),
+                lambda: leases.patch_namespaced_lease("someone-else", RELEASE_NAMESPACE, {"spec": {}}),
+            ):
+                with pytest.raises(ApiException) as caught:
+                    action()
+                assert caught.value.status == 403
+        finally:
+            operator.close()
+            admin.close()
