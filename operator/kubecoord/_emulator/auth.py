@@ -7,7 +7,10 @@
   stored in the emulator, evaluated per request as the RBAC authorizer does: verbs,
   apiGroups, resources (``leases/status`` for subresources, ``*``, ``*/status``,
   ``leases/*``), resourceNames; subjects of kind ServiceAccount, User and Group.
-- A request without a known token answers 401.
+- A request without a known token answers 401 (unless the emulator was started with
+  ``anonymous_admin=True``: then a request without an Authorization header is admin, as
+  on the old insecure port; ``kubecoord emulator`` does this for kubectl, which sends
+  no bearer token over plain HTTP).
 - Every authenticated identity may read the non-resource URLs (discovery, /version,
   health), as the default ``system:discovery`` role grants.
 
@@ -53,7 +56,10 @@ class Attributes:
 
 
 class Tokens:
-    def __init__(self) -> None:
+    def __init__(self, *, anonymous_admin: bool = False) -> None:
+        # Like the old kube-apiserver's insecure port: requests with no Authorization header
+        # act as admin. For kubectl, which never sends a bearer token over plain HTTP.
+        self.anonymous_admin = anonymous_admin
         self.admin_token = secrets.token_urlsafe(24)
         self._identities: dict[str, Identity] = {
             self.admin_token: Identity("kubernetes-admin", ("system:masters", "system:authenticated"), admin=True)
@@ -70,6 +76,8 @@ class Tokens:
         return token
 
     def identify(self, authorization: str | None) -> Identity | None:
+        if not authorization and self.anonymous_admin:
+            return self._identities[self.admin_token]
         if not authorization or not authorization.startswith("Bearer "):
             return None
         return self._identities.get(authorization[len("Bearer ") :].strip())

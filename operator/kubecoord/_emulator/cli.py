@@ -21,6 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=0, help="port to listen on; 0 picks a free one (default)")
     parser.add_argument("--kubeconfig", help="write an admin kubeconfig for the emulator to this path")
     parser.add_argument("--namespace", default="default", help="the kubeconfig context's namespace")
+    parser.add_argument(
+        "--require-token",
+        action="store_true",
+        help="answer 401 to requests without a bearer token (by default they act as admin, because kubectl "
+        "sends no token over plain HTTP)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    with ApiEmulator(host=args.host, port=args.port) as api:
+    with ApiEmulator(host=args.host, port=args.port, anonymous_admin=not args.require_token) as api:
         print(api.url, flush=True)
         if args.kubeconfig:
             path = api.write_kubeconfig(args.kubeconfig, namespace=args.namespace)

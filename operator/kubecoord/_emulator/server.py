@@ -53,13 +53,14 @@ class ApiEmulator:
         history_limit: int = 100_000,
         bookmark_interval: float = 5.0,
         gc_interval: float = 1.0,
+        anonymous_admin: bool = False,
     ) -> None:
         self.host = host
         self._port = port
         self._history_limit = history_limit
         self._bookmark_interval = bookmark_interval
         self._gc_interval = gc_interval
-        self._tokens = auth.Tokens()
+        self._tokens = auth.Tokens(anonymous_admin=anonymous_admin)
         self._requests: list[RecordedRequest] = []
         self._requests_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
