@@ -14,6 +14,7 @@ import pytest
 from kubernetes.client import ApiClient, ApiException
 from kubernetes.dynamic import DynamicClient
 
+import kubecoord
 from kubecoord.testing import ApiEmulator
 from tests.chart.conftest import Render
 
@@ -248,7 +249,14 @@ def test_a_namespaced_operator_is_confined_to_its_namespaces(render: Render, tmp
             kubernetes.client.CustomObjectsApi(operator).list_namespaced_custom_object(
                 "kubecoord.dev", "v1alpha1", "apps", "groups"
             )
-            leases.create_namespaced_lease(RELEASE_NAMESPACE, {"metadata": {"name": "kubecoord-operator"}, "spec": {}})
+            # The operator's own election, through kubecoord as the operator runs it, in
+            # the release namespace it does not watch: allowed by the leader-election Role.
+            api.write_kubeconfig(tmp_path / "operator", token=token)
+            with kubecoord.connect(f"kubernetes://{RELEASE_NAMESPACE}", kubeconfig=str(tmp_path / "operator")) as coord:
+                election = coord.leader_election("kubecoord-operator")
+                assert election.nominate("kc-kubecoord-0")
+                leader = election.get_leader()
+                assert leader is not None and leader.id == "kc-kubecoord-0"
             for action in (
                 lambda: leases.create_namespaced_lease("other", {"metadata": {"name": "billing"}, "spec": {}}),
                 lambda: kubernetes.client.CustomObjectsApi(operator).list_cluster_custom_object(

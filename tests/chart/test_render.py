@@ -57,7 +57,7 @@ def test_deployment_command_probes_ports_and_downward_api(render: Render) -> Non
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert c["image"] == f"kubecoord/operator:{chart['appVersion']}"
     assert c["command"] == ["kubecoord", "operator"]
-    assert c["args"] == ["--all-namespaces"]
+    assert c["args"] == ["--all-namespaces", "--lease-duration=15", "--renew-deadline=10", "--retry-period=2"]
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"health": 8080, "metrics": 9090}
     for probe in ("livenessProbe", "readinessProbe"):
@@ -78,7 +78,7 @@ def test_metrics_service_selects_the_operator_pods(render: Render) -> None:
 
 def test_namespaced_mode_uses_roles_in_each_watched_namespace(render: Render) -> None:
     objects = render("--set", "operator.allNamespaces=false", "--set", "operator.namespaces={apps,jobs}")
-    assert container(objects)["args"] == ["--namespace=apps", "--namespace=jobs"]
+    assert container(objects)["args"][:2] == ["--namespace=apps", "--namespace=jobs"]
     roles = {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in by_kind(objects, "Role")}
     assert roles == {
         ("apps", "kc-kubecoord"),
@@ -93,7 +93,7 @@ def test_namespaced_mode_uses_roles_in_each_watched_namespace(render: Render) ->
 
 def test_namespaced_mode_defaults_to_the_release_namespace(render: Render) -> None:
     objects = render("--set", "operator.allNamespaces=false", namespace="team-a")
-    assert container(objects)["args"] == ["--namespace=team-a"]
+    assert container(objects)["args"][0] == "--namespace=team-a"
 
 
 def test_leader_election_role_is_limited_to_the_operator_lease(render: Render) -> None:
@@ -130,3 +130,14 @@ def test_long_release_names_are_truncated_to_63_characters(helm: Path) -> None:
         names = [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout) if d]
         assert all(len(name) <= 63 and not name.endswith("-") for name in names), names
         assert any(len(name) == 63 for name in names)
+
+
+def test_operator_election_timings_are_passed_and_checked(render: Render, helm: Path) -> None:
+    from tests.chart.conftest import run_helm
+
+    timings = '{"leaseDurationSeconds": 8, "renewDeadlineSeconds": 5.5, "retryPeriodSeconds": 1}'
+    args = container(render("--set-json", f"operator.leaderElection={timings}"))["args"]
+    assert args[1:] == ["--lease-duration=8", "--renew-deadline=5.5", "--retry-period=1"]
+    result = run_helm(helm, "template", "kc", str(CHART), "--set", "operator.leaderElection.renewDeadlineSeconds=15")
+    assert result.returncode != 0
+    assert "renewDeadlineSeconds must be less than leaseDurationSeconds" in result.stderr
