@@ -58,5 +58,9 @@ chart-lint: install $(HELM)
 		echo "values.schema.json accepted an unknown key" >&2; exit 1; \
 	else echo "values.schema.json refuses unknown keys: ok"; fi
 
+# helm install on a kind cluster (tests/e2e); skipped, with the reason, without Docker and kind.
+e2e: install $(HELM)
+	$(PY) -m pytest -m e2e -rs tests/e2e
+
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
