@@ -2,18 +2,24 @@
 
     kubecoord operator [--namespace NS ... | --all-namespaces] [--history PATH]
 
-Environment: POD_NAME and POD_NAMESPACE (downward API) name this replica and the
-namespace of its operator Lease; KUBECONFIG is used outside a cluster. Serves /healthz on
---health-port (8080) and Prometheus metrics on --metrics-port (9090). kopf is imported
-only once this replica leads (kubecoord.operator.ha).
+Environment (what the Helm chart sets): POD_NAME and POD_NAMESPACE (downward API) name
+this replica and the namespace of its operator Lease; KUBECOORD_OPERATOR_LEASE names that
+Lease (default kubecoord-operator); KUBECOORD_HEALTH_PORT, KUBECOORD_METRICS_PORT and
+KUBECOORD_LOG_LEVEL are the defaults of the matching flags; KUBECONFIG is used outside a
+cluster. Serves /healthz on the health port (8080) and Prometheus metrics on the metrics
+port (9090, 0 disables). kopf is imported only once this replica leads
+(kubecoord.operator.ha).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import socket
 from typing import Any
+
+ELECTION = "kubecoord-operator"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,11 +34,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("POD_NAMESPACE", ""),
         help="namespace of the kubecoord-operator Lease (default: $POD_NAMESPACE, else the kubeconfig's)",
     )
+    parser.add_argument(
+        "--lease-name",
+        default=os.environ.get("KUBECOORD_OPERATOR_LEASE", ELECTION),
+        help="name of the operator's own LeaderElection Lease (default: %(default)s)",
+    )
     parser.add_argument("--lease-duration", type=float, default=15.0, help="operator Lease duration (s)")
     parser.add_argument("--renew-deadline", type=float, default=10.0, help="operator renew deadline (s)")
     parser.add_argument("--retry-period", type=float, default=2.0, help="operator retry period (s)")
-    parser.add_argument("--health-port", type=int, default=8080, help="/healthz port (0: any free port)")
-    parser.add_argument("--metrics-port", type=int, default=9090, help="/metrics port (0: disabled)")
+    parser.add_argument(
+        "--health-port", type=int, default=int(os.environ.get("KUBECOORD_HEALTH_PORT", 8080)), help="/healthz port"
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(os.environ.get("KUBECOORD_METRICS_PORT", 9090)),
+        help="/metrics port (0: disabled)",
+    )
     parser.add_argument("--bind", default="0.0.0.0", help="address of the health and metrics endpoints")
 
 
@@ -44,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from kubecoord.operator.ha import Scope, run_when_leading
     from kubecoord.operator.handlers._resource import History
 
+    if os.environ.get("KUBECOORD_LOG_LEVEL"):
+        logging.getLogger().setLevel(os.environ["KUBECOORD_LOG_LEVEL"].upper())
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig  # read by kopf's login and by kubeapi
     History.target = args.history
@@ -61,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     scope = Scope(namespaces=tuple(args.namespace), clusterwide=args.all_namespaces or not args.namespace)
     try:
         with kubecoord.connect(f"kubernetes://{args.lease_namespace}", **options) as coordinator:
-            return run_when_leading(coordinator, args.identity, scope, state)
+            return run_when_leading(coordinator, args.identity, scope, state, election=args.lease_name)
     finally:
         History.close()
         server.shutdown()

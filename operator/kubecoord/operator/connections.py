@@ -15,11 +15,10 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable
-from typing import IO, Any, cast
+from typing import Any
 
 import kubecoord
 from kubecoord.api import Coordinator
-from kubecoord.operator.eventtap import tap
 from kubecoord.operator.model import BackendSpec
 
 Connector = Callable[[BackendSpec], Coordinator]
@@ -29,8 +28,7 @@ def default_connector(spec: BackendSpec) -> Coordinator:
     options: dict[str, Any] = dict(spec.options)
     if spec.backend == "kubernetes" and os.environ.get("KUBECONFIG"):
         options["kubeconfig"] = os.environ["KUBECONFIG"]
-    # The tap tells the operator what its own handles concluded (members that expired).
-    return kubecoord.connect(spec.url, history=cast(IO[str], tap), **options)
+    return kubecoord.connect(spec.url, **options)
 
 
 class Connections:

@@ -1,7 +1,7 @@
 """Operator high availability: kopf runs only on the replica that holds a kubecoord Lease.
 
 Every replica nominates itself (POD_NAME) in the kubecoord LeaderElection
-``kubecoord-operator`` in its own namespace (POD_NAMESPACE), on the kubernetes backend —
+``kubecoord-operator`` (KUBECOORD_OPERATOR_LEASE) in its own namespace (POD_NAMESPACE), on the kubernetes backend —
 the same Lease protocol applications use, not kopf's priority peering (kopf runs with
 ``--standalone``). The leader runs kopf's reconciliation; standbys wait.
 
@@ -48,19 +48,21 @@ def run_when_leading(
     scope: Scope,
     health: HealthState,
     run_operator: Callable[[Scope, threading.Event], None] | None = None,
+    *,
+    election: str = ELECTION,
 ) -> int:
     """Block until this replica leads, run the operator until stopped; the exit status."""
     stop = threading.Event()  # SIGTERM/SIGINT or lost leadership: stop kopf
     lost = threading.Event()
     _install_signal_handlers(stop)
-    election = coordinator.leader_election(ELECTION)
+    handle = coordinator.leader_election(election)
     health.role = "standby"
-    election.nominate(identity, data=f"operator {identity}")
+    handle.nominate(identity, data=f"operator {identity}")
     log.info("standing by for the operator lease", extra={"identity": identity})
-    while not election.is_leader(identity):
+    while not handle.is_leader(identity):
         if stop.wait(WATCHDOG_SECONDS):
             health.stopping = True
-            election.close()
+            handle.close()
             return 0
     health.role = "leader"
     metrics.IS_LEADER.set(1)
@@ -68,7 +70,7 @@ def run_when_leading(
 
     def watchdog() -> None:
         while not stop.wait(WATCHDOG_SECONDS):
-            if not election.is_leader(identity):
+            if not handle.is_leader(identity):
                 log.error("lost the operator lease: stopping reconciliation", extra={"identity": identity})
                 lost.set()
                 stop.set()
@@ -80,7 +82,7 @@ def run_when_leading(
         metrics.IS_LEADER.set(0)
         health.stopping = True
         stop.set()
-        election.close()  # resigns: a standby takes over at once
+        handle.close()  # resigns: a standby takes over at once
     return 1 if lost.is_set() else 0
 
 
@@ -92,12 +94,25 @@ def run_kopf(scope: Scope, stop: threading.Event) -> None:
     from kubecoord.operator.connections import connections
 
     async def main() -> None:
-        await kopf.operator(
-            standalone=True,
-            clusterwide=scope.clusterwide,
-            namespaces=list(scope.namespaces),
-            stop_flag=stop,
-        )
+        # kopf waits for a threading.Event in an executor thread that would outlive a
+        # SIGTERM (kopf stops itself on signals), so bridge to an asyncio.Event instead.
+        flag = asyncio.Event()
+
+        async def bridge() -> None:
+            while not stop.is_set():
+                await asyncio.sleep(WATCHDOG_SECONDS)
+            flag.set()
+
+        bridging = asyncio.create_task(bridge())
+        try:
+            await kopf.operator(
+                standalone=True,
+                clusterwide=scope.clusterwide,
+                namespaces=list(scope.namespaces),
+                stop_flag=flag,
+            )
+        finally:
+            bridging.cancel()
 
     try:
         asyncio.run(main())

@@ -7,8 +7,8 @@ Expired members are deleted by the operator's own membership handle: on kubernet
 observer of a group reaps a member whose Lease was not renewed within its duration (with
 a resourceVersion precondition, so a late renewal wins), and the operator always
 observes every group, so an expired member goes even when no client is left to notice.
-The backend records each expiry it judged in the operator's event tap, which tells an
-expiry from a leave for the Events. New member Leases are adopted (ownerReference to the
+The operator also watches member Leases to tell an expiry from a leave for the Events
+(kubecoord.operator.departures). New member Leases are adopted (ownerReference to the
 Group). On zookeeper the server removes an expired member's ephemeral znode itself.
 """
 
@@ -18,14 +18,17 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import kopf
+
 from kubecoord.api import Coordinator
+from kubecoord.backends.kubernetes import naming
 from kubecoord.operator import backing, metrics
-from kubecoord.operator.eventtap import tap
+from kubecoord.operator.departures import departures
 from kubecoord.operator.handlers._resource import Context, History, register
 from kubecoord.operator.mirror import GroupMirror, Mirror, Notice, Snapshot
 
-EXPIRY_WAIT_SECONDS = 1.0
-"""How long to wait for the backend's expiry record before calling a departure a leave."""
+VERDICT_WAIT_SECONDS = 2.0
+"""How long to wait for the member Lease's deletion to be seen before calling it a leave."""
 
 
 def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> Mirror:
@@ -34,12 +37,15 @@ def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], N
 
 async def _after(context: Context, snapshot: Snapshot) -> None:
     metrics.GROUP_MEMBERS.labels(context.namespace, context.name).set(snapshot.status["memberCount"])
+    kubernetes = context.backend.backend == "kubernetes"
     for member in sorted(snapshot.joined):
         _record(context, "joined", member)
-    if context.backend.backend == "kubernetes" and snapshot.joined:
+    if kubernetes and snapshot.joined:
         await backing.adopt_members(dict(context.body), await backing.member_leases(dict(context.body)))
     for member in sorted(snapshot.gone):
-        expired = await asyncio.to_thread(tap.wait_for, "group", context.name, "expired", member, EXPIRY_WAIT_SECONDS)
+        expired = kubernetes and await asyncio.to_thread(
+            departures.verdict, context.namespace, context.name, member, VERDICT_WAIT_SECONDS
+        )
         if expired:
             context.post(Notice("Warning", "MemberExpired", f"{member} expired (stopped renewing) and was removed"))
         else:
@@ -49,6 +55,11 @@ async def _after(context: Context, snapshot: Snapshot) -> None:
 
 def _record(context: Context, event: str, member: str) -> None:
     History.record(context.backend, context.namespace, primitive="group", name=context.name, event=event, member=member)
+
+
+@kopf.on.event("coordination.k8s.io", "v1", "leases", labels={naming.GROUP_LABEL: kopf.PRESENT})
+def member_lease_event(type: str | None, body: kopf.Body, **_: Any) -> None:
+    departures.observe(type, dict(body))
 
 
 register("groups", _mirror, _after)

@@ -25,3 +25,13 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.peering.standalone = True  # HA is kubecoord's own Lease election (kubecoord.operator.ha)
     settings.watching.server_timeout = 300
     settings.persistence.finalizer = f"{GROUP}/cleanup"
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """In a pod: the service account; elsewhere: $KUBECONFIG (kopf's built-in readers).
+
+    Declared so that kopf does not also try the kubernetes client's default loader, which
+    reads ~/.kube/config rather than the kubeconfig the operator was given.
+    """
+    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
