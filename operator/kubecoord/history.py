@@ -5,15 +5,20 @@ Usage::
     coord = kubecoord.connect("memory://demo", history="/var/log/kubecoord.jsonl")
     # or: KUBECOORD_HISTORY=/var/log/kubecoord.jsonl
 
-One event per line (schema version 1, see the README): ``v``, ``ts`` (RFC 3339 UTC with
-microseconds, the emitter's wall clock), ``seq`` (per-process sequence number),
-``source``, ``process``, ``backend``, ``namespace``, ``primitive``, ``name``, ``event``
-and, where relevant, ``member``, ``epoch``, ``valid_until``, ``key``, ``version``.
+One event per line (schema version 1, the table is in the README): ``v``, ``ts`` (RFC
+3339 UTC with microseconds, the emitter's wall clock), ``seq`` (per-process sequence
+number from 1), ``source``, ``process``, ``backend``, ``namespace``, ``primitive``,
+``name``, ``event`` and, where relevant, ``member``, ``epoch``, ``valid_until``, ``key``,
+``version``. Fields whose value is None are left out.
 
-Guarantees: record() never blocks on disk I/O — events go through a bounded queue to a
-writer thread — and a full queue, a full disk or a closed file never breaks
-coordination: the events are dropped, counted in ``dropped`` and logged once.
-Not guaranteed: that events reach the disk if the process is killed with -9.
+Guarantees: record() never blocks on disk I/O and never raises for I/O reasons — it
+stamps the event and hands it to a bounded queue; a writer thread formats and appends
+it. A full queue, a full disk, a missing directory or a closed file never breaks
+coordination: the events are dropped, counted in ``dropped`` and logged (once per kind
+of failure). Lines are written whole: a batch is formatted before it is written.
+Not guaranteed: that events reach the disk if the process is killed with -9 (what is
+still queued is lost), nor ordering between processes (the pipeline sorts by ``ts`` and
+tolerates skew).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ log = logging.getLogger("kubecoord.history")
 
 SCHEMA_VERSION = 1
 ENV_VAR = "KUBECOORD_HISTORY"
+TIME_FIELDS = frozenset({"ts", "valid_until"})
+"""Fields given as UNIX seconds to record() and written as RFC 3339 strings."""
 
 HistoryTarget = str | os.PathLike[str] | IO[str] | None
 """A path or a writable text file object; None means $KUBECOORD_HISTORY or nothing."""
@@ -58,15 +65,20 @@ class EventLog:
 
     dropped: int = 0
 
-    def record(self, *, primitive: str, name: str, event: str, **fields: Any) -> None:
-        """Record one event; fields with value None are left out."""
+    def record(self, *, primitive: str, name: str, event: str, ts: float | None = None, **fields: Any) -> None:
+        """Record one event at ``ts`` (UNIX seconds, default now); None-valued fields are left out."""
 
     def close(self) -> None:
         """Flush and stop. Idempotent."""
 
 
 class JsonlEventLog(EventLog):
-    """Appends events as JSON Lines to a path or a writable text file object."""
+    """Appends events as JSON Lines to a path or a writable text file object.
+
+    A path is opened (O_APPEND, unbuffered) by the writer thread on first use and
+    closed by close(); a file object given by the caller is flushed after every batch
+    but never closed.
+    """
 
     def __init__(
         self,
@@ -87,88 +99,105 @@ class JsonlEventLog(EventLog):
         }
         self._owns_file = not hasattr(target, "write")
         self._target = target
-        self._file: IO[str] | None = None
+        self._fd: int | None = None
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_queued)
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
         self._closed = False
+        self._warned: set[str] = set()
         self.dropped = 0
         self._thread = threading.Thread(target=self._write_loop, name="kubecoord-history", daemon=True)
         self._thread.start()
 
-    def record(self, *, primitive: str, name: str, event: str, **fields: Any) -> None:
-        line: dict[str, Any] = {"ts": rfc3339(time.time()), "seq": next(self._seq), **self._base}
-        line.update(primitive=primitive, name=name, event=event)
-        for field, value in fields.items():
-            if value is None:
-                continue
-            line[field] = rfc3339(value) if field == "valid_until" else value
+    def record(self, *, primitive: str, name: str, event: str, ts: float | None = None, **fields: Any) -> None:
+        # Only stamping happens here; formatting and I/O belong to the writer thread.
+        stamped = (time.time() if ts is None else ts, next(self._seq), primitive, name, event, fields)
         if self._closed:
-            self._drop("event log closed")
+            self._drop("closed", "event log closed")
             return
         try:
-            self._queue.put_nowait(line)
+            self._queue.put_nowait(stamped)
         except queue.Full:
-            self._drop("event queue full")
+            self._drop("queue", "event queue full")
 
     def close(self) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        self._queue.put(_STOP)
+        # A full queue means the writer is busy draining it; it sees _closed afterwards.
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(_STOP)
         self._thread.join(10)
 
-    def _drop(self, reason: str, count: int = 1) -> None:
+    def _drop(self, kind: str, reason: str, count: int = 1) -> None:
         with self._lock:
-            first = self.dropped == 0
             self.dropped += count
+            first = kind not in self._warned
+            self._warned.add(kind)
         if first:
-            log.warning("history events dropped", extra={"reason": reason})
+            log.warning("history events dropped", extra={"reason": reason, "dropped": count})
 
-    def _open(self) -> IO[str]:
-        if self._file is None:
-            if self._owns_file:
-                self._file = open(self._target, "a", encoding="utf-8")  # type: ignore[arg-type]  # noqa: SIM115
-            else:
-                self._file = self._target  # type: ignore[assignment]
-        assert self._file is not None
-        return self._file
+    def _format(self, stamped: tuple[float, int, str, str, str, dict[str, Any]]) -> str:
+        ts, seq, primitive, name, event, fields = stamped
+        line: dict[str, Any] = {"v": SCHEMA_VERSION, "ts": rfc3339(ts), "seq": seq, **self._base}
+        line.update(primitive=primitive, name=name, event=event)
+        for field, value in fields.items():
+            if value is not None:
+                line[field] = rfc3339(value) if field in TIME_FIELDS else value
+        return json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
 
     def _write_loop(self) -> None:
-        stopping = False
-        while not stopping:
+        while True:
             batch = [self._queue.get()]
-            while True:
-                try:
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < 10_000:
                     batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            if _STOP in batch:
-                stopping = True
-                batch = [item for item in batch if item is not _STOP]
-            if batch:
-                self._write(batch)
-        if self._owns_file and self._file is not None:
+            stopping = any(item is _STOP for item in batch)
+            events = [item for item in batch if item is not _STOP]
+            if events:
+                self._write(events)
+            if stopping or (self._closed and self._queue.empty()):
+                break
+        leftover = 0
+        with contextlib.suppress(queue.Empty):
+            while True:
+                leftover += self._queue.get_nowait() is not _STOP
+        if leftover:
+            self._drop("closed", "event log closed", leftover)
+        if self._fd is not None:
             with contextlib.suppress(OSError):
-                self._file.close()
+                os.close(self._fd)
 
-    def _write(self, batch: list[dict[str, Any]]) -> None:
-        text = "".join(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n" for item in batch)
+    def _write(self, events: list[Any]) -> None:
         try:
-            out = self._open()
-            out.write(text)
-            out.flush()
-        except (OSError, ValueError) as exc:  # full disk, closed file: count, never raise
-            self._drop(f"write failed: {exc}", len(batch))
+            text = "".join(self._format(event) for event in events)
+            if self._owns_file:
+                self._append(text.encode("utf-8"))
+            else:
+                self._target.write(text)  # type: ignore[union-attr]
+                self._target.flush()  # type: ignore[union-attr]
+        except (OSError, ValueError) as exc:  # full disk, closed file, missing directory
+            self._drop("write", f"write failed: {exc}", len(events))
+
+    def _append(self, data: bytes) -> None:
+        # An unbuffered O_APPEND descriptor: nothing of a failed batch lingers in a
+        # buffer to be flushed later. A disk that fills mid-batch can still leave one
+        # torn last line, which the pipeline counts as malformed.
+        if self._fd is None:
+            self._fd = os.open(self._target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)  # type: ignore[arg-type]
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
 
 
 def open_event_log(
-    target: HistoryTarget, *, backend: str, namespace: str, source: str = "client"
+    target: HistoryTarget, *, backend: str, namespace: str, source: str = "client", process: str | None = None
 ) -> EventLog:
     """The event log connect() gives a coordinator: ``target``, else $KUBECOORD_HISTORY, else none."""
     if target is None:
         target = os.environ.get(ENV_VAR) or None
     if target is None:
         return EventLog()
-    return JsonlEventLog(target, source=source, backend=backend, namespace=namespace)
+    return JsonlEventLog(target, source=source, backend=backend, namespace=namespace, process=process)

@@ -26,12 +26,21 @@ live one leads; the epoch increases on every change of leader; a session that st
 without closing (simulate_crash(), the in-process analogue of kill -9) keeps its
 leadership and memberships until ``session_timeout`` has passed on the clock, exactly
 as a Lease or a ZooKeeper session would.
+
+Event log (``history=``): events are stamped on the state's clock mapped to wall time,
+so a ManualClock gives a consistent history. ``acquired`` carries valid_until = now +
+session_timeout (the holder's view: it leads until it resigns, or that long after it
+dies); simulate_crash() logs the session's last heartbeat (``renewed`` for leaderships
+and memberships it holds) as a process whose renewal loop logged just before kill -9
+would; an expired membership is logged as ``expired`` by every live coordinator
+watching that group. A live memory leader never loses leadership, so no ``lost``.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -95,6 +104,7 @@ class _Subscription:
     session: _Session
     dispatcher: Dispatcher
     listeners: ListenerSet[Any]
+    events: EventLog
 
 
 @dataclass(eq=False)
@@ -102,6 +112,7 @@ class _Candidate:
     session: _Session
     id: str
     data: str
+    events: EventLog
 
 
 @dataclass(eq=False)
@@ -116,6 +127,7 @@ class _Election:
 class _Member:
     session: _Session
     data: str
+    events: EventLog
 
 
 @dataclass(eq=False)
@@ -145,7 +157,14 @@ class _State:
         self.groups: dict[str, _Group] = {}
         self.stores: dict[str, _Store] = {}
         self.crashed: list[_Session] = []
+        # Events are stamped on this state's clock, mapped to wall time once, so a
+        # ManualClock yields a consistent history (expiry happens when it advances).
+        self.wall_offset = time.time() - clock.now()
         clock.on_advance(self.expire_sessions)
+
+    def wall(self, now: float | None = None) -> float:
+        """The wall-clock time of ``now`` on this state's clock (default: now)."""
+        return (self.clock.now() if now is None else now) + self.wall_offset
 
     def election(self, service: str) -> _Election:
         return self.elections.setdefault(service, _Election())
@@ -169,8 +188,15 @@ class _State:
         if election.leader is not None:
             election.epoch += 1
         if previous is not election.leader:
-            leader_id = election.leader.id if election.leader else None
-            _notify(election.subscriptions, leader_id, now)
+            leader = election.leader
+            if leader is not None:
+                # The holder's own view: it leads until it resigns, or until
+                # session_timeout after it dies.
+                leader.events.record(
+                    primitive="leader_election", name=service, event="acquired", ts=self.wall(now),
+                    member=leader.id, epoch=election.epoch, valid_until=self.wall(now + leader.session.timeout),
+                )
+            _notify(election.subscriptions, leader.id if leader else None, now)
 
     def withdraw(self, service: str, candidate: _Candidate) -> None:
         election = self.election(service)
@@ -203,12 +229,39 @@ class _State:
                     election.leader = None
                 election.candidates = [c for c in election.candidates if c.session not in expired]
                 self.elect(service)
-            for group in self.groups.values():
+            for name, group in self.groups.items():
                 gone = [mid for mid, m in group.members.items() if m.session in expired]
                 for member_id in gone:
                     del group.members[member_id]
+                    self._record_expiry(group, name, member_id, now)
                 if gone:
                     _notify(group.subscriptions, set(group.members), now)
+
+    def _record_expiry(self, group: _Group, name: str, member_id: str, now: float) -> None:
+        """Every live coordinator watching the group logs the expiry it observed (once each)."""
+        observers = {id(s.events): s.events for s in group.subscriptions if s.session.live(now)}
+        for events in observers.values():
+            events.record(primitive="group", name=name, event="expired", ts=self.wall(now), member=member_id)
+
+    def record_heartbeats(self, session: _Session) -> None:
+        """Log a session's last heartbeat: what a process whose renewal loop logged just
+        before kill -9 leaves behind (valid_until = now + session_timeout)."""
+        now = self.clock.now()
+        until = self.wall(now + session.timeout)
+        for service, election in self.elections.items():
+            leader = election.leader
+            if leader is not None and leader.session is session:
+                leader.events.record(
+                    primitive="leader_election", name=service, event="renewed", ts=self.wall(now),
+                    member=leader.id, epoch=election.epoch, valid_until=until,
+                )
+        for name, group in self.groups.items():
+            for member_id, member in group.members.items():
+                if member.session is session:
+                    member.events.record(
+                        primitive="group", name=name, event="renewed", ts=self.wall(now),
+                        member=member_id, valid_until=until,
+                    )
 
 
 def _notify(subscriptions: list[_Subscription], value: object, now: float) -> None:
@@ -279,6 +332,8 @@ class MemoryCoordinator(Coordinator):
         the state's clock. A test hook, the in-process analogue of kill -9.
         """
         self._check_open()
+        with self._state.lock:
+            self._state.record_heartbeats(self._session)
         self._state.crash(self._session)
         self._dispatcher.close(timeout=0)
         self._events.close()
@@ -288,7 +343,7 @@ class MemoryCoordinator(Coordinator):
             raise ClosedError("this memory coordinator was closed")
 
     def _subscribe(self, listeners: ListenerSet[Any]) -> _Subscription:
-        return _Subscription(self._session, self._dispatcher, listeners)
+        return _Subscription(self._session, self._dispatcher, listeners, self._events)
 
 
 class _Handle:
@@ -326,18 +381,12 @@ class _MemoryElection(_Handle, LeaderElection):
         with self._state.lock:
             if candidate_id in self._mine:
                 raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
-            candidate = _Candidate(self._coordinator._session, candidate_id, data)
+            candidate = _Candidate(self._coordinator._session, candidate_id, data, self._events)
             self._mine[candidate_id] = candidate
             election = self._state.election(self.service)
             election.candidates.append(candidate)
-            self._state.elect(self.service)
-            leads = election.leader is candidate
-            if leads:
-                self._events.record(
-                    primitive="leader_election", name=self.service, event="acquired",
-                    member=candidate_id, epoch=election.epoch,
-                )
-            return leads
+            self._state.elect(self.service)  # records "acquired" when candidate now leads
+            return election.leader is candidate
 
     def get_leader(self) -> Leader | None:
         self._check_open()
@@ -356,12 +405,13 @@ class _MemoryElection(_Handle, LeaderElection):
             election = self._state.election(self.service)
             if candidate is None or election.leader is not candidate:
                 return
-            epoch = election.epoch
             del self._mine[candidate_id]
+            # Logged before the successor's "acquired", with the same timestamp.
+            self._events.record(
+                primitive="leader_election", name=self.service, event="resigned", ts=self._state.wall(),
+                member=candidate_id, epoch=election.epoch,
+            )
             self._state.withdraw(self.service, candidate)
-        self._events.record(
-            primitive="leader_election", name=self.service, event="resigned", member=candidate_id, epoch=epoch
-        )
 
     def is_leader(self, candidate_id: str | None = None) -> bool:
         if self._closed or self._coordinator._session.crashed_at is not None:
@@ -386,7 +436,7 @@ class _MemoryElection(_Handle, LeaderElection):
             for candidate_id in list(self._mine):
                 if election.leader is self._mine[candidate_id]:
                     self._events.record(
-                        primitive="leader_election", name=self.service, event="resigned",
+                        primitive="leader_election", name=self.service, event="resigned", ts=self._state.wall(),
                         member=candidate_id, epoch=election.epoch,
                     )
                 self._state.withdraw(self.service, self._mine.pop(candidate_id))
@@ -412,10 +462,12 @@ class _MemoryGroup(_Handle, GroupMembership):
             group = self._state.group(self.group)
             if member_id in group.members:
                 raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}")
-            group.members[member_id] = _Member(self._coordinator._session, data)
+            group.members[member_id] = _Member(self._coordinator._session, data, self._events)
             self._mine.add(member_id)
             _notify(group.subscriptions, set(group.members), self._state.clock.now())
-        self._events.record(primitive="group", name=self.group, event="joined", member=member_id)
+            self._events.record(
+                primitive="group", name=self.group, event="joined", ts=self._state.wall(), member=member_id
+            )
 
     def leave(self, member_id: str) -> None:
         validation.check_id(member_id, "member_id")
@@ -432,7 +484,9 @@ class _MemoryGroup(_Handle, GroupMembership):
         if member is not None and member.session is self._coordinator._session:
             del group.members[member_id]
             _notify(group.subscriptions, set(group.members), self._state.clock.now())
-            self._events.record(primitive="group", name=self.group, event="left", member=member_id)
+            self._events.record(
+                primitive="group", name=self.group, event="left", ts=self._state.wall(), member=member_id
+            )
 
     def membership(self) -> dict[str, str]:
         self._check_open()
@@ -527,7 +581,9 @@ class _MemoryStorage(_Handle, Storage):
         if current is None:
             raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
         if expected is not None and current.version != expected:
-            self._events.record(primitive="kv", name=self.name, event="conflict", key=key, version=expected)
+            self._events.record(
+                primitive="kv", name=self.name, event="conflict", ts=self._state.wall(), key=key, version=expected
+            )
             raise VersionConflictError(f"key {key!r} is at version {current.version}, not {expected}")
 
     def _write(self, key: str, change: Callable[[Versioned | None], Versioned | None], event: str) -> int:
@@ -549,7 +605,10 @@ class _MemoryStorage(_Handle, Storage):
                 if after != before[namespace]:
                     _notify(store.key_set_subscriptions[namespace], after, now)
             version = new.version if new else (current.version if current else 0)
-        self._events.record(primitive="kv", name=self.name, event=event, key=key, version=version)
+            # Under the lock, so one key's events carry increasing timestamps.
+            self._events.record(
+                primitive="kv", name=self.name, event=event, ts=self._state.wall(now), key=key, version=version
+            )
         return version
 
 
