@@ -16,6 +16,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("kubecoord.demo", "run the demo scenario"),
     "emulator": ("kubecoord._emulator.cli", "run the Kubernetes API emulator in the foreground"),
     "operator": ("kubecoord.operator.cli", "run the operator (kopf) for the kubecoord.dev CRDs"),
+    "analyze": ("kubecoord.analytics.cli", "analyze coordination event logs with PySpark; exit 3 on safety violations"),
+    "generate-history": ("kubecoord.analytics.generate", "write synthetic coordination event logs"),
 }
 
 

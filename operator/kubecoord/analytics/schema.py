@@ -1,0 +1,31 @@
+"""The event-log schema as the pipeline reads it (version 1; the README has the table).
+
+Pure data, no Spark: the generator and the readers share it.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+FIELDS = (
+    "v", "ts", "seq", "source", "process", "backend", "namespace", "primitive", "name", "event",
+    "member", "epoch", "valid_until", "key", "version",
+)
+REQUIRED = ("ts", "process", "namespace", "primitive", "name", "event")
+
+LEADER = "leader_election"
+GROUP = "group"
+KV = "kv"
+EVENTS: dict[str, frozenset[str]] = {
+    LEADER: frozenset({"acquired", "renewed", "lost", "resigned", "observed"}),
+    GROUP: frozenset({"joined", "renewed", "left", "expired"}),
+    KV: frozenset({"put", "updated", "deleted", "conflict"}),
+}
+HOLDER_EVENTS = ("acquired", "renewed", "lost", "resigned")
+"""Leader events logged by the holder itself about its own term: they need an epoch."""
+TERM_ENDS = ("lost", "resigned")
+MEMBERSHIP_CHANGES = ("joined", "left", "expired")
+HEARTBEATS = ("joined", "renewed")
+KV_WRITES = ("put", "updated", "deleted")
+
+VIOLATION_TYPES = ("overlapping_leadership", "epoch_not_increasing", "duplicate_member", "version_backwards",
+                   "lost_update")

@@ -1,0 +1,58 @@
+"""Building the SparkSession the pipeline runs on, quiet by default.
+
+Guarantees: without a master the session is local[*] — unless the process was started
+by spark-submit, whose --master (and other settings) then apply. The JVM logs at error
+level through the log4j2 file shipped beside this module, so a run prints only the
+pipeline's own progress lines. Not guaranteed: JVM options take effect only when this
+call starts the JVM (not under spark-submit, nor for an already running session).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+LOG4J2 = Path(__file__).with_name("log4j2.properties")
+
+# Settings that keep a small local run fast: see TESTING-NOTES.md (PySpark).
+QUIET_JVM_OPTIONS = f"-Dlog4j2.configurationFile=file:{LOG4J2} -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+BASE_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.extraJavaOptions": QUIET_JVM_OPTIONS,
+}
+LOCAL_CONF: dict[str, str] = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit launched this Python process (it owns master and conf)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(
+    *, master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "kubecoord-analyze"
+) -> SparkSession:
+    """A session on ``master`` (default local[*]) with BASE_CONF, then ``conf`` on top."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    settings = dict(BASE_CONF)
+    if master is None and not under_spark_submit():
+        master = "local[*]"
+    if master is not None:
+        builder = builder.master(master)
+        if master.startswith("local"):
+            settings.update(LOCAL_CONF)
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

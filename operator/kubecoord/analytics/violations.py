@@ -1,0 +1,48 @@
+"""The shape every safety violation takes, whichever metric finds it.
+
+One row per violation: ``type`` (schema.VIOLATION_TYPES), ``namespace``, ``primitive``,
+``name``, ``subject`` (member or key), ``ts`` (when it happened), ``detail`` (one human
+sentence) and ``evidence``: the event rows that prove it, each with its file and line.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
+from pyspark.sql import functions as F
+
+COLUMNS = ("type", "namespace", "primitive", "name", "subject", "ts", "detail", "evidence")
+
+
+def shape(
+    rows: DataFrame, *, kind: str, primitive: str, subject: Column, ts: Column, detail: Column, evidence: Column
+) -> DataFrame:
+    """``rows`` (one per violation found) -> the common violation columns."""
+    return rows.select(
+        F.lit(kind).alias("type"),
+        "namespace",
+        F.lit(primitive).alias("primitive"),
+        "name",
+        subject.cast("string").alias("subject"),
+        ts.alias("ts"),
+        detail.alias("detail"),
+        evidence.alias("evidence"),
+    )
+
+
+def union(frames: list[DataFrame]) -> DataFrame:
+    return reduce(lambda left, right: left.unionByName(right), frames)
+
+
+def earlier_than(skew: float, *partition: str) -> WindowSpec:
+    """The rows of ``partition`` logged more than ``skew`` seconds before the current one
+    (by the ``tu`` microseconds column): what a check may compare against without being
+    fooled by clock differences."""
+    skew_us = round(skew * 1e6)
+    return Window.partitionBy(*partition).orderBy("tu").rangeBetween(Window.unboundedPreceding, -(skew_us + 1))
+
+
+def seconds(column: Column) -> Column:
+    """A duration in seconds as text with millisecond precision, for details."""
+    return F.format_number(column, 3)
