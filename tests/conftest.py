@@ -1,3 +1,3 @@
 """Fixtures every test folder can use. Server fixtures live in tests/fixtures/ as plugins."""
 
-pytest_plugins: list[str] = ["tests.fixtures.kubernetes", "tests.fixtures.zookeeper"]
+pytest_plugins: list[str] = ["tests.fixtures.kubernetes", "tests.fixtures.zookeeper", "tests.fixtures.spark"]

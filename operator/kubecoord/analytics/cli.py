@@ -59,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
 
     progress = Progress("kubecoord analyze", enabled=not args.quiet)
     progress.step("starting Spark")
+    from pyspark.sql import SparkSession
+
+    owned = SparkSession.getActiveSession() is None  # an embedding caller's session is not ours to stop
     spark = build_session(master=args.master, conf=conf)
     try:
         analysis = analyze(spark, args.logs, skew=args.skew_tolerance, progress=progress)
@@ -70,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"kubecoord analyze: {exc}", file=sys.stderr)
         return EXIT_ERROR
     finally:
-        spark.stop()
+        if owned:
+            spark.stop()
     inputs = analysis.summary["inputs"]
     count = analysis.violation_count
     verdict = "no safety violations" if count == 0 else f"{count} SAFETY VIOLATION(S): {_by_type(analysis.summary)}"

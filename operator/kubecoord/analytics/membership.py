@@ -1,10 +1,11 @@
 """Group membership: timelines, the duplicate-member check, churn, heartbeat-to-expiry.
 
-All four come from one pass over each (namespace, group, member)'s events in time
-order (ties broken by the emitter's seq, then file and line):
-- a membership starts at ``joined`` and ends at the next ``left`` or ``expired`` for
-  that member, whoever logged it (expiries are logged by the observers that saw them,
-  so one expiry may be logged several times: only the first after a join counts);
+All four come from each (namespace, group, member)'s events in time order (ties broken
+by the emitter's seq, then file and line):
+- a membership starts at ``joined`` (by a process) and ends at that process's next
+  ``left`` or the member's next ``expired``, whoever logged it (expiries are logged by
+  the observers that saw them, so one expiry may be logged several times: only the
+  first while the member is in counts);
 - duplicate_member: a ``joined`` while the member is already in the group, unless an
   end of the earlier membership follows within ``skew`` seconds (clock skew);
 - churn per hour: joins plus counted leaves and expiries;
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from kubecoord.analytics import schema, violations
@@ -39,36 +40,52 @@ class Membership:
     """Per counted expiry: last heartbeat, expiry time, heartbeat_to_expiry seconds."""
 
 
+def _window(*partition: str, ascending: bool) -> WindowSpec:
+    """Rows of ``partition`` strictly before (ascending) or after (descending) the current one."""
+    order = [F.col(c) if ascending else F.col(c).desc() for c in ORDER]
+    return Window.partitionBy(*partition).orderBy(*order).rowsBetween(Window.unboundedPreceding, -1)
+
+
 def analyze(events: DataFrame, skew: float) -> Membership:
     group_events = events.filter(F.col("primitive") == schema.GROUP)
-    before = Window.partitionBy(*MEMBER).orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, -1)
-    after = (
-        Window.partitionBy(*MEMBER)
-        .orderBy(*(F.col(c).desc() for c in ORDER))
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    event = F.col("event")
+    before, after = _window(*MEMBER, ascending=True), _window(*MEMBER, ascending=False)
+    own_before, own_after = _window(*MEMBER, "process", ascending=True), _window(*MEMBER, "process", ascending=False)
+    event, t = F.col("event"), F.col("t")
     is_join, is_end = event == "joined", event.isin("left", "expired")
     enriched = group_events.select(
         "*",
         F.last(F.when(is_join, F.struct("t", evidence().alias("ev"))), True).over(before).alias("last_join"),
-        F.last(F.when(is_end, F.col("t")), ignorenulls=True).over(before).alias("last_end_t"),
-        F.last(F.when(event.isin(*schema.HEARTBEATS), F.col("t")), ignorenulls=True).over(before).alias("last_hb_t"),
-        F.last(F.when(is_end, F.struct("t", "event")), ignorenulls=True).over(after).alias("next_end"),
+        F.last(F.when(is_end, t), True).over(before).alias("last_end_t"),
+        F.last(F.when(event == "expired", t), True).over(before).alias("last_expired_t"),
+        F.last(F.when(event.isin(*schema.HEARTBEATS), t), True).over(before).alias("last_hb_t"),
+        F.last(F.when(is_end, F.struct("t", "event")), True).over(after).alias("next_end"),
+        F.last(F.when(event == "expired", F.struct("t", "event")), True).over(after).alias("next_expired"),
+        F.last(F.when(is_join, t), True).over(own_before).alias("own_join_t"),
+        F.last(F.when(event == "left", t), True).over(own_before).alias("own_left_t"),
+        F.last(F.when(event == "left", F.struct("t", "event")), True).over(own_after).alias("own_next_left"),
     )
+    # Someone's membership is open (for joins and expiries) / this process's is (for leaves).
     member_in = F.col("last_join").isNotNull() & (
         F.col("last_end_t").isNull() | (F.col("last_end_t") < F.col("last_join.t"))
     )
-    enriched = enriched.withColumn("member_in", member_in).persist(StorageLevel.MEMORY_AND_DISK)
+    own_in = F.col("own_join_t").isNotNull() & (
+        F.col("own_join_t") > F.greatest(F.col("own_left_t"), F.col("last_expired_t"), F.lit(float("-inf")))
+    )
+    enriched = (
+        enriched.withColumn("member_in", member_in)
+        .withColumn("own_in", own_in)
+        .withColumn("end", F.least("own_next_left", "next_expired"))
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
 
     joins = enriched.filter(is_join)
     timeline = joins.select(
         *MEMBER,
         "process",
         F.col("ts").alias("start_ts"),
-        F.timestamp_seconds("next_end.t").alias("end_ts"),
-        F.coalesce("next_end.event", F.lit("open")).alias("end_reason"),
-        (F.col("next_end.t") - F.col("t")).alias("duration"),
+        F.timestamp_seconds("end.t").alias("end_ts"),
+        F.coalesce("end.event", F.lit("open")).alias("end_reason"),
+        (F.col("end.t") - F.col("t")).alias("duration"),
     )
 
     duplicate = joins.filter(
@@ -87,7 +104,9 @@ def analyze(events: DataFrame, skew: float) -> Membership:
         evidence=F.array("last_join.ev", evidence()),
     )
 
-    counted = enriched.filter(is_join | (is_end & F.col("member_in")))
+    counted = enriched.filter(
+        is_join | ((event == "left") & F.col("own_in")) | ((event == "expired") & F.col("member_in"))
+    )
     churn = (
         counted.groupBy("namespace", "name", F.date_trunc("hour", "ts").alias("hour"))
         .agg(

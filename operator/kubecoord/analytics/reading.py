@@ -155,7 +155,7 @@ def _reason() -> Column:
         (leader_holder & raw("epoch").isNull(), "leader event without an integer epoch"),
         (needs_member & raw("raw_member").isNull(), "missing field member"),
         ((primitive == schema.KV) & raw("raw_key").isNull(), "missing field key"),
-        ((primitive == schema.KV) & raw("version").isNull(), "kv event without an integer version"),
+        (event.isin(*schema.KV_WRITES) & raw("version").isNull(), "kv write without an integer version"),
     ]
     reason: Column = F.when(checks[0][0], checks[0][1])
     for condition, text in checks[1:]:

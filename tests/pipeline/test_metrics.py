@@ -1,0 +1,164 @@
+"""Every metric on a small hand-written history with known answers.
+
+The history spans three processes in three files (one gzip, one written last-line-
+first so events arrive out of order) and includes near misses that only the clock-skew
+tolerance (1 s) keeps from being violations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kubecoord.analytics.pipeline import Analysis, analyze
+
+from .histories import T0, Log
+
+
+@pytest.fixture(scope="module")
+def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
+    root = tmp_path_factory.mktemp("known")
+    p1, p2, p3 = Log(root / "p1.jsonl", "p1"), Log(root / "p2.jsonl.gz", "p2"), Log(root / "p3.jsonl", "p3")
+    # Election "svc": resign -> 0.1 s -> vanish (valid until 23) -> 2.5 s -> lost -> 1 s -> resign after valid_until.
+    p1.leader(0, "svc", "acquired", "a", 1, valid_until=10)
+    p1.leader(5, "svc", "renewed", "a", 1, valid_until=15)
+    p1.leader(8, "svc", "resigned", "a", 1)
+    p2.leader(8.1, "svc", "acquired", "b", 2, valid_until=18)
+    p3.add(8.2, "leader_election", "svc", "observed", member="b", epoch=2)
+    p2.leader(13, "svc", "renewed", "b", 2, valid_until=23)
+    p3.leader(25.5, "svc", "acquired", "c", 3, valid_until=35)
+    p3.leader(30, "svc", "lost", "c", 3)
+    p1.leader(31, "svc", "acquired", "a", 4, valid_until=38)
+    p1.leader(40, "svc", "resigned", "a", 4)
+    # Election "sk": p1's clock is 0.5 s fast, so its resign is logged 0.4 s after b acquired.
+    p1.leader(100, "sk", "acquired", "a", 1, valid_until=110)
+    p1.leader(110.4, "sk", "resigned", "a", 1)
+    p2.leader(110.0, "sk", "acquired", "b", 2, valid_until=120)
+    p2.leader(115, "sk", "resigned", "b", 2)
+    # Group "g".
+    p1.group(0, "g", "joined", "m1")
+    p1.group(5, "g", "renewed", "m1")
+    p1.group(20, "g", "left", "m1")
+    p2.group(1, "g", "joined", "m2")
+    p2.group(6, "g", "renewed", "m2")
+    p1.group(22, "g", "expired", "m2")
+    p3.group(22.2, "g", "expired", "m2")  # a second observer of the same expiry
+    p3.group(10, "g", "joined", "m3")  # never ends
+    p2.group(3700, "g", "joined", "m1")
+    p2.group(3800, "g", "left", "m1")
+    p1.group(50, "g", "joined", "m4")
+    p1.group(60.3, "g", "left", "m4")  # p1's clock is fast: it really left before p2 joined
+    p2.group(60.0, "g", "joined", "m4")
+    p2.group(70, "g", "left", "m4")
+    # Store "s".
+    p1.kv(0, "s", "put", "k", 1)
+    p2.kv(1, "s", "updated", "k", 2)
+    p1.kv(1.5, "s", "conflict", "k", 1)
+    p1.kv(2, "s", "updated", "k", 3)
+    p2.kv(3, "s", "deleted", "k", 3)
+    p1.kv(4, "s", "put", "k", 1)
+    p2.kv(5, "s", "updated", "k", 2)  # version 2 again, but of a new incarnation
+    p2.kv(0, "s", "put", "j", 1)
+    p1.add(0.5, "kv", "s", "conflict", key="j")  # a conflict whose expected version was not known
+    p1.kv(100, "s", "put", "q", 1)
+    p2.kv(101.4, "s", "updated", "q", 2)  # p2's clock is fast: logged after version 3
+    p1.kv(101.2, "s", "updated", "q", 3)
+    p1.write()
+    p2.write(reverse=True)
+    p3.write()
+    result = analyze(spark, [str(root / "p*")], skew=1.0)
+    yield result
+    result.close()
+
+
+def rows(analysis: Analysis, table: str, *columns: str) -> list[tuple[Any, ...]]:
+    frame = analysis.tables[table].select(*columns)
+    return sorted(tuple(row) for row in frame.collect())
+
+
+def test_inputs_are_counted(analysis: Analysis) -> None:
+    inputs = analysis.summary["inputs"]
+    assert (inputs["files"], inputs["events"], inputs["malformed_lines"], inputs["processes"]) == (3, 40, 0, 3)
+    assert inputs["first_event"] == "2026-01-01T00:00:00Z"
+
+
+def test_no_violations_thanks_to_the_skew_tolerance(analysis: Analysis) -> None:
+    assert analysis.violation_count == 0
+    assert analysis.tables["violations"].count() == 0
+
+
+def test_leadership_intervals(analysis: Analysis) -> None:
+    found = rows(analysis, "leadership_intervals", "name", "member", "epoch", "start", "end", "end_reason")
+    assert [(n, m, e, round(s - T0, 3), round(x - T0, 3), r) for n, m, e, s, x, r in found] == [
+        ("sk", "a", 1, 100.0, 110.0, "resigned"),  # resigned after its valid_until: ends at valid_until
+        ("sk", "b", 2, 110.0, 115.0, "resigned"),
+        ("svc", "a", 1, 0.0, 8.0, "resigned"),
+        ("svc", "a", 4, 31.0, 38.0, "resigned"),
+        ("svc", "b", 2, 8.1, 23.0, "expired"),  # vanished: its last valid_until
+        ("svc", "c", 3, 25.5, 30.0, "lost"),
+    ]
+
+
+def test_failover_gaps_by_cause(analysis: Analysis) -> None:
+    gaps = rows(analysis, "failover_gaps", "name", "from_member", "to_member", "cause", "gap")
+    assert [(n, f, t, c, round(g, 3)) for n, f, t, c, g in gaps] == [
+        ("sk", "a", "b", "resign", 0.0),
+        ("svc", "a", "b", "resign", 0.1),
+        ("svc", "b", "c", "expiry", 2.5),
+        ("svc", "c", "a", "expiry", 1.0),
+    ]
+    stats = {row["group"]: row for row in analysis.summary["leadership"]["failover_gap_seconds"]}
+    assert stats["all"]["count"] == 4 and stats["all"]["max"] == pytest.approx(2.5)
+    assert stats["all"]["p50"] == pytest.approx(0.55)  # median of 0, 0.1, 1, 2.5
+    assert stats["expiry"]["count"] == 2
+    assert stats["expiry"]["p50"] == pytest.approx(1.75)
+    assert stats["expiry"]["p95"] == pytest.approx(2.425)
+    assert stats["expiry"]["p99"] == pytest.approx(2.485)
+    assert stats["resign"]["max"] == pytest.approx(0.1)
+    assert analysis.summary["leadership"]["elections"] == 2 and analysis.summary["leadership"]["terms"] == 6
+
+
+def test_membership_timeline(analysis: Analysis) -> None:
+    found = rows(analysis, "membership_timeline", "member", "process", "start_ts", "end_reason", "duration")
+    assert [(m, p, r, None if d is None else round(d, 3)) for m, p, _, r, d in found] == [
+        ("m1", "p1", "left", 20.0),
+        ("m1", "p2", "left", 100.0),
+        ("m2", "p2", "expired", 21.0),
+        ("m3", "p3", "open", None),
+        ("m4", "p1", "left", 10.3),
+        ("m4", "p2", "left", 10.0),
+    ]
+
+
+def test_churn_per_hour(analysis: Analysis) -> None:
+    found = rows(analysis, "membership_churn", "hour", "joins", "leaves", "expiries", "churn")
+    assert [(hour.hour, j, lv, e, c) for hour, j, lv, e, c in found] == [(0, 5, 3, 1, 9), (1, 1, 1, 0, 2)]
+    summary = analysis.summary["membership"]
+    assert (summary["joins"], summary["leaves"], summary["expiries"], summary["max_churn_per_hour"]) == (6, 4, 1, 9)
+
+
+def test_heartbeat_to_expiry(analysis: Analysis) -> None:
+    assert [(m, round(s, 3)) for m, s in rows(analysis, "heartbeat_to_expiry", "member", "heartbeat_to_expiry")] == [
+        ("m2", 16.0)
+    ]
+    assert analysis.summary["membership"]["heartbeat_to_expiry_seconds"][0]["p50"] == pytest.approx(16.0)
+
+
+def test_kv_operations_and_conflict_rates(analysis: Analysis) -> None:
+    per_key = rows(analysis, "kv_keys", "key", "puts", "updates", "deletes", "conflicts", "operations", "conflict_rate")
+    assert per_key == [
+        ("j", 1, 0, 0, 1, 2, 0.5),
+        ("k", 2, 3, 1, 1, 7, pytest.approx(1 / 7)),
+        ("q", 1, 2, 0, 0, 3, 0.0),
+    ]
+    assert rows(analysis, "kv_stores", "name", "keys", "operations", "conflicts") == [("s", 3, 12, 2)]
+    assert analysis.summary["kv"]["conflict_rate"] == pytest.approx(2 / 12)
+
+
+def test_summary_lists_every_violation_type(analysis: Analysis) -> None:
+    assert analysis.summary["violations"] == {
+        "overlapping_leadership": 0, "epoch_not_increasing": 0, "duplicate_member": 0,
+        "version_backwards": 0, "lost_update": 0,
+    }
