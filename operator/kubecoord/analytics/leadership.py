@@ -149,13 +149,14 @@ def percentiles(values: DataFrame, column: str, by: str | None = None) -> list[d
         F.max(column).alias("max"),
         F.mean(column).alias("mean"),
     ]
-    frames = [values.groupBy(F.lit("all").alias("group")).agg(*stats)]
-    if by is not None:
-        frames.append(values.groupBy(F.col(by).alias("group")).agg(*stats))
+    # rollup: one job for the groups and the grand total (whose group is null).
+    grouped = values.rollup(by).agg(*stats) if by is not None else values.agg(*stats).withColumn(by or "g", F.lit(None))
     rows = []
-    for frame in frames:
-        for row in frame.collect():
-            p = row["p"] or [None, None, None]
-            rows.append({"group": row["group"], "count": row["count"], "p50": p[0], "p95": p[1], "p99": p[2],
-                         "max": row["max"], "mean": row["mean"]})
+    for row in grouped.collect():
+        if row["count"] == 0:
+            continue
+        p = row["p"] or [None, None, None]
+        group = row[by or "g"] or "all"
+        rows.append({"group": group, "count": row["count"], "p50": p[0], "p95": p[1], "p99": p[2],
+                     "max": row["max"], "mean": row["mean"]})
     return sorted(rows, key=lambda r: (r["group"] != "all", str(r["group"])))

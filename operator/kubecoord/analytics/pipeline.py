@@ -29,6 +29,7 @@ class Analysis:
     summary: dict[str, Any]
     events: DataFrame
     unpersist: list[DataFrame] = field(default_factory=list)
+    """Persisted frames to release in close()."""
 
     @property
     def violation_count(self) -> int:
@@ -47,14 +48,16 @@ def analyze(
     progress.step(f"reading {len(files)} file(s)")
     read = read_events(spark, files)
     events = read.events
-    counts = events.agg(
-        F.count("*").alias("events"),
-        F.min("ts").alias("first"),
-        F.max("ts").alias("last"),
-        F.countDistinct("process").alias("processes"),
+    valid = F.col("reason").isNull()
+    counts = read.lines.agg(
+        F.count(F.when(valid, 1)).alias("events"),
+        F.count(F.when(~valid, 1)).alias("malformed"),
+        F.min(F.when(valid, F.col("ts"))).alias("first"),
+        F.max(F.when(valid, F.col("ts"))).alias("last"),
+        F.countDistinct(F.when(valid, F.col("process"))).alias("processes"),
     ).first()
     assert counts is not None
-    malformed_count = read.malformed.count()
+    malformed_count = counts["malformed"]
     progress.step(f"{counts['events']} events, {malformed_count} malformed line(s)")
     if counts["events"] == 0:
         detail = f" ({malformed_count} malformed line(s))" if malformed_count else ""
@@ -64,6 +67,7 @@ def analyze(
     gaps = leadership.failover_gaps(terms, skew).persist(StorageLevel.MEMORY_AND_DISK)
     groups = membership.analyze(events, skew)
     stores = kv.analyze(events, skew)
+    cached = [frame.persist(StorageLevel.MEMORY_AND_DISK) for frame in (groups.churn, stores.per_key)]
     found = violations.union([
         leadership.overlaps(terms, skew),
         leadership.epoch_regressions(events, skew),
@@ -104,7 +108,7 @@ def analyze(
         "kv_stores": stores.per_store,
         "malformed_lines": read.malformed,
     }
-    return Analysis(tables=tables, summary=summary, events=events, unpersist=[found, gaps, terms, events])
+    return Analysis(tables=tables, summary=summary, events=events, unpersist=[found, gaps, terms, read.lines, *cached])
 
 
 def _iso(value: Any) -> str | None:

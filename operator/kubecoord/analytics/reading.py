@@ -40,6 +40,8 @@ class Inputs:
     """One row per valid event (see EVENT_COLUMNS); persisted."""
     malformed: DataFrame
     """file, line, reason, text (first 300 characters)."""
+    lines: DataFrame
+    """Both: every non-blank line, with ``reason`` null for valid events; persisted."""
 
 
 def expand_inputs(spark: SparkSession, patterns: Sequence[str]) -> list[str]:
@@ -122,7 +124,7 @@ def read_events(spark: SparkSession, files: Sequence[str]) -> Inputs:
     ).persist(StorageLevel.MEMORY_AND_DISK)
     events = kept.filter(F.col("reason").isNull()).drop("reason", "text")
     malformed = kept.filter(F.col("reason").isNotNull()).select("file", "line", "reason", "text")
-    return Inputs(events=events, malformed=malformed)
+    return Inputs(events=events, malformed=malformed, lines=kept)
 
 
 def evidence(prefix: str = "") -> Column:

@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from kubecoord.analytics.pipeline import Analysis
@@ -58,12 +59,15 @@ def _timelines(analysis: Analysis, path: Path) -> str | None:
     elections = [(r["namespace"], r["name"]) for r in names.collect()]
     if not elections:
         return None
+    chosen = F.struct("namespace", "name").isin(*(F.struct(F.lit(ns), F.lit(n)) for ns, n in elections))
+    by_start = Window.partitionBy("namespace", "name").orderBy("start")
+    picked = (
+        terms.filter(chosen).withColumn("n", F.row_number().over(by_start)).filter(F.col("n") <= TIMELINE_TERMS)
+        .select("namespace", "name", "member", "start_ts", "end_ts").collect()
+    )
     fig, axes = plt.subplots(len(elections), 1, figsize=(9, 1.2 + 1.3 * len(elections)), squeeze=False)
     for ax, (namespace, name) in zip(axes[:, 0], elections, strict=True):
-        rows = (
-            terms.filter((F.col("namespace") == namespace) & (F.col("name") == name))
-            .orderBy("start").limit(TIMELINE_TERMS).select("member", "start_ts", "end_ts").collect()
-        )
+        rows = [r for r in picked if (r["namespace"], r["name"]) == (namespace, name)]
         members = sorted({r["member"] for r in rows})
         for row in rows:
             lane = members.index(row["member"])

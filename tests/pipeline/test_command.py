@@ -1,0 +1,85 @@
+"""``kubecoord analyze`` end to end on generated histories: outputs, exit status, empty input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubecoord.analytics.generate import Spec, generate
+from kubecoord.analytics.schema import VIOLATION_TYPES
+from kubecoord.cli import main
+
+TABLES = ("violations", "leadership_intervals", "failover_gaps", "membership_timeline", "membership_churn",
+          "heartbeat_to_expiry", "kv_keys", "kv_stores", "malformed_lines")
+
+
+def test_injected_violations_are_found_and_gate_the_exit_status(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = Spec(elections=3, groups=2, stores=2, hours=1.5, gzip=True, malformed=4,
+                inject={kind: 1 for kind in VIOLATION_TYPES})
+    manifest = generate(tmp_path / "logs", spec)
+    out = tmp_path / "report"
+
+    status = main(["analyze", str(tmp_path / "logs" / "*.jsonl.gz"), "--out", str(out), "--quiet"])
+
+    assert status == 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["violations"] == manifest.injected
+    assert summary["inputs"]["events"] == manifest.events
+    assert summary["inputs"]["malformed_lines"] == manifest.malformed == 4
+    assert "5 SAFETY VIOLATION(S)" in capsys.readouterr().out
+    assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(TABLES)
+    assert spark.read.parquet(str(out / "tables" / "violations")).count() == 5
+    html = (out / "report.html").read_text()
+    for plot in ("failover_gap_cdf.png", "leadership_timeline.png", "membership_churn.png"):
+        assert f"src='{plot}'" in html
+        assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "SAFETY VIOLATION" in html and "lost_update" in html
+
+
+def test_a_clean_history_exits_zero_and_replaces_the_previous_output(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = generate(tmp_path / "logs", Spec(elections=2, groups=1, stores=1, hours=0.5, seed=7))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "stale.txt").write_text("from an earlier run")
+
+    status = main(["analyze", str(tmp_path / "logs"), "--out", str(out), "--quiet", "--skew-tolerance", "0.5"])
+
+    assert status == 0
+    assert "no safety violations" in capsys.readouterr().out
+    assert not (out / "stale.txt").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["inputs"]["events"] == manifest.events  # _manifest.json itself is skipped
+    assert summary["skew_tolerance_seconds"] == 0.5
+    gaps = {row["group"]: row for row in summary["leadership"]["failover_gap_seconds"]}
+    assert gaps["all"]["count"] > 0 and gaps["all"]["max"] < spec_bound()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")], "no staging directory left behind"
+
+
+def spec_bound() -> float:
+    """The generator's largest failover gap: renew interval (2 s) plus skew on both sides."""
+    spec = Spec()
+    return spec.renew + 2 * spec.skew
+
+
+def test_no_matching_file_is_an_empty_input(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["analyze", str(tmp_path / "nothing-*.jsonl"), "--out", str(tmp_path / "out"), "--quiet"])
+    assert status == 4
+    assert "empty input: no input files match" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_only_malformed_lines_is_an_empty_input(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad.jsonl").write_text("garbage\n{}\n")
+    status = main(["analyze", str(tmp_path / "bad.jsonl"), "--out", str(tmp_path / "out"), "--quiet"])
+    assert status == 4
+    assert "no valid events in 1 file(s) (2 malformed line(s))" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
