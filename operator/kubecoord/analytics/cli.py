@@ -55,13 +55,11 @@ def run(args: argparse.Namespace) -> int:
     from kubecoord.analytics.pipeline import analyze
     from kubecoord.analytics.progress import Progress
     from kubecoord.analytics.reading import EmptyInputError
-    from kubecoord.analytics.session import build_session
+    from kubecoord.analytics.session import build_session, has_active_session
 
     progress = Progress("kubecoord analyze", enabled=not args.quiet)
     progress.step("starting Spark")
-    from pyspark.sql import SparkSession
-
-    owned = SparkSession.getActiveSession() is None  # an embedding caller's session is not ours to stop
+    owned = not has_active_session()  # an embedding caller's session is not ours to stop
     spark = build_session(master=args.master, conf=conf)
     try:
         analysis = analyze(spark, args.logs, skew=args.skew_tolerance, progress=progress)

@@ -37,6 +37,11 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
+def has_active_session() -> bool:
+    """True when this process already runs a SparkSession (a caller embedding the command)."""
+    return SparkSession.getActiveSession() is not None
+
+
 def build_session(
     *, master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "kubecoord-analyze"
 ) -> SparkSession:
