@@ -4,7 +4,10 @@ ServiceAccount may do what the operator does — and no more."""
 
 from __future__ import annotations
 
+import os
 import pathlib
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +20,7 @@ from kubernetes.dynamic import DynamicClient
 import kubecoord
 from kubecoord.testing import ApiEmulator
 from tests.chart.conftest import Render
+from tests.helpers import eventually
 
 RELEASE_NAMESPACE = "kubecoord-system"
 APP_NAMESPACE = "apps"
@@ -270,3 +274,76 @@ def test_a_namespaced_operator_is_confined_to_its_namespaces(render: Render, tmp
         finally:
             operator.close()
             admin.close()
+
+
+def test_the_operator_reconciles_with_only_the_charts_permissions(
+    cluster: ApiEmulator, installed: list[dict[str, Any]], admin: ApiClient, tmp_path: pathlib.Path
+) -> None:
+    """`kubecoord operator` as the Deployment runs it, with the ServiceAccount's token: it
+    wins its election, reconciles a LeaderElection and grants its clients a Role — and
+    the API server never answers it 403."""
+    (account,) = [o for o in installed if o["kind"] == "ServiceAccount"]
+    (deployment,) = [o for o in installed if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    kubeconfig = tmp_path / "operator"
+    cluster.write_kubeconfig(
+        kubeconfig, token=cluster.token_for_service_account(RELEASE_NAMESPACE, account["metadata"]["name"])
+    )
+    env = {
+        **os.environ,
+        "POD_NAME": "kc-kubecoord-0",
+        "POD_NAMESPACE": RELEASE_NAMESPACE,
+        **{e["name"]: e["value"] for e in container["env"] if "value" in e},
+    }
+    env["KUBECONFIG"] = str(kubeconfig)  # outside a cluster; kopf's login reads it at import
+    command = [sys.executable, "-m", "kubecoord.cli", *container["command"][1:], *container["args"]]
+    command += ["--health-port", "0", "--metrics-port", "0", "--bind", "127.0.0.1"]
+    cluster.reset_requests()
+    log = (tmp_path / "operator.log").open("w+")
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    name = f"le-{uuid.uuid4().hex[:6]}"
+    custom = kubernetes.client.CustomObjectsApi(admin)
+    try:
+        custom.create_namespaced_custom_object(
+            "kubecoord.dev",
+            "v1alpha1",
+            APP_NAMESPACE,
+            "leaderelections",
+            {
+                "apiVersion": "kubecoord.dev/v1alpha1",
+                "kind": "LeaderElection",
+                "metadata": {"name": name},
+                "spec": {"clients": ["billing"]},
+            },
+        )
+
+        def ready() -> bool:
+            assert process.poll() is None, log.seek(0) or log.read()
+            status = custom.get_namespaced_custom_object(
+                "kubecoord.dev", "v1alpha1", APP_NAMESPACE, "leaderelections", name
+            ).get("status", {})
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions", []))
+
+        eventually(ready, timeout=60)
+        roles = kubernetes.client.RbacAuthorizationV1Api(admin).list_namespaced_role(APP_NAMESPACE).items
+        assert any(name in role.metadata.name for role in roles)
+        holder = kubernetes.client.CoordinationV1Api(admin).read_namespaced_lease(
+            container_env(container, "KUBECOORD_OPERATOR_LEASE"), RELEASE_NAMESPACE
+        )
+        assert holder.spec.holder_identity == "kc-kubecoord-0"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()  # a graceful stop is the operator's own tests' business
+            process.wait()
+        log.close()
+    operator_requests = [r for r in cluster.requests if (r.user or "").startswith("system:serviceaccount:")]
+    assert operator_requests
+    assert [r for r in operator_requests if r.status == 403] == []
+
+
+def container_env(container: dict[str, Any], name: str) -> str:
+    (value,) = [e["value"] for e in container["env"] if e["name"] == name]
+    return str(value)
