@@ -14,7 +14,7 @@ import pytest
 from .harness import Harness
 from .memory_harness import MemoryHarness
 
-BACKENDS = ["memory", "zookeeper"]
+BACKENDS = ["memory", "zookeeper", "kubernetes"]
 
 
 @pytest.fixture

@@ -53,7 +53,10 @@ def load(
             token_filename=str(service_account_dir / "token"),
             cert_filename=str(service_account_dir / "ca.crt"),
         )
-        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+        try:
+            loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+        except ConfigException as exc:
+            raise InvalidArgumentError(f"kubernetes backend: bad in-cluster configuration: {exc}") from None
         if not namespace:
             namespace_file = service_account_dir / "namespace"
             namespace = namespace_file.read_text().strip() if namespace_file.exists() else "default"

@@ -1,0 +1,95 @@
+"""A kubecoord client in its own process, driven by the multi-process tests and the benchmark.
+
+    python child.py elect KUBECONFIG SERVICE ID HISTORY      run for election until killed
+    python child.py write KUBECONFIG STORE ID COUNT          CAS-increment "counter" and
+                                                             update "own/ID", COUNT times each
+    python child.py listen KUBECONFIG STORE KEY              print every value of KEY
+
+Prints one JSON object per line on stdout, flushed at once: {"t": wall seconds, "event":
+..., ...}. ``elect`` reports "leader" (listener calls) and "is_leader" (every change of
+is_leader(), polled every 2 ms) so a test can see what the process believed and when.
+Timings: lease 2 s, renew deadline 1.5 s, retry 0.5 s (or $KUBECOORD_TIMINGS="l,d,r").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+import kubecoord
+
+_print_lock = threading.Lock()
+
+
+def emit(event: str, **fields: Any) -> None:
+    line = json.dumps({"t": time.time(), "event": event, **fields})
+    with _print_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def coordinator(kubeconfig: str, **options: Any) -> kubecoord.Coordinator:
+    lease, deadline, retry = (float(x) for x in os.environ.get("KUBECOORD_TIMINGS", "2,1.5,0.5").split(","))
+    return kubecoord.connect(
+        "kubernetes://default", kubeconfig=kubeconfig, lease_duration=lease, renew_deadline=deadline,
+        retry_period=retry, **options,
+    )
+
+
+def elect(kubeconfig: str, service: str, ident: str, history: str) -> None:
+    election = coordinator(kubeconfig, history=history).leader_election(service)
+    election.add_listener(lambda leader: emit("leader", value=leader))
+    emit("nominated", won=election.nominate(ident))
+    leading = None
+    while True:
+        now = election.is_leader()
+        if now != leading:
+            leading = now
+            leader = election.get_leader() if now else None
+            emit("is_leader", value=now, epoch=leader.epoch if leader else None)
+        time.sleep(0.002)
+
+
+def write(kubeconfig: str, store: str, ident: str, count: int) -> None:
+    kv = coordinator(kubeconfig).storage(store)
+    own = f"own/{ident}"
+    kv.put(own, "0")
+    conflicts = 0
+    for round_ in range(1, count + 1):
+        while True:
+            current = kv.fetch_versioned("counter").result()
+            assert current is not None
+            try:
+                kv.update("counter", str(int(current.value) + 1), expected_version=current.version)
+                break
+            except kubecoord.VersionConflictError:
+                conflicts += 1
+        kv.update(own, str(round_))  # another key of the same ConfigMap: never a conflict
+    emit("done", conflicts=conflicts)
+
+
+def listen(kubeconfig: str, store: str, key: str) -> None:
+    registry = coordinator(kubeconfig).listener_registry(store)
+    registry.add_value_change_listener(key, lambda value: emit("value", value=value))
+    emit("ready")
+    threading.Event().wait()
+
+
+def main(argv: list[str]) -> None:
+    mode, kubeconfig, *rest = argv
+    if mode == "elect":
+        elect(kubeconfig, *rest)
+    elif mode == "write":
+        write(kubeconfig, rest[0], rest[1], int(rest[2]))
+    elif mode == "listen":
+        listen(kubeconfig, *rest)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,69 @@
+"""Fixtures for the Kubernetes backend's own tests (on the session's API emulator)."""
+
+from __future__ import annotations
+
+import pathlib
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+import kubecoord
+from kubecoord import Coordinator
+from kubecoord.testing import ApiEmulator
+
+FAST = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.5}
+
+Connect = Callable[..., Coordinator]
+
+
+@pytest.fixture
+def name() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def connect(kubeconfig_path: pathlib.Path) -> Iterator[Connect]:
+    """connect(**options) -> a coordinator on the emulator with 2 s leases; closed after the test."""
+    opened: list[Coordinator] = []
+
+    def make(url: str = "kubernetes://default", **options: Any) -> Coordinator:
+        options.setdefault("kubeconfig", str(kubeconfig_path))
+        for key, value in FAST.items():
+            options.setdefault(key, value)
+        coordinator = kubecoord.connect(url, **options)
+        opened.append(coordinator)
+        return coordinator
+
+    yield make
+    for coordinator in opened:
+        coordinator.close()
+
+
+@pytest.fixture(scope="session")
+def admin_api(kubeconfig_path: pathlib.Path) -> k8s.ApiClient:
+    """The official client as cluster admin, to arrange what the tests need (RBAC, foreign Leases)."""
+    configuration = k8s.Configuration()
+    k8s_config.load_kube_config(config_file=str(kubeconfig_path), client_configuration=configuration)
+    return k8s.ApiClient(configuration)
+
+
+def grant(admin_api: k8s.ApiClient, service_account: str, rules: list[dict[str, Any]]) -> None:
+    """Bind a new Role with ``rules`` in "default" to the ServiceAccount default/``service_account``."""
+    rbac = k8s.RbacAuthorizationV1Api(admin_api)
+    rbac.create_namespaced_role("default", {"metadata": {"name": service_account}, "rules": rules})
+    rbac.create_namespaced_role_binding(
+        "default",
+        {
+            "metadata": {"name": service_account},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": service_account},
+            "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": "default"}],
+        },
+    )
+
+
+def kubeconfig_for(api: ApiEmulator, directory: pathlib.Path, token: str) -> str:
+    return str(api.write_kubeconfig(directory / f"kubeconfig-{uuid.uuid4().hex[:6]}", token=token))
