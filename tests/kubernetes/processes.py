@@ -48,7 +48,7 @@ class Child:
                     if predicate(self.lines[index]):
                         return index
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.process.poll() is not None and not self._reader.is_alive():
+                if remaining <= 0 or (self.process.poll() is not None and not self._reader.is_alive()):
                     raise AssertionError(f"{self.name}: no such line; got {self.lines[start:]!r}")
                 self._cond.wait(min(remaining, 0.2))
 

@@ -61,7 +61,9 @@ def test_election_lease_has_client_go_fields_and_renewals_change_it(
     assert json.loads(annotations[naming.HOLDER_DATA_ANNOTATION]) == {"holder": "pod-a", "data": "host=10.0.0.7"}
 
 
-def test_release_writes_empty_holder_and_keeps_transitions(api_emulator: ApiEmulator, connect: Connect, name: str) -> None:
+def test_release_writes_empty_holder_and_keeps_transitions(
+    api_emulator: ApiEmulator, connect: Connect, name: str
+) -> None:
     election = connect().leader_election(name)
     election.nominate("pod-a")
     election.resign("pod-a")

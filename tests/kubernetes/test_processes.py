@@ -4,6 +4,7 @@ request to the process that made it. Lease 2 s, renew deadline 1.5 s, retry 0.5 
 
 from __future__ import annotations
 
+import itertools
 import json
 import pathlib
 import signal
@@ -26,8 +27,9 @@ WRITES = ("create", "update", "patch", "delete")
 
 
 @pytest.fixture(scope="module")
-def client_role(admin_api: k8s.ApiClient) -> None:
-    """Every service account of "default" may use Leases and ConfigMaps there."""
+def client_role(admin_api: k8s.ApiClient) -> Iterator[None]:
+    """While this module runs, every service account of "default" may use Leases and
+    ConfigMaps there (removed afterwards: other folders test denials in "default")."""
     rbac = k8s.RbacAuthorizationV1Api(admin_api)
     role = f"kubecoord-client-{uuid.uuid4().hex[:6]}"
     rbac.create_namespaced_role("default", {"metadata": {"name": role}, "rules": [
@@ -40,6 +42,9 @@ def client_role(admin_api: k8s.ApiClient) -> None:
         "subjects": [{"kind": "Group", "name": "system:serviceaccounts:default",
                       "apiGroup": "rbac.authorization.k8s.io"}],
     })
+    yield
+    rbac.delete_namespaced_role_binding(role, "default")
+    rbac.delete_namespaced_role(role, "default")
 
 
 @pytest.fixture
@@ -114,7 +119,7 @@ def test_single_leader_and_increasing_epochs_across_20_kill_9_failovers(
             intervals.append((start, child.killed_at or time.time(), child.name))
     intervals.sort()
     assert len(intervals) >= 21
-    for (_, end, who), (start, _, next_who) in zip(intervals, intervals[1:], strict=False):
+    for (_, end, who), (start, _, next_who) in itertools.pairwise(intervals):
         assert start >= end, f"{next_who} led from {start} while {who} led until {end}"
 
     # The same from the event logs: each term starts after the previous holder's own
@@ -124,7 +129,7 @@ def test_single_leader_and_increasing_epochs_across_20_kill_9_failovers(
     assert len(terms) >= 19  # a process killed right after acquiring may not have flushed its log
     epochs = [term["epoch"] for term in terms]
     assert epochs == sorted(set(epochs)), epochs
-    for previous, current in zip(terms, terms[1:], strict=False):
+    for previous, current in itertools.pairwise(terms):
         assert current["start"] >= previous["valid_until"], (previous, current)
 
 
