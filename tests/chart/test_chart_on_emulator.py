@@ -34,6 +34,7 @@ INSTALL_ORDER = [
     "RoleBinding",
     "Service",
     "Deployment",
+    "PodDisruptionBudget",
 ]
 
 

@@ -24,7 +24,7 @@ def test_default_render_has_every_object(render: Render) -> None:
     objects = render()
     kinds = sorted(obj["kind"] for obj in objects)
     assert kinds == sorted(
-        ["ServiceAccount", "Deployment", "Service", "Role", "RoleBinding"]
+        ["ServiceAccount", "Deployment", "Service", "Role", "RoleBinding", "PodDisruptionBudget"]
         + ["ClusterRole", "ClusterRoleBinding"] * 2
         + ["CustomResourceDefinition"] * 3
     )
@@ -141,3 +141,12 @@ def test_operator_election_timings_are_passed_and_checked(render: Render, helm: 
     result = run_helm(helm, "template", "kc", str(CHART), "--set", "operator.leaderElection.renewDeadlineSeconds=15")
     assert result.returncode != 0
     assert "renewDeadlineSeconds must be less than leaseDurationSeconds" in result.stderr
+
+
+def test_disruption_budget_keeps_a_standby(render: Render) -> None:
+    objects = render()
+    budget = the(objects, "PodDisruptionBudget")
+    assert budget["spec"]["minAvailable"] == 1
+    pod_labels = the(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert budget["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert not by_kind(render("--set", "replicaCount=1"), "PodDisruptionBudget")
