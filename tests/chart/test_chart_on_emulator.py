@@ -39,14 +39,10 @@ INSTALL_ORDER = [
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiEmulator]:
+def cluster() -> Iterator[ApiEmulator]:
     """A cluster of its own: the chart owns cluster-scoped objects (CRDs, ClusterRoles)."""
-    api = ApiEmulator(host="127.0.0.1", port=0)
-    api.start()
-    try:
+    with ApiEmulator(host="127.0.0.1", port=0) as api:
         yield api
-    finally:
-        api.stop()
 
 
 def client_for(api: ApiEmulator, path: pathlib.Path, token: str | None = None) -> ApiClient:

@@ -266,14 +266,19 @@ def _additional(schema: dict[str, Any]) -> dict[str, Any] | None:
     return extra if isinstance(extra, dict) else None
 
 
+def _into_items(schema: dict[str, Any], value: Any, step: Callable[[dict[str, Any], Any], None]) -> bool:
+    """Apply ``step`` to each item of a list value; False when ``value`` is an object."""
+    if isinstance(value, dict):
+        return False
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, dict):
+        for item in value:
+            step(items, item)
+    return True
+
+
 def _prune(schema: dict[str, Any], value: Any, *, resource_root: bool = False) -> None:
-    if isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for item in value:
-                _prune(items, item)
-        return
-    if not isinstance(value, dict):
+    if _into_items(schema, value, _prune):
         return
     properties: dict[str, Any] = schema.get("properties") or {}
     extra = _additional(schema)
@@ -290,13 +295,7 @@ def _prune(schema: dict[str, Any], value: Any, *, resource_root: bool = False) -
 
 
 def _default(schema: dict[str, Any], value: Any, *, resource_root: bool = False) -> None:
-    if isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for item in value:
-                _default(items, item)
-        return
-    if not isinstance(value, dict):
+    if _into_items(schema, value, _default):
         return
     properties: dict[str, Any] = schema.get("properties") or {}
     keep_resource = _keeps_resource_keys(schema, resource_root)
