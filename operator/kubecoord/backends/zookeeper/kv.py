@@ -20,6 +20,8 @@ Guarantees:
   header) raises ValueTooLargeError before any request.
 
 Not guaranteed: a write that fails with BackendUnavailableError may have been applied.
+Every call fails at once with BackendUnavailableError while the session is not connected
+(SUSPENDED) rather than waiting for the reconnection.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from kubecoord.backends.zookeeper.errors import translate, translating
 from kubecoord.backends.zookeeper.handle import Handle
 from kubecoord.backends.zookeeper.naming import decode_name, key_path
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children, read_data
-from kubecoord.errors import KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.errors import BackendUnavailableError, KeyExistsError, KeyNotFoundError, VersionConflictError
 
 if TYPE_CHECKING:
     from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
@@ -68,6 +70,10 @@ class ZooKeeperStorage(Handle, Storage):
         validation.check_key(key)
         self._check_open()
         future: Future[Any] = Future()
+        if not self._session.connected:
+            # kazoo would queue the request until it reconnects, with no deadline: fail now.
+            future.set_exception(BackendUnavailableError(f"not connected to ZooKeeper; cannot fetch {key!r}"))
+            return future
 
         def complete(result: Any) -> None:  # kazoo's completion thread
             try:

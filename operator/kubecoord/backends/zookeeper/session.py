@@ -2,8 +2,10 @@
 
 Guarantees:
 
-- Every request waits at most ``request_timeout``; reads are retried within it on
-  ConnectionLoss, writes are not (their outcome would be ambiguous).
+- Every request waits at most ``request_timeout``; reads are retried (read_retry) on
+  ConnectionLoss, writes are not (their outcome would be ambiguous). While the session
+  is not connected (SUSPENDED, reconnecting) requests fail at once with
+  BackendUnavailableError instead of waiting for the reconnection.
 - ``connected`` flips to False in kazoo's own state callback, before any task runs, so a
   leader stops believing it leads the moment kazoo reports SUSPENDED.
 - Handles subscribe with ``subscribe(fn)``; ``fn(state)`` runs on the worker thread for
@@ -24,6 +26,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
@@ -55,7 +58,6 @@ class Session:
         self._worker = Worker(name)
         self._lock = threading.Lock()
         self._listeners: list[StateListener] = []
-        self._state = KazooState.LOST
         self._crashed = False
         self.generation = 0
         """Bumped on every SUSPENDED and LOST: leadership confirmed in an older one is unconfirmed."""
@@ -100,7 +102,8 @@ class Session:
     # -- state --------------------------------------------------------------------
     @property
     def connected(self) -> bool:
-        return self._state == KazooState.CONNECTED and not self._crashed
+        # kazoo's own flag: cleared before it tells listeners of SUSPENDED, set before CONNECTED.
+        return bool(self.client.connected) and not self._crashed
 
     @property
     def session_timeout(self) -> float:
@@ -127,7 +130,6 @@ class Session:
         # kazoo's connection thread: record and hand over, never block here.
         if state != KazooState.CONNECTED:
             self.generation += 1
-        self._state = state
         log.debug("zookeeper session state", extra={"state": state})
         self._worker.post(None, lambda: self._fan_out(state))
 
@@ -142,7 +144,14 @@ class Session:
 
     # -- requests -----------------------------------------------------------------
     def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """One kazoo *_async request, waited for at most request_timeout."""
+        """One kazoo *_async request, waited for at most request_timeout.
+
+        Fails at once with ConnectionLoss while not connected: kazoo would queue the
+        request until it reconnects, and the worker thread must stay free to hear of
+        state changes meanwhile.
+        """
+        if not self.connected:
+            raise ConnectionLoss("not connected to ZooKeeper")
         return method(*args, **kwargs).get(timeout=self.options.request_timeout)
 
     def read(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -9,7 +9,8 @@ Starts Debian's jars (``apt-get install zookeeper libslf4j-java``; /usr/share/ja
 ``java -cp zookeeper.jar ...``: the jar's manifest names its dependencies. Every server
 listens on 127.0.0.1 only (clientPortAddress), on free ports, with the admin HTTP server
 off and the ``ruok``/``srvr`` four-letter words whitelisted; ready means ``ruok`` answers
-``imok``. A small tickTime (200 ms) lets clients use sessions of 0.4 s and up.
+``imok`` and ``srvr`` reports a mode (ruok answers before sessions are accepted).
+A small tickTime (200 ms) lets clients use sessions of 0.4 s and up.
 
 Guarantees: stop() and kill() wait() on the JVM, so no zombie is left even though PID 1
 here does not reap orphans. Not guaranteed: that ports chosen free stay free until the
@@ -97,7 +98,8 @@ class ServerProcess:
         return self.process is not None and self.process.poll() is None
 
     def ready(self) -> bool:
-        return self.running and four_letter_word(self.client_port, "ruok") == "imok"
+        # ruok answers before the server takes sessions; srvr shows a Mode only once it does.
+        return self.running and four_letter_word(self.client_port, "ruok") == "imok" and bool(self.mode())
 
     def mode(self) -> str:
         """'leader', 'follower' or 'standalone' from ``srvr``; '' if not serving."""

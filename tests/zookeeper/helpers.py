@@ -1,0 +1,120 @@
+"""Shared by the zookeeper tests: forced session expiry and reading an event log."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from kubecoord import Coordinator
+
+
+def force_expiry(hosts: str, coordinator: Coordinator) -> None:
+    """Expire ``coordinator``'s session now: attach a second client to it and close that."""
+    client_id = coordinator.client_id  # type: ignore[attr-defined]
+    assert client_id is not None
+    thief = KazooClient(hosts=hosts, client_id=client_id, timeout=2.0)
+    thief.start(timeout=10)
+    thief.stop()
+    thief.close()
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def raw_client(hosts: str) -> KazooClient:
+    client = KazooClient(hosts=hosts, timeout=4.0)
+    client.start(timeout=10)
+    return client
+
+
+class TcpProxy:
+    """A loopback TCP forwarder whose connections a test can cut and refuse.
+
+    Cutting the connection makes kazoo report SUSPENDED at once; while refusing, it
+    cannot reconnect; after ``allow()`` it reconnects to the same session. Stopped
+    (threads joined) by close().
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.1)
+        self.port = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._all: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self._refusing = False
+        self._stopped = False
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True)
+        self._acceptor.start()
+
+    def cut(self) -> None:
+        """Refuse new connections and break the open ones."""
+        with self._lock:
+            self._refusing = True
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:  # shutdown only: closing under a pump thread would let its fd be reused
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def allow(self) -> None:
+        with self._lock:
+            self._refusing = False
+
+    def close(self) -> None:
+        self._stopped = True
+        self.cut()
+        self._acceptor.join(5)
+        self._listener.close()
+        for thread in self._threads:
+            thread.join(5)
+        for sock in self._all:
+            sock.close()
+
+    def _accept_loop(self) -> None:
+        while not self._stopped:
+            try:
+                client, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self._lock:
+                refusing = self._refusing
+            if refusing:
+                client.close()  # never handed to a pump: safe to close here
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._sockets += [client, upstream]
+                self._all += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                pump = threading.Thread(target=self._pump, args=(source, sink), daemon=True)
+                pump.start()
+                self._threads.append(pump)
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, sink):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)

@@ -1,0 +1,115 @@
+"""Connection states: SUSPENDED makes a leader uncertain, LOST makes it re-enter and re-join.
+
+SUSPENDED is produced by cutting the client's TCP connection at a proxy and refusing
+reconnection for a moment (well within the session timeout); LOST by forcing the
+session to expire from a second client that attaches to it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import kubecoord
+from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
+
+from ..helpers import Recorder, eventually
+from .helpers import TcpProxy, events, force_expiry
+
+
+def test_suspended_leader_is_uncertain_until_reconnected(zookeeper_server: ZooKeeperServer, tmp_path: Path) -> None:
+    history = tmp_path / "history.jsonl"
+    proxy = TcpProxy(zookeeper_server.servers[0].client_port)
+    try:
+        url = f"zookeeper://127.0.0.1:{proxy.port}/suspend-{uuid.uuid4().hex[:8]}"
+        with kubecoord.connect(url, session_timeout=4.0, history=history) as coord:
+            election = coord.leader_election("svc")
+            seen: Recorder[str | None] = Recorder()
+            election.add_listener(seen)
+            assert election.nominate("a")
+            seen.wait_last("a")
+            epoch = (election.get_leader() or kubecoord.Leader("", "", 0)).epoch
+
+            proxy.cut()  # SUSPENDED at once; no reconnection while refused
+            seen.wait_last(None)
+            for _ in range(5):
+                assert not election.is_leader(), "no leader work while SUSPENDED"
+                time.sleep(0.1)
+            proxy.allow()
+            seen.wait_last("a")
+            eventually(election.is_leader)
+            leader = election.get_leader()
+            assert leader is not None and (leader.id, leader.epoch) == ("a", epoch), "same session, same node"
+    finally:
+        proxy.close()
+    kinds = [e["event"] for e in events(history) if e["primitive"] == "leader_election"]
+    assert kinds[:2] == ["acquired", "renewed"] and "lost" not in kinds
+
+
+def test_lost_session_reenters_election_and_rejoins_group(zookeeper_server: ZooKeeperServer, tmp_path: Path) -> None:
+    history = tmp_path / "history.jsonl"
+    url = f"zookeeper://{zookeeper_server.hosts}/lost-{uuid.uuid4().hex[:8]}"
+    with kubecoord.connect(url, session_timeout=2.0, history=history) as victim, \
+            kubecoord.connect(url, session_timeout=2.0) as other:
+        election = victim.leader_election("svc")
+        group = victim.group_membership("workers")
+        rival = other.leader_election("svc")
+        watcher = other.group_membership("workers")
+        members: Recorder[set[str]] = Recorder()
+        watcher.add_listener(members)
+        mine: Recorder[str | None] = Recorder()
+        election.add_listener(mine)
+
+        assert election.nominate("a", data="host-a")
+        group.join("m1", data="payload")
+        assert not rival.nominate("b")
+        members.wait_last({"m1"})
+        old_session = victim.client_id
+        epoch_a = (rival.get_leader() or kubecoord.Leader("", "", 0)).epoch
+
+        force_expiry(zookeeper_server.hosts, victim)
+
+        # b takes over; a re-enters behind it with a new node, m1 re-joins with its data.
+        eventually(lambda: rival.is_leader("b"))
+        leader_b = rival.get_leader()
+        assert leader_b is not None and leader_b.id == "b" and leader_b.epoch > epoch_a
+        mine.wait_last("b")
+        assert not election.is_leader()
+        eventually(lambda: victim.client_id != old_session)
+        eventually(lambda: watcher.membership() == {"m1": "payload"})
+        members.wait_last({"m1"})
+
+        rival.resign("b")
+        mine.wait_last("a")
+        eventually(lambda: election.is_leader("a"))
+        leader_a = rival.get_leader()
+        assert leader_a is not None and (leader_a.id, leader_a.data) == ("a", "host-a")
+        assert leader_a.epoch > leader_b.epoch
+    log = [(e["event"], e.get("member")) for e in events(history)]
+    assert ("lost", "a") in log and ("expired", "m1") in log
+    assert log.count(("joined", "m1")) == 2 and log.count(("acquired", "a")) == 2
+
+
+def test_requests_fail_typed_while_the_server_is_down(private_zookeeper: ZooKeeperServer) -> None:
+    url = f"zookeeper://{private_zookeeper.hosts}/down"
+    with kubecoord.connect(url, session_timeout=2.0, request_timeout=1.0) as coord:
+        kv = coord.storage("store")
+        kv.put("k", "v")
+        private_zookeeper.stop()
+        for call in (lambda: kv.put("k2", "v"), lambda: kv.fetch("k").result(10), lambda: kv.children()):
+            try:
+                call()
+            except kubecoord.BackendUnavailableError:
+                continue
+            raise AssertionError("a request to a stopped server must raise BackendUnavailableError")
+
+
+def test_unreachable_server_fails_connect_typed() -> None:
+    from kubecoord.backends.zookeeper.testserver import free_port
+
+    try:
+        kubecoord.connect(f"zookeeper://127.0.0.1:{free_port()}/x", connect_timeout=0.5)
+    except kubecoord.BackendUnavailableError:
+        return
+    raise AssertionError("connect() to a closed port must raise BackendUnavailableError")
