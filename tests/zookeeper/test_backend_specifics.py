@@ -1,0 +1,138 @@
+"""What only the zookeeper backend has: znode layout, implicit parents, size limit, ACLs, options."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kazoo.client import KazooClient
+
+import kubecoord
+from kubecoord import Coordinator
+from kubecoord.backends.zookeeper.naming import decode_name, encode_name
+from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
+
+from .helpers import raw_client
+
+
+@pytest.fixture
+def chroot() -> str:
+    return f"specific-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def coord(zookeeper_server: ZooKeeperServer, chroot: str) -> Iterator[Coordinator]:
+    with kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}") as coordinator:
+        yield coordinator
+
+
+@pytest.fixture
+def zk(zookeeper_server: ZooKeeperServer) -> Iterator[KazooClient]:
+    client = raw_client(zookeeper_server.hosts)
+    yield client
+    client.stop()
+    client.close()
+
+
+def test_implicit_parents_are_not_keys_and_are_pruned(coord: Coordinator, zk: KazooClient, chroot: str) -> None:
+    kv = coord.storage("store")
+    root = f"/{chroot}/kv/store"
+    kv.put("a/b/c", "deep")
+    assert kv.fetch("a").result() is None and kv.fetch("a/b").result() is None
+    assert kv.children("a") == {"b"}
+    with pytest.raises(kubecoord.KeyNotFoundError):
+        kv.update("a/b", "x")
+    assert kv.put("a/b", "now a key") == 1  # an implicit parent becomes a key at version 1
+    assert kv.update("a/b", "again", expected_version=1) == 2
+    kv.delete("a/b/c")
+    assert kv.fetch_versioned("a/b").result() == kubecoord.Versioned("again", 2)
+    assert zk.exists(f"{root}/a/b/c") is None
+    kv.delete("a/b")
+    assert kv.children() == set()
+    assert zk.exists(f"{root}/a") is None, "the empty implicit parent must be removed"
+
+
+def test_deleting_a_key_with_keys_below_keeps_them(coord: Coordinator) -> None:
+    kv = coord.storage("store")
+    kv.put("p", "parent")
+    kv.put("p/child", "c")
+    kv.delete("p", expected_version=1)
+    assert kv.fetch("p").result() is None
+    assert kv.fetch("p/child").result() == "c"
+    assert kv.put("p", "back") == 1
+    kv.delete("p/child")
+    assert kv.children() == {"p"}
+
+
+@pytest.mark.parametrize("text", [".", "..", "%", "%2E", "zookeeper", "🔑", "\ue000private", "\ufff0x", "a b"])
+def test_names_encode_reversibly_to_legal_znode_names(coord: Coordinator, text: str) -> None:
+    assert decode_name(encode_name(text)) == text
+    group = coord.group_membership("g")
+    group.join(text, data=text)
+    assert group.membership() == {text: text}
+    kv = coord.storage("store")
+    key = "zookeeper" if text in (".", "..") else text  # '.' and '..' are not valid key segments
+    kv.put(key, text)
+    assert kv.fetch(key).result() == text
+    assert kv.children() == {key}
+
+
+def test_values_over_the_request_limit_are_rejected_before_any_write(coord: Coordinator, zk: KazooClient,
+                                                                    chroot: str) -> None:
+    kv = coord.storage("store")
+    assert kv.max_value_bytes == 0xFFFFF - 4096
+    generation = coord.session.generation  # type: ignore[attr-defined]
+    for size in (kv.max_value_bytes + 1, 0xFFFFF, 0xFFFFF + 1):
+        with pytest.raises(kubecoord.ValueTooLargeError):
+            kv.put("big", "x" * size)
+    assert zk.exists(f"/{chroot}/kv/store/big") is None
+    assert coord.session.generation == generation, "the connection was never dropped"  # type: ignore[attr-defined]
+    kv.put("big", "x" * kv.max_value_bytes)  # the largest accepted value fits a request
+    assert len(kv.fetch("big").result() or "") == kv.max_value_bytes
+
+
+def test_election_znodes_use_kazoo_lock_naming(coord: Coordinator, zk: KazooClient, chroot: str) -> None:
+    election = coord.leader_election("svc")
+    election.nominate("a", data="payload")
+    [node] = zk.get_children(f"/{chroot}/elections/svc")
+    assert "__lock__" in node and node[-10:].isdigit()
+    data, stat = zk.get(f"/{chroot}/elections/svc/{node}")
+    assert data == b"a\npayload" and stat.ephemeralOwner != 0
+    leader = election.get_leader()
+    assert leader is not None and leader.epoch == stat.czxid
+
+
+def test_acl_with_digest_auth(zookeeper_server: ZooKeeperServer, chroot: str) -> None:
+    url = f"zookeeper://{zookeeper_server.hosts}/{chroot}"
+    with kubecoord.connect(url, auth="alice:secret") as owner, kubecoord.connect(url) as stranger:
+        owner.storage("store").put("k", "v")
+        assert stranger.storage("store").fetch("k").result() == "v"  # world-readable
+        with pytest.raises(kubecoord.PermissionDeniedError):
+            stranger.storage("store").update("k", "mine now")
+        with kubecoord.connect(url, auth="alice:secret") as same_user:
+            assert same_user.storage("store").update("k", "v2") == 2
+
+
+@pytest.mark.parametrize(
+    ("url_tail", "options"),
+    [
+        ("/ok", {"session_timeout": -1}),
+        ("/ok", {"no_such_option": 1}),
+        ("/ok", {"acl": ["world:anyone:xyz"]}),
+        ("/ok", {"acl": "world:anyone:r"}),
+        ("/ok", {"auth": "no-colon"}),
+        ("/ok", {"max_value_bytes": 2 * 1024 * 1024}),
+        ("/ok", {"connection_retry": {"bogus": 1}}),
+        ("/zookeeper", {}),
+        ("/bad chroot", {}),
+    ],
+)
+def test_bad_urls_and_options_are_rejected_before_connecting(url_tail: str, options: dict[str, object]) -> None:
+    with pytest.raises(kubecoord.InvalidArgumentError):
+        kubecoord.connect(f"zookeeper://127.0.0.1:1{url_tail}", **options)
+
+
+def test_bad_host_list_is_rejected() -> None:
+    with pytest.raises(kubecoord.InvalidArgumentError):
+        kubecoord.connect("zookeeper://host:port:extra/x")
