@@ -19,7 +19,7 @@ $(INSTALLED): pyproject.toml constraints.txt
 
 # ZooKeeper for the zookeeper tests: Debian's jars, started by the test fixtures.
 system-deps:
-	@if [ ! -f /usr/share/java/zookeeper.jar ]; then \
+	@if [ ! -f /usr/share/java/zookeeper.jar ] || [ ! -f /usr/share/java/slf4j-simple.jar ]; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper libslf4j-java; \
 	fi
 
