@@ -55,21 +55,26 @@ class Candidate:
             self.lines.put(line.strip())
 
 
-def spawn(url: str, candidate_id: str) -> Candidate:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.zookeeper.candidate_process", url, "svc", candidate_id, str(SESSION_TIMEOUT)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+def spawn(url: str, candidate_id: str, logs: Path) -> Candidate:
+    stderr = logs / f"{candidate_id}.stderr"
+    with open(stderr, "w") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.zookeeper.candidate_process", url, "svc", candidate_id, str(SESSION_TIMEOUT)],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     candidate = Candidate(candidate_id, process)
     threading.Thread(target=candidate.read, daemon=True).start()
-    deadline = time.monotonic() + 30
-    while candidate.lines.get(timeout=max(0.1, deadline - time.monotonic())) != "ready":
-        pass
+    deadline = time.monotonic() + 60
+    try:
+        while candidate.lines.get(timeout=max(0.1, deadline - time.monotonic())) != "ready":
+            pass
+    except queue.Empty:
+        raise AssertionError(f"{candidate_id} never got ready; its stderr:\n{stderr.read_text()}") from None
     return candidate
 
 
 @pytest.mark.slow
-def test_twenty_kill_9_failovers_never_overlap(zookeeper_server: ZooKeeperServer) -> None:
+def test_twenty_kill_9_failovers_never_overlap(zookeeper_server: ZooKeeperServer, tmp_path: Path) -> None:
     url = f"zookeeper://{zookeeper_server.hosts}/kill-{uuid.uuid4().hex[:8]}"
     candidates: dict[str, Candidate] = {}
     try:
@@ -78,7 +83,7 @@ def test_twenty_kill_9_failovers_never_overlap(zookeeper_server: ZooKeeperServer
             seen: Recorder[str | None] = Recorder()
             observer.add_listener(seen)
             for index in range(3):
-                candidates[f"p{index}"] = spawn(url, f"p{index}")
+                candidates[f"p{index}"] = spawn(url, f"p{index}", tmp_path)
             epochs: list[int] = []
             for round_ in range(FAILOVERS + 1):
                 eventually(lambda: (observer.get_leader() or kubecoord.Leader("", "", 0)).id in candidates, 30)
@@ -95,7 +100,7 @@ def test_twenty_kill_9_failovers_never_overlap(zookeeper_server: ZooKeeperServer
                 holder.process.kill()
                 holder.process.wait()
                 new_id = f"p{len(candidates)}"
-                candidates[new_id] = spawn(url, new_id)
+                candidates[new_id] = spawn(url, new_id, tmp_path)
                 eventually(lambda old=leader.id: seen.calls and seen.calls[-1] not in (old, None), 30)
     finally:
         for candidate in candidates.values():
