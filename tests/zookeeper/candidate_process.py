@@ -1,9 +1,9 @@
 """A candidate in its own process, for kill -9 tests.
 
-    python -m tests.zookeeper.candidate_process URL SERVICE ID SESSION_TIMEOUT
+    python -m tests.zookeeper.candidate_process URL SERVICE ID SESSION_TIMEOUT HISTORY
 
-Prints one JSON line per leadership event of this candidate (the coordination event log
-on stdout) and "ready" once nominated; runs until killed.
+Appends its coordination event log (JSON Lines) to HISTORY, prints "ready" once
+nominated, and runs until killed.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import kubecoord
 
 
 def main() -> None:
-    url, service, candidate, session_timeout = sys.argv[1:5]
-    coord = kubecoord.connect(url, session_timeout=float(session_timeout), history=sys.stdout)
+    url, service, candidate, session_timeout, history = sys.argv[1:6]
+    coord = kubecoord.connect(url, session_timeout=float(session_timeout), history=history)
     coord.leader_election(service).nominate(candidate)
     print("ready", flush=True)
     threading.Event().wait()

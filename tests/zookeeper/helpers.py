@@ -25,9 +25,12 @@ def force_expiry(hosts: str, coordinator: Coordinator) -> None:
 
 
 def events(path: Path) -> list[dict[str, Any]]:
+    """The event log at ``path``; a last line still being written is left out."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = path.read_text()
+    complete = text[: text.rfind("\n") + 1]
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
 
 def raw_client(hosts: str) -> KazooClient:

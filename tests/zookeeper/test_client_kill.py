@@ -1,8 +1,8 @@
 """kill -9 of candidate processes: one leader at a time, epochs strictly increasing.
 
 Three candidate processes run for one service; 20 times the leading process is killed
-with SIGKILL and replaced. Each process logs its "acquired" events (with the epoch) on
-stdout; an observer in the test process records who leads. Checked: every new leader
+with SIGKILL and replaced. Each process logs its "acquired" events (with the epoch) to
+its own event log; an observer in the test process records who leads. Checked: every new leader
 acquired only after the previous one was dead (no overlap of leadership intervals), the
 epochs observed strictly increase, and the leader each time is the process that says so.
 """
@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import os
-import queue
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ import kubecoord
 from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
 
 from ..helpers import Recorder, eventually
+from .helpers import events
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION_TIMEOUT = 2.0
@@ -39,37 +38,33 @@ FAILOVERS = 20
 class Candidate:
     id: str
     process: subprocess.Popen[str]
-    acquired: list[dict[str, Any]] = field(default_factory=list)
-    lines: queue.Queue[str] = field(default_factory=queue.Queue)
+    history: Path
     killed_at: float | None = None
 
-    def read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("{"):
-                event = json.loads(line)
-                if event["event"] == "acquired":
-                    # The process's own record of when it started to lead (same machine, same clock).
-                    event["at"] = dt.datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
-                    self.acquired.append(event)
-            self.lines.put(line.strip())
+    def acquired(self) -> list[dict[str, Any]]:
+        """The candidate's "acquired" events, with "at": its own wall-clock time of acquiring."""
+        found = []
+        for event in events(self.history):
+            if event["event"] == "acquired":
+                event["at"] = dt.datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
+                found.append(event)
+        return found
 
 
 def spawn(url: str, candidate_id: str, logs: Path) -> Candidate:
-    stderr = logs / f"{candidate_id}.stderr"
+    stderr, history = logs / f"{candidate_id}.stderr", logs / f"{candidate_id}.jsonl"
     with open(stderr, "w") as errors:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.zookeeper.candidate_process", url, "svc", candidate_id, str(SESSION_TIMEOUT)],
+            [sys.executable, "-m", "tests.zookeeper.candidate_process", url, "svc", candidate_id,
+             str(SESSION_TIMEOUT), str(history)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-    candidate = Candidate(candidate_id, process)
-    threading.Thread(target=candidate.read, daemon=True).start()
-    deadline = time.monotonic() + 60
-    try:
-        while candidate.lines.get(timeout=max(0.1, deadline - time.monotonic())) != "ready":
-            pass
-    except queue.Empty:
-        raise AssertionError(f"{candidate_id} never got ready; its stderr:\n{stderr.read_text()}") from None
+    candidate = Candidate(candidate_id, process, history)
+    ready = threading.Event()
+    threading.Thread(target=lambda: process.stdout and "ready" in process.stdout.readline() and ready.set(),
+                     daemon=True).start()
+    if not ready.wait(60):
+        raise AssertionError(f"{candidate_id} never got ready; its stderr:\n{stderr.read_text()}")
     return candidate
 
 
@@ -92,7 +87,7 @@ def test_twenty_kill_9_failovers_never_overlap(zookeeper_server: ZooKeeperServer
                 holder = candidates[leader.id]
                 assert holder.killed_at is None
                 # The process itself says it acquired this epoch (its log line may trail a little).
-                eventually(lambda h=holder, e=leader.epoch: any(a["epoch"] == e for a in h.acquired), 30)
+                eventually(lambda h=holder, e=leader.epoch: any(a["epoch"] == e for a in h.acquired()), 30)
                 epochs.append(leader.epoch)
                 if round_ == FAILOVERS:
                     break
@@ -111,7 +106,7 @@ def test_twenty_kill_9_failovers_never_overlap(zookeeper_server: ZooKeeperServer
     # Leadership intervals: [acquired, killed]; each must end before the next begins.
     intervals = sorted(
         (event["at"], event["epoch"], c.killed_at or float("inf"), c.id)
-        for c in candidates.values() for event in c.acquired
+        for c in candidates.values() for event in c.acquired()
     )
     assert len(intervals) == FAILOVERS + 1, f"every leader acquired exactly once: {intervals}"
     for (_, epoch, end, who), (next_start, next_epoch, _, next_who) in itertools.pairwise(intervals):
