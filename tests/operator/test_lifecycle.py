@@ -15,6 +15,7 @@ import pytest
 import kubecoord
 from kubecoord.api import Coordinator
 from kubecoord.backends.kubernetes import naming
+from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
 from kubecoord.errors import PermissionDeniedError
 from kubecoord.testing import ApiEmulator
 from tests.helpers import eventually
@@ -167,3 +168,28 @@ def test_clients_get_exactly_their_role_and_others_are_denied(
     )
     eventually(lambda: f"kubecoord-leaderelection-{name}" not in resources.role_names(), timeout=30)
     resources.delete("leaderelections", name)
+
+
+def test_zookeeper_resources_are_mirrored_and_their_znodes_purged_on_delete(
+    resources: Resources, unique: str, zookeeper_server: ZooKeeperServer
+) -> None:
+    name, chroot = f"zk-{unique}", f"op-{unique}"
+    spec = {"backend": "zookeeper", "zookeeper": {"hosts": [zookeeper_server.hosts], "chroot": f"/{chroot}"}}
+    resources.create("leaderelections", "LeaderElection", name, spec)
+    resources.create("kvstores", "KVStore", name, spec)
+    resources.wait_ready("leaderelections", name)
+    with kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}") as coordinator:
+        coordinator.storage(name).put("topics/orders", "partitions=3")
+        eventually(lambda: resources.status("kvstores", name).get("keys") == 1, timeout=20)
+        election = coordinator.leader_election(name)
+        election.nominate("pod-z")
+        eventually(lambda: resources.status("leaderelections", name).get("leader") == "pod-z", timeout=20)
+        assert naming.election_lease_name(name) not in resources.lease_names()  # nothing on Kubernetes
+        election.close()
+
+        resources.delete("leaderelections", name)
+        resources.delete("kvstores", name)
+        eventually(lambda: resources.get("leaderelections", name) is None, timeout=30)
+        eventually(lambda: resources.get("kvstores", name) is None, timeout=30)
+        purge = coordinator.purge  # type: ignore[attr-defined]
+        assert purge("leader_election", name) == 0 and purge("kv", name) == 0  # the finalizer left nothing

@@ -121,9 +121,11 @@ class _StoreHandle(HandleBase):
 class KubeStorage(_StoreHandle, Storage):
     _kind = "Storage"
 
-    def __init__(self, context: Context, name: str) -> None:
+    def __init__(self, context: Context, name: str, *, size_limit: int | None = None) -> None:
         super().__init__(context, name)
         self.max_value_bytes = context.max_value_bytes
+        self._size_limit = min(size_limit, MAX_STORE_BYTES) if size_limit else MAX_STORE_BYTES
+        """Largest ConfigMap data size: 1 MiB, or the KVStore resource's sizeLimit (binding.py)."""
 
     # -- reads --------------------------------------------------------------------------
     def fetch(self, key: str) -> Future[str | None]:
@@ -242,6 +244,11 @@ class KubeStorage(_StoreHandle, Storage):
         else:
             data[data_key] = dump_entry(new)
         size = data_size(data)
+        if self._size_limit < MAX_STORE_BYTES and size > self._size_limit:
+            raise StoreFullError(
+                f"store {self.name!r} would hold {size} bytes, over the sizeLimit of its KVStore resource "
+                f"({self._size_limit} bytes); delete keys or raise spec.sizeLimit"
+            )
         if size > MAX_STORE_BYTES:
             raise StoreFullError(
                 f"store {self.name!r} would hold {size} bytes, over the 1 MiB ({MAX_STORE_BYTES} bytes) that one "

@@ -11,6 +11,7 @@ from kubecoord import validation
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.api import Coordinator, GroupMembership, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.zookeeper.election import ZooKeeperElection
+from kubecoord.backends.zookeeper.errors import translating
 from kubecoord.backends.zookeeper.handle import Handle
 from kubecoord.backends.zookeeper.kv import ZooKeeperListenerRegistry, ZooKeeperStorage
 from kubecoord.backends.zookeeper.membership import ZooKeeperGroup
@@ -67,6 +68,27 @@ class ZooKeeperCoordinator(Coordinator):
 
     def listener_registry(self, name: str) -> ListenerRegistry:
         return self._track(ZooKeeperListenerRegistry(self, validation.check_name(name, "store name")))
+
+    def purge(self, primitive: str, name: str) -> int:
+        """Delete every znode of one election, group or store; returns how many went.
+
+        For the operator's finalizer: a deleted LeaderElection, Group or KVStore resource
+        leaves nothing behind in ZooKeeper. Ephemeral znodes of live sessions go too
+        (their holders see their leadership or membership end).
+        """
+        folder = {"leader_election": "elections", "group": "groups", "kv": "kv"}[primitive]
+        path = f"{self.chroot}/{folder}/{validation.check_name(name, 'name')}"
+        client = self.session.client
+        with translating():
+            if client.exists(path) is None:
+                return 0
+            count, pending = 0, [path]
+            while pending:
+                node = pending.pop()
+                count += 1
+                pending += [f"{node}/{child}" for child in client.get_children(node)]
+            client.delete(path, recursive=True)
+        return count
 
     def _track(self, handle: H) -> H:
         with self._lock:

@@ -1,0 +1,115 @@
+"""Clients bind by name: a handle reads the kubecoord.dev resource of the same name.
+
+``coord.leader_election("billing")`` on ``kubernetes://NS`` reads the LeaderElection
+``billing`` in NS; ``group_membership("workers")`` the Group ``workers``;
+``storage("topics")`` the KVStore ``topics``. When the resource exists its spec decides:
+
+- ``backend: zookeeper``: the handle comes from a ZooKeeper coordinator for the
+  resource's ``spec.zookeeper`` (hosts, chroot, session timeout), opened through
+  kubecoord.connect() on first use and closed with this coordinator;
+- timings: LeaderElection leaseDurationSeconds / renewDeadlineSeconds /
+  retryPeriodSeconds; Group leaseDurationSeconds / renewIntervalSeconds (a member's
+  time to live and heartbeat);
+- KVStore sizeLimit: writes that would make the store's ConfigMap data larger raise
+  StoreFullError.
+
+So application code carries no timing constants. Precedence: per-handle keyword
+arguments, then the resource's spec, then the connect() options. Without the resource —
+no operator, no CRDs, or no ``get`` permission on it (the operator grants it to
+``spec.clients``) — the connect() options apply (client-go's defaults: 15 s, 10 s, 2 s).
+Guarantee: looking a resource up never fails a handle; an unreadable resource is treated
+as absent and logged at debug level. Not guaranteed: that a handle follows later changes
+of the spec (it reads the resource once, when created).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client as k8s
+
+from kubecoord.backends.kubernetes.client import KubeClient, Resource
+from kubecoord.backends.kubernetes.timings import Timings
+from kubecoord.errors import CoordinationError
+
+log = logging.getLogger("kubecoord.kubernetes.binding")
+
+GROUP = "kubecoord.dev"
+VERSION = "v1alpha1"
+_QUANTITY = re.compile(r"^([1-9][0-9]*)(Ki|Mi|Gi)?$")
+_UNITS = {None: 1, "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3}
+
+
+def _custom_resource(plural: str, suffix: str) -> Resource:
+    """A Resource whose ``read_namespaced_SUFFIX`` reads one kubecoord.dev object."""
+
+    class _Api:
+        def __init__(self, api_client: k8s.ApiClient) -> None:
+            self._custom = k8s.CustomObjectsApi(api_client)
+
+    def read(self: _Api, name: str, namespace: str, **kwargs: Any) -> Any:
+        return self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name, **kwargs)
+
+    setattr(_Api, f"read_namespaced_{suffix}", read)
+    return Resource(plural, _Api, suffix)
+
+
+LEADER_ELECTIONS = _custom_resource("leaderelections", "leader_election")
+GROUPS = _custom_resource("groups", "group")
+KV_STORES = _custom_resource("kvstores", "kv_store")
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """The spec of the resource a handle is named after."""
+
+    spec: dict[str, Any]
+
+    @property
+    def backend(self) -> str:
+        return str(self.spec.get("backend", "kubernetes"))
+
+    def zookeeper(self) -> tuple[str, dict[str, Any]]:
+        """connect() URL and options of the resource's ZooKeeper ensemble."""
+        zookeeper = self.spec.get("zookeeper") or {}
+        chroot = str(zookeeper.get("chroot", "/kubecoord")).strip("/")
+        url = f"zookeeper://{','.join(zookeeper.get('hosts') or [])}/{chroot}"
+        return url, {"session_timeout": float(zookeeper.get("sessionTimeoutSeconds", 10))}
+
+    def election_timings(self, base: Timings) -> Timings:
+        return base.with_overrides(
+            lease_duration=_seconds(self.spec.get("leaseDurationSeconds")),
+            renew_deadline=_seconds(self.spec.get("renewDeadlineSeconds")),
+            retry_period=_seconds(self.spec.get("retryPeriodSeconds")),
+        )
+
+    def group_timings(self, base: Timings) -> Timings:
+        lease = _seconds(self.spec.get("leaseDurationSeconds")) or base.lease_duration
+        retry = _seconds(self.spec.get("renewIntervalSeconds")) or base.retry_period
+        # A member has no renew deadline of its own; keep the invariant the Timings check
+        # (lease > deadline > 1.2 x retry) with a deadline between the two.
+        deadline = base.renew_deadline if lease > base.renew_deadline > 1.2 * retry else (lease + 1.2 * retry) / 2
+        return Timings(lease_duration=lease, renew_deadline=deadline, retry_period=retry)
+
+    def size_limit(self) -> int | None:
+        match = _QUANTITY.match(str(self.spec.get("sizeLimit", "")))
+        return int(match.group(1)) * _UNITS[match.group(2)] if match else None
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def lookup(client: KubeClient, resource: Resource, name: str) -> Binding | None:
+    """The Binding of the resource ``name``, or None (absent or unreadable)."""
+    try:
+        obj = client.get(resource, name)
+    except CoordinationError as exc:  # no CRDs, no permission, API trouble: use the defaults
+        log.debug("no binding", extra={"resource": resource.plural, "object": name, "error": str(exc)})
+        return None
+    if obj is None:
+        return None
+    return Binding(spec=dict(obj.get("spec") or {}))
