@@ -10,7 +10,9 @@ from __future__ import annotations
 import abc
 from typing import Any
 
+import kubecoord
 from kubecoord import Coordinator
+from kubecoord.testing import crash
 
 
 class Harness(abc.ABC):
@@ -33,3 +35,29 @@ class Harness(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Close every coordinator this harness connected, and anything else it started."""
+
+
+class UrlHarness(Harness):
+    """A harness that connects to one URL with default options, crashes with
+    kubecoord.testing.crash() (the coordinator's simulate_crash() hook) and closes every
+    coordinator it connected. Subclasses set ``url`` and ``defaults`` and write expire()."""
+
+    url: str
+    defaults: dict[str, Any]
+
+    def __init__(self, url: str, **defaults: Any) -> None:
+        self.url = url
+        self.defaults = defaults
+        self.coordinators: list[Coordinator] = []
+
+    def connect(self, **options: Any) -> Coordinator:
+        coordinator = kubecoord.connect(self.url, **{**self.defaults, **options})
+        self.coordinators.append(coordinator)
+        return coordinator
+
+    def crash(self, coordinator: Coordinator) -> None:
+        crash(coordinator)
+
+    def close(self) -> None:
+        for coordinator in self.coordinators:
+            coordinator.close()

@@ -9,39 +9,20 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
-import kubecoord
-from kubecoord import Coordinator
-from kubecoord.testing import crash
-
-from .harness import Harness
+from .harness import UrlHarness
 
 SESSION_TIMEOUT = 2.0
 
 
-class ZooKeeperHarness(Harness):
+class ZooKeeperHarness(UrlHarness):
     name = "zookeeper"
     settle = 10.0
 
     def __init__(self, hosts: str) -> None:
-        self.url = f"zookeeper://{hosts}/contract-{uuid.uuid4().hex[:12]}"
-        self.coordinators: list[Coordinator] = []
-
-    def connect(self, **options: Any) -> Coordinator:
-        options.setdefault("session_timeout", SESSION_TIMEOUT)
-        coordinator = kubecoord.connect(self.url, **options)
-        self.coordinators.append(coordinator)
-        return coordinator
-
-    def crash(self, coordinator: Coordinator) -> None:
-        crash(coordinator)
+        super().__init__(f"zookeeper://{hosts}/contract-{uuid.uuid4().hex[:12]}", session_timeout=SESSION_TIMEOUT)
 
     def expire(self) -> None:
         # The server expires a silent session SESSION_TIMEOUT after its last contact,
         # checked every tick (200 ms); the contract's eventually() waits for the rest.
         time.sleep(SESSION_TIMEOUT)
-
-    def close(self) -> None:
-        for coordinator in self.coordinators:
-            coordinator.close()

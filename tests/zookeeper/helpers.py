@@ -33,11 +33,6 @@ def events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
 
-def raw_client(hosts: str) -> KazooClient:
-    client = KazooClient(hosts=hosts, timeout=4.0)
-    client.start(timeout=10)
-    return client
-
 
 class TcpProxy:
     """A loopback TCP forwarder whose connections a test can cut and refuse.

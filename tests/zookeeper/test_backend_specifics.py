@@ -13,8 +13,6 @@ from kubecoord import Coordinator
 from kubecoord.backends.zookeeper.naming import decode_name, encode_name
 from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
 
-from .helpers import raw_client
-
 
 @pytest.fixture
 def chroot() -> str:
@@ -25,14 +23,6 @@ def chroot() -> str:
 def coord(zookeeper_server: ZooKeeperServer, chroot: str) -> Iterator[Coordinator]:
     with kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}") as coordinator:
         yield coordinator
-
-
-@pytest.fixture
-def zk(zookeeper_server: ZooKeeperServer) -> Iterator[KazooClient]:
-    client = raw_client(zookeeper_server.hosts)
-    yield client
-    client.stop()
-    client.close()
 
 
 def test_implicit_parents_are_not_keys_and_are_pruned(coord: Coordinator, zk: KazooClient, chroot: str) -> None:

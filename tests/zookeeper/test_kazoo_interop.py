@@ -5,9 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 
-import pytest
 from kazoo.client import KazooClient
 
 import kubecoord
@@ -15,19 +13,10 @@ from kubecoord import Leader
 from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
 
 from ..helpers import Recorder, eventually
-from .helpers import raw_client
-
-
-@pytest.fixture
-def kazoo_client(zookeeper_server: ZooKeeperServer) -> Iterator[KazooClient]:
-    client = raw_client(zookeeper_server.hosts)
-    yield client
-    client.stop()
-    client.close()
 
 
 def test_kazoo_election_contender_is_counted_and_never_co_leads(
-    zookeeper_server: ZooKeeperServer, kazoo_client: KazooClient
+    zookeeper_server: ZooKeeperServer, zk: KazooClient
 ) -> None:
     chroot = f"interop-{uuid.uuid4().hex[:8]}"
     url = f"zookeeper://{zookeeper_server.hosts}/{chroot}"
@@ -40,7 +29,7 @@ def test_kazoo_election_contender_is_counted_and_never_co_leads(
         assert a.nominate("a")
         seen.wait_last("a")
 
-        kazoo_election = kazoo_client.Election(f"/{chroot}/elections/svc", "kazoo-k")
+        kazoo_election = zk.Election(f"/{chroot}/elections/svc", "kazoo-k")
         kazoo_leads = threading.Event()
         kazoo_release = threading.Event()
         kazoo_interval: list[float] = []
@@ -82,12 +71,12 @@ def test_kazoo_election_contender_is_counted_and_never_co_leads(
         assert after.id == "b" and after.epoch > leader.epoch
 
 
-def test_kazoo_lock_waits_for_our_leader(zookeeper_server: ZooKeeperServer, kazoo_client: KazooClient) -> None:
+def test_kazoo_lock_waits_for_our_leader(zookeeper_server: ZooKeeperServer, zk: KazooClient) -> None:
     chroot = f"interop-{uuid.uuid4().hex[:8]}"
     with kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}") as coord:
         election = coord.leader_election("svc")
         assert election.nominate("ours", data="payload")
-        lock = kazoo_client.Lock(f"/{chroot}/elections/svc", "theirs")
+        lock = zk.Lock(f"/{chroot}/elections/svc", "theirs")
         assert not lock.acquire(blocking=False), "kazoo's Lock must see our leader's node"
         election.resign("ours")
         assert lock.acquire(timeout=10)

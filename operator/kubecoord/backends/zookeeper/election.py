@@ -174,12 +174,9 @@ class ZooKeeperElection(Handle, LeaderElection):
         self._session.unsubscribe(self._on_state)
         with self._lock:
             self._closed = True
-            for candidate in list(self._candidates.values()):
-                try:
-                    self._delete_node(candidate)
-                except (KazooException, KazooTimeoutError):
-                    log.warning("could not delete candidate node on close; it goes with the session",
-                                extra={"service": self.service, "candidate": candidate.id})
+            for candidate in self._candidates.values():
+                if candidate.node is not None:
+                    self._delete_on_close(f"{self.path}/{candidate.node}")
                 if candidate.leading:
                     self._record("resigned", candidate)
             self._candidates.clear()

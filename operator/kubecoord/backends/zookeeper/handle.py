@@ -6,6 +6,9 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
 from kubecoord.errors import ClosedError
 
 if TYPE_CHECKING:
@@ -43,6 +46,16 @@ class Handle:
         timer = threading.Timer(RETRY_DELAY, repost)
         timer.daemon = True
         timer.start()
+
+    def _delete_on_close(self, path: str) -> None:
+        """Delete an ephemeral node this handle owns; if ZooKeeper cannot be reached the node
+        goes with the session instead, so closing never fails."""
+        try:
+            self._session.call(self._session.client.delete_async, path)
+        except NoNodeError:
+            pass
+        except (KazooException, KazooTimeoutError):
+            log.warning("could not delete a node on close; it goes with the session", extra={"path": path})
 
     def close(self) -> None:
         self._closed = True

@@ -123,12 +123,8 @@ class ZooKeeperGroup(Handle, GroupMembership):
             self._closed = True
             if self._watch is not None:
                 self._watch.stop()
-            for member_id in list(self._mine):
-                try:
-                    self._delete(member_id)
-                except (KazooException, KazooTimeoutError):
-                    log.warning("could not delete member node on close; it goes with the session",
-                                extra={"group": self.group, "member": member_id})
+            for member_id in self._mine:
+                self._delete_on_close(self._node(member_id))
                 self._record("left", member_id)
             self._mine.clear()
         super().close()

@@ -34,26 +34,26 @@ RETRY_DELAY = 0.5
 """Seconds before a re-read that failed while connected is tried again."""
 
 
-def read_data(session: Session, path: str, watch: WatchFn | None = None) -> tuple[bytes, ZnodeStat] | None:
-    """The znode's data and stat, or None; with ``watch``, armed for creation too."""
-    client = session.client
+def _read_or_watch_creation(session: Session, method: Callable[..., Any], path: str, watch: WatchFn | None,
+                            missing: Any) -> Any:
+    """``method(path)``, or ``missing`` if the znode does not exist — with ``watch``, armed
+    on the znode either way (exists() catches its creation)."""
     while True:
         try:
-            return session.read(client.get_async, path, watch=watch)  # type: ignore[no-any-return]
+            return session.read(method, path, watch=watch)
         except NoNodeError:
-            if watch is None or session.read(client.exists_async, path, watch=watch) is None:
-                return None
+            if watch is None or session.read(session.client.exists_async, path, watch=watch) is None:
+                return missing
+
+
+def read_data(session: Session, path: str, watch: WatchFn | None = None) -> tuple[bytes, ZnodeStat] | None:
+    """The znode's data and stat, or None."""
+    return _read_or_watch_creation(session, session.client.get_async, path, watch, None)  # type: ignore[no-any-return]
 
 
 def read_children(session: Session, path: str, watch: WatchFn | None = None) -> list[str]:
-    """The znode's child names ([] if it does not exist); with ``watch``, armed for creation too."""
-    client = session.client
-    while True:
-        try:
-            return session.read(client.get_children_async, path, watch=watch)  # type: ignore[no-any-return]
-        except NoNodeError:
-            if watch is None or session.read(client.exists_async, path, watch=watch) is None:
-                return []
+    """The znode's child names ([] if it does not exist)."""
+    return _read_or_watch_creation(session, session.client.get_children_async, path, watch, [])  # type: ignore[no-any-return]
 
 
 class Watch(Generic[T]):
