@@ -12,7 +12,7 @@ from kubernetes import watch
 from kubecoord.testing import ApiEmulator
 from tests.helpers import eventually
 
-from .helpers import first_event, lease
+from .helpers import first_event, lease, status_of
 
 
 def _events(
@@ -113,6 +113,26 @@ def test_list_with_an_expired_continue_token_answers_410(
     with pytest.raises(kubernetes.client.ApiException) as caught:
         leases.list_namespaced_lease(namespace, limit=1, _continue=page.metadata._continue)
     assert caught.value.status == 410
+
+
+def test_exact_list_from_a_compacted_resource_version_answers_410(
+    api_emulator: ApiEmulator, leases: kubernetes.client.CoordinationV1Api, namespace: str
+) -> None:
+    old = leases.create_namespaced_lease(namespace, lease("a")).metadata.resource_version
+    kept = leases.patch_namespaced_lease("a", namespace, {"spec": {"holderIdentity": "b"}}).metadata.resource_version
+    api_emulator.compact()
+    leases.patch_namespaced_lease("a", namespace, {"spec": {"holderIdentity": "c"}})
+    leases.create_namespaced_lease(namespace, lease("later", holder="later"))
+    with pytest.raises(kubernetes.client.ApiException) as caught:
+        leases.list_namespaced_lease(namespace, resource_version=old, resource_version_match="Exact")
+    assert caught.value.status == 410 and status_of(caught.value)["reason"] == "Expired"
+    # A retained resourceVersion lists the objects as they were then.
+    then = leases.list_namespaced_lease(namespace, resource_version=kept, resource_version_match="Exact")
+    assert [(i.metadata.name, i.spec.holder_identity) for i in then.items] == [("a", "b")]
+    assert then.metadata.resource_version == kept
+    # Without Exact, an older resourceVersion means "not older than": the current list.
+    now = leases.list_namespaced_lease(namespace, resource_version=old)
+    assert [(i.metadata.name, i.spec.holder_identity) for i in now.items] == [("a", "c"), ("later", "later")]
 
 
 def test_timeout_seconds_ends_the_stream(leases: kubernetes.client.CoordinationV1Api, namespace: str) -> None:

@@ -111,10 +111,12 @@ class Registry:
                 snapshot_rv, start = int(token["rv"]), str(token["start"])
             except (ValueError, KeyError, TypeError):
                 raise status.bad_request("continue key is not valid: incorrect encoded start resourceVersion") from None
-            self.store.check_not_expired(snapshot_rv)
+            objects, rv = self.store.snapshot(rtype.key, namespace, snapshot_rv), snapshot_rv
         elif options.resource_version_match == "Exact" and options.resource_version:
-            self.store.check_not_expired(_parse_rv(options.resource_version))
-        objects, rv = self.store.select(rtype.key, namespace)
+            rv = _parse_rv(options.resource_version)
+            objects = self.store.snapshot(rtype.key, namespace, rv)
+        else:
+            objects, rv = self.store.select(rtype.key, namespace)
         items = []
         for obj in objects:
             meta = obj["metadata"]

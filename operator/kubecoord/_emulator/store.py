@@ -118,6 +118,29 @@ class Store:
             items = sorted(self._objects.get(key, {}).items())
             return [obj for (ns, _), obj in items if namespace is None or ns == namespace], self._rv
 
+    def snapshot(self, key: Key, namespace: str | None, rv: int) -> list[JSON]:
+        """The objects as they were at ``rv``, rebuilt by undoing the retained events after
+        it (410 when they are no longer retained)."""
+        with self._lock:
+            self.check_not_expired(rv)
+            objects = {
+                (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in self.select(key, namespace)[0]
+            }
+            for event in reversed(self._history):
+                if event.rv <= rv:
+                    break
+                if event.key != key:
+                    continue
+                meta = event.obj["metadata"]
+                where = (meta.get("namespace", ""), meta["name"])
+                if namespace is not None and where[0] != namespace:
+                    continue
+                if event.type == "ADDED" or event.old is None:
+                    objects.pop(where, None)
+                else:
+                    objects[where] = event.old
+            return [objects[where] for where in sorted(objects)]
+
     def resource_keys(self) -> list[Key]:
         with self._lock:
             return list(self._objects)
