@@ -6,6 +6,7 @@ import pathlib
 import uuid
 from typing import Any
 
+import kopf
 import kubernetes
 import pytest
 from kopf.testing import KopfRunner
@@ -65,30 +66,41 @@ def test_kopf_operator_handles_create_update_and_delete(
     monkeypatch.setenv("KUBECOORD_TEST_KUBECONFIG", str(kubeconfig_path))
     name = f"g-{uuid.uuid4().hex[:8]}"
     args = ["run", "--standalone", "--namespace", "default", "--verbose", str(OPERATOR)]
-    with KopfRunner(args, timeout=60) as runner:
-        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Gadget", "metadata": {"name": name}, "spec": {"size": 2}}
-        gadgets.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, body)
-
-        def ready() -> bool:
-            obj = _get(gadgets, name)
-            return obj is not None and obj.get("status", {}).get("phase") == "Ready"
-
-        eventually(ready, timeout=30)
-        obj = _get(gadgets, name)
-        assert obj is not None
-        assert obj["status"]["created"] == {"size": 4}  # the handler's result, patched into status
-        assert obj["metadata"]["finalizers"] == ["kopf.zalando.org/KopfFinalizerMarker"]
-        gadgets.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name, {"spec": {"size": 5}})
-        eventually(lambda: (_get(gadgets, name) or {}).get("status", {}).get("observedSize") == 5, timeout=30)
-
-        def posted() -> bool:  # kopf.info() posts an Event about the object
-            return any(e.involved_object.name == name for e in core.list_namespaced_event("default").items)
-
-        eventually(posted, timeout=30)
-        gadgets.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
-        eventually(lambda: _get(gadgets, name) is None, timeout=30)  # kopf removed its finalizer
+    # A registry of its own: other tests' operators register handlers in kopf's default one,
+    # and `kopf run` makes the registry it is given the default: put theirs back afterwards.
+    previous = kopf.get_default_registry()
+    try:
+        with KopfRunner(args, timeout=60, registry=kopf.OperatorRegistry(), settings=kopf.OperatorSettings()) as runner:
+            _exercise(gadgets, core, name)
+    finally:
+        kopf.set_default_registry(previous)
     assert runner.exit_code == 0
     assert runner.exception is None
     assert "Handler 'created' succeeded." in runner.output
     assert "Handler 'deleted' succeeded." in runner.output
     assert "Traceback" not in runner.output
+
+
+def _exercise(gadgets: kubernetes.client.CustomObjectsApi, core: kubernetes.client.CoreV1Api, name: str) -> None:
+    """Create, update and delete a Gadget while the operator runs."""
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Gadget", "metadata": {"name": name}, "spec": {"size": 2}}
+    gadgets.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, body)
+
+    def ready() -> bool:
+        obj = _get(gadgets, name)
+        return obj is not None and obj.get("status", {}).get("phase") == "Ready"
+
+    eventually(ready, timeout=30)
+    obj = _get(gadgets, name)
+    assert obj is not None
+    assert obj["status"]["created"] == {"size": 4}  # the handler's result, patched into status
+    assert obj["metadata"]["finalizers"] == ["kopf.zalando.org/KopfFinalizerMarker"]
+    gadgets.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name, {"spec": {"size": 5}})
+    eventually(lambda: (_get(gadgets, name) or {}).get("status", {}).get("observedSize") == 5, timeout=30)
+
+    def posted() -> bool:  # kopf.info() posts an Event about the object
+        return any(e.involved_object.name == name for e in core.list_namespaced_event("default").items)
+
+    eventually(posted, timeout=30)
+    gadgets.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, name)
+    eventually(lambda: _get(gadgets, name) is None, timeout=30)  # kopf removed its finalizer
