@@ -33,10 +33,14 @@ _log = logging.getLogger(__name__)
 
 
 def _type_for(registry: Registry, key: tuple[str, str]) -> ResourceType | None:
+    return _types_by_key(registry).get(key)
+
+
+def _types_by_key(registry: Registry) -> dict[tuple[str, str], ResourceType]:
+    by_key: dict[tuple[str, str], ResourceType] = {}
     for rtype in registry.types():
-        if rtype.key == key:
-            return rtype
-    return None
+        by_key.setdefault(rtype.key, rtype)
+    return by_key
 
 
 def _delete(registry: Registry, rtype: ResourceType, obj: JSON, policy: str = "Background") -> None:
@@ -62,10 +66,16 @@ def collect(registry: Registry) -> int:
     """One garbage-collection pass; returns how many changes it made."""
     store = registry.store
     changes = 0
-    objects = list(store.all_objects())
+    # Only objects with owners or being deleted matter: the pass stays cheap on a big store.
+    objects = [
+        (key, obj)
+        for key, obj in store.all_objects()
+        if obj["metadata"].get("ownerReferences") or obj["metadata"].get("deletionTimestamp")
+    ]
+    types = _types_by_key(registry)
     dependents: dict[str, list[tuple[ResourceType, JSON]]] = {}
     for key, obj in objects:
-        rtype = _type_for(registry, key)
+        rtype = types.get(key)
         if rtype is None:
             continue
         owners = obj["metadata"].get("ownerReferences") or []
@@ -79,7 +89,7 @@ def collect(registry: Registry) -> int:
         meta = obj["metadata"]
         if not meta.get("deletionTimestamp"):
             continue
-        rtype = _type_for(registry, key)
+        rtype = types.get(key)
         if rtype is None or store.get(key, meta.get("namespace", ""), meta["name"]) is not obj:
             continue  # changed since the snapshot: the next pass looks again
         finalizers = meta.get("finalizers") or []
