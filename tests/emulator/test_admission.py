@@ -469,3 +469,21 @@ def test_property_names_are_escaped_as_kubernetes_does() -> None:
         "Invalid value: max-size below 10",
         "Invalid value: not kube-system",
     ]
+
+
+def test_remembered_rule_results_follow_the_values_the_rule_reads() -> None:
+    """Rule results are reused between admissions; only the fields a rule reads count."""
+    bad = sample({"leaseDurationSeconds": 15, "renewDeadlineSeconds": 20})
+    first = rejected(bad)
+    assert rejected(copy.deepcopy(bad)) == first  # a remembered failure still fails, identically
+    unrelated_change = sample({"leaseDurationSeconds": 15, "renewDeadlineSeconds": 20, "owner": "bob"})
+    assert causes(rejected(unrelated_change)) == causes(first)
+    admit(CRD, sample({"leaseDurationSeconds": 25, "renewDeadlineSeconds": 20}), None, None)
+    # the same expression on nodes of different types is judged on each node's own type
+    crd = copy.deepcopy(CRD)
+    properties = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    properties["ratio"] = {"type": "number", "x-kubernetes-validations": [{"rule": "type(self) == double"}]}
+    properties["count"] = {"type": "integer", "x-kubernetes-validations": [{"rule": "type(self) == double"}]}
+    with pytest.raises(Invalid) as caught:
+        admit(crd, sample({"ratio": 2, "count": 2}), None, None)
+    assert [c["field"] for c in caught.value.status["details"]["causes"]] == ["spec.count"]

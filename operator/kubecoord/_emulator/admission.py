@@ -23,6 +23,9 @@ answers, with one cause per field error. The steps, in the server's order:
    ``oldSelf`` on updates. Transition rules (those using ``oldSelf``) run only where an
    old value exists. ``message``, ``messageExpression``, ``fieldPath`` and ``reason`` are
    honoured. As in the server, the rules are skipped when step 4 found a type error.
+   cel-python interprets a rule in about a millisecond, so results are remembered
+   (bounded LRU) by expression, node schema and the top-level fields the rule reads: a
+   status write re-checks an unchanged spec from memory (bench/bench_admission.py).
 
 Messages follow apimachinery's ``field.Error`` and kube-openapi's wording, e.g.
 ``LeaderElection.kubecoord.dev "billing" is invalid: spec.renewDeadlineSeconds:
@@ -49,7 +52,9 @@ import itertools
 import json
 import math
 import re
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -791,18 +796,13 @@ class _RuleValidator:
         self, schema: dict[str, Any], rules: list[dict[str, Any]], value: Any, old: Any, path: str, resource_root: bool
     ) -> None:
         scope_type = schema.get("type", "object" if isinstance(value, dict) else "")
-        activation: dict[str, Any] | None = None
+        scope = _Scope(schema, value, old, resource_root)
         for rule in rules:
             expression = str(rule.get("rule", ""))
-            uses_old = bool(_OLD_SELF.search(expression))
-            if not expression or (uses_old and old is None):
+            if not expression or (_uses_old_self(expression) and old is None):
                 continue  # transition rules need an existing value to compare with
-            if activation is None:
-                activation = {"self": _to_cel(schema, value, resource_root=resource_root)}
-                if old is not None:
-                    activation["oldSelf"] = _to_cel(schema, old, resource_root=resource_root)
             try:
-                verdict = _evaluate(expression, activation)
+                verdict = scope.evaluate(expression)
             except _RuleError as error:
                 detail = str(error)
                 if not detail.startswith("rule compile error"):
@@ -811,7 +811,7 @@ class _RuleValidator:
                 continue
             if verdict is True or (isinstance(verdict, ct.BoolType) and bool(verdict)):
                 continue
-            self.errors.append(self._failure(schema, rule, value, path, activation, scope_type))
+            self.errors.append(self._failure(schema, rule, value, path, scope, scope_type))
 
     def _failure(
         self,
@@ -819,10 +819,10 @@ class _RuleValidator:
         rule: dict[str, Any],
         value: Any,
         path: str,
-        activation: dict[str, Any],
+        scope: _Scope,
         scope_type: str,
     ) -> _FieldError:
-        detail = _message_from_expression(rule, activation)
+        detail = _message_from_expression(rule, scope)
         if detail is None:
             detail = rule["message"].strip() if rule.get("message") else f"failed rule: {_rule_text(rule)}"
         field = _normalized_field_path(path, schema, rule["fieldPath"]) if rule.get("fieldPath") else path
@@ -833,17 +833,123 @@ class _RuleValidator:
         return _FieldError(reason, field, shown, "" if reason == "FieldValueDuplicate" else detail)
 
 
-def _message_from_expression(rule: dict[str, Any], activation: dict[str, Any]) -> str | None:
+def _message_from_expression(rule: dict[str, Any], scope: _Scope) -> str | None:
     expression = rule.get("messageExpression")
     if not expression:
         return None
     try:
-        message = _evaluate(str(expression), activation)
+        message = scope.evaluate(str(expression))
     except _RuleError:
         return None  # the server logs it and falls back to message
     if not isinstance(message, str) or not message.strip() or "\n" in message.strip():
         return None
     return message.strip()
+
+
+@functools.lru_cache(maxsize=1024)
+def _uses_old_self(expression: str) -> bool:
+    return bool(_OLD_SELF.search(expression))
+
+
+def _visible(value: Any, resource_root: bool) -> Any:
+    """What the rules of a node can see: at the resource root, only metadata.name and
+    generateName of the metadata (resourceVersion & co. change on every write)."""
+    if resource_root and isinstance(value, dict) and isinstance(value.get("metadata"), dict):
+        metadata = {k: v for k, v in value["metadata"].items() if k in ("name", "generateName")}
+        return {**value, "metadata": metadata}
+    return value
+
+
+_FIELD_READ = re.compile(r"\b(?:self|oldSelf)\.([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()")
+_SELF_NAMED = re.compile(r"\b(?:self|oldSelf)\b")
+
+
+@functools.lru_cache(maxsize=1024)
+def _fields_read(expression: str) -> frozenset[str] | None:
+    """The (escaped) top-level fields of self/oldSelf a rule reads, when it reads them only
+    as ``self.field``; None when it uses self whole (``self == oldSelf``, ``size(self)``,
+    ``self.all(...)``)."""
+    reads = _FIELD_READ.findall(expression)
+    return frozenset(reads) if len(reads) == len(_SELF_NAMED.findall(expression)) else None
+
+
+def _read_part(value: Any, fields: frozenset[str] | None) -> Any:
+    if fields is None or not isinstance(value, dict):
+        return value
+    return {key: item for key, item in value.items() if _escape(key) in fields}
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class _Scope:
+    """``self`` and ``oldSelf`` of one schema node, converted to CEL only when a rule is
+    evaluated. A rule is a pure function of them, and a status write re-checks the same
+    spec with the same rules, so results are remembered across admissions, keyed by the
+    expression, the node's schema (it decides the CEL types) and the values the rule sees."""
+
+    def __init__(self, schema: dict[str, Any], value: Any, old: Any, resource_root: bool) -> None:
+        self.schema, self.value, self.old, self.resource_root = schema, value, old, resource_root
+        self._activation: dict[str, Any] | None = None
+        self._schema_key: str | None = None
+
+    def _activation_now(self) -> dict[str, Any]:
+        if self._activation is None:
+            self._activation = {"self": _to_cel(self.schema, self.value, resource_root=self.resource_root)}
+            if self.old is not None:
+                self._activation["oldSelf"] = _to_cel(self.schema, self.old, resource_root=self.resource_root)
+        return self._activation
+
+    def _cache_key(self, expression: str) -> tuple[str, str, str, str]:
+        if self._schema_key is None:
+            self._schema_key = _dump(self.schema)
+        fields = _fields_read(expression)
+        value_key = _dump(_read_part(_visible(self.value, self.resource_root), fields))
+        old_key = ""
+        if _uses_old_self(expression):
+            old_key = _dump(_read_part(_visible(self.old, self.resource_root), fields))
+        return expression, self._schema_key, value_key, old_key
+
+    def evaluate(self, expression: str) -> Any:
+        key = self._cache_key(expression)
+        outcome = _RESULTS.get(key)
+        if outcome is None:
+            try:
+                outcome = (True, _evaluate(expression, self._activation_now()))
+            except _RuleError as error:
+                outcome = (False, str(error))
+            _RESULTS.put(key, outcome)
+        succeeded, result = outcome
+        if not succeeded:
+            raise _RuleError(result)
+        return result
+
+
+class _LruCache:
+    """A bounded, thread-safe map that forgets the least recently used entry first."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key not in self._data:
+                return None
+            self._data.move_to_end(key)
+            return self._data[key]
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+
+_RESULTS = _LruCache(4096)
 
 
 def _correlated_item(schema: dict[str, Any], item: Any, old: Any) -> Any:
