@@ -90,7 +90,8 @@ def test_group_status_generation_events_and_expired_member_gc(
     lease = naming.member_lease_name(name, "w3")
     eventually(lambda: lease not in resources.lease_names(), timeout=40)
     eventually(lambda: resources.status("groups", name).get("memberCount") == 1, timeout=20)
-    assert any(reason == "MemberExpired" and "w3" in message for reason, message in resources.events(name))
+    # The Event is posted after the status write that dropped the member: wait for it too.
+    eventually(lambda: any(reason == "MemberExpired" and "w3" in message for reason, message in resources.events(name)))
     assert resources.status("groups", name)["generation"] == 5  # joined w1, w2; left w1; joined, expired w3
 
     resources.delete("groups", name)
