@@ -195,8 +195,11 @@ def ops(url: str, hosts: str, count: int) -> None:
     client.stop()
     client.close()
     for name in ours:
-        print(f"{name + ' ops/s (1 thread)':<34} ours {ours[name]:8.0f}  | kazoo {theirs[name]:8.0f}"
-              f" | ratio {ours[name] / theirs[name]:.2f}", flush=True)
+        print(
+            f"{name + ' ops/s (1 thread)':<34} ours {ours[name]:8.0f}  | kazoo {theirs[name]:8.0f}"
+            f" | ratio {ours[name] / theirs[name]:.2f}",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -208,12 +211,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, ZooKeeperServer.standalone(Path(tmp)) as server:
         url = f"zookeeper://{server.hosts}/bench-{uuid.uuid4().hex[:8]}"
         print(f"ZooKeeper 3.8 standalone on {server.hosts}; session {SESSION} s for failover", flush=True)
-        line("handover (resign -> next leads)", our_handover(url, args.rounds, False),
-             kazoo_handover(server.hosts, args.rounds, False))
-        line("crash failover (2 s session)", our_handover(url, args.crashes, True),
-             kazoo_handover(server.hosts, args.crashes, True))
-        line("listener latency (update -> call)", our_listener_latency(url, args.rounds * 5),
-             kazoo_listener_latency(server.hosts, args.rounds * 5))
+        line(
+            "handover (resign -> next leads)",
+            our_handover(url, args.rounds, False),
+            kazoo_handover(server.hosts, args.rounds, False),
+        )
+        line(
+            "crash failover (2 s session)",
+            our_handover(url, args.crashes, True),
+            kazoo_handover(server.hosts, args.crashes, True),
+        )
+        line(
+            "listener latency (update -> call)",
+            our_listener_latency(url, args.rounds * 5),
+            kazoo_listener_latency(server.hosts, args.rounds * 5),
+        )
         ops(url, server.hosts, args.ops)
 
 
