@@ -79,6 +79,9 @@ def read_events(spark: SparkSession, files: Sequence[str]) -> Inputs:
     # One task per file, files never split: row numbers within a partition are line numbers.
     spark.conf.set("spark.sql.files.maxPartitionBytes", _WHOLE_FILES)
     spark.conf.set("spark.sql.files.openCostInBytes", _WHOLE_FILES)
+    # Otherwise the optimizer splits the one from_json below into one per field read,
+    # parsing every line a dozen times (measured: 3.5x slower reading).
+    spark.conf.set("spark.sql.optimizer.enableJsonExpressionOptimization", "false")
     raw = spark.read.text(list(files)).select(
         F.col("_metadata.file_path").alias("file"),
         (F.monotonically_increasing_id().bitwiseAND(_ROW_BITS) + 1).alias("line"),

@@ -18,13 +18,14 @@ from pyspark.sql import SparkSession
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
-# Settings that keep a small local run fast: see TESTING-NOTES.md (PySpark).
-QUIET_JVM_OPTIONS = f"-Dlog4j2.configurationFile=file:{LOG4J2} -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+QUIET_JVM_OPTIONS = f"-Dlog4j2.configurationFile=file:{LOG4J2}"
+FAST_START_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+"""For short runs (tests): the JVM starts faster, but big jobs run several times slower
+without the optimizing compiler, so the command does not use them."""
 BASE_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
-    "spark.driver.extraJavaOptions": QUIET_JVM_OPTIONS,
 }
 LOCAL_CONF: dict[str, str] = {
     "spark.driver.host": "127.0.0.1",
@@ -43,9 +44,14 @@ def has_active_session() -> bool:
 
 
 def build_session(
-    *, master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "kubecoord-analyze"
+    *,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    jvm_options: str = "",
+    app_name: str = "kubecoord-analyze",
 ) -> SparkSession:
-    """A session on ``master`` (default local[*]) with BASE_CONF, then ``conf`` on top."""
+    """A session on ``master`` (default local[*]) with BASE_CONF, then ``conf`` on top;
+    the driver JVM gets the quiet log4j2 file plus ``jvm_options``."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     settings = dict(BASE_CONF)
@@ -55,6 +61,7 @@ def build_session(
         builder = builder.master(master)
         if master.startswith("local"):
             settings.update(LOCAL_CONF)
+    settings["spark.driver.extraJavaOptions"] = f"{QUIET_JVM_OPTIONS} {jvm_options}".strip()
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
