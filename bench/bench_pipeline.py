@@ -14,6 +14,7 @@ figures are for orders of magnitude, not for asserting.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import sys
@@ -93,9 +94,11 @@ def main() -> int:
             analysis.close()
             heap, rss = jvm_memory(spark)
             python_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
             print(f"{manifest.events:>11,} events  {elapsed:7.1f} s  {manifest.events / elapsed:>9,.0f} events/s  "
                   f"violations {analysis.violation_count}  peak JVM heap {heap:,.0f} MiB  "
-                  f"peak JVM RSS {rss:,.0f} MiB  peak Python RSS {python_rss:,.0f} MiB  (generation {generated:.0f} s)",
+                  f"peak JVM RSS {rss:,.0f} MiB  peak Python RSS {python_rss:,.0f} MiB  (generation {generated:.0f} s; "
+                  f"load average {load} on {os.cpu_count()} cores)",
                   flush=True)
             if args.keep:
                 shutil.rmtree(args.keep, ignore_errors=True)

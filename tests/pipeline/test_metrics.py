@@ -65,6 +65,12 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     p1.kv(100, "s", "put", "q", 1)
     p2.kv(101.4, "s", "updated", "q", 2)  # p2's clock is fast: logged after version 3
     p1.kv(101.2, "s", "updated", "q", 3)
+    p1.kv(200, "s", "put", "r", 1)
+    p1.kv(201, "s", "updated", "r", 2)
+    p1.kv(202, "s", "updated", "r", 3)
+    p1.kv(210.05, "s", "deleted", "r", 3)  # p1's clock is fast: logged after the put that followed it
+    p2.kv(210.0, "s", "put", "r", 1)
+    p2.kv(250, "s", "updated", "r", 2)
     p1.write()
     p2.write(reverse=True)
     p3.write()
@@ -80,7 +86,7 @@ def rows(analysis: Analysis, table: str, *columns: str) -> list[tuple[Any, ...]]
 
 def test_inputs_are_counted(analysis: Analysis) -> None:
     inputs = analysis.summary["inputs"]
-    assert (inputs["files"], inputs["events"], inputs["malformed_lines"], inputs["processes"]) == (3, 40, 0, 3)
+    assert (inputs["files"], inputs["events"], inputs["malformed_lines"], inputs["processes"]) == (3, 46, 0, 3)
     assert inputs["first_event"] == "2026-01-01T00:00:00Z"
 
 
@@ -152,9 +158,10 @@ def test_kv_operations_and_conflict_rates(analysis: Analysis) -> None:
         ("j", 1, 0, 0, 1, 2, 0.5),
         ("k", 2, 3, 1, 1, 7, pytest.approx(1 / 7)),
         ("q", 1, 2, 0, 0, 3, 0.0),
+        ("r", 2, 3, 1, 0, 6, 0.0),
     ]
-    assert rows(analysis, "kv_stores", "name", "keys", "operations", "conflicts") == [("s", 3, 12, 2)]
-    assert analysis.summary["kv"]["conflict_rate"] == pytest.approx(2 / 12)
+    assert rows(analysis, "kv_stores", "name", "keys", "operations", "conflicts") == [("s", 4, 18, 2)]
+    assert analysis.summary["kv"]["conflict_rate"] == pytest.approx(2 / 18)
 
 
 def test_summary_lists_every_violation_type(analysis: Analysis) -> None:
