@@ -94,30 +94,44 @@ def run_kopf(scope: Scope, stop: threading.Event) -> None:
     from kubecoord.operator.connections import connections
 
     async def main() -> None:
-        # kopf waits for a threading.Event in an executor thread that would outlive a
-        # SIGTERM (kopf stops itself on signals), so bridge to an asyncio.Event instead.
+        # kopf would wait for a threading.Event in an executor thread (which outlives the
+        # loop), so relay ``stop`` to an asyncio.Event from this task, older than kopf's.
         flag = asyncio.Event()
-
-        async def bridge() -> None:
-            while not stop.is_set():
-                await asyncio.sleep(WATCHDOG_SECONDS)
-            flag.set()
-
-        bridging = asyncio.create_task(bridge())
-        try:
-            await kopf.operator(
+        running = asyncio.create_task(
+            kopf.operator(
                 standalone=True,
                 clusterwide=scope.clusterwide,
                 namespaces=list(scope.namespaces),
                 stop_flag=flag,
             )
-        finally:
-            bridging.cancel()
+        )
+        while not running.done():
+            if stop.is_set():
+                flag.set()
+            await asyncio.wait({running}, timeout=WATCHDOG_SECONDS)
+        await running
 
+    # kopf runs in a thread of its own: off the main thread it installs no signal handlers,
+    # so SIGTERM reaches ours (stop -> flag), the path on which kopf exits at once.
+    failure: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as error:
+            failure.append(error)
+
+    thread = threading.Thread(target=serve, name="kubecoord-kopf")
+    thread.start()
     try:
-        asyncio.run(main())
+        while thread.is_alive():
+            thread.join(WATCHDOG_SECONDS)
     finally:
+        stop.set()
+        thread.join()
         connections.close_all()
+    if failure:
+        raise failure[0]
 
 
 def _install_signal_handlers(stop: threading.Event) -> None:

@@ -111,7 +111,7 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
             raise
         metrics.RECONCILES.labels(kind, "ok").inc()
 
-    @kopf.daemon(GROUP, VERSION, plural, id="mirror", cancellation_timeout=5.0, backoff=2.0)
+    @kopf.daemon(GROUP, VERSION, plural, id="mirror", cancellation_timeout=1.0, backoff=2.0)
     async def mirror(body: kopf.Body, spec: kopf.Spec, namespace: str | None, **_: Any) -> None:
         metrics.MIRRORED.labels(kind).inc()
         try:

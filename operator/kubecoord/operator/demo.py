@@ -1,0 +1,320 @@
+"""The embedded end-to-end demo behind ``make demo``.
+
+Starts the Kubernetes API emulator (or, with $KUBECONFIG set, uses that cluster),
+installs the CRDs from crds/, runs ``kubecoord operator`` as a process, applies the
+examples/ resources (with short demo timings), starts three candidate processes and two
+group members (kubecoord.operator.demo_worker), kills the leader with -9 and shows the
+failover, lets a member leave, writes to the KV store with listeners attached, prints
+``kubectl get``-style tables of the resources' status along the way, and stops
+everything it started. About 30 seconds.
+
+Guarantee: every process the demo starts is stopped and reaped, and every resource it
+created is deleted, also when a step fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import functools
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import yaml
+
+import kubecoord
+from kubecoord.operator import kubeapi
+from kubecoord.operator.model import API_VERSION, PLURALS
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+DEMO_TIMINGS = {
+    "LeaderElection": {"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.5},
+    "Group": {"leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5},
+    "KVStore": {},
+}
+OPERATOR_LEASE = "kubecoord-demo-operator"
+
+
+def _say(text: str) -> None:
+    sys.stdout.write(f"[{time.strftime('%H:%M:%S')}] {text}\n")  # one write: listener threads print too
+    sys.stdout.flush()
+
+
+def _wait(what: str, predicate: Callable[[], bool], timeout: float = 30.0) -> float:
+    """Seconds until ``predicate()`` held; RuntimeError naming ``what`` after ``timeout``."""
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > timeout:
+            raise RuntimeError(f"demo: {what} did not happen within {timeout:.0f} s")
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+# -- kubectl get ------------------------------------------------------------------------
+def _columns(kind: str) -> list[dict[str, Any]]:
+    crd = yaml.safe_load((ROOT / "crds" / f"{PLURALS[kind]}.kubecoord.dev.yaml").read_text())
+    return [c for c in crd["spec"]["versions"][0]["additionalPrinterColumns"] if not c.get("priority")]
+
+
+def _json_path(obj: Any, path: str) -> Any:
+    for part in path.strip(".").split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return obj
+
+
+def _age(timestamp: str | None) -> str:
+    if not timestamp:
+        return "<unknown>"
+    created = dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    seconds = int((dt.datetime.now(tz=dt.UTC) - created).total_seconds())
+    return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m"
+
+
+def table(namespace: str, kind: str) -> str:
+    """What ``kubectl get KIND`` prints: NAME plus the CRD's printer columns."""
+    columns = _columns(kind)
+    items = kubeapi.call("GET", f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[kind]}")["items"]
+    rows = [["NAME", *(c["name"].upper() for c in columns)]]
+    for item in sorted(items, key=lambda i: i["metadata"]["name"]):
+        row = [item["metadata"]["name"]]
+        for column in columns:
+            value = _json_path(item, column["jsonPath"])
+            row.append(_age(value) if column["type"] == "date" else ("<none>" if value is None else str(value)))
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows)
+
+
+def show(namespace: str, *kinds: str) -> None:
+    for kind in kinds:
+        print(f"$ kubectl get {PLURALS[kind]}")
+        print(table(namespace, kind), flush=True)
+
+
+# -- the cluster --------------------------------------------------------------------------
+@contextlib.contextmanager
+def cluster(workdir: pathlib.Path) -> Iterator[tuple[str, bool]]:
+    """(kubeconfig path, embedded?): $KUBECONFIG's cluster, else a fresh API emulator."""
+    if os.environ.get("KUBECONFIG"):
+        yield os.environ["KUBECONFIG"], False
+        return
+    from kubecoord.testing import ApiEmulator
+
+    with ApiEmulator(host="127.0.0.1", port=0) as api:
+        yield str(api.write_kubeconfig(workdir / "kubeconfig", namespace="default")), True
+
+
+def install_crds() -> None:
+    for path in sorted((ROOT / "crds").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        with contextlib.suppress(kubeapi.ApiException):  # 409: installed already
+            kubeapi.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    for path in sorted((ROOT / "crds").glob("*.yaml")):
+        name = yaml.safe_load(path.read_text())["metadata"]["name"]
+        _wait(f"CRD {name} established", functools.partial(_established, name))
+
+
+def _established(name: str) -> bool:
+    crd = kubeapi.call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+def apply_examples(namespace: str) -> list[tuple[str, str]]:
+    """Create the examples/ resources (demo timings merged in); returns (kind, name) pairs."""
+    created: list[tuple[str, str]] = []
+    for file in ("serviceaccounts.yaml", "leaderelection.yaml", "group.yaml", "kvstore.yaml"):
+        for doc in yaml.safe_load_all((ROOT / "examples" / file).read_text()):
+            doc["metadata"]["namespace"] = namespace
+            if doc["kind"] == "ServiceAccount":
+                with contextlib.suppress(kubeapi.ApiException):
+                    kubeapi.call("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", doc)
+                continue
+            doc["spec"] = {**doc.get("spec", {}), **DEMO_TIMINGS[doc["kind"]]}
+            kubeapi.call("POST", f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[doc['kind']]}", doc)
+            created.append((doc["kind"], doc["metadata"]["name"]))
+            _say(f"applied examples/{file}: {doc['kind']} {doc['metadata']['name']}")
+    return created
+
+
+def status(namespace: str, kind: str, name: str) -> dict[str, Any]:
+    obj = kubeapi.call("GET", f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[kind]}/{name}")
+    return dict(obj.get("status") or {})
+
+
+def _ready(namespace: str, kind: str, name: str) -> bool:
+    conditions = status(namespace, kind, name).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def _lease_holder(namespace: str, name: str) -> str | None:
+    try:
+        lease = kubeapi.call("GET", f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}")
+    except kubeapi.ApiException:
+        return None
+    return (lease.get("spec") or {}).get("holderIdentity") or None
+
+
+class Processes:
+    """Child processes by name; all stopped and reaped on exit."""
+
+    def __init__(self) -> None:
+        self.children: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str, command: list[str], **kwargs: Any) -> None:
+        self.children[name] = subprocess.Popen(command, **kwargs)
+
+    def signal(self, name: str, signum: int) -> None:
+        self.children[name].send_signal(signum)
+        self.children[name].wait(timeout=30)
+
+    def stop_all(self) -> None:
+        for child in self.children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in self.children.values():
+            try:
+                child.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+
+
+def _worker(role: str, name: str, identity: str, namespace: str, kubeconfig: str) -> list[str]:
+    return [sys.executable, "-m", "kubecoord.operator.demo_worker", role, name, identity, namespace, kubeconfig]
+
+
+def run_demo(*, namespace: str = "default", external_operator: bool = False) -> int:
+    started = time.monotonic()
+    processes = Processes()
+    created: list[tuple[str, str]] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="kubecoord-demo-") as tmp,
+        cluster(pathlib.Path(tmp)) as (kubeconfig, embedded),
+    ):
+        previous = os.environ.get("KUBECONFIG")
+        os.environ["KUBECONFIG"] = kubeconfig
+        kubeapi.reset()
+        try:
+            where = "embedded emulator" if embedded else "the cluster of $KUBECONFIG"
+            _say(f"Kubernetes API: {where}, namespace {namespace}")
+            install_crds()
+            _say("CRDs installed: leaderelections, groups, kvstores (kubecoord.dev/v1alpha1)")
+            if not external_operator:
+                log = open(pathlib.Path(tmp) / "operator.log", "wb")  # noqa: SIM115 - closed with the process
+                command = [
+                    sys.executable, "-m", "kubecoord.cli", "operator", "--namespace", namespace,
+                    "--identity", f"demo-operator-{uuid.uuid4().hex[:6]}", "--lease-namespace", namespace,
+                    "--lease-name", OPERATOR_LEASE, "--lease-duration", "4", "--renew-deadline", "3",
+                    "--retry-period", "1", "--health-port", "0", "--metrics-port", "0", "--bind", "127.0.0.1",
+                ]  # fmt: skip
+                processes.start("operator", command, stdout=log, stderr=subprocess.STDOUT)
+                _wait("the operator taking its Lease", lambda: _lease_holder(namespace, OPERATOR_LEASE) is not None)
+                _say(f"operator running (pid {processes.children['operator'].pid}), holding Lease {OPERATOR_LEASE}")
+            created = apply_examples(namespace)
+            for kind, name in created:
+                _wait(f"{kind} {name} Ready", functools.partial(_ready, namespace, kind, name))
+            show(namespace, "LeaderElection", "Group", "KVStore")
+
+            _say("starting 3 candidates for billing and 2 members of workers (separate processes)")
+            for identity in ("pod-a", "pod-b", "pod-c"):
+                processes.start(identity, _worker("candidate", "billing", identity, namespace, kubeconfig))
+            for identity in ("w1", "w2"):
+                processes.start(identity, _worker("member", "workers", identity, namespace, kubeconfig))
+            _wait("a leader", lambda: bool(status(namespace, "LeaderElection", "billing").get("leader")))
+            _wait("2 members", lambda: status(namespace, "Group", "workers").get("memberCount") == 2)
+            show(namespace, "LeaderElection", "Group")
+
+            leader = str(status(namespace, "LeaderElection", "billing")["leader"])
+            _say(f"kill -9 {leader} (pid {processes.children[leader].pid}): its Lease must expire first")
+            processes.signal(leader, signal.SIGKILL)
+            took = _wait(
+                "a failover",
+                lambda: status(namespace, "LeaderElection", "billing").get("leader") not in (None, leader),
+            )
+            now = status(namespace, "LeaderElection", "billing")
+            _say(f"failover: {now['leader']} leads with epoch {now['epoch']}, {took:.1f} s after the kill")
+            show(namespace, "LeaderElection")
+
+            _say("w2 leaves the group (SIGTERM: the member closes and deletes its Lease)")
+            processes.signal("w2", signal.SIGTERM)
+            _wait("w2 gone", lambda: status(namespace, "Group", "workers").get("memberCount") == 1)
+            show(namespace, "Group")
+
+            _kv_step(namespace, kubeconfig)
+            show(namespace, "KVStore")
+            show_events(namespace)
+        finally:
+            _cleanup(namespace, created, processes)
+            kubeapi.reset()
+            if previous is None:
+                os.environ.pop("KUBECONFIG", None)
+            else:
+                os.environ["KUBECONFIG"] = previous
+    _say(f"stopped every process and deleted every resource; demo done in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def show_events(namespace: str) -> None:
+    reasons = ("LeaderElected", "LeaderLost", "MemberJoined", "MemberLeft", "MemberExpired", "SizeLimitExceeded")
+    events = kubeapi.call("GET", f"/api/v1/namespaces/{namespace}/events")["items"]
+    print("$ kubectl get events  (the operator's)")
+    for event in sorted(events, key=lambda e: str(e.get("lastTimestamp") or e["metadata"].get("creationTimestamp"))):
+        if event.get("reason") in reasons:
+            involved = event["involvedObject"]
+            print(f"  {involved['kind']}/{involved['name']}: {event['reason']}: {event['message']}", flush=True)
+
+
+def _kv_step(namespace: str, kubeconfig: str) -> None:
+    _say("KV store topics: a value listener on topics/orders and a key-set listener on topics")
+    heard = threading.Event()
+    with kubecoord.connect(f"kubernetes://{namespace}", kubeconfig=kubeconfig) as coordinator:
+        registry = coordinator.listener_registry("topics")
+
+        def on_value(value: str | None) -> None:
+            _say(f"  listener: topics/orders = {value!r}")
+            if value == "partitions=6":
+                heard.set()
+
+        registry.add_value_change_listener("topics/orders", on_value)
+        registry.add_key_set_change_listener("topics", lambda names: _say(f"  listener: topics/* = {sorted(names)}"))
+        store = coordinator.storage("topics")
+        store.put("topics/orders", "partitions=3")
+        version = store.update("topics/orders", "partitions=6", expected_version=1)
+        _say(f"topics/orders updated to version {version}")
+        heard.wait(10)
+        _wait("the KVStore status", lambda: status(namespace, "KVStore", "topics").get("keys") == 1)
+
+
+def _cleanup(namespace: str, created: list[tuple[str, str]], processes: Processes) -> None:
+    """Stop the workers, delete the resources while the operator runs its finalizers, stop it."""
+    operator = processes.children.pop("operator", None)
+    processes.stop_all()
+    if created:
+        _say("deleting the resources (the operator's finalizers clean up their backend state)")
+    for kind, name in created:
+        with contextlib.suppress(kubeapi.ApiException):
+            kubeapi.call("DELETE", f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[kind]}/{name}")
+    if operator is not None:
+        with contextlib.suppress(RuntimeError):
+            _wait("finalizers", lambda: not any(_exists(namespace, kind, name) for kind, name in created), timeout=20)
+        _say("stopping the operator (SIGTERM)")
+        processes.children["operator"] = operator
+        processes.stop_all()
+
+
+def _exists(namespace: str, kind: str, name: str) -> bool:
+    try:
+        kubeapi.call("GET", f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[kind]}/{name}")
+    except kubeapi.ApiException:
+        return False
+    return True

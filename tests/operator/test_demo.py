@@ -1,0 +1,22 @@
+"""``make demo`` end to end: the embedded demo as a user runs it, in a process of its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def test_make_demo_shows_failover_group_change_and_kv_listeners_then_cleans_up() -> None:
+    env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}  # the embedded emulator
+    result = subprocess.run(
+        [sys.executable, "-m", "kubecoord.cli", "demo"], env=env, capture_output=True, text=True, timeout=240
+    )
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
+    assert "NAME      LEADER   EPOCH" in out and "MEMBERS   GENERATION" in out and "KEYS   SIZE" in out
+    assert "failover:" in out and "leads with epoch 2" in out
+    assert "workers   1         3" in out  # w2 left: one member, generation 3 (w1, w2 joined; w2 left)
+    assert "listener: topics/orders = 'partitions=6'" in out
+    assert "MemberLeft: w2 left" in out
+    assert "stopped every process and deleted every resource" in out
