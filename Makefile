@@ -62,5 +62,10 @@ chart-lint: install $(HELM)
 e2e: install $(HELM)
 	$(PY) -m pytest -m e2e -rs tests/e2e
 
+# The operator image (needs a Docker engine; none runs on the CI machines).
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+image:
+	docker build -t kubecoord/operator:$(VERSION) .
+
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,29 @@
+"""The operator image agrees with the chart that runs it: user, ports, command, extras."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from kubecoord.cli import SUBCOMMANDS
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = (ROOT / "Dockerfile").read_text()
+VALUES = yaml.safe_load((ROOT / "charts" / "kubecoord" / "values.yaml").read_text())
+
+
+def test_image_runs_as_the_charts_non_root_user() -> None:
+    (user,) = re.findall(r"^USER (\S+)$", DOCKERFILE, re.M)
+    pod = VALUES["podSecurityContext"]
+    assert user == f"{pod['runAsUser']}:{pod['runAsGroup']}" and pod["runAsUser"] != 0
+    assert VALUES["securityContext"]["readOnlyRootFilesystem"] is True
+    assert "PYTHONDONTWRITEBYTECODE=1" in DOCKERFILE and "compileall" in DOCKERFILE  # nothing written at run time
+
+
+def test_image_exposes_the_charts_ports_and_runs_the_operator() -> None:
+    (ports,) = re.findall(r"^EXPOSE (.+)$", DOCKERFILE, re.M)
+    assert set(ports.split()) == {str(VALUES["health"]["port"]), str(VALUES["metrics"]["port"])}
+    assert 'ENTRYPOINT ["kubecoord"]' in DOCKERFILE and "operator" in SUBCOMMANDS
+    assert "'.[kubernetes,zookeeper,operator]'" in DOCKERFILE and "-c constraints.txt" in DOCKERFILE
