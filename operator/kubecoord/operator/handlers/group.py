@@ -27,7 +27,7 @@ from kubecoord.operator.departures import departures
 from kubecoord.operator.handlers._resource import Context, History, register
 from kubecoord.operator.mirror import GroupMirror, Mirror, Notice, Snapshot
 
-VERDICT_WAIT_SECONDS = 2.0
+VERDICT_WAIT_SECONDS = 5.0
 """How long to wait for the member Lease's deletion to be seen before calling it a leave."""
 
 
