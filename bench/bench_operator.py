@@ -56,6 +56,12 @@ class StatusWatch:
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
+        try:
+            self._watch()
+        except Exception:  # the emulator stopped at the end of the run
+            pass
+
+    def _watch(self) -> None:
         api = kubernetes.client.CustomObjectsApi(self._client)
         version = ""
         while True:
