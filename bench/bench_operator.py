@@ -17,6 +17,7 @@ operator); compare runs on one machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -56,10 +57,8 @@ class StatusWatch:
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # the emulator stops at the end of the run
             self._watch()
-        except Exception:  # the emulator stopped at the end of the run
-            pass
 
     def _watch(self) -> None:
         api = kubernetes.client.CustomObjectsApi(self._client)
