@@ -124,6 +124,7 @@ def main() -> int:
     parser.add_argument("--resources", type=int, default=500)
     parser.add_argument("--changes", type=int, default=100)
     args = parser.parse_args()
+    print(f"load average before the run: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp, ApiEmulator(host="127.0.0.1", port=0) as api:
         kubeconfig = str(api.write_kubeconfig(pathlib.Path(tmp) / "kubeconfig"))
         client = kubernetes.config.new_client_from_config(config_file=kubeconfig)
