@@ -10,8 +10,9 @@ out Pods), persistence, TLS, protobuf, aggregated discovery, OpenAPI documents.
 Modules, one concern each: ``store`` (objects, resourceVersion, history, watchers),
 ``registry`` (what each verb does), ``routing`` (HTTP), ``watching`` (watch streams),
 ``discovery``, ``auth`` (tokens and RBAC), ``collecting`` (garbage collection),
-``selectors``, ``patching``, ``validating`` (built-in validation), ``admitting`` (the
-call site of the custom-resource admission module), ``status`` (error bodies),
+``selectors``, ``patching``, ``strategies`` (per-kind additions), ``validating``
+(built-in validation), ``admitting`` (the call site of the custom-resource admission
+module, ``admission``), ``status`` (error bodies),
 ``server`` (``ApiEmulator``), ``cli`` (``kubecoord emulator``).
 
 Users import ``ApiEmulator`` from ``kubecoord.testing``.

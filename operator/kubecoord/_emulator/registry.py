@@ -5,7 +5,8 @@ type, with: metadata set by the server (uid, creationTimestamp, generation,
 resourceVersion), generateName, optimistic concurrency on metadata.resourceVersion,
 the status subresource split, finalizers and deletionTimestamp, delete preconditions and
 propagation policies, namespaces that must exist, and CRDs that register their resource
-types. Garbage collection of dependents lives in ``collecting``; HTTP in ``routing``.
+types. Garbage collection of dependents lives in ``collecting``, per-kind additions in
+``strategies``, HTTP in ``routing``.
 
 Everything here runs on the server's event-loop thread (one request at a time), so a
 read-check-write sequence is atomic without further locking.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import datetime
 import json
 import random
 import uuid
@@ -30,18 +30,13 @@ from kubecoord._emulator.admitting import admit_custom
 from kubecoord._emulator.resources import BUILTINS, CRD_KEY, NAMESPACE_KEY, ResourceType, from_crd
 from kubecoord._emulator.selectors import combined
 from kubecoord._emulator.store import Store
+from kubecoord._emulator.strategies import blocking_finalizers, check_crd, now, prepare_create, spec_changed
 from kubecoord._emulator.validating import validate
 
 JSON = dict[str, Any]
-CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
-NAMESPACE_FINALIZER = "kubernetes"
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 # Server-owned metadata that a client's update cannot change.
 _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -203,7 +198,7 @@ class Registry:
             if crd["metadata"].get("deletionTimestamp"):
                 raise status.method_not_allowed("create", rtype.group, rtype.plural)
             obj = admit_custom(crd, obj, None, None)
-        self._prepare_special(rtype, obj)
+        prepare_create(rtype, obj)
         validate(rtype, obj)
         if self.store.get(rtype.key, ns, obj["metadata"]["name"]) is not None:
             raise status.already_exists(rtype.group, rtype.plural, obj["metadata"]["name"])
@@ -212,46 +207,6 @@ class Registry:
         stored = self.store.write(rtype.key, obj)
         self._after_write(rtype, stored)
         return self._present(rtype, stored)
-
-    def _prepare_special(self, rtype: ResourceType, obj: JSON) -> None:
-        """What the built-in strategies of namespaces and CRDs add on create."""
-        if rtype.key == NAMESPACE_KEY:
-            obj.setdefault("spec", {}).setdefault("finalizers", [NAMESPACE_FINALIZER])
-            obj["status"] = {"phase": "Active"}
-            obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
-        elif rtype.key == CRD_KEY:
-            _check_crd(obj)
-            finalizers = obj["metadata"].setdefault("finalizers", [])
-            if CRD_FINALIZER not in finalizers:
-                finalizers.append(CRD_FINALIZER)
-            # Established synchronously: the real API server takes a moment to serve it.
-            names = obj["spec"]["names"]
-            accepted = {
-                **names,
-                "singular": names.get("singular") or names["kind"].lower(),
-                "listKind": names.get("listKind") or names["kind"] + "List",
-            }
-            stamp = now()
-            obj["status"] = {
-                "acceptedNames": accepted,
-                "storedVersions": [v["name"] for v in obj["spec"]["versions"] if v.get("storage")],
-                "conditions": [
-                    {
-                        "type": "NamesAccepted",
-                        "status": "True",
-                        "reason": "NoConflicts",
-                        "message": "no conflicts found",
-                        "lastTransitionTime": stamp,
-                    },
-                    {
-                        "type": "Established",
-                        "status": "True",
-                        "reason": "InitialNamesAccepted",
-                        "message": "the initial names have been accepted",
-                        "lastTransitionTime": stamp,
-                    },
-                ],
-            }
 
     def _after_write(self, rtype: ResourceType, obj: JSON | None) -> None:
         if rtype.key == CRD_KEY:
@@ -380,18 +335,18 @@ class Registry:
                             )
                         ],
                     )
-            if _spec_changed(rtype, old, result):
+            if spec_changed(rtype, old, result):
                 meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
         result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if rtype.custom:
             result = admit_custom(self._crd_of(rtype), result, copy.deepcopy(old), subresource)
         if rtype.key == CRD_KEY:
-            _check_crd(result)
+            check_crd(result)
         validate(rtype, result)
         if result == old or dry_run:  # a no-op update writes nothing and keeps the resourceVersion
             return self._present(rtype, result)
         meta = result["metadata"]
-        if meta.get("deletionTimestamp") and not _blocking_finalizers(rtype, result):
+        if meta.get("deletionTimestamp") and not blocking_finalizers(rtype, result):
             removed = self.store.remove(rtype.key, meta.get("namespace", ""), name)
             self._after_write(rtype, None)
             return self._present(rtype, removed or result)
@@ -416,26 +371,12 @@ class Registry:
             raise status.not_found(rtype.group, rtype.plural, name)
         meta = obj["metadata"]
         preconditions = options.get("preconditions") or {}
-        if preconditions.get("uid") and preconditions["uid"] != meta["uid"]:
-            raise status.conflict(
-                rtype.group,
-                rtype.plural,
-                name,
-                (
-                    f"Precondition failed: UID in precondition: {preconditions['uid']}, "
-                    f"UID in object meta: {meta['uid']}"
-                ),
-            )
-        if preconditions.get("resourceVersion") and preconditions["resourceVersion"] != meta["resourceVersion"]:
-            raise status.conflict(
-                rtype.group,
-                rtype.plural,
-                name,
-                (
-                    f"Precondition failed: ResourceVersion in precondition: {preconditions['resourceVersion']}, "
-                    f"ResourceVersion in object meta: {meta['resourceVersion']}"
-                ),
-            )
+        for field_name, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            wanted = preconditions.get(field_name)
+            if wanted and wanted != meta[field_name]:
+                why = f"Precondition failed: {label} in precondition: {wanted}, "
+                why += f"{label} in object meta: {meta[field_name]}"
+                raise status.conflict(rtype.group, rtype.plural, name, why)
         policy = options.get("propagationPolicy")
         if policy is None and options.get("orphanDependents") is not None:
             policy = "Orphan" if options["orphanDependents"] else "Background"
@@ -463,7 +404,7 @@ class Registry:
         pending["metadata"]["finalizers"] = finalizers
         if not finalizers:
             pending["metadata"].pop("finalizers", None)
-        if _blocking_finalizers(rtype, pending):
+        if blocking_finalizers(rtype, pending):
             if meta.get("deletionTimestamp") and finalizers == list(meta.get("finalizers") or []):
                 return self._present(rtype, obj)
             pending["metadata"].setdefault("deletionTimestamp", now())
@@ -502,63 +443,3 @@ def _parse_rv(text: str) -> int:
         return int(text)
     except ValueError:
         raise status.bad_request(f'invalid resource version "{text}"') from None
-
-
-def _blocking_finalizers(rtype: ResourceType, obj: JSON) -> bool:
-    if obj["metadata"].get("finalizers"):
-        return True
-    return rtype.key == NAMESPACE_KEY and bool((obj.get("spec") or {}).get("finalizers"))
-
-
-def _spec_changed(rtype: ResourceType, old: JSON, new: JSON) -> bool:
-    """Whether metadata.generation moves: custom resources bump on any change outside
-    metadata (and status, when it is a subresource); built-ins only where they have a
-    status subresource, on a change of spec."""
-    if rtype.custom:
-        ignored = {"metadata", "apiVersion", "kind"} | ({"status"} if rtype.has_status else set())
-        return {k: v for k, v in old.items() if k not in ignored} != {k: v for k, v in new.items() if k not in ignored}
-    return rtype.has_status and old.get("spec") != new.get("spec")
-
-
-def _check_crd(crd: JSON) -> None:
-    spec = crd.get("spec") or {}
-    names = spec.get("names") or {}
-    name = crd["metadata"].get("name", "")
-    causes = []
-    if not names.get("plural") or not names.get("kind"):
-        causes.append(("spec.names", "FieldValueRequired", "spec.names.plural and spec.names.kind: Required value"))
-    elif name != f"{names['plural']}.{spec.get('group', '')}":
-        causes.append(
-            (
-                "metadata.name",
-                "FieldValueInvalid",
-                f'metadata.name: Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
-            )
-        )
-    versions = spec.get("versions") or []
-    if not versions:
-        causes.append(
-            (
-                "spec.versions",
-                "FieldValueRequired",
-                "spec.versions: Invalid value: must have exactly one version marked as storage version",
-            )
-        )
-    elif sum(1 for v in versions if v.get("storage")) != 1:
-        causes.append(
-            (
-                "spec.versions",
-                "FieldValueInvalid",
-                "spec.versions: Invalid value: must have exactly one version marked as storage version",
-            )
-        )
-    if spec.get("scope") not in ("Namespaced", "Cluster"):
-        causes.append(
-            (
-                "spec.scope",
-                "FieldValueNotSupported",
-                f'spec.scope: Unsupported value: "{spec.get("scope")}": supported values: "Cluster", "Namespaced"',
-            )
-        )
-    if causes:
-        raise status.invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, causes)
