@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 import uuid
@@ -10,6 +11,7 @@ from typing import Any
 
 import kubernetes
 import pytest
+import urllib3
 from kubernetes.client import ApiException
 
 from kubecoord._emulator import admitting
@@ -225,3 +227,37 @@ def test_admission_hook_is_called_for_custom_resource_writes(
     assert caught.value.status == 422 and status_of(caught.value)["message"] == "spec.size: Invalid value: must be >= 0"
     custom.patch_namespaced_custom_object_status(GROUP, "v1", namespace, widgets, "a", {"status": {"ok": 1}})
     assert calls == [(None, False), (None, True), ("status", True)]
+
+
+def test_tables_for_kubectl_get_show_printer_columns(
+    api_emulator: ApiEmulator,
+    custom: kubernetes.client.CustomObjectsApi,
+    extensions: kubernetes.client.ApiextensionsV1Api,
+    namespace: str,
+) -> None:
+    plural = f"t{uuid.uuid4().hex[:8]}s"
+    definition = crd(plural)
+    definition["spec"]["versions"][0]["additionalPrinterColumns"] = [
+        {"name": "Leader", "type": "string", "jsonPath": ".status.leader"},
+        {"name": "Epoch", "type": "integer", "jsonPath": ".status.epoch"},
+        {"name": "First", "type": "string", "jsonPath": ".spec.items[0]", "priority": 1},
+    ]
+    extensions.create_custom_resource_definition(definition)
+    custom.create_namespaced_custom_object(
+        GROUP, "v1", namespace, plural, {**widget(plural, "a"), "spec": {"items": ["x"]}}
+    )
+    custom.patch_namespaced_custom_object_status(
+        GROUP, "v1", namespace, plural, "a", {"status": {"leader": "pod-a", "epoch": 3}}
+    )
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    response = urllib3.request(
+        "GET",
+        f"{api_emulator.url}/apis/{GROUP}/v1/namespaces/{namespace}/{plural}",
+        headers={"Authorization": f"Bearer {api_emulator.admin_token}", "Accept": accept},
+    )
+    table = json.loads(response.data)
+    assert table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Leader", "Epoch", "First", "Age"]
+    cells = table["rows"][0]["cells"]
+    assert cells[:4] == ["a", "pod-a", 3, "x"] and cells[4].endswith(("s", "m"))
+    assert table["rows"][0]["object"]["metadata"]["name"] == "a"

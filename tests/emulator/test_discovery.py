@@ -83,3 +83,50 @@ def test_kubectl_reads_through_discovery(tmp_path: pathlib.Path) -> None:
         )
         assert listed.stdout.split() == ["configmap/from-kubectl"]
         assert [obj["data"] for obj in api.objects("configmaps", "default")] == [{"a": "b"}]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_get_prints_a_crds_printer_columns(tmp_path: pathlib.Path) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    "additionalPrinterColumns": [{"name": "Leader", "type": "string", "jsonPath": ".status.leader"}],
+                }
+            ],
+        },
+    }
+    with ApiEmulator(anonymous_admin=True) as api:
+        request(api, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        request(
+            api,
+            "POST",
+            "/apis/example.com/v1/namespaces/default/things",
+            {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t1"}},
+        )
+        request(
+            api,
+            "PATCH",
+            "/apis/example.com/v1/namespaces/default/things/t1/status",
+            {"status": {"leader": "pod-a"}},
+            "application/merge-patch+json",
+        )
+        config = api.write_kubeconfig(tmp_path / "kubeconfig")
+        shown = subprocess.run(
+            ["kubectl", "--kubeconfig", str(config), "get", "things"], capture_output=True, text=True, timeout=60
+        )
+    assert shown.returncode == 0, shown.stderr
+    header, row = shown.stdout.splitlines()
+    assert header.split() == ["NAME", "LEADER", "AGE"]
+    assert row.split()[:2] == ["t1", "pod-a"]

@@ -214,6 +214,10 @@ class Registry:
         if obj is None or obj["metadata"].get("ownerReferences") or obj["metadata"].get("deletionTimestamp"):
             self._on_change()
 
+    def crd_for(self, rtype: ResourceType) -> JSON | None:
+        """The CRD that defines a custom resource type (None for built-ins)."""
+        return self.store.get(CRD_KEY, "", rtype.crd_name) if rtype.custom else None
+
     def _crd_of(self, rtype: ResourceType) -> JSON:
         crd = self.store.get(CRD_KEY, "", rtype.crd_name)
         if crd is None:

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubecoord._emulator import auth, discovery, status, watching
+from kubecoord._emulator import auth, discovery, status, tables, watching
 from kubecoord._emulator.registry import ListOptions, Registry
 from kubecoord._emulator.requestinfo import RecordedRequest, RequestInfo, parse
 from kubecoord._emulator.resources import ResourceType
@@ -176,10 +176,18 @@ class Router:
             return await watching.stream(
                 request, registry.store, rtype, namespace, predicate, bookmark_interval=self._bookmark_interval
             )
+        as_table = tables.wants_table(request.headers.get("Accept"))
         if verb == "list":
-            return _json(registry.list(rtype, namespace, options))
+            listing = registry.list(rtype, namespace, options)
+            if as_table:
+                return _json(tables.table(rtype, registry.crd_for(rtype), listing["items"], listing["metadata"]))
+            return _json(listing)
         if verb == "get":
-            return _json(registry.get(rtype, namespace, name or ""))
+            obj = registry.get(rtype, namespace, name or "")
+            if as_table and not info.subresource:
+                rv = obj["metadata"]["resourceVersion"]
+                return _json(tables.table(rtype, registry.crd_for(rtype), [obj], {"resourceVersion": rv}))
+            return _json(obj)
         if verb == "create":
             if info.subresource or (rtype.namespaced and namespace is None):
                 raise status.no_route()
