@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import tempfile
 import threading
 import time
@@ -208,6 +209,9 @@ def main() -> None:
     parser.add_argument("--crashes", type=int, default=5, help="crash failover rounds (each ~2 s)")
     parser.add_argument("--ops", type=int, default=2000, help="operations per ops/s figure")
     args = parser.parse_args()
+    # The crash rounds kill clients on purpose: kazoo's reconnect warnings are expected noise.
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+    logging.getLogger("kubecoord.zookeeper.kazoo").setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory() as tmp, ZooKeeperServer.standalone(Path(tmp)) as server:
         url = f"zookeeper://{server.hosts}/bench-{uuid.uuid4().hex[:8]}"
         print(f"ZooKeeper 3.8 standalone on {server.hosts}; session {SESSION} s for failover", flush=True)

@@ -152,10 +152,10 @@ class ZooKeeperElection(Handle, LeaderElection):
     def is_leader(self, candidate_id: str | None = None) -> bool:
         if self._closed:
             return False
-        with self._lock:
-            return any(
-                self._holds(c) for c in self._candidates.values() if candidate_id is None or c.id == candidate_id
-            )
+        # Lock-free on purpose: the worker may hold the lock through a slow read, and this
+        # answer must come from local state at once. list() of a dict view is atomic in CPython.
+        candidates = list(self._candidates.values())
+        return any(self._holds(c) for c in candidates if candidate_id is None or c.id == candidate_id)
 
     def add_listener(self, listener: LeaderListener) -> None:
         first = not self._listeners
