@@ -351,14 +351,14 @@ def test_several_errors_are_bracketed_in_the_message() -> None:
 def test_cross_field_rule_names_its_field_path_and_mixes_int_and_double() -> None:
     status = rejected(sample({"leaseDurationSeconds": 15, "renewDeadlineSeconds": 20}))
     assert status["message"] == (
-        'Sample.kubecoord.dev "billing" is invalid: spec.renewDeadlineSeconds: Invalid value: '
+        'Sample.kubecoord.dev "billing" is invalid: spec.renewDeadlineSeconds: Invalid value: "object": '
         "renewDeadlineSeconds must be less than leaseDurationSeconds"
     )
     assert causes(status) == [
         (
             "spec.renewDeadlineSeconds",
             "FieldValueInvalid",
-            "Invalid value: renewDeadlineSeconds must be less than leaseDurationSeconds",
+            'Invalid value: "object": renewDeadlineSeconds must be less than leaseDurationSeconds',
         )
     ]
     admit(CRD, sample({"leaseDurationSeconds": 15, "renewDeadlineSeconds": 14.5}), None, None)
@@ -382,7 +382,7 @@ def test_transition_rule_applies_only_on_update() -> None:
     changed["spec"]["backend"] = "zookeeper"
     changed["spec"]["zookeeper"] = {"hosts": ["zk:2181"]}
     status = rejected(changed, old)
-    assert causes(status) == [("spec.backend", "FieldValueInvalid", 'Invalid value: "zookeeper": backend is immutable')]
+    assert causes(status) == [("spec.backend", "FieldValueInvalid", 'Invalid value: "string": backend is immutable')]
 
 
 def test_transition_rule_on_list_map_items_correlates_by_key() -> None:
@@ -392,33 +392,36 @@ def test_transition_rule_on_list_map_items_correlates_by_key() -> None:
     shrunk = sample({"conditions": [{"type": "Ready", "since": 4}]})
     status = rejected(shrunk, old)
     assert causes(status) == [
-        ("spec.conditions[0].since", "FieldValueInvalid", "Invalid value: 4: since may only grow")
+        ("spec.conditions[0].since", "FieldValueInvalid", 'Invalid value: "integer": since may only grow')
     ]
 
 
 def test_message_expression_and_string_library() -> None:
     status = rejected(sample({"owner": "Alice"}))
     assert causes(status) == [
-        ("spec.owner", "FieldValueInvalid", 'Invalid value: "Alice": owner Alice must be lower case')
+        ("spec.owner", "FieldValueInvalid", 'Invalid value: "string": owner Alice must be lower case')
     ]
     admit(CRD, sample({"owner": "alice"}), None, None)
 
 
 def test_macros_join_and_size() -> None:
     admit(CRD, sample({"tags": ["t-a", "t-b"]}), None, None)
-    assert causes(rejected(sample({"tags": ["t-a", "b"]})))[0][2] == "Invalid value: tags start with t-"
-    assert causes(rejected(sample({"tags": ["t-aaaaaaaa", "t-bbbbbbbbbbbb"]})))[0][2] == "Invalid value: tags too long"
+    assert causes(rejected(sample({"tags": ["t-a", "b"]})))[0][2] == 'Invalid value: "array": tags start with t-'
+    assert (
+        causes(rejected(sample({"tags": ["t-aaaaaaaa", "t-bbbbbbbbbbbb"]})))[0][2]
+        == 'Invalid value: "array": tags too long'
+    )
 
 
 def test_duration_format_is_a_cel_duration() -> None:
     status = rejected(sample({"every": "500ms"}))
-    assert causes(status) == [("spec.every", "FieldValueInvalid", 'Invalid value: "500ms": every must be at least 1s')]
+    assert causes(status) == [("spec.every", "FieldValueInvalid", 'Invalid value: "string": every must be at least 1s')]
 
 
 def test_root_rule_sees_metadata_name() -> None:
     status = rejected(sample(name="a-name-much-longer-than-twenty"))
-    assert causes(status) == [("", "FieldValueInvalid", "Invalid value: name at most 20 characters")]
-    assert status["message"].endswith("is invalid: <nil>: Invalid value: name at most 20 characters")
+    assert causes(status) == [("", "FieldValueInvalid", 'Invalid value: "object": name at most 20 characters')]
+    assert status["message"].endswith('is invalid: <nil>: Invalid value: "object": name at most 20 characters')
 
 
 def test_runtime_error_and_compile_error_are_reported_on_the_rule_path() -> None:
@@ -443,7 +446,7 @@ def test_a_rule_without_message_reports_the_rule() -> None:
         admit(crd, sample(), None, None)
     status = caught.value.status
     assert causes(status) == [
-        ("spec", "FieldValueInvalid", "Invalid value: failed rule: self.leaseDurationSeconds > 100")
+        ("spec", "FieldValueInvalid", 'Invalid value: "object": failed rule: self.leaseDurationSeconds > 100')
     ]
 
 
@@ -466,8 +469,8 @@ def test_property_names_are_escaped_as_kubernetes_does() -> None:
     with pytest.raises(Invalid) as caught:
         admit(crd, sample({"max-size": 30, "namespace": "kube-system"}), None, None)
     assert [c["message"] for c in caught.value.status["details"]["causes"]] == [
-        "Invalid value: max-size below 10",
-        "Invalid value: not kube-system",
+        'Invalid value: "object": max-size below 10',
+        'Invalid value: "object": not kube-system',
     ]
 
 

@@ -76,8 +76,8 @@ def test_renew_deadline_not_below_lease_duration(custom: kubernetes.client.Custo
     )
     assert [c["field"] for c in status["details"]["causes"]] == ["spec.renewDeadlineSeconds"]
     assert (
-        "spec.renewDeadlineSeconds: Invalid value: renewDeadlineSeconds must be less than leaseDurationSeconds"
-        in (status["message"])
+        'spec.renewDeadlineSeconds: Invalid value: "object": '
+        "renewDeadlineSeconds must be less than leaseDurationSeconds" in (status["message"])
     )
 
 

@@ -76,7 +76,7 @@ def test_renew_deadline_must_be_shorter_than_the_lease() -> None:
     message, fields = refusal("LeaderElection", {"leaseDurationSeconds": 10, "renewDeadlineSeconds": 10})
     assert fields == ["spec.renewDeadlineSeconds"]
     assert message.startswith(
-        'LeaderElection.kubecoord.dev "billing" is invalid: spec.renewDeadlineSeconds: Invalid value: '
+        'LeaderElection.kubecoord.dev "billing" is invalid: spec.renewDeadlineSeconds: Invalid value: "object": '
         "renewDeadlineSeconds must be less than leaseDurationSeconds"
     )
 

@@ -27,9 +27,11 @@ answers, with one cause per field error. The steps, in the server's order:
    (bounded LRU) by expression, node schema and the top-level fields the rule reads: a
    status write re-checks an unchanged spec from memory (bench/bench_admission.py).
 
-Messages follow apimachinery's ``field.Error`` and kube-openapi's wording, e.g.
-``LeaderElection.kubecoord.dev "billing" is invalid: spec.renewDeadlineSeconds:
-Invalid value: renewDeadlineSeconds must be less than leaseDurationSeconds``.
+Messages follow apimachinery's ``field.Error`` and kube-openapi's wording as of
+Kubernetes 1.32, e.g. ``LeaderElection.kubecoord.dev "billing" is invalid:
+spec.renewDeadlineSeconds: Invalid value: "object": renewDeadlineSeconds must be less
+than leaseDurationSeconds`` (a rule's failure shows the type of the node it is declared
+on; 1.35 shows scalar values instead).
 
 Not guaranteed: CEL type checking at CRD creation (a rule naming an undeclared field
 fails at admission with "no such key" instead of being refused with the CRD), cost
@@ -829,8 +831,9 @@ class _RuleValidator:
         reason = rule.get("reason") or "FieldValueInvalid"
         if reason not in ("FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate"):
             reason = "FieldValueInvalid"
-        shown = _OMIT if scope_type in ("object", "array") else value
-        return _FieldError(reason, field, shown, "" if reason == "FieldValueDuplicate" else detail)
+        # Kubernetes up to 1.34 (the emulator follows 1.32) shows the type of the rule's
+        # node as the value, whatever fieldPath says: Invalid value: "object": MESSAGE.
+        return _FieldError(reason, field, scope_type, "" if reason == "FieldValueDuplicate" else detail)
 
 
 def _message_from_expression(rule: dict[str, Any], scope: _Scope) -> str | None:
