@@ -12,7 +12,7 @@ from kubernetes import watch
 from kubecoord.testing import ApiEmulator
 from tests.helpers import eventually
 
-from .helpers import first_event, lease, status_of
+from .helpers import first_event, lease, request, status_of
 
 
 def _events(
@@ -133,6 +133,11 @@ def test_exact_list_from_a_compacted_resource_version_answers_410(
     # Without Exact, an older resourceVersion means "not older than": the current list.
     now = leases.list_namespaced_lease(namespace, resource_version=old)
     assert [(i.metadata.name, i.spec.holder_identity) for i in now.items] == [("a", "c"), ("later", "later")]
+
+
+def test_a_malformed_resource_version_answers_400(api_emulator: ApiEmulator, namespace: str) -> None:
+    code, body = request(api_emulator, "GET", f"/api/v1/namespaces/{namespace}/configmaps?watch=1&resourceVersion=x")
+    assert code == 400 and body["reason"] == "BadRequest"
 
 
 def test_timeout_seconds_ends_the_stream(leases: kubernetes.client.CoordinationV1Api, namespace: str) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from kubecoord._emulator.resources import ResourceType
-from kubecoord._emulator.status import StatusError
+from kubecoord._emulator.status import StatusError, bad_request
 from kubecoord._emulator.store import Store
 
 JSON = dict[str, Any]
@@ -46,7 +46,9 @@ async def stream(
 ) -> web.StreamResponse:
     query = request.query
     raw_rv = query.get("resourceVersion", "")
-    since = None if raw_rv in ("", "0") else int(raw_rv) if raw_rv.isdigit() else None
+    if raw_rv and not raw_rv.isdigit():
+        raise bad_request(f'invalid resource version "{raw_rv}"')
+    since = None if raw_rv in ("", "0") else int(raw_rv)
     timeout = float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
     bookmarks = query.get("allowWatchBookmarks", "").lower() in ("1", "true")
     initial_end = bookmarks and since is None and query.get("sendInitialEvents", "").lower() == "true"
