@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from kubecoord import metrics
 from kubecoord._internal.clock import Clock
 from kubecoord.backends.kubernetes.lease_record import LeaderRecord, from_unix, released
 from kubecoord.backends.kubernetes.timings import Timings
@@ -161,6 +162,7 @@ class Elector:
             self._lose("renew answered after the renew deadline")
             return self._timings.retry_period
         self._confirm(written, sent=now)
+        metrics.renewed("kubernetes", self._clock.now() - now)
         self._events.record(
             primitive="leader_election", name=self.service, event="renewed", member=self.candidate,
             epoch=record.transitions, valid_until=self._wall_of(self._valid_until),
@@ -223,6 +225,7 @@ class Elector:
             primitive="leader_election", name=self.service, event="acquired", member=self.candidate,
             epoch=transitions, valid_until=self._wall_of(self._valid_until),
         )
+        metrics.leadership("kubernetes", self.service, self.candidate, True)
         self._on_change(self, True)
         return self._timings.retry_period
 
@@ -237,6 +240,7 @@ class Elector:
         record, version = self._record, self._version
         if self._leading:
             self._leading = False
+            metrics.leadership("kubernetes", self.service, self.candidate, False)
             self._on_change(self, False)
         if not was_leading or record is None:
             return False
@@ -269,6 +273,7 @@ class Elector:
         self._events.record(
             primitive="leader_election", name=self.service, event="lost", member=self.candidate, epoch=epoch
         )
+        metrics.leadership("kubernetes", self.service, self.candidate, False)
         self._on_change(self, False)
 
     def _timeout(self, now: float) -> float:

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kubecoord import metrics
 from kubecoord._internal.clock import Clock
 from kubecoord.backends.kubernetes.client import Gone, KubeClient, Resource
 from kubecoord.errors import CoordinationError
@@ -256,6 +257,7 @@ class Informer:
                 failures = 0
             except Gone:
                 log.info("watch too old; re-listing", extra={"informer": self.description})
+                metrics.watch_restarted("kubernetes", self._resource.plural)
                 try:
                     self._relist()
                     failures = 0
@@ -264,6 +266,7 @@ class Informer:
                     self._pause(failures, exc)
             except CoordinationError as exc:
                 failures += 1
+                metrics.watch_restarted("kubernetes", self._resource.plural)
                 self._pause(failures, exc)
 
     def _watch_once(self) -> None:
