@@ -429,3 +429,21 @@ def test_history_records_the_holders_view(connect: Connect, tmp_path: pathlib.Pa
     acquired = next(e for e in events if e["event"] == "acquired")
     assert acquired["epoch"] == 1 and acquired["member"] == "a" and "valid_until" in acquired
     assert next(e for e in events if e["event"] == "updated")["version"] == 2
+
+
+def test_a_member_whose_lease_is_deleted_is_out_until_it_joins_again(
+    api_emulator: ApiEmulator, admin_api: k8s.ApiClient, connect: Connect, name: str
+) -> None:
+    group = connect().group_membership(name)
+    seen: Recorder[set[str]] = Recorder()
+    group.add_listener(seen)
+    group.join("w1")
+    seen.wait_last({"w1"})
+    lease = naming.member_lease_name(name, "w1")
+    k8s.CoordinationV1Api(admin_api).delete_namespaced_lease(lease, "default")  # as the operator does
+    seen.wait_last(set())
+    time.sleep(3 * FAST["retry_period"])  # heartbeats would have re-created it by now
+    assert lease not in {o["metadata"]["name"] for o in api_emulator.objects("leases", "default")}
+    assert group.membership_list() == set()
+    group.join("w1")
+    seen.wait_last({"w1"})

@@ -16,9 +16,12 @@ Guarantees:
   replaced. leave() deletes the member's Lease.
 - One watch (label selector) per group per coordinator, shared by every use of the handle.
 
-Not guaranteed: that a member which lost its heartbeat (its process paused or cut off)
-learns it — it reappears on its next successful heartbeat, re-creating its Lease if it
-was deleted meanwhile and the id is still free.
+- A member whose Lease was deleted under it (reaped after it stopped renewing, or removed
+  by the operator with its Group) is out, like a ZooKeeper session's ephemeral node: its
+  heartbeats stop, an "expired" event is recorded, and it is back only after join().
+
+Not guaranteed: that the application learns of its own expulsion other than through the
+membership listeners (there is no per-member callback in the interface).
 """
 
 from __future__ import annotations
@@ -155,8 +158,8 @@ class KubeGroupMembership(HandleBase, GroupMembership):
     def _heartbeat(self, informer: Informer, member_id: str, data: str) -> None:
         name = naming.member_lease_name(self.group, member_id)
         current = informer.get(name)
-        if current is None or member_of(current) is None or member_of(current)[0] != member_id:  # type: ignore[index]
-            self._recreate(informer, member_id, data)
+        if current is None or (member_of(current) or ("",))[0] != member_id:
+            self._expel(member_id, "its Lease is gone")
             return
         body = self._lease_body(member_id, data, base=current.obj)
         try:
@@ -164,22 +167,20 @@ class KubeGroupMembership(HandleBase, GroupMembership):
         except Conflict:
             informer.refresh(name)  # somebody touched it: renew over the new version next time
         except NotFound:
-            self._recreate(informer, member_id, data)
+            informer.refresh(name)
+            self._expel(member_id, "its Lease was deleted")
         except CoordinationError as exc:
             log.info("member heartbeat failed", extra={"group": self.group, "member": member_id, "error": str(exc)})
 
-    def _recreate(self, informer: Informer, member_id: str, data: str) -> None:
-        """Our Lease was deleted (we were judged expired): take the id back if it is free."""
-        try:
-            informer.offer(self._context.client.create(LEASES, self._lease_body(member_id, data)))
-            log.warning("member lease re-created", extra={"group": self.group, "member": member_id})
-        except AlreadyExists:
-            with self._lock:
-                self._mine.pop(member_id, None)
-            log.warning("member id taken over by another session", extra={"group": self.group, "member": member_id})
-            self._context.events.record(primitive="group", name=self.group, event="expired", member=member_id)
-        except CoordinationError as exc:
-            log.info("member re-create failed", extra={"group": self.group, "member": member_id, "error": str(exc)})
+    def _expel(self, member_id: str, reason: str) -> None:
+        """Our member Lease was deleted — reaped as expired by an observer, or by the operator
+        cleaning up its Group: like a ZooKeeper session expiry, the member is out until it
+        joins again. Never re-created behind the caller's back."""
+        with self._lock:
+            if self._mine.pop(member_id, None) is None:
+                return
+        log.warning("member expelled", extra={"group": self.group, "member": member_id, "reason": reason})
+        self._context.events.record(primitive="group", name=self.group, event="expired", member=member_id)
 
     def _reap(self, informer: Informer, name: str, observed: Observed, member_id: str) -> None:
         self._reaped.add((name, observed.version))
@@ -247,9 +248,9 @@ class KubeGroupMembership(HandleBase, GroupMembership):
                     informer.refresh(name)
         else:
             raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}")
+        informer.offer(written)  # before the heartbeat loop can look for it
         with self._lock:
             self._mine[member_id] = data
-        informer.offer(written)
         self._context.events.record(primitive="group", name=self.group, event="joined", member=member_id)
         self._report()
 
