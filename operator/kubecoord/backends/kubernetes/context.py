@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from kubecoord._internal.clock import Clock
 from kubecoord._internal.dispatch import Dispatcher
-from kubecoord.backends.kubernetes.client import KubeClient
+from kubecoord.backends.kubernetes.client import KubeClient, Resource
 from kubecoord.backends.kubernetes.timings import Timings
-from kubecoord.backends.kubernetes.watch import InformerPool
+from kubecoord.backends.kubernetes.watch import Change, Informer, InformerPool
 from kubecoord.errors import ClosedError
 from kubecoord.history import EventLog
 
@@ -53,3 +53,51 @@ class HandleBase:
     def crash(self) -> None:
         """Stop every background activity without writing anything (simulate_crash)."""
         self._closed = True
+
+
+class WatchingHandle(HandleBase):
+    """A handle fed by one of the coordinator's shared informers, started on first use.
+
+    Subclasses name what they watch (``_resource`` and ``_selector``), may receive changes
+    in ``_on_changes`` and may start their own activity in ``_on_watching``.
+    """
+
+    _resource: Resource
+
+    def __init__(self, context: Context) -> None:
+        super().__init__(context)
+        self._start_lock = threading.Lock()
+        self._informer: Informer | None = None
+
+    def _selector(self) -> dict[str, str]:
+        """Keyword arguments for InformerPool.acquire: label_selector= or name=."""
+        raise NotImplementedError
+
+    def _on_changes(self, changes: list[Change]) -> None:
+        """Changes observed by the informer (internal subscribers: quick, no informer calls)."""
+
+    def _on_watching(self, informer: Informer) -> None:
+        """Called once, when the informer has listed and is watching."""
+
+    def _watching(self) -> Informer:
+        """The started informer (listing synchronously on first use: raises its errors)."""
+        with self._start_lock:
+            if self._informer is None:
+                informer = self._context.informers.acquire(self._resource, **self._selector())
+                informer.subscribe(self._on_changes)
+                try:
+                    informer.start()
+                except BaseException:
+                    informer.unsubscribe(self._on_changes)
+                    self._context.informers.release(informer)
+                    raise
+                self._informer = informer
+                self._on_watching(informer)
+            return self._informer
+
+    def _stop_watching(self) -> None:
+        with self._start_lock:
+            informer, self._informer = self._informer, None
+        if informer is not None:
+            informer.unsubscribe(self._on_changes)
+            self._context.informers.release(informer)

@@ -41,9 +41,9 @@ from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import KeySetListener, ListenerRegistry, Storage, ValueListener, Versioned
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import CONFIGMAPS, AlreadyExists, Conflict, NotFound
-from kubecoord.backends.kubernetes.context import Context, HandleBase
+from kubecoord.backends.kubernetes.context import Context, WatchingHandle
 from kubecoord.backends.kubernetes.keys import Entry, data_size, dump_entry, encode_key, load_entries
-from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
+from kubecoord.backends.kubernetes.watch import Change, Observed
 from kubecoord.errors import (
     BackendUnavailableError,
     KeyExistsError,
@@ -76,43 +76,22 @@ def _done(value: T) -> Future[T]:
     return future
 
 
-class _StoreHandle(HandleBase):
-    """The store's shared informer, started on first use."""
+class _StoreHandle(WatchingHandle):
+    """A handle on the store's ConfigMap, fed by the store's shared informer."""
+
+    _resource = CONFIGMAPS
 
     def __init__(self, context: Context, name: str) -> None:
         super().__init__(context)
         self.name = name
         self._configmap = naming.store_configmap_name(name)
-        self._start_lock = threading.Lock()
-        self._informer: Informer | None = None
 
-    def _started(self) -> Informer:
-        with self._start_lock:
-            if self._informer is None:
-                informer = self._context.informers.acquire(CONFIGMAPS, label_selector=naming.store_selector(self.name))
-                self._subscribe(informer)
-                try:
-                    informer.start()
-                except BaseException:
-                    self._unsubscribe(informer)
-                    self._context.informers.release(informer)
-                    raise
-                self._informer = informer
-            return self._informer
-
-    def _subscribe(self, informer: Informer) -> None:
-        pass
-
-    def _unsubscribe(self, informer: Informer) -> None:
-        pass
+    def _selector(self) -> dict[str, str]:
+        return {"label_selector": naming.store_selector(self.name)}
 
     def close(self) -> None:
         self._closed = True
-        with self._start_lock:
-            informer, self._informer = self._informer, None
-        if informer is not None:
-            self._unsubscribe(informer)
-            self._context.informers.release(informer)
+        self._stop_watching()
 
     def crash(self) -> None:
         self.close()
@@ -139,12 +118,12 @@ class KubeStorage(_StoreHandle, Storage):
     def _read(self, key: str) -> Entry | None:
         validation.check_key(key)
         self._check_open()
-        return entries_of(self._started().get(self._configmap)).get(key)
+        return entries_of(self._watching().get(self._configmap)).get(key)
 
     def children(self, namespace: str = "") -> set[str]:
         validation.check_namespace(namespace)
         self._check_open()
-        return children_of(entries_of(self._started().get(self._configmap)), namespace)
+        return children_of(entries_of(self._watching().get(self._configmap)), namespace)
 
     # -- writes -------------------------------------------------------------------------
     def put(self, key: str, data: str) -> int:
@@ -187,7 +166,7 @@ class KubeStorage(_StoreHandle, Storage):
 
     def _write(self, key: str, change: Callable[[Entry | None], Entry | None], event: str) -> int:
         self._check_open()
-        informer = self._started()
+        informer = self._watching()
         data_key = encode_key(key)
         fresh = False
         for attempt in range(MAX_ATTEMPTS):
@@ -267,12 +246,6 @@ class KubeListenerRegistry(_StoreHandle, ListenerRegistry):
         self._value_listeners: dict[str, ListenerSet[str | None]] = {}
         self._key_set_listeners: dict[str, ListenerSet[set[str]]] = {}
 
-    def _subscribe(self, informer: Informer) -> None:
-        informer.subscribe(self._on_changes)
-
-    def _unsubscribe(self, informer: Informer) -> None:
-        informer.unsubscribe(self._on_changes)
-
     def _on_changes(self, changes: list[Change]) -> None:
         for name, old, new in changes:
             if name != self._configmap:
@@ -295,7 +268,7 @@ class KubeListenerRegistry(_StoreHandle, ListenerRegistry):
         self._check_open()
         with self._lock:
             self._value_listeners.setdefault(key, ListenerSet()).add(listener)
-        self._started()
+        self._watching()
 
     def remove_value_change_listener(self, key: str, listener: ValueListener) -> None:
         validation.check_key(key)
@@ -308,7 +281,7 @@ class KubeListenerRegistry(_StoreHandle, ListenerRegistry):
         self._check_open()
         with self._lock:
             self._key_set_listeners.setdefault(namespace, ListenerSet()).add(listener)
-        self._started()
+        self._watching()
 
     def remove_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
         validation.check_namespace(namespace)

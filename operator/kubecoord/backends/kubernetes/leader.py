@@ -23,7 +23,7 @@ from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Leader, LeaderElection, LeaderListener
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
-from kubecoord.backends.kubernetes.context import Context, HandleBase
+from kubecoord.backends.kubernetes.context import Context, WatchingHandle
 from kubecoord.backends.kubernetes.election import Elector, Observation, RecordConflict
 from kubecoord.backends.kubernetes.lease_record import LeaderRecord, lease_with_record, record_from_lease
 from kubecoord.backends.kubernetes.loop import Loop
@@ -85,8 +85,9 @@ class LeaseStore:
         return Observation(record_from_lease(written), version, self._context.clock.now())
 
 
-class KubeLeaderElection(HandleBase, LeaderElection):
+class KubeLeaderElection(WatchingHandle, LeaderElection):
     _kind = "LeaderElection"
+    _resource = LEASES
 
     def __init__(self, context: Context, service: str, timings: Timings) -> None:
         super().__init__(context)
@@ -94,28 +95,14 @@ class KubeLeaderElection(HandleBase, LeaderElection):
         self.timings = timings
         self._lease_name = naming.election_lease_name(service)
         self._lock = threading.Lock()  # electors and the reported leader; a leaf lock
-        self._start_lock = threading.Lock()
         self._electors: dict[str, Elector] = {}
         self._loops: dict[str, Loop] = {}
         self._listeners: ListenerSet[str | None] = ListenerSet()
         self._reported: str | None = _UNSET
-        self._informer: Informer | None = None
-        self._store: LeaseStore | None = None
 
     # -- the shared watch ---------------------------------------------------------------
-    def _started(self) -> tuple[Informer, LeaseStore]:
-        with self._start_lock:
-            if self._informer is None or self._store is None:
-                informer = self._context.informers.acquire(LEASES, name=self._lease_name)
-                informer.subscribe(self._on_changes)
-                try:
-                    informer.start()
-                except BaseException:
-                    informer.unsubscribe(self._on_changes)
-                    self._context.informers.release(informer)
-                    raise
-                self._informer, self._store = informer, LeaseStore(self._context, informer, self._lease_name)
-            return self._informer, self._store
+    def _selector(self) -> dict[str, str]:
+        return {"name": self._lease_name}
 
     def _on_changes(self, changes: list[Change]) -> None:
         with self._lock:
@@ -156,7 +143,7 @@ class KubeLeaderElection(HandleBase, LeaderElection):
         with self._lock:
             if candidate_id in self._electors:
                 raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
-        _, store = self._started()
+        store = LeaseStore(self._context, self._watching(), self._lease_name)
         elector = Elector(
             service=self.service, candidate=candidate_id, data=data, store=store, timings=self.timings,
             clock=self._context.clock, on_change=self._on_elector_change, events=self._context.events,
@@ -175,8 +162,7 @@ class KubeLeaderElection(HandleBase, LeaderElection):
 
     def get_leader(self) -> Leader | None:
         self._check_open()
-        informer, _ = self._started()
-        observed = informer.get(self._lease_name)
+        observed = self._watching().get(self._lease_name)
         if observed is None:
             return None
         record = record_from_lease(observed.obj)
@@ -224,8 +210,8 @@ class KubeLeaderElection(HandleBase, LeaderElection):
 
     def add_listener(self, listener: LeaderListener) -> None:
         self._listeners.add(listener)
-        if self._informer is None and not self._closed and not self._context.crashed:
-            self._started()
+        if not self._closed and not self._context.crashed:
+            self._watching()
 
     def remove_listener(self, listener: LeaderListener) -> None:
         self._listeners.remove(listener)
@@ -237,17 +223,10 @@ class KubeLeaderElection(HandleBase, LeaderElection):
             self._withdraw(candidate_id)
         self._report()
         self._closed = True
-        self._release_informer()
+        self._stop_watching()
 
     def crash(self) -> None:
         self._closed = True
         for candidate_id in list(self._electors):
             self._withdraw(candidate_id, release=False)
-        self._release_informer()
-
-    def _release_informer(self) -> None:
-        with self._start_lock:
-            informer, self._informer = self._informer, None
-        if informer is not None:
-            informer.unsubscribe(self._on_changes)
-            self._context.informers.release(informer)
+        self._stop_watching()

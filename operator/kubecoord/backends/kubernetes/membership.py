@@ -36,7 +36,7 @@ from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import GroupMembership, MembershipListener
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
-from kubecoord.backends.kubernetes.context import Context, HandleBase
+from kubecoord.backends.kubernetes.context import Context, WatchingHandle
 from kubecoord.backends.kubernetes.lease_record import format_micro_time, from_unix
 from kubecoord.backends.kubernetes.loop import Loop
 from kubecoord.backends.kubernetes.timings import Timings
@@ -59,39 +59,29 @@ def member_of(observed: Observed) -> tuple[str, str, int] | None:
     return member_id, annotations.get(naming.MEMBER_DATA_ANNOTATION, ""), int(spec.get("leaseDurationSeconds") or 0)
 
 
-class KubeGroupMembership(HandleBase, GroupMembership):
+class KubeGroupMembership(WatchingHandle, GroupMembership):
     _kind = "GroupMembership"
+    _resource = LEASES
 
     def __init__(self, context: Context, group: str, timings: Timings) -> None:
         super().__init__(context)
         self.group = group
         self.timings = timings
         self._lock = threading.Lock()  # a leaf lock: never held while calling the informer's writers
-        self._start_lock = threading.Lock()
         self._mine: dict[str, str] = {}  # member id -> data
         self._next_beat = 0.0
         self._reaped: set[tuple[str, str]] = set()
         self._listeners: ListenerSet[set[str]] = ListenerSet()
         self._reported: set[str] = _UNSET
-        self._informer: Informer | None = None
         self._loop: Loop | None = None
 
     # -- the shared watch and the heartbeat/expiry loop ---------------------------------
-    def _started(self) -> Informer:
-        with self._start_lock:
-            if self._informer is None:
-                informer = self._context.informers.acquire(LEASES, label_selector=naming.group_selector(self.group))
-                informer.subscribe(self._on_changes)
-                try:
-                    informer.start()
-                except BaseException:
-                    informer.unsubscribe(self._on_changes)
-                    self._context.informers.release(informer)
-                    raise
-                self._informer = informer
-                self._loop = Loop(f"kubecoord-group-{self.group}", self._step)
-                self._loop.start()
-            return self._informer
+    def _selector(self) -> dict[str, str]:
+        return {"label_selector": naming.group_selector(self.group)}
+
+    def _on_watching(self, informer: Informer) -> None:
+        self._loop = Loop(f"kubecoord-group-{self.group}", self._step)
+        self._loop.start()
 
     def _on_changes(self, changes: list[Change]) -> None:
         if self._loop is not None:
@@ -226,7 +216,7 @@ class KubeGroupMembership(HandleBase, GroupMembership):
         with self._lock:
             if member_id in self._mine:
                 raise MemberExistsError(f"member {member_id!r} is already joined through this handle")
-        informer = self._started()
+        informer = self._watching()
         name = naming.member_lease_name(self.group, member_id)
         for _ in range(2):
             try:
@@ -285,7 +275,7 @@ class KubeGroupMembership(HandleBase, GroupMembership):
 
     def membership(self) -> dict[str, str]:
         self._check_open()
-        self._started()
+        self._watching()
         return self._live()
 
     def membership_list(self) -> set[str]:
@@ -294,7 +284,7 @@ class KubeGroupMembership(HandleBase, GroupMembership):
     def add_listener(self, listener: MembershipListener) -> None:
         self._listeners.add(listener)
         if not self._closed and not self._context.crashed:
-            self._started()
+            self._watching()
 
     def remove_listener(self, listener: MembershipListener) -> None:
         self._listeners.remove(listener)
@@ -314,17 +304,10 @@ class KubeGroupMembership(HandleBase, GroupMembership):
                 log.info("leave on close failed", extra={"group": self.group, "member": member_id, "error": str(exc)})
         self._report()
         self._closed = True
-        self._release_informer()
+        self._stop_watching()
 
     def crash(self) -> None:
         self._closed = True
         if self._loop is not None:
             self._loop.stop()
-        self._release_informer()
-
-    def _release_informer(self) -> None:
-        with self._start_lock:
-            informer, self._informer = self._informer, None
-        if informer is not None:
-            informer.unsubscribe(self._on_changes)
-            self._context.informers.release(informer)
+        self._stop_watching()
