@@ -8,9 +8,9 @@ member's heartbeat, leaseDurationSeconds = the coordinator's lease_duration.
 Guarantees:
 - Membership is the set of member Leases whose latest version this process observed less
   than leaseDurationSeconds ago (its own monotonic clock; never renewTime vs the local
-  wall clock). An expired member disappears from membership() and the listeners at once;
-  one retry_period later whoever notices first deletes its Lease — with a
-  resourceVersion precondition, so a member that renewed meanwhile is never deleted.
+  wall clock). An expired member disappears from membership() and the listeners at once,
+  and whoever notices first deletes its Lease — with a resourceVersion precondition, so a
+  member that renewed meanwhile is never deleted.
 - join() with the id of a live member raises MemberExistsError (create is atomic: two
   sessions racing for one id cannot both succeed); an expired holder of the id is
   replaced. leave() deletes the member's Lease.
@@ -123,10 +123,10 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
                 mine = dict(self._mine)
             for member_id, data in mine.items():
                 self._heartbeat(informer, member_id, data)
-        # 2. Expiry: members not renewed within their lease duration are out of membership
-        #    at once; their Lease is deleted one retry_period later (so the many observers
-        #    of a group do not all race for it, and the operator, watching, sees an expiry)
-        #    over the version we saw expire (a renewal meanwhile makes that a 409).
+        # 2. Expiry: members not renewed within their lease duration are out of membership;
+        #    delete their Lease (before telling our listeners, so that the operator's
+        #    watch sees the deletion close to the expiry) over the version we saw expire:
+        #    a renewal meanwhile makes that a 409.
         next_expiry = now + self.timings.retry_period
         with self._lock:
             mine_ids = set(self._mine)
@@ -135,11 +135,8 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
             if member is None:
                 continue
             expires = observed.seen_at + member[2]
-            reap_at = expires + self.timings.retry_period
             if now < expires:
                 next_expiry = min(next_expiry, expires)
-            elif now < reap_at:
-                next_expiry = min(next_expiry, reap_at)
             elif member[0] not in mine_ids and (name, observed.version) not in self._reaped:
                 self._reap(informer, name, observed, member[0])
         self._report()
