@@ -1,6 +1,6 @@
 """The contract harness for kubernetes://: coordinators on the session's API emulator.
 
-Short timings (lease 2 s, renew deadline 1.5 s, retry 0.5 s) so expiry takes seconds;
+Short timings (lease 4 s, renew deadline 3 s, retry 1 s) so expiry takes seconds;
 every test uses fresh object names (the ``name`` fixture), so tests share one emulator
 and its ``default`` namespace without colliding. crash() is the coordinator's
 simulate_crash() test hook: it stops renewing and watching without releasing anything.
@@ -18,9 +18,11 @@ from kubecoord.testing import crash
 
 from .harness import Harness
 
-LEASE_DURATION = 2.0
-RENEW_DEADLINE = 1.5
-RETRY_PERIOD = 0.5
+# Short enough that expiry takes seconds, long enough that a leader on a loaded 2-core
+# machine (other suites running) still renews within its deadline: three tries per term.
+LEASE_DURATION = 4.0
+RENEW_DEADLINE = 3.0
+RETRY_PERIOD = 1.0
 
 
 class KubernetesHarness(Harness):

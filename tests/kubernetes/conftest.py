@@ -15,7 +15,8 @@ import kubecoord
 from kubecoord import Coordinator
 from kubecoord.testing import ApiEmulator
 
-FAST = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.5}
+FAST = {"lease_duration": 3.0, "renew_deadline": 2.5, "retry_period": 0.5}
+"""Expiry in seconds, with a renew deadline that survives a loaded machine (five tries)."""
 
 Connect = Callable[..., Coordinator]
 
@@ -27,7 +28,7 @@ def name() -> str:
 
 @pytest.fixture
 def connect(kubeconfig_path: pathlib.Path) -> Iterator[Connect]:
-    """connect(**options) -> a coordinator on the emulator with 2 s leases; closed after the test."""
+    """connect(**options) -> a coordinator on the emulator with FAST timings; closed after the test."""
     opened: list[Coordinator] = []
 
     def make(url: str = "kubernetes://default", **options: Any) -> Coordinator:
