@@ -47,6 +47,7 @@ def test_leader_election_lifecycle(resources: Resources, client: Coordinator, un
     eventually(lambda: resources.status("leaderelections", name).get("leader") == "pod-a", timeout=20)
     status = resources.status("leaderelections", name)
     assert status["leaderData"] == "host=a" and status["epoch"] >= 1
+    eventually(lambda: bool(resources.status("leaderelections", name).get("renewTime")))
     eventually(lambda: ("LeaderElected", f"pod-a leads with epoch {status['epoch']}") in resources.events(name))
 
     election.nominate("pod-b")

@@ -1,7 +1,10 @@
 """LeaderElection: the Lease (kubernetes) or the election znodes (zookeeper) of one service.
 
-Status: leader, leaderData, epoch, leaderSince; Events LeaderElected / LeaderLost; the
-operator's event log gets an ``observed`` event per change of leader.
+Status: leader, leaderData, epoch, leaderSince and (kubernetes backend) renewTime; Events
+LeaderElected / LeaderLost; the operator's event log gets an ``observed`` event per change
+of leader. renewTime is the Lease's as of the last change of leader: the status is
+written on changes, not on every renewal, so the operator's write rate does not grow
+with renewals (the Lease itself has the live renewTime).
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kubecoord.api import Coordinator
-from kubecoord.operator import metrics
+from kubecoord.backends.kubernetes import naming
+from kubecoord.operator import kubeapi, metrics
 from kubecoord.operator.handlers._resource import Context, History, register
 from kubecoord.operator.mirror import LeaderMirror, Mirror, Snapshot
 
@@ -32,6 +36,15 @@ async def _after(context: Context, snapshot: Snapshot) -> None:
             epoch=snapshot.status.get("epoch"),
             reason=notice.reason,
         )
+
+
+    if snapshot.notices and context.backend.backend == "kubernetes":
+        renew_time = None
+        if snapshot.status.get("leader"):
+            path = f"/apis/coordination.k8s.io/v1/namespaces/{context.namespace}/leases/"
+            lease = await kubeapi.acall("GET", path + naming.election_lease_name(context.name))
+            renew_time = (lease.get("spec") or {}).get("renewTime")
+        await kubeapi.patch_status("leaderelections", context.namespace, context.name, {"renewTime": renew_time})
 
 
 register("leaderelections", _mirror, _after)
