@@ -261,3 +261,19 @@ def test_tables_for_kubectl_get_show_printer_columns(
     cells = table["rows"][0]["cells"]
     assert cells[:4] == ["a", "pod-a", 3, "x"] and cells[4].endswith(("s", "m"))
     assert table["rows"][0]["object"]["metadata"]["name"] == "a"
+
+
+def test_selectable_fields_of_a_crd_work_in_field_selectors(
+    custom: kubernetes.client.CustomObjectsApi, extensions: kubernetes.client.ApiextensionsV1Api, namespace: str
+) -> None:
+    plural = f"s{uuid.uuid4().hex[:8]}s"
+    definition = crd(plural)
+    definition["spec"]["versions"][0]["selectableFields"] = [{"jsonPath": ".spec.colour"}]
+    extensions.create_custom_resource_definition(definition)
+    for name, colour in (("a", "red"), ("b", "blue")):
+        custom.create_namespaced_custom_object(GROUP, "v1", namespace, plural, widget(plural, name, colour=colour))
+    found = custom.list_namespaced_custom_object(GROUP, "v1", namespace, plural, field_selector="spec.colour=blue")
+    assert [item["metadata"]["name"] for item in found["items"]] == ["b"]
+    with pytest.raises(ApiException) as caught:
+        custom.list_namespaced_custom_object(GROUP, "v1", namespace, plural, field_selector="spec.size=1")
+    assert caught.value.status == 400

@@ -87,3 +87,22 @@ def test_limit_and_continue_page_through_everything(leases: kubernetes.client.Co
     second = leases.list_namespaced_lease(labelled, limit=2, _continue=first.metadata._continue)
     assert [i.metadata.name for i in second.items] == ["c"]
     assert not second.metadata._continue
+
+
+def test_field_selectors_a_builtin_kind_supports(core: kubernetes.client.CoreV1Api, namespace: str) -> None:
+    for name, target in (("e1", "lease-a"), ("e2", "lease-b")):
+        core.create_namespaced_event(
+            namespace,
+            {
+                "metadata": {"name": name},
+                "reason": "Elected",
+                "type": "Normal",
+                "involvedObject": {"kind": "Lease", "name": target, "namespace": namespace},
+            },
+        )
+    found = core.list_namespaced_event(namespace, field_selector="involvedObject.name=lease-b,reason=Elected")
+    assert [e.metadata.name for e in found.items] == ["e2"]
+    with pytest.raises(ApiException) as caught:
+        core.list_namespaced_config_map(namespace, field_selector="involvedObject.name=x")
+    assert caught.value.status == 400
+    assert status_of(caught.value)["message"] == "field label not supported: involvedObject.name"

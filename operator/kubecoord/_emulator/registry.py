@@ -28,7 +28,7 @@ import yaml
 from kubecoord._emulator import patching, status
 from kubecoord._emulator.admitting import admit_custom
 from kubecoord._emulator.resources import BUILTINS, CRD_KEY, NAMESPACE_KEY, ResourceType, from_crd
-from kubecoord._emulator.selectors import combined
+from kubecoord._emulator.selectors import FIELDS_BY_RESOURCE, combined
 from kubecoord._emulator.store import Store
 from kubecoord._emulator.strategies import blocking_finalizers, check_crd, now, prepare_create, spec_changed
 from kubecoord._emulator.validating import validate
@@ -98,7 +98,7 @@ class Registry:
         return self._present(rtype, obj)
 
     def list(self, rtype: ResourceType, namespace: str | None, options: ListOptions) -> JSON:
-        predicate = combined(options.label_selector, options.field_selector)
+        predicate = combined(options.label_selector, options.field_selector, self.selectable_fields(rtype))
         start = ""
         if options.continue_token:
             try:
@@ -213,6 +213,19 @@ class Registry:
             self._rebuild_types()
         if obj is None or obj["metadata"].get("ownerReferences") or obj["metadata"].get("deletionTimestamp"):
             self._on_change()
+
+    def selectable_fields(self, rtype: ResourceType) -> tuple[str, ...]:
+        """Field-selector fields beyond metadata.name/namespace: a built-in kind's, or those
+        a CRD version declares in ``selectableFields``."""
+        crd = self.crd_for(rtype)
+        if crd is None:
+            return FIELDS_BY_RESOURCE.get(rtype.key, ())
+        for version in (crd.get("spec") or {}).get("versions") or []:
+            if version.get("name") == rtype.version:
+                return tuple(
+                    f["jsonPath"].lstrip(".") for f in version.get("selectableFields") or [] if f.get("jsonPath")
+                )
+        return ()
 
     def crd_for(self, rtype: ResourceType) -> JSON | None:
         """The CRD that defines a custom resource type (None for built-ins)."""

@@ -172,7 +172,7 @@ class Router:
             fields = options.field_selector
             if info.extra.get("name_filter"):
                 fields = ",".join(filter(None, [fields, f"metadata.name={info.extra['name_filter']}"]))
-            predicate = combined(options.label_selector, fields)
+            predicate = combined(options.label_selector, fields, registry.selectable_fields(rtype))
             return await watching.stream(
                 request, registry.store, rtype, namespace, predicate, bookmark_interval=self._bookmark_interval
             )

@@ -1,10 +1,11 @@
 """Label and field selectors, parsed as the API server parses them.
 
 Label selectors: ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``
-(exists), ``!k`` (does not exist), comma-separated (AND). Field selectors:
-``metadata.name`` and ``metadata.namespace`` with ``=``, ``==``, ``!=`` — the fields every
-resource supports; any other field answers 400 as the API server does for custom
-resources. Malformed selectors raise ``StatusError`` 400.
+(exists), ``!k`` (does not exist), comma-separated (AND). Field selectors: ``=``, ``==``,
+``!=`` on ``metadata.name`` and ``metadata.namespace`` (every resource), on the fields a
+built-in kind supports (``FIELDS_BY_RESOURCE``: Events' involvedObject, Pods' phase and
+node, ...) and on a CRD version's ``selectableFields``; any other field answers 400.
+Malformed selectors raise ``StatusError`` 400.
 """
 
 from __future__ import annotations
@@ -23,6 +24,42 @@ _SET = re.compile(rf"^\s*({_KEY})\s+(in|notin)\s+\(([^)]*)\)\s*$")
 _EQ = re.compile(rf"^\s*({_KEY})\s*(==|=|!=)\s*([A-Za-z0-9._-]*)\s*$")
 _EXISTS = re.compile(rf"^\s*(!?)\s*({_KEY})\s*$")
 FIELDS = ("metadata.name", "metadata.namespace")
+_OBJECT_REFERENCE = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+FIELDS_BY_RESOURCE: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "events"): (
+        *(f"involvedObject.{f}" for f in _OBJECT_REFERENCE),
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ),
+    ("events.k8s.io", "events"): (
+        *(f"regarding.{f}" for f in _OBJECT_REFERENCE),
+        "reason",
+        "reportingController",
+        "type",
+    ),
+    ("", "pods"): (
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
+    ),
+    ("", "secrets"): ("type",),
+    ("", "namespaces"): ("status.phase",),
+}
+
+
+def _lookup(obj: JSON, path: str) -> str:
+    node: Any = obj
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    if node is None:
+        return ""
+    return str(node).lower() if isinstance(node, bool) else str(node)
 
 
 def _split(selector: str) -> list[str]:
@@ -75,25 +112,24 @@ def label_selector(selector: str | None) -> Predicate:
     return matches
 
 
-def field_selector(selector: str | None) -> Predicate:
+def field_selector(selector: str | None, extra_fields: tuple[str, ...] = ()) -> Predicate:
     requirements: list[Predicate] = []
     for part in _split(selector or ""):
         match = re.match(r"^\s*([A-Za-z0-9._-]+)\s*(==|=|!=)\s*(.*?)\s*$", part)
         if not match:
             raise status.bad_request(f"invalid selector: '{selector}'; can't understand '{part}'")
         field_name, op, value = match.groups()
-        if field_name not in FIELDS:
+        if field_name not in FIELDS and field_name not in extra_fields:
             raise status.bad_request(f"field label not supported: {field_name}")
-        attribute = field_name.split(".", 1)[1]
 
-        def requirement(obj: JSON, attribute: str = attribute, op: str = op, value: str = value) -> bool:
-            actual = (obj.get("metadata") or {}).get(attribute, "") or ""
+        def requirement(obj: JSON, path: str = field_name, op: str = op, value: str = value) -> bool:
+            actual = _lookup(obj, path)
             return (actual != value) if op == "!=" else (actual == value)
 
         requirements.append(requirement)
     return lambda obj: all(requirement(obj) for requirement in requirements)
 
 
-def combined(labels: str | None, fields: str | None) -> Predicate:
-    by_labels, by_fields = label_selector(labels), field_selector(fields)
+def combined(labels: str | None, fields: str | None, extra_fields: tuple[str, ...] = ()) -> Predicate:
+    by_labels, by_fields = label_selector(labels), field_selector(fields, extra_fields)
     return lambda obj: by_labels(obj) and by_fields(obj)
