@@ -8,8 +8,9 @@ Guarantees:
 - Stored objects are never mutated after they are stored: writers build a new dict.
 - The history keeps the most recent ``history_limit`` events. ``compact()`` forgets all
   of it; a watch from a resourceVersion older than the oldest retained event answers 410.
-- Watchers are fed synchronously from the writing thread (the server's event loop), so
-  a watch never misses an event committed after it was registered.
+- Every write offers its event to the registered watchers before it returns, so a watch
+  never misses an event committed after it was registered; the event reaches the
+  watcher's queue on the event loop's next turn, after the writer's response is sent.
 
 Not guaranteed: durability (everything is in memory) and per-resource history (a single
 history is shared by every resource, as etcd's is).
@@ -54,17 +55,29 @@ class Watcher:
     loop: asyncio.AbstractEventLoop
     queue: asyncio.Queue[tuple[str, JSON] | None] = field(default_factory=asyncio.Queue)
 
+    pending: int = 0  # events offered but not yet in the queue
+
     def _push(self, item: tuple[str, JSON] | None) -> None:
-        # Directly when on the loop (every write is), so that an empty queue means the
-        # watcher has every committed event: bookmarks rely on it.
+        # Delivered on the loop's next turn, not inside the write: the writer's response
+        # goes out before watchers see the event, as with the API server's watch cache.
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is self.loop:
-            self.queue.put_nowait(item)
-        else:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        if running is not self.loop:
+            self.loop.call_soon_threadsafe(self._push, item)
+            return
+        self.pending += 1
+        self.loop.call_soon(self._deliver, item)
+
+    def _deliver(self, item: tuple[str, JSON] | None) -> None:
+        self.pending -= 1
+        self.queue.put_nowait(item)
+
+    def settled(self) -> bool:
+        """Whether every event offered so far is in the queue and read: then the watcher
+        has seen everything up to the store's resourceVersion (bookmarks rely on it)."""
+        return self.pending == 0 and self.queue.empty()
 
     def offer(self, event: Event) -> None:
         """Translate a stored event for this watcher's selectors, as the watch cache does:

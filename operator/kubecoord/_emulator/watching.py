@@ -79,7 +79,7 @@ async def stream(
             try:
                 item = await asyncio.wait_for(watcher.queue.get(), wait)
             except TimeoutError:
-                if bookmarks and watcher.queue.empty():
+                if bookmarks and watcher.settled():
                     await response.write(_bookmark(rtype, store.resource_version))
                 continue
             if item is None:
