@@ -431,6 +431,19 @@ def test_history_records_the_holders_view(connect: Connect, tmp_path: pathlib.Pa
     acquired = next(e for e in events if e["event"] == "acquired")
     assert acquired["epoch"] == 1 and acquired["member"] == "a" and "valid_until" in acquired
     assert next(e for e in events if e["event"] == "updated")["version"] == 2
+    assert next(e for e in events if e["event"] == "conflict")["version"] == 1  # the stale expected_version
+
+
+def test_observers_log_the_leader_they_see_with_its_epoch(connect: Connect, tmp_path: pathlib.Path, name: str) -> None:
+    log = tmp_path / "observer.jsonl"
+    observer = connect(history=str(log)).leader_election(name)
+    seen: Recorder[str | None] = Recorder()
+    observer.add_listener(seen)
+    connect().leader_election(name).nominate("pod-a")
+    seen.wait_last("pod-a")
+    eventually(lambda: log.exists() and '"observed"' in log.read_text())
+    observed = [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "observed"]
+    assert [(e["member"], e["epoch"]) for e in observed] == [("pod-a", 1)]
 
 
 def test_a_member_whose_lease_is_deleted_is_out_until_it_joins_again(

@@ -146,7 +146,7 @@ class KubeStorage(_StoreHandle, Storage):
             current = self._expect(key, current, expected_version)
             return Entry(key, data, current.version + 1)
 
-        return self._write(key, replace, "updated")
+        return self._write(key, replace, "updated", expected_version)
 
     def delete(self, key: str, *, expected_version: int | None = None) -> None:
         validation.check_key(key)
@@ -155,7 +155,7 @@ class KubeStorage(_StoreHandle, Storage):
         def remove(current: Entry | None) -> None:
             self._expect(key, current, expected_version)
 
-        self._write(key, remove, "deleted")
+        self._write(key, remove, "deleted", expected_version)
 
     def _expect(self, key: str, current: Entry | None, expected: int | None) -> Entry:
         if current is None:
@@ -164,7 +164,9 @@ class KubeStorage(_StoreHandle, Storage):
             raise VersionConflictError(f"key {key!r} is at version {current.version}, not {expected}")
         return current
 
-    def _write(self, key: str, change: Callable[[Entry | None], Entry | None], event: str) -> int:
+    def _write(
+        self, key: str, change: Callable[[Entry | None], Entry | None], event: str, expected: int | None = None
+    ) -> int:
         self._check_open()
         informer = self._watching()
         data_key = encode_key(key)
@@ -181,7 +183,9 @@ class KubeStorage(_StoreHandle, Storage):
                     fresh = True
                     continue
                 if isinstance(exc, VersionConflictError):
-                    self._context.events.record(primitive="kv", name=self.name, event="conflict", key=key)
+                    self._context.events.record(
+                        primitive="kv", name=self.name, event="conflict", key=key, version=expected
+                    )
                 raise
             try:
                 if observed is None:

@@ -120,19 +120,22 @@ class KubeLeaderElection(WatchingHandle, LeaderElection):
             if self._closed:
                 return
             leading = [c for c, e in self._electors.items() if e.is_leader()]
+            epoch = None
             if leading:
                 current: str | None = leading[0]
             else:
                 observed = self._informer.get(self._lease_name) if self._informer is not None else None
-                holder = record_from_lease(observed.obj).holder if observed is not None else ""
+                record = record_from_lease(observed.obj) if observed is not None else None
+                holder = record.holder if record is not None else ""
                 current = None if not holder or holder in self._electors else holder
+                epoch = record.transitions if record is not None else None
             if current == self._reported:
                 return
             self._reported = current
             self._context.dispatcher.notify(self._listeners, current)
         if current is not None and not leading:
             self._context.events.record(
-                primitive="leader_election", name=self.service, event="observed", member=current
+                primitive="leader_election", name=self.service, event="observed", member=current, epoch=epoch
             )
 
     # -- the interface ------------------------------------------------------------------
