@@ -73,8 +73,6 @@ def parse(method: str, path: str, query: dict[str, str]) -> RequestInfo:
     info.plural = rest[0]
     info.name = rest[1] if len(rest) > 1 else None
     info.subresource = rest[2] if len(rest) > 2 else None
-    if info.plural == "namespaces" and info.name and info.namespace is None:
-        info.namespace = None
     if method == "GET":
         info.verb = "watch" if watch else ("get" if info.name else "list")
         if watch and info.name:  # a watch on one object is a watch filtered by name

@@ -7,7 +7,7 @@ stored per (group, plural): the versions of a CRD share one store and are not co
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 JSON = dict[str, Any]
@@ -31,7 +31,6 @@ class ResourceType:
     # bumps its generation on any non-metadata change.
     custom: bool = False
     crd_name: str = ""
-    extra: JSON = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def group_version(self) -> str:

@@ -12,7 +12,7 @@ Many clients, in this process or others, may connect at once (aiohttp; each watc
 long-lived streaming response). Test controls: ``compact()`` (old resourceVersions
 answer 410), ``break_watches()`` (the server closes every open watch), ``hang(True)``
 (new requests are held unanswered, then dropped on ``hang(False)``), ``requests`` (every
-answered request, for counting API calls).
+answered request, for counting API calls; the most recent 200,000 are kept).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import copy
 import logging
 import pathlib
 import threading
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from types import TracebackType
@@ -54,6 +55,7 @@ class ApiEmulator:
         bookmark_interval: float = 5.0,
         gc_interval: float = 1.0,
         anonymous_admin: bool = False,
+        requests_limit: int = 200_000,
     ) -> None:
         self.host = host
         self._port = port
@@ -61,7 +63,8 @@ class ApiEmulator:
         self._bookmark_interval = bookmark_interval
         self._gc_interval = gc_interval
         self._tokens = auth.Tokens(anonymous_admin=anonymous_admin)
-        self._requests: list[RecordedRequest] = []
+        # The most recent requests only: a session-long emulator must not grow without bound.
+        self._requests: deque[RecordedRequest] = deque(maxlen=requests_limit)
         self._requests_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
