@@ -96,10 +96,12 @@ def main() -> int:
             python_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
             print(f"{manifest.events:>11,} events  {elapsed:7.1f} s  {manifest.events / elapsed:>9,.0f} events/s  "
-                  f"violations {analysis.violation_count}  peak JVM heap {heap:,.0f} MiB  "
+                  f"violations {analysis.violation_count}  peak JVM heap (sum of pool peaks) {heap:,.0f} MiB  "
                   f"peak JVM RSS {rss:,.0f} MiB  peak Python RSS {python_rss:,.0f} MiB  (generation {generated:.0f} s; "
                   f"load average {load} on {os.cpu_count()} cores)",
                   flush=True)
+            if analysis.violation_count:
+                print(f"violations by type: {analysis.summary['violations']}", flush=True)
             if args.keep:
                 shutil.rmtree(args.keep, ignore_errors=True)
                 shutil.copytree(out, args.keep)

@@ -87,7 +87,8 @@ def rows(analysis: Analysis, table: str, *columns: str) -> list[tuple[Any, ...]]
 def test_inputs_are_counted(analysis: Analysis) -> None:
     inputs = analysis.summary["inputs"]
     assert (inputs["files"], inputs["events"], inputs["malformed_lines"], inputs["processes"]) == (3, 46, 0, 3)
-    assert inputs["first_event"] == "2026-01-01T00:00:00Z"
+    assert inputs["first_event"] == "2026-01-01T00:00:00.000000Z"
+    assert inputs["last_event"] == "2026-01-01T01:03:20.000000Z"  # m1 left at 3800 s
 
 
 def test_no_violations_thanks_to_the_skew_tolerance(analysis: Analysis) -> None:

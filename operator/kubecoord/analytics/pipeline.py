@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from kubecoord.analytics import kv, leadership, membership, schema, violations
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.reading import EmptyInputError, expand_inputs, read_events
+from kubecoord.history import rfc3339
 
 DEFAULT_SKEW = 1.0
 MALFORMED_EXAMPLES = 50
@@ -52,8 +53,8 @@ def analyze(
     counts = read.lines.agg(
         F.count(F.when(valid, 1)).alias("events"),
         F.count(F.when(~valid, 1)).alias("malformed"),
-        F.min(F.when(valid, F.col("ts"))).alias("first"),
-        F.max(F.when(valid, F.col("ts"))).alias("last"),
+        F.min(F.when(valid, F.col("t"))).alias("first"),
+        F.max(F.when(valid, F.col("t"))).alias("last"),
         F.countDistinct(F.when(valid, F.col("process"))).alias("processes"),
     ).first()
     assert counts is not None
@@ -111,8 +112,10 @@ def analyze(
     return Analysis(tables=tables, summary=summary, events=events, unpersist=[found, gaps, terms, read.lines, *cached])
 
 
-def _iso(value: Any) -> str | None:
-    return None if value is None else value.isoformat().replace("+00:00", "") + "Z"
+def _iso(seconds: float | None) -> str | None:
+    # From UNIX seconds, not a collected timestamp: PySpark hands those back in the
+    # driver's local time zone.
+    return None if seconds is None else rfc3339(seconds)
 
 
 def _leadership_summary(terms: DataFrame, gaps: DataFrame) -> dict[str, Any]:
