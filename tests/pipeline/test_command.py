@@ -42,7 +42,7 @@ def test_injected_violations_are_found_and_gate_the_exit_status(
 
 
 def test_a_clean_history_exits_zero_and_replaces_the_previous_output(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     manifest = generate(tmp_path / "logs", Spec(elections=2, groups=1, stores=1, hours=0.5, seed=7))
     out = tmp_path / "out"
@@ -52,7 +52,9 @@ def test_a_clean_history_exits_zero_and_replaces_the_previous_output(
     status = main(["analyze", str(tmp_path / "logs"), "--out", str(out), "--quiet", "--skew-tolerance", "0.5"])
 
     assert status == 0
-    assert "no safety violations" in capsys.readouterr().out
+    captured = capfd.readouterr()  # file descriptors: what the JVM writes is seen too
+    assert "no safety violations" in captured.out
+    assert captured.err == "", "quiet run: no progress lines and no JVM log lines"
     assert not (out / "stale.txt").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["inputs"]["events"] == manifest.events  # _manifest.json itself is skipped
