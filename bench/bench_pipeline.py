@@ -67,6 +67,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--keep", type=Path, help="keep the last run's output (report, plots) here")
+    parser.add_argument("--driver-memory", default=BENCH_CONF["spark.driver.memory"], help="spark.driver.memory")
     args = parser.parse_args()
     progress = Progress("bench_pipeline")
     work = Path(tempfile.mkdtemp(prefix="kubecoord-bench-"))
@@ -84,6 +85,7 @@ def main() -> int:
             progress.step(f"generated {manifest.events:,} events, {size / 2**20:.0f} MiB, in {generated:.0f} s")
             if spark is None:
                 progress.step("starting Spark")
+                BENCH_CONF["spark.driver.memory"] = args.driver_memory
                 spark = build_session(master="local[2]", conf=BENCH_CONF, app_name="kubecoord-bench")
                 settings = {**BASE_CONF, **BENCH_CONF}
                 print(f"Spark {spark.version} on local[2], default JVM options; settings {settings}")

@@ -38,6 +38,8 @@ class Membership:
     """Per group and hour: joins, leaves, expiries, churn."""
     expiries: DataFrame
     """Per counted expiry: last heartbeat, expiry time, heartbeat_to_expiry seconds."""
+    persisted: DataFrame
+    """The per-event pass the others derive from (persisted; release it when done)."""
 
 
 def _window(*partition: str, ascending: bool) -> WindowSpec:
@@ -122,4 +124,4 @@ def analyze(events: DataFrame, skew: float) -> Membership:
         F.col("ts").alias("expired_ts"),
         (F.col("t") - F.col("last_hb_t")).alias("heartbeat_to_expiry"),
     )
-    return Membership(timeline=timeline, duplicates=duplicates, churn=churn, expiries=expiries)
+    return Membership(timeline=timeline, duplicates=duplicates, churn=churn, expiries=expiries, persisted=enriched)

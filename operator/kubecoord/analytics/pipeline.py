@@ -69,6 +69,7 @@ def analyze(
     groups = membership.analyze(events, skew)
     stores = kv.analyze(events, skew)
     cached = [frame.persist(StorageLevel.MEMORY_AND_DISK) for frame in (groups.churn, stores.per_key)]
+    cached.append(groups.persisted)
     found = violations.union([
         leadership.overlaps(terms, skew),
         leadership.epoch_regressions(events, skew),
