@@ -18,7 +18,14 @@ def configure(level: str = "WARNING", fmt: str = "json") -> None:
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(
-            JsonFormatter("{asctime}{levelname}{name}{message}", style="{", rename_fields={"levelname": "level"})
+            JsonFormatter(
+                "{asctime}{levelname}{name}{message}",
+                style="{",
+                rename_fields={"levelname": "level"},
+                # str() rather than the library's dataclass expansion, which deep-copies
+                # kopf's records and fails on the queues inside them.
+                json_default=str,
+            )
         )
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
