@@ -3,38 +3,23 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
-import kubecoord
-from kubecoord import Coordinator
-from kubecoord.testing import ManualClock, crash
+from kubecoord.testing import ManualClock
 
-from .harness import Harness
+from .harness import UrlHarness
 
 SESSION_TIMEOUT = 5.0
 
 
-class MemoryHarness(Harness):
+class MemoryHarness(UrlHarness):
     name = "memory"
     settle = 5.0
 
     def __init__(self) -> None:
-        self.url = f"memory://contract-{uuid.uuid4().hex[:8]}"
         self.clock = ManualClock()
-        self.coordinators: list[Coordinator] = []
-
-    def connect(self, **options: Any) -> Coordinator:
-        options.setdefault("session_timeout", SESSION_TIMEOUT)
-        coordinator = kubecoord.connect(self.url, clock=self.clock, **options)
-        self.coordinators.append(coordinator)
-        return coordinator
-
-    def crash(self, coordinator: Coordinator) -> None:
-        crash(coordinator)
+        super().__init__(
+            f"memory://contract-{uuid.uuid4().hex[:8]}", clock=self.clock, session_timeout=SESSION_TIMEOUT
+        )
 
     def expire(self) -> None:
         self.clock.advance(SESSION_TIMEOUT + 1)
-
-    def close(self) -> None:
-        for coordinator in self.coordinators:
-            coordinator.close()
