@@ -32,7 +32,7 @@ lint: install
 	$(VENV)/bin/lint-imports
 
 demo: install
-	$(PY) -m kubecoord.demo
+	$(PY) -m kubecoord.demos
 
 bench: install system-deps
 	@for script in bench/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

@@ -29,7 +29,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 import kubecoord
-from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
+from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
 SESSION = 2.0
 

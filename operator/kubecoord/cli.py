@@ -13,8 +13,8 @@ from kubecoord._internal import logs
 
 # name -> (module, help). The module provides add_arguments(parser) and run(args) -> int.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("kubecoord.demo", "run the demo scenario"),
-    "emulator": ("kubecoord._emulator.cli", "run the Kubernetes API emulator in the foreground"),
+    "demo": ("kubecoord.demos.cli", "run the demo scenario"),
+    "emulator": ("kubecoord.testing.emulator.cli", "run the Kubernetes API emulator in the foreground"),
     "operator": ("kubecoord.operator.cli", "run the operator (kopf) for the kubecoord.dev CRDs"),
     "analyze": ("kubecoord.analytics.cli", "analyze coordination event logs with PySpark; exit 3 on safety violations"),
     "generate-history": ("kubecoord.analytics.generate", "write synthetic coordination event logs"),

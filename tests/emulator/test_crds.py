@@ -14,8 +14,8 @@ import pytest
 import urllib3
 from kubernetes.client import ApiException
 
-from kubecoord._emulator import admitting
 from kubecoord.testing import ApiEmulator
+from kubecoord.testing.emulator import admitting
 from tests.helpers import eventually
 
 from .helpers import request, status_of

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 import kubecoord
-from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
 from kubecoord.faults import FaultProxy, ThreadedFaultProxy
+from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from tests.helpers import eventually
 
 

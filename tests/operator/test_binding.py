@@ -13,8 +13,8 @@ import pytest
 import kubecoord
 from kubecoord.api import Coordinator
 from kubecoord.backends.kubernetes import naming
-from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
 from kubecoord.errors import StoreFullError
+from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from tests.operator.conftest import NAMESPACE
 
 

@@ -15,9 +15,9 @@ import pytest
 import kubecoord
 from kubecoord.api import Coordinator
 from kubecoord.backends.kubernetes import naming
-from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
 from kubecoord.errors import PermissionDeniedError
 from kubecoord.testing import ApiEmulator
+from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE, Resources
 

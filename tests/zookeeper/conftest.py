@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
+from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
 
 @pytest.fixture

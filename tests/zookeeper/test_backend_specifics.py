@@ -11,7 +11,7 @@ from kazoo.client import KazooClient
 import kubecoord
 from kubecoord import Coordinator
 from kubecoord.backends.zookeeper.naming import decode_name, encode_name
-from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
+from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import kubecoord
-from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
+from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
 from ..helpers import Recorder, eventually
 from .helpers import events

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import kubecoord
-from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
+from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
 from ..helpers import eventually
 

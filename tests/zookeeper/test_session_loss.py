@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import kubecoord
-from kubecoord.backends.zookeeper.testserver import ZooKeeperServer
+from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
 from ..helpers import Recorder, eventually
 from .helpers import TcpProxy, events, force_expiry
@@ -106,7 +106,7 @@ def test_requests_fail_typed_while_the_server_is_down(private_zookeeper: ZooKeep
 
 
 def test_unreachable_server_fails_connect_typed() -> None:
-    from kubecoord.backends.zookeeper.testserver import free_port
+    from kubecoord.testing.zookeeper_server import free_port
 
     try:
         kubecoord.connect(f"zookeeper://127.0.0.1:{free_port()}/x", connect_timeout=0.5)

@@ -34,8 +34,8 @@ max_value_bytes   jute_maxbuffer - 4096           largest value a store accepts
 Modules: election.py (ephemeral sequential, kazoo Lock layout), membership.py
 (ephemeral member znodes), kv.py and record.py (persistent znodes, versions), watches.py
 (level-triggered data/children watches), session.py (the kazoo client and its states),
-errors.py (kazoo exceptions -> kubecoord.errors), naming.py (znode names and layout),
-testserver.py (real ZooKeeper servers for tests and benchmarks).
+errors.py (kazoo exceptions -> kubecoord.errors), naming.py (znode names and layout).
+Real ZooKeeper servers for tests and benchmarks are in kubecoord.testing.zookeeper_server.
 
 Guarantees and non-guarantees are in each module's docstring; the README section
 "ZooKeeper backend" summarises them.

@@ -25,13 +25,13 @@ from typing import Any
 
 import yaml
 
-from kubecoord._emulator import patching, status
-from kubecoord._emulator.admitting import admit_custom
-from kubecoord._emulator.resources import BUILTINS, CRD_KEY, NAMESPACE_KEY, ResourceType, from_crd
-from kubecoord._emulator.selectors import FIELDS_BY_RESOURCE, combined
-from kubecoord._emulator.store import Store
-from kubecoord._emulator.strategies import blocking_finalizers, check_crd, now, prepare_create, spec_changed
-from kubecoord._emulator.validating import validate
+from kubecoord.testing.emulator import patching, status
+from kubecoord.testing.emulator.admitting import admit_custom
+from kubecoord.testing.emulator.resources import BUILTINS, CRD_KEY, NAMESPACE_KEY, ResourceType, from_crd
+from kubecoord.testing.emulator.selectors import FIELDS_BY_RESOURCE, combined
+from kubecoord.testing.emulator.store import Store
+from kubecoord.testing.emulator.strategies import blocking_finalizers, check_crd, now, prepare_create, spec_changed
+from kubecoord.testing.emulator.validating import validate
 
 JSON = dict[str, Any]
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

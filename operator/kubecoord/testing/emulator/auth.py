@@ -25,7 +25,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from kubecoord._emulator.store import Store
+from kubecoord.testing.emulator.store import Store
 
 JSON = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"

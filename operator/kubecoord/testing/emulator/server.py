@@ -31,12 +31,12 @@ from typing import Any, TypeVar
 import yaml
 from aiohttp import web
 
-from kubecoord._emulator import auth
-from kubecoord._emulator.collecting import collect
-from kubecoord._emulator.registry import Registry
-from kubecoord._emulator.requestinfo import RecordedRequest
-from kubecoord._emulator.routing import Router
-from kubecoord._emulator.store import Store
+from kubecoord.testing.emulator import auth
+from kubecoord.testing.emulator.collecting import collect
+from kubecoord.testing.emulator.registry import Registry
+from kubecoord.testing.emulator.requestinfo import RecordedRequest
+from kubecoord.testing.emulator.routing import Router
+from kubecoord.testing.emulator.store import Store
 
 T = TypeVar("T")
 JSON = dict[str, Any]

@@ -17,9 +17,9 @@ from typing import Any
 
 from aiohttp import web
 
-from kubecoord._emulator.resources import ResourceType
-from kubecoord._emulator.status import StatusError, bad_request
-from kubecoord._emulator.store import Store
+from kubecoord.testing.emulator.resources import ResourceType
+from kubecoord.testing.emulator.status import StatusError, bad_request
+from kubecoord.testing.emulator.store import Store
 
 JSON = dict[str, Any]
 

@@ -3,7 +3,7 @@
 Starts the Kubernetes API emulator (or, with $KUBECONFIG set, uses that cluster),
 installs the CRDs from crds/, runs ``kubecoord operator`` as a process, applies the
 examples/ resources (with short demo timings), starts three candidate processes and two
-group members (kubecoord.operator.demo_worker), kills the leader with -9 and shows the
+group members (kubecoord.demos.worker), kills the leader with -9 and shows the
 failover, lets a member leave, writes to the KV store with listeners attached, prints
 ``kubectl get``-style tables of the resources' status along the way, and stops
 everything it started. About 30 seconds.
@@ -190,7 +190,7 @@ class Processes:
 
 
 def _worker(role: str, name: str, identity: str, namespace: str, kubeconfig: str) -> list[str]:
-    return [sys.executable, "-m", "kubecoord.operator.demo_worker", role, name, identity, namespace, kubeconfig]
+    return [sys.executable, "-m", "kubecoord.demos.worker", role, name, identity, namespace, kubeconfig]
 
 
 def run_demo(*, namespace: str = "default", external_operator: bool = False) -> int:

@@ -12,13 +12,14 @@ Modules, one concern each: ``store`` (objects, resourceVersion, history, watcher
 ``discovery``, ``auth`` (tokens and RBAC), ``collecting`` (garbage collection),
 ``selectors``, ``patching``, ``strategies`` (per-kind additions), ``validating``
 (built-in validation), ``admitting`` (the call site of the custom-resource admission
-module, ``admission``), ``status`` (error bodies),
+package, ``admission``: ``admit``, ``field_errors``, ``pruning``, ``schema_validation``,
+``cel_rules``), ``status`` (error bodies),
 ``server`` (``ApiEmulator``), ``cli`` (``kubecoord emulator``).
 
 Users import ``ApiEmulator`` from ``kubecoord.testing``.
 """
 
-from kubecoord._emulator.requestinfo import RecordedRequest
-from kubecoord._emulator.server import ApiEmulator
+from kubecoord.testing.emulator.requestinfo import RecordedRequest
+from kubecoord.testing.emulator.server import ApiEmulator
 
 __all__ = ["ApiEmulator", "RecordedRequest"]

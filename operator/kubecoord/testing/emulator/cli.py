@@ -13,7 +13,7 @@ import signal
 import threading
 from types import FrameType
 
-from kubecoord._emulator.server import ApiEmulator
+from kubecoord.testing.emulator.server import ApiEmulator
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

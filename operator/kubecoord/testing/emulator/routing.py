@@ -15,11 +15,11 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubecoord._emulator import auth, discovery, status, tables, watching
-from kubecoord._emulator.registry import ListOptions, Registry
-from kubecoord._emulator.requestinfo import RecordedRequest, RequestInfo, parse
-from kubecoord._emulator.resources import ResourceType
-from kubecoord._emulator.selectors import combined
+from kubecoord.testing.emulator import auth, discovery, status, tables, watching
+from kubecoord.testing.emulator.registry import ListOptions, Registry
+from kubecoord.testing.emulator.requestinfo import RecordedRequest, RequestInfo, parse
+from kubecoord.testing.emulator.resources import ResourceType
+from kubecoord.testing.emulator.selectors import combined
 
 JSON = dict[str, Any]
 _log = logging.getLogger(__name__)

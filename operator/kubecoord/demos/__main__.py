@@ -1,0 +1,5 @@
+"""``python -m kubecoord.demos``: the same as ``kubecoord demo``."""
+
+from kubecoord.demos.cli import main
+
+raise SystemExit(main())
