@@ -3,6 +3,7 @@
 pytest_plugins: list[str] = [
     "tests.fixtures.kubernetes",
     "tests.fixtures.kubernetes_harness",
+    "tests.fixtures.real_kubernetes",
     "tests.fixtures.zookeeper",
     "tests.fixtures.spark",
 ]

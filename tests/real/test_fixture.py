@@ -1,0 +1,87 @@
+"""The real-API-server fixture itself: where it finds the binaries, that it reaps what it
+started when a start fails, and that the session server is what the tier claims (RBAC on,
+anonymous off, a ServiceAccount token authenticates)."""
+
+from __future__ import annotations
+
+import pathlib
+import ssl
+import urllib.error
+import urllib.request
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from tests.fixtures.real_apiserver import (
+    ENV_APISERVER,
+    Binaries,
+    BinariesNotFound,
+    RealApiServer,
+    StartFailed,
+    find_binaries,
+)
+from tests.fixtures.real_kubernetes import MintKubeconfig
+
+
+def test_binaries_are_found_in_shared_k8s_beside_the_root_or_a_parent(tmp_path: pathlib.Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_APISERVER, raising=False)
+    shared = tmp_path / "shared" / "k8s"
+    shared.mkdir(parents=True)
+    (shared / "kube-apiserver.xz").write_bytes(b"")
+    (shared / "le-candidate.xz").write_bytes(b"")
+    worktree = tmp_path / "wt" / "realk8s"  # a git worktree one level below the checkout
+    worktree.mkdir(parents=True)
+    found = find_binaries(worktree)
+    assert found == Binaries(shared / "kube-apiserver.xz", shared / "le-candidate.xz")
+
+
+def test_the_environment_variable_wins_and_absence_is_a_clear_error(tmp_path: pathlib.Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    binary = tmp_path / "kube-apiserver"
+    binary.write_bytes(b"")
+    monkeypatch.setenv(ENV_APISERVER, str(binary))
+    assert find_binaries(tmp_path / "nowhere") == Binaries(binary, None)
+    monkeypatch.delenv(ENV_APISERVER)
+    with pytest.raises(BinariesNotFound, match=r"no kube-apiserver\[\.xz\] in \.\./shared/k8s"):
+        find_binaries(tmp_path / "a" / "b")
+
+
+def test_a_failed_start_stops_and_reaps_etcd(tmp_path: pathlib.Path) -> None:
+    fake = tmp_path / "kube-apiserver"
+    fake.write_text("#!/bin/sh\necho 'cannot start: a test stand-in' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    server = RealApiServer(Binaries(fake, None), tmp_path / "work")
+    started: list[int] = []
+    original = server._start_etcd
+
+    def spy(etcd: pathlib.Path) -> None:
+        original(etcd)
+        started.append(server._processes[-1].popen.pid)
+
+    server._start_etcd = spy  # type: ignore[method-assign]
+    with pytest.raises(StartFailed, match="cannot start: a test stand-in"), server:
+        pass
+    assert len(started) == 3  # retried on new ports, as for a port taken under us
+    assert server._processes == []
+    for pid in started:  # reaped: no zombie left behind
+        assert not pathlib.Path(f"/proc/{pid}").exists()
+
+
+def test_the_session_server_has_rbac_on_and_anonymous_off(real_api: RealApiServer,
+                                                          real_admin_api: k8s.ApiClient,
+                                                          real_namespace: str,
+                                                          mint_kubeconfig: MintKubeconfig) -> None:
+    context = ssl.create_default_context(cafile=str(real_api.pki / "ca.crt"))
+    with pytest.raises(urllib.error.HTTPError) as anonymous:
+        urllib.request.urlopen(f"{real_api.url}/api/v1/namespaces", context=context, timeout=10)
+    assert anonymous.value.code == 401
+    config = k8s.Configuration()
+    k8s_config.load_kube_config(config_file=str(mint_kubeconfig(real_namespace, "nobody")),
+                                client_configuration=config)
+    with k8s.ApiClient(config) as api, pytest.raises(ApiException) as denied:
+        k8s.CoordinationV1Api(api).list_namespaced_lease(real_namespace)
+    assert denied.value.status == 403
+    assert "system:serviceaccount:" + real_namespace + ":nobody" in str(denied.value.body)
