@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from kubecoord.faults import FaultProxy
+from kubecoord.testing import FaultProxy
 
 pytestmark = pytest.mark.asyncio
 

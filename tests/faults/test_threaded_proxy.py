@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 import kubecoord
-from kubecoord.faults import FaultProxy, ThreadedFaultProxy
+from kubecoord.testing import FaultProxy, ThreadedFaultProxy
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from tests.helpers import eventually
 

@@ -6,6 +6,8 @@ library's layers (nothing in the library imports it).
 - ApiEmulator, RecordedRequest: an in-process Kubernetes API server (needs the
   ``testing`` extra): ``with ApiEmulator() as api: api.write_kubeconfig(path)``.
   Package ``kubecoord.testing.emulator``.
+- FaultProxy, ThreadedFaultProxy: a TCP proxy on 127.0.0.1 that delays, holds, drops and
+  cuts the traffic between clients and a server. Module ``kubecoord.testing.fault_proxy``.
 - ZooKeeperServer: real ZooKeeper servers (Debian's jars) on 127.0.0.1, standalone or a
   loopback ensemble. Module ``kubecoord.testing.zookeeper_server``.
 
@@ -33,6 +35,7 @@ def crash(coordinator: Coordinator) -> None:
 
 if TYPE_CHECKING:
     from kubecoord.testing.emulator import ApiEmulator, RecordedRequest
+    from kubecoord.testing.fault_proxy import FaultProxy, ThreadedFaultProxy
     from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
 # public name -> the module that holds it (imported on first use)
@@ -40,6 +43,8 @@ _LAZY = {
     "ApiEmulator": "kubecoord.testing.emulator",
     "RecordedRequest": "kubecoord.testing.emulator",
     "ZooKeeperServer": "kubecoord.testing.zookeeper_server",
+    "FaultProxy": "kubecoord.testing.fault_proxy",
+    "ThreadedFaultProxy": "kubecoord.testing.fault_proxy",
 }
 
 
@@ -49,4 +54,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["ApiEmulator", "ManualClock", "RecordedRequest", "ZooKeeperServer", "crash"]
+__all__ = [
+    "ApiEmulator", "FaultProxy", "ManualClock", "RecordedRequest", "ThreadedFaultProxy", "ZooKeeperServer", "crash",
+]
