@@ -26,7 +26,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Literal, Self
+
+if TYPE_CHECKING:
+    from kubecoord.history import HistoryTarget
 
 LeaderListener = Callable[[str | None], None]
 """Called with the new leader's id, or None while there is no (known) leader."""
@@ -56,6 +59,32 @@ class Versioned:
 
     value: str
     version: int
+
+
+RebalanceProtocol = Literal["eager", "cooperative"]
+"""How a group hands units on (Kafka's ConsumerPartitionAssignor.RebalanceProtocol).
+
+eager: every member gives up everything in on_join_prepare before the next generation
+is assigned. cooperative (KIP-429): members keep their units through a rebalance; the
+protocol's assignment never gives a unit to one member while another still reports it
+as owned, so a moving unit is revoked in one generation and assigned in the next.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    """A group coordinator's published state (one versioned record; see describe())."""
+
+    group: str
+    generation: int
+    phase: str
+    """"rebalancing" while a generation is being formed, "stable" once it is assigned."""
+    protocol_type: str
+    protocol: str | None
+    leader: str | None
+    members: tuple[str, ...]
+    assignment: dict[str, bytes]
+    """Member id -> assignment bytes of the last stable generation."""
 
 
 class _Closeable(abc.ABC):
@@ -249,3 +278,125 @@ class Coordinator(_Closeable):
     @abc.abstractmethod
     def listener_registry(self, name: str) -> ListenerRegistry:
         """A ListenerRegistry over the store ``name``."""
+
+    def group_coordinator(
+        self,
+        group: str,
+        protocol: GroupProtocol,
+        *,
+        member_id: str | None = None,
+        session_timeout: float = 10.0,
+        rebalance_timeout: float = 30.0,
+        history: HistoryTarget = None,
+    ) -> GroupCoordinatorHandle:
+        """A member of the group coordinator ``group`` (KIP-795), built on this
+        coordinator's membership, election and KV primitives (kubecoord.coordinator).
+
+        ``member_id`` defaults to host-pid-random. ``session_timeout``: how long this
+        member may go without confirming the group's state before it fences itself, and
+        how long the leader waits before handing on the units of a member that vanished.
+        ``rebalance_timeout``: how long the leader waits for members to join a new
+        generation before it drops the laggards. ``history``: an event log path for the
+        coordinator's rebalance events (default $KUBECOORD_HISTORY).
+        """
+        from kubecoord.coordinator.member import GroupMember  # a layer above: imported on use
+
+        return GroupMember(
+            self, group, protocol, member_id=member_id, session_timeout=session_timeout,
+            rebalance_timeout=rebalance_timeout, history=history,
+        )
+
+
+class GroupProtocol(abc.ABC):
+    """KIP-795's Coordinator callbacks: what a group member brings to a group coordinator.
+
+    The callbacks run on the handle's own thread, one at a time, never under a backend
+    lock. A callback that raises is logged; the member then leaves the generation
+    (its ensure_generation() fails) and re-joins.
+    """
+
+    protocol_type: str = "consumer"
+    """Every member of a group must use the same protocol type (DNS-1123 label)."""
+
+    rebalance_protocol: RebalanceProtocol = "eager"
+
+    @abc.abstractmethod
+    def metadata(self) -> list[tuple[str, bytes]]:
+        """The protocols this member supports, most preferred first, each with its metadata.
+
+        Called at join() and again at every rebalance this member takes part in (as a
+        Kafka consumer sends its subscription with every JoinGroup).
+        """
+
+    def on_join_prepare(self, generation: int, member_id: str) -> None:
+        """A rebalance starts: give up what the protocol says to (eager: everything).
+
+        ``generation`` is the member's last generation (-1 before the first).
+        """
+        return None
+
+    @abc.abstractmethod
+    def perform_assignment(
+        self, leader_id: str, protocol: str, members_metadata: dict[str, bytes]
+    ) -> dict[str, bytes]:
+        """Run on the group leader only: the assignment of every member (missing ones get b"")."""
+
+    @abc.abstractmethod
+    def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        """This member's share of ``generation``; work on it may start."""
+
+    def on_leave_prepare(self) -> None:
+        """The member is about to leave the group: give everything up."""
+        return None
+
+
+class GroupCoordinatorHandle(_Closeable):
+    """One member of a group coordinator (KIP-795): generations and assignments.
+
+    Guarantees (every backend): in a generation every unit belongs to at most one
+    member; generations increase strictly; eager members give their units up
+    (on_join_prepare) before any member receives the next generation's assignment; a
+    member that cannot confirm the group's state within its session timeout fails
+    ensure_generation() before its units are handed on. close() leaves the group.
+    """
+
+    group: str
+    member_id: str
+    protocol: GroupProtocol
+
+    @abc.abstractmethod
+    def join(self, *, timeout: float | None = None) -> None:
+        """Join the group. With ``timeout``, wait that long for this member's first
+        assignment (RebalanceInProgressError if it has not arrived)."""
+
+    @abc.abstractmethod
+    def leave(self) -> None:
+        """on_leave_prepare(), then leave the group (a rebalance follows at once)."""
+
+    @property
+    @abc.abstractmethod
+    def generation(self) -> int:
+        """The generation of this member's current assignment; -1 before the first."""
+
+    @property
+    @abc.abstractmethod
+    def assignment(self) -> bytes | None:
+        """This member's assignment in its current generation, or None."""
+
+    @abc.abstractmethod
+    def is_stable(self) -> bool:
+        """True while this member holds an assignment of the latest generation it saw."""
+
+    @abc.abstractmethod
+    def ensure_generation(self, generation: int) -> None:
+        """Fencing check before work: raise StaleGenerationError if ``generation`` is not
+        this member's current generation or its session could not be confirmed in time,
+        RebalanceInProgressError if an eager rebalance is under way."""
+
+    @abc.abstractmethod
+    def request_rejoin(self) -> None:
+        """Ask the leader for a new generation (KIP-429's follow-up rebalance)."""
+
+    @abc.abstractmethod
+    def describe(self) -> GroupDescription | None:
+        """The group's published state, or None before the first generation."""

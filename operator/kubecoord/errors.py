@@ -66,3 +66,18 @@ class UnsupportedFeatureError(CoordinationError):
 
 class ClosedError(CoordinationError):
     """The coordinator or handle was closed; no further calls are accepted."""
+
+
+class StaleGenerationError(CoordinationError):
+    """Work was fenced: the generation is not this member's current one, or the member
+    could not confirm its membership within its session timeout (group coordinator)."""
+
+
+class RebalanceInProgressError(CoordinationError):
+    """The group is rebalancing: an eager member holds no units until the new generation
+    is assigned (group coordinator)."""
+
+
+class GroupProtocolError(CoordinationError):
+    """The group cannot agree on an assignment protocol, or a protocol returned an
+    assignment that breaks the rules (unknown member, wrong type)."""

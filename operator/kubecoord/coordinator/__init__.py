@@ -1,0 +1,50 @@
+"""The group coordinator of KIP-795, written once over the KIP-30 primitives.
+
+Members register with metadata, one member leads, the leader computes an assignment,
+every member receives its share with a generation number, and any membership change
+starts a rebalance — on every backend, because it uses only group membership, leader
+election, a compare-and-set KV record and listeners (see member.py for the layout).
+
+Belongs here: the member handle (member.py), the leader's rules (leading.py), the
+generation record (record.py), assignors (assignors.py) and the units protocol that
+applies them (units.py). Not here: backend code (this package imports no backend), the
+operator's server-side assignment (kubecoord.operator), analytics.
+
+Usage::
+
+    from kubecoord.coordinator import UnitsProtocol
+
+    with kubecoord.connect("memory://demo") as coord:
+        member = coord.group_coordinator("workers", UnitsProtocol([f"p{i}" for i in range(64)]))
+        member.join(timeout=30)
+"""
+
+from kubecoord.coordinator.assignors import (
+    ASSIGNORS,
+    Assignor,
+    CooperativeStickyAssignor,
+    RangeAssignor,
+    RoundRobinAssignor,
+    StickyAssignor,
+    Subscription,
+    minimum_moves,
+    moved,
+)
+from kubecoord.coordinator.member import GroupMember
+from kubecoord.coordinator.units import UnitsProtocol, decode_units, encode_units
+
+__all__ = [
+    "ASSIGNORS",
+    "Assignor",
+    "CooperativeStickyAssignor",
+    "GroupMember",
+    "RangeAssignor",
+    "RoundRobinAssignor",
+    "StickyAssignor",
+    "Subscription",
+    "UnitsProtocol",
+    "decode_units",
+    "encode_units",
+    "minimum_moves",
+    "moved",
+]

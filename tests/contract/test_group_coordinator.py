@@ -1,0 +1,191 @@
+"""Contract: the group coordinator (KIP-795) on every backend.
+
+Each member runs on its own coordinator (as in its own process). Units are tracked in a
+Ledger that fails when a unit is given to a member while another still holds it.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from kubecoord import (
+    GroupProtocol,
+    InvalidArgumentError,
+    RebalanceInProgressError,
+    StaleGenerationError,
+)
+from kubecoord.coordinator import GroupMember, UnitsProtocol, decode_units
+
+from ..helpers import eventually
+from .harness import Harness
+from .ledger import Ledger
+
+UNITS = [f"p{i}" for i in range(12)]
+SESSION = 2.0
+
+
+def _member(harness: Harness, name: str, member_id: str, protocol: GroupProtocol, **options: float) -> GroupMember:
+    member = harness.connect().group_coordinator(
+        name, protocol, member_id=member_id, session_timeout=SESSION, rebalance_timeout=options.get("rebalance", 20.0)
+    )
+    assert isinstance(member, GroupMember)
+    return member
+
+
+def _settled(members: list[GroupMember]) -> bool:
+    """Every member stable in one generation, and their assignments cover UNITS once."""
+    if not all(m.is_stable() for m in members) or len({m.generation for m in members}) != 1:
+        return False
+    got = [u for m in members for u in decode_units(m.assignment or b"")[0]]
+    return sorted(got) == sorted(UNITS)
+
+
+def test_members_share_every_unit_once(harness: Harness, name: str) -> None:
+    ledger = Ledger()
+    members = [_member(harness, name, f"w{i}", ledger.protocol(f"w{i}", UNITS)) for i in range(3)]
+    for member in members:
+        member.join()
+    eventually(lambda: _settled(members), harness.settle * 2)
+    assert ledger.violations == []
+    assert sorted(len(ledger.held_by(f"w{i}")) for i in range(3)) == [4, 4, 4]
+    description = members[0].describe()
+    assert description is not None
+    assert description.generation == members[0].generation >= 1
+    assert description.phase == "stable" and description.protocol == "sticky"
+    assert description.leader in {"w0", "w1", "w2"} and description.members == ("w0", "w1", "w2")
+    members[1].ensure_generation(members[1].generation)
+    with pytest.raises(StaleGenerationError):
+        members[1].ensure_generation(members[1].generation - 1)
+
+
+def test_leave_hands_units_on_and_fences_the_leaver(harness: Harness, name: str) -> None:
+    ledger = Ledger()
+    members = [_member(harness, name, f"w{i}", ledger.protocol(f"w{i}", UNITS)) for i in range(3)]
+    for member in members:
+        member.join()
+    eventually(lambda: _settled(members), harness.settle * 2)
+    before = members[0].generation
+    leaving = members[2]
+    leaving.leave()
+    with pytest.raises(StaleGenerationError):
+        leaving.ensure_generation(before)
+    assert ledger.held_by("w2") == set()
+    eventually(lambda: _settled(members[:2]) and members[0].generation > before, harness.settle * 2)
+    assert ledger.violations == []
+    assert sorted(len(ledger.held_by(m)) for m in ("w0", "w1")) == [6, 6]
+
+
+def test_crashed_member_is_fenced_before_its_units_move(harness: Harness, name: str) -> None:
+    ledger = Ledger()
+    members = [_member(harness, name, f"w{i}", ledger.protocol(f"w{i}", UNITS)) for i in range(3)]
+    for member in members:
+        member.join()
+    eventually(lambda: _settled(members), harness.settle * 2)
+    doomed = members[1]
+    doomed_units = ledger.held_by("w1")
+    doomed_generation = doomed.generation
+    fence_checked: list[bool] = []
+
+    def doomed_is_fenced(receiver: str) -> None:
+        if receiver != "w1" and ledger.held_by(receiver) & doomed_units:
+            try:
+                doomed.ensure_generation(doomed_generation)
+                fence_checked.append(False)
+            except StaleGenerationError:
+                fence_checked.append(True)
+
+    ledger.checks["fence"] = doomed_is_fenced
+    harness.crash(doomed._coordinator)
+    ledger.crashed("w1")  # the process is gone; its work stopped with it
+    harness.expire()
+    survivors = [members[0], members[2]]
+    eventually(lambda: _settled(survivors), harness.settle * 3)
+    assert ledger.violations == []
+    assert fence_checked and all(fence_checked)
+    assert survivors[0].generation > doomed_generation
+
+
+class _Blocking(UnitsProtocol):
+    """Eager units whose on_join_prepare can be held, to observe a rebalance in flight."""
+
+    def __init__(self, units: list[str]) -> None:
+        super().__init__(units)
+        self.hold = threading.Event()
+        self.hold.set()
+        self.preparing = threading.Event()
+
+    def on_join_prepare(self, generation: int, member_id: str) -> None:
+        if generation >= 0:
+            self.preparing.set()
+            self.hold.wait(30)
+        super().on_join_prepare(generation, member_id)
+
+
+def test_ensure_generation_fails_while_an_eager_rebalance_is_in_flight(harness: Harness, name: str) -> None:
+    slow_protocol = _Blocking(UNITS)
+    fast = _member(harness, name, "fast", UnitsProtocol(UNITS))
+    slow = _member(harness, name, "slow", slow_protocol)
+    fast.join()
+    slow.join()
+    eventually(lambda: _settled([fast, slow]), harness.settle * 2)
+    generation = fast.generation
+    slow_protocol.hold.clear()
+    newcomer = _member(harness, name, "newcomer", UnitsProtocol(UNITS))
+    newcomer.join()
+    assert slow_protocol.preparing.wait(harness.settle)
+    eventually(lambda: not fast.is_stable(), harness.settle)
+    with pytest.raises(RebalanceInProgressError):
+        fast.ensure_generation(generation)
+    assert newcomer.assignment is None  # nobody is assigned while "slow" still holds its units
+    slow_protocol.hold.set()
+    eventually(lambda: _settled([fast, slow, newcomer]), harness.settle * 2)
+    assert fast.generation > generation
+
+
+def test_cooperative_members_keep_unmoved_units(harness: Harness, name: str) -> None:
+    ledger = Ledger()
+    options = {"assignors": ["cooperative-sticky"]}
+    first = [_member(harness, name, f"w{i}", ledger.protocol(f"w{i}", UNITS, **options)) for i in range(2)]
+    for member in first:
+        member.join()
+    eventually(lambda: _settled(first), harness.settle * 2)
+    kept = {m.member_id: ledger.held_by(m.member_id) for m in first}
+    revoked_before = {m: len(ledger.revoked.get(m, [])) for m in ("w0", "w1")}
+    generation = first[0].generation
+    third = _member(harness, name, "w2", ledger.protocol("w2", UNITS, **options))
+    third.join()
+    everyone = [*first, third]
+    eventually(lambda: _settled(everyone) and len(ledger.held_by("w2")) == 4, harness.settle * 3)
+    assert ledger.violations == []
+    # KIP-429: only the moving units were revoked, two from each (the minimum), and
+    # the follow-up rebalance handed them on.
+    assert [len(ledger.revoked.get(m, [])) - revoked_before[m] for m in ("w0", "w1")] == [2, 2]
+    for member in first:
+        assert ledger.held_by(member.member_id) <= kept[member.member_id]
+        member.ensure_generation(member.generation)
+    assert first[0].generation >= generation + 2
+
+
+def test_protocol_is_the_one_every_member_supports(harness: Harness, name: str) -> None:
+    a = _member(harness, name, "a", UnitsProtocol(UNITS, assignors=["range", "roundrobin"]))
+    b = _member(harness, name, "b", UnitsProtocol(UNITS, assignors=["roundrobin", "sticky"]))
+    a.join()
+    b.join()
+    eventually(lambda: _settled([a, b]), harness.settle * 2)
+    assert a.protocol_name == b.protocol_name == "roundrobin"
+    assert decode_units(a.assignment or b"")[0] == UNITS[0::2]
+
+
+def test_invalid_arguments_are_rejected_before_any_request(harness: Harness, name: str) -> None:
+    coordinator = harness.connect()
+    with pytest.raises(InvalidArgumentError):
+        coordinator.group_coordinator("Not_A_Label", UnitsProtocol(UNITS))
+    with pytest.raises(InvalidArgumentError):
+        coordinator.group_coordinator(name, UnitsProtocol(UNITS), member_id="a/b")
+    with pytest.raises(InvalidArgumentError):
+        coordinator.group_coordinator(name, UnitsProtocol(UNITS), session_timeout=0)
+    with pytest.raises(InvalidArgumentError):
+        UnitsProtocol(UNITS, assignors=["no-such-assignor"])
+    assert coordinator.group_membership(name).membership() == {}

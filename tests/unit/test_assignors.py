@@ -1,0 +1,97 @@
+"""Assignors: every unit to exactly one member, balanced, and sticky moves the minimum."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kubecoord.coordinator import (
+    ASSIGNORS,
+    CooperativeStickyAssignor,
+    RangeAssignor,
+    RoundRobinAssignor,
+    StickyAssignor,
+    Subscription,
+    minimum_moves,
+    moved,
+)
+
+UNITS = [f"p{i}" for i in range(10)]
+
+
+def _check_balanced(units: list[str], result: dict[str, list[str]], members: set[str]) -> None:
+    assert set(result) == members
+    flat = [u for got in result.values() for u in got]
+    assert sorted(flat) == sorted(units) and len(flat) == len(set(flat))
+    counts = [len(got) for got in result.values()]
+    assert max(counts) - min(counts) <= 1
+
+
+def test_range_gives_contiguous_runs_in_member_order() -> None:
+    result = RangeAssignor().assign(UNITS, {"b": Subscription(), "a": Subscription(), "c": Subscription()})
+    assert result == {"a": UNITS[0:4], "b": UNITS[4:7], "c": UNITS[7:10]}
+
+
+def test_roundrobin_deals_units_in_turn() -> None:
+    result = RoundRobinAssignor().assign(UNITS, {"b": Subscription(), "a": Subscription()})
+    assert result == {"a": UNITS[0::2], "b": UNITS[1::2]}
+
+
+def test_no_members_no_assignment() -> None:
+    for cls in ASSIGNORS.values():
+        assert cls().assign(UNITS, {}) == {}
+
+
+def test_sticky_keeps_owned_units_and_moves_the_minimum() -> None:
+    before = {"a": UNITS[0:5], "b": UNITS[5:10]}
+    subs = {"a": Subscription(tuple(before["a"]), 3), "b": Subscription(tuple(before["b"]), 3), "c": Subscription()}
+    result = StickyAssignor().assign(UNITS, subs)
+    _check_balanced(UNITS, result, {"a", "b", "c"})
+    assert set(result["a"]) <= set(before["a"]) and set(result["b"]) <= set(before["b"])
+    assert moved(before, result) == minimum_moves(UNITS, subs) == 3
+
+
+def test_sticky_resolves_a_double_claim_by_generation() -> None:
+    subs = {"a": Subscription(("p0", "p1"), 2), "b": Subscription(("p1",), 5)}
+    result = StickyAssignor().assign(["p0", "p1"], subs)
+    assert result == {"a": ["p0"], "b": ["p1"]}
+
+
+def test_sticky_drops_units_no_longer_listed() -> None:
+    subs = {"a": Subscription(("gone", "p0"), 1), "b": Subscription()}
+    result = StickyAssignor().assign(["p0", "p1"], subs)
+    assert result == {"a": ["p0"], "b": ["p1"]}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_every_assignor_balances_and_sticky_is_minimal(seed: int) -> None:
+    rng = random.Random(seed)
+    units = [f"u{i}" for i in range(rng.randint(0, 40))]
+    names = [f"m{i}" for i in range(rng.randint(1, 8))]
+    owners = {u: rng.choice([*names, None]) for u in units}  # type: ignore[list-item]
+    subs = {m: Subscription(tuple(u for u, o in owners.items() if o == m), rng.randint(0, 3)) for m in names}
+    for cls in (RangeAssignor, RoundRobinAssignor, StickyAssignor):
+        result = cls().assign(units, subs)
+        _check_balanced(units, result, set(names))
+        assert moved({m: s.owned for m, s in subs.items()}, result) >= minimum_moves(units, subs)
+    sticky = StickyAssignor().assign(units, subs)
+    assert moved({m: s.owned for m, s in subs.items()}, sticky) == minimum_moves(units, subs)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_cooperative_sticky_never_gives_a_unit_another_member_owns(seed: int) -> None:
+    rng = random.Random(seed)
+    units = [f"u{i}" for i in range(rng.randint(1, 30))]
+    names = [f"m{i}" for i in range(rng.randint(1, 6))]
+    owners = {u: rng.choice([*names, None]) for u in units}  # type: ignore[list-item]
+    subs = {m: Subscription(tuple(u for u, o in owners.items() if o == m), 1) for m in names}
+    result = CooperativeStickyAssignor().assign(units, subs)
+    target = StickyAssignor().assign(units, subs)
+    for member, got in result.items():
+        assert set(got) <= set(target[member])  # a subset of the sticky target
+        for unit in got:
+            assert owners[unit] in (None, member)
+    # Everything withheld is exactly what moves from one owner to another.
+    withheld = {u for m, got in target.items() for u in got} - {u for got in result.values() for u in got}
+    assert withheld == {u for m, got in target.items() for u in got if owners[u] not in (None, m)}
