@@ -265,7 +265,8 @@ def test_watch_resumes_after_breaks_and_relists_after_410_without_duplicates(
     # already moved it past the compaction) was told 410 and re-listed.
     eventually(lambda: any(
         r.verb == "list" and r.resource == "configmaps" and r.status == 200
-        and r.query.get("labelSelector") == naming.store_selector(name) for r in api_emulator.requests
+        and r.query.get("fieldSelector") == f"metadata.name={naming.store_configmap_name(name)}"
+        for r in api_emulator.requests
     ))
     writer.update("k", "3")
     seen.wait_last("3")

@@ -24,6 +24,9 @@ retry_period       2.0          seconds between renewals and member heartbeats
 request_timeout    5.0          read timeout of every API request (capped further by the
                                 time left until the renew deadline while leading)
 max_value_bytes    262144       largest KV value (UTF-8 bytes); at most 1 MiB - 4 KiB
+kv_shards          1            ConfigMaps a store is spread over when this client creates it
+                                without a KVStore resource (whose sizeLimit decides otherwise);
+                                recorded on the store, so the creator's count wins (sharding.py)
 clock              monotonic    a kubecoord._internal.clock.Clock (tests)
 =================  ===========  ===========================================================
 
@@ -32,8 +35,8 @@ renew_deadline > 1.2 x retry_period, else InvalidArgumentError. leader_election(
 also takes lease_duration / renew_deadline / retry_period per handle.
 
 Objects (naming.py): a Lease per election (client-go LeaseLock compatible,
-lease_record.py), a Lease per group member (membership.py), a ConfigMap per KV store
-(kv.py, refusing with StoreFullError beyond the 1 MiB ConfigMap limit). Every write has a
+lease_record.py), a Lease per group member (membership.py), one or more ConfigMaps per KV
+store (kv.py: keys spread over a fixed number of shards of up to 1 MiB each, sharding.py). Every write has a
 resourceVersion precondition; 409 means re-read. Listeners are fed by one watch per
 election, group and store per coordinator (watch.py).
 
@@ -54,6 +57,7 @@ from kubecoord.backends.kubernetes.client import KubeClient
 from kubecoord.backends.kubernetes.context import Context
 from kubecoord.backends.kubernetes.coordinator import KubernetesCoordinator
 from kubecoord.backends.kubernetes.kv import DEFAULT_MAX_VALUE_BYTES, MAX_STORE_BYTES
+from kubecoord.backends.kubernetes.sharding import check_shards
 from kubecoord.backends.kubernetes.timings import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -82,6 +86,7 @@ def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -
     )
     request_timeout = options.pop("request_timeout", DEFAULT_REQUEST_TIMEOUT)
     max_value_bytes = options.pop("max_value_bytes", DEFAULT_MAX_VALUE_BYTES)
+    kv_shards = check_shards(options.pop("kv_shards", 1))
     clock: Clock = options.pop("clock", None) or MonotonicClock()
     if options:
         raise InvalidArgumentError(f"kubernetes backend: unknown options {sorted(options)}")
@@ -107,5 +112,6 @@ def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -
         events=open_event_log(history, backend="kubernetes", namespace=cluster.namespace),
         timings=timings,
         max_value_bytes=max_value_bytes,
+        kv_shards=kv_shards,
     )
     return KubernetesCoordinator(context)

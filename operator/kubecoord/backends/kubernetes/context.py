@@ -23,6 +23,8 @@ class Context:
     events: EventLog
     timings: Timings
     max_value_bytes: int
+    kv_shards: int = 1
+    """Shards of a store this coordinator creates without a KVStore resource (sharding.py)."""
     closed: bool = False
     crashed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)

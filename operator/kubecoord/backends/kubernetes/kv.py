@@ -1,34 +1,42 @@
-"""Storage and ListenerRegistry on one ConfigMap per store.
+"""Storage and ListenerRegistry on a few ConfigMaps per store (shards, sharding.py).
 
-Object layout: ConfigMap ``kubecoord-kv.STORE`` (naming.py) labelled kubecoord.dev/store,
-one data key per KV key (keys.py: reversible encoding), each entry the JSON of its key,
-per-key version and value.
+Object layout: ConfigMaps ``kubecoord-kv.STORE`` (shard 0, which records the shard count)
+and ``kubecoord-kv.STORE.I`` (naming.py), labelled kubecoord.dev/store; a key lives in the
+shard its hash picks, as one data key (keys.py: reversible encoding) holding the JSON of
+its key, per-key version and value.
 
-Writes: read the ConfigMap from the store's watch cache, apply the change to that one
-entry, PUT the whole ConfigMap with the cached resourceVersion as precondition (POST when
-it does not exist yet). A 409 means someone else wrote the ConfigMap meanwhile: re-read
-and re-apply — a write to another key never surfaces to the caller; only a real change of
-*this* key turns into KeyExistsError / KeyNotFoundError / VersionConflictError, and only
-after a fresh read confirms it (a stale cache never fails a write).
+Writes: read the key's shard from the watch cache, apply the change to that one entry,
+PUT the whole shard with the cached resourceVersion as precondition (POST when it does
+not exist yet). A 409 means someone else wrote the shard meanwhile: re-read and re-apply
+— a write to another key never surfaces to the caller; only a real change of *this* key
+turns into KeyExistsError / KeyNotFoundError / VersionConflictError, and only after a
+fresh read confirms it (a stale cache never fails a write).
 
-Size: one store is one ConfigMap, and the API server refuses a ConfigMap whose data
-exceeds 1 MiB. kubecoord does NOT shard: a write that would take the store's encoded data
-over 1 MiB (MAX_STORE_BYTES) raises StoreFullError naming that limit, and nothing is
-written. Sharding would turn single-key writes into multi-object writes (no atomicity
-across ConfigMaps) and every key-set listing into a fan-out; a store that needs more
-than 1 MiB should be split by the application into several stores, or use ZooKeeper.
-Values are limited to ``max_value_bytes`` (default 256 KiB; at most 1 MiB minus room for
-the entry's envelope).
+Atomicity: a write of one key is atomic (one ConfigMap, one compare-and-set) and moves
+one shard over the network, never the whole store. Nothing spans keys: two keys may sit
+in different ConfigMaps, so there is no multi-key transaction, and a reader may see a
+write to key A and not yet an earlier write to key B of another shard.
 
-Reads (fetch, fetch_versioned, children) are served from the store's watch cache once it
-is warm — zero API requests — and see this handle's own writes at once (the write's
-response is folded into the cache). Not guaranteed: that a read sees another process's
-write that the watch has not delivered yet; use expected_version for read-modify-write.
+Size: each shard holds at most 1 MiB (the API server's limit); the store as a whole at
+most its KVStore's ``spec.sizeLimit`` (or shards x 1 MiB without a resource). A write that
+would grow the store beyond either raises StoreFullError and writes nothing; deletes and
+updates that do not grow the store always go through, so a store that is over its limit
+(the limit was lowered) can be brought back under it. The whole-store limit is checked
+against this process's view of the other shards: concurrent writers to different shards
+can overshoot it by their writes in flight (the operator then reports SizeLimitExceeded).
+
+Reads (fetch, fetch_versioned, children) are served from the shards' watch caches once
+warm — zero API requests — and see this handle's own writes at once (the write's
+response is folded into the cache). Each shard is listed and watched by name (field
+selector ``metadata.name=NAME``), which is what RBAC granted by resourceNames allows.
+Not guaranteed: that a read sees another process's write that the watch has not
+delivered yet; use expected_version for read-modify-write.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import random
 import threading
 import time
@@ -41,11 +49,13 @@ from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import KeySetListener, ListenerRegistry, Storage, ValueListener, Versioned
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import CONFIGMAPS, AlreadyExists, Conflict, NotFound
-from kubecoord.backends.kubernetes.context import Context, WatchingHandle
+from kubecoord.backends.kubernetes.context import Context, HandleBase
 from kubecoord.backends.kubernetes.keys import Entry, data_size, dump_entry, encode_key, load_entries
-from kubecoord.backends.kubernetes.watch import Change, Observed
+from kubecoord.backends.kubernetes.sharding import SHARD_BYTES, recorded_shards, shard_count_for, shard_of
+from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
 from kubecoord.errors import (
     BackendUnavailableError,
+    CoordinationError,
     KeyExistsError,
     KeyNotFoundError,
     StoreFullError,
@@ -53,9 +63,10 @@ from kubecoord.errors import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger("kubecoord.kubernetes.kv")
 
-MAX_STORE_BYTES = 1024 * 1024
-"""The API server's limit on a ConfigMap's data (keys plus values)."""
+MAX_STORE_BYTES = SHARD_BYTES
+"""The API server's limit on one ConfigMap's data (keys plus values): one shard."""
 DEFAULT_MAX_VALUE_BYTES = 256 * 1024
 MAX_ATTEMPTS = 100
 _REFUSALS = (KeyExistsError, KeyNotFoundError, VersionConflictError, StoreFullError)
@@ -76,22 +87,90 @@ def _done(value: T) -> Future[T]:
     return future
 
 
-class _StoreHandle(WatchingHandle):
-    """A handle on the store's ConfigMap, fed by the store's shared informer."""
+class _StoreHandle(HandleBase):
+    """A handle on the store's shards, each fed by a shared informer on that ConfigMap."""
 
-    _resource = CONFIGMAPS
-
-    def __init__(self, context: Context, name: str) -> None:
+    def __init__(self, context: Context, name: str, *, shards: int | None = None) -> None:
         super().__init__(context)
         self.name = name
-        self._configmap = naming.store_configmap_name(name)
+        self._create_shards = shards or context.kv_shards
+        """Shard count written if this handle creates the store (a recorded count wins)."""
+        self._shard_lock = threading.RLock()
+        self._informers: dict[int, Informer] = {}
+        self._shards: int | None = None
+        self._names = {naming.store_shard_name(name, 0): 0}
 
-    def _selector(self) -> dict[str, str]:
-        return {"label_selector": naming.store_selector(self.name)}
+    # -- the shards' informers ----------------------------------------------------------
+    def _informer(self, index: int) -> Informer:
+        """The started informer of shard ``index`` (listing synchronously on first use)."""
+        with self._shard_lock:
+            informer = self._informers.get(index)
+            if informer is not None:
+                return informer
+            pool = self._context.informers
+            informer = pool.acquire(CONFIGMAPS, name=naming.store_shard_name(self.name, index))
+            informer.subscribe(self._on_changes)
+            try:
+                informer.start()
+            except BaseException:
+                informer.unsubscribe(self._on_changes)
+                pool.release(informer)
+                raise
+            self._informers[index] = informer
+            return informer
+
+    def _layout(self) -> int | None:
+        """The store's recorded shard count, every shard watched; None while it does not exist."""
+        shard_zero = self._informer(0).get(naming.store_shard_name(self.name, 0))
+        with self._shard_lock:
+            if self._shards is None:
+                if shard_zero is None:
+                    return None
+                self._shards = recorded_shards(shard_zero.obj)
+                self._names = {naming.store_shard_name(self.name, i): i for i in range(self._shards)}
+            shards = self._shards
+        for index in range(1, shards):
+            self._informer(index)
+        return shards
+
+    def _observed(self) -> dict[int, Observed]:
+        """The cached ConfigMap of every shard that exists."""
+        shards = self._layout() or 1
+        observed: dict[int, Observed] = {}
+        for index in range(shards):
+            current = self._informer(index).get(naming.store_shard_name(self.name, index))
+            if current is not None:
+                observed[index] = current
+        return observed
+
+    def _entries(self) -> dict[str, Entry]:
+        entries: dict[str, Entry] = {}
+        for observed in self._observed().values():
+            entries.update(entries_of(observed))
+        return entries
+
+    def _on_changes(self, changes: list[Change]) -> None:
+        """Internal subscriber; shard 0 appearing with more shards starts watching them."""
+        zero = naming.store_shard_name(self.name, 0)
+        for name, _, new in changes:
+            appeared = name == zero and new is not None and self._shards is None and not self._closed
+            if appeared and new is not None and recorded_shards(new.obj) > 1:
+                # Not on this (the informer's) thread: starting an informer lists synchronously.
+                threading.Thread(target=self._layout_quietly, name="kubecoord-kv-layout", daemon=True).start()
+
+    def _layout_quietly(self) -> None:
+        try:
+            self._layout()
+        except CoordinationError:  # the next read, write or listener call retries and raises
+            log.info("watching a store's shards failed", extra={"store": self.name}, exc_info=True)
 
     def close(self) -> None:
         self._closed = True
-        self._stop_watching()
+        with self._shard_lock:
+            informers, self._informers = list(self._informers.values()), {}
+        for informer in informers:
+            informer.unsubscribe(self._on_changes)
+            self._context.informers.release(informer)
 
     def crash(self) -> None:
         self.close()
@@ -101,10 +180,10 @@ class KubeStorage(_StoreHandle, Storage):
     _kind = "Storage"
 
     def __init__(self, context: Context, name: str, *, size_limit: int | None = None) -> None:
-        super().__init__(context, name)
+        super().__init__(context, name, shards=shard_count_for(size_limit) if size_limit else None)
         self.max_value_bytes = context.max_value_bytes
-        self._size_limit = min(size_limit, MAX_STORE_BYTES) if size_limit else MAX_STORE_BYTES
-        """Largest ConfigMap data size: 1 MiB, or the KVStore resource's sizeLimit (binding.py)."""
+        self._size_limit = size_limit
+        """The KVStore resource's sizeLimit for the whole store (binding.py), if bound."""
 
     # -- reads --------------------------------------------------------------------------
     def fetch(self, key: str) -> Future[str | None]:
@@ -118,12 +197,16 @@ class KubeStorage(_StoreHandle, Storage):
     def _read(self, key: str) -> Entry | None:
         validation.check_key(key)
         self._check_open()
-        return entries_of(self._watching().get(self._configmap)).get(key)
+        shards = self._layout()
+        if shards is None:
+            return None
+        index = shard_of(key, shards)
+        return entries_of(self._informer(index).get(naming.store_shard_name(self.name, index))).get(key)
 
     def children(self, namespace: str = "") -> set[str]:
         validation.check_namespace(namespace)
         self._check_open()
-        return children_of(entries_of(self._watching().get(self._configmap)), namespace)
+        return children_of(self._entries(), namespace)
 
     # -- writes -------------------------------------------------------------------------
     def put(self, key: str, data: str) -> int:
@@ -168,18 +251,25 @@ class KubeStorage(_StoreHandle, Storage):
         self, key: str, change: Callable[[Entry | None], Entry | None], event: str, expected: int | None = None
     ) -> int:
         self._check_open()
-        informer = self._watching()
+        shards = self._layout() or self._create_shards
+        index = shard_of(key, shards)
+        if index != 0 and self._layout() is None:
+            self._create_shard_zero(shards)
+            shards = self._layout() or shards
+            index = shard_of(key, shards)
+        configmap = naming.store_shard_name(self.name, index)
+        informer = self._informer(index)
         data_key = encode_key(key)
         fresh = False
         for attempt in range(MAX_ATTEMPTS):
-            observed = informer.get(self._configmap)
+            observed = informer.get(configmap)
             current = entries_of(observed).get(key)
             try:
                 new = change(current)
-                body = self._body(observed, data_key, new)
+                body = self._body(observed, index, shards, data_key, new)
             except _REFUSALS as exc:
                 if not fresh:  # judged on a cached copy: confirm against the server first
-                    informer.refresh(self._configmap)
+                    informer.refresh(configmap)
                     fresh = True
                     continue
                 if isinstance(exc, VersionConflictError):
@@ -191,10 +281,10 @@ class KubeStorage(_StoreHandle, Storage):
                 if observed is None:
                     written = self._context.client.create(CONFIGMAPS, body)
                 else:
-                    written = self._context.client.replace(CONFIGMAPS, self._configmap, body)
+                    written = self._context.client.replace(CONFIGMAPS, configmap, body)
             except (AlreadyExists, Conflict, NotFound):
-                # Someone else wrote the ConfigMap (maybe another key): re-read, re-apply.
-                informer.refresh(self._configmap)
+                # Someone else wrote the shard (maybe another key): re-read, re-apply.
+                informer.refresh(configmap)
                 fresh = True
                 time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
                 continue
@@ -203,42 +293,70 @@ class KubeStorage(_StoreHandle, Storage):
             self._context.events.record(primitive="kv", name=self.name, event=event, key=key, version=version)
             return version
         raise BackendUnavailableError(
-            f"store {self.name!r}: gave up after {MAX_ATTEMPTS} conflicting writes of ConfigMap {self._configmap!r}"
+            f"store {self.name!r}: gave up after {MAX_ATTEMPTS} conflicting writes of ConfigMap {configmap!r}"
         )
 
-    def _body(self, observed: Observed | None, data_key: str, new: Entry | None) -> dict[str, Any]:
+    def _create_shard_zero(self, shards: int) -> None:
+        """Create the store's empty shard 0 (recording ``shards``) unless someone did."""
+        name = naming.store_shard_name(self.name, 0)
+        try:
+            written = self._context.client.create(CONFIGMAPS, self._new_shard(0, shards))
+        except AlreadyExists:
+            self._informer(0).refresh(name)
+            return
+        self._informer(0).offer(written)
+
+    def _new_shard(self, index: int, shards: int) -> dict[str, Any]:
+        metadata: dict[str, Any] = {
+            "name": naming.store_shard_name(self.name, index),
+            "namespace": self._context.namespace,
+            "labels": {naming.STORE_LABEL: self.name, naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+        }
+        if index == 0:
+            metadata["annotations"] = {naming.KV_SHARDS_ANNOTATION: str(shards)}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {}}
+
+    def _body(
+        self, observed: Observed | None, index: int, shards: int, data_key: str, new: Entry | None
+    ) -> dict[str, Any]:
         if observed is None:
-            body: dict[str, Any] = {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {
-                    "name": self._configmap,
-                    "namespace": self._context.namespace,
-                    "labels": {naming.STORE_LABEL: self.name, naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
-                },
-            }
+            body = self._new_shard(index, shards)
             data: dict[str, str] = {}
         else:
             body = {k: v for k, v in observed.obj.items() if k != "data"}
             body["metadata"] = copy.deepcopy(observed.obj.get("metadata") or {})
             data = dict(observed.obj.get("data") or {})
+        before = data_size(data)
         if new is None:
             data.pop(data_key, None)
         else:
             data[data_key] = dump_entry(new)
-        size = data_size(data)
-        if self._size_limit < MAX_STORE_BYTES and size > self._size_limit:
-            raise StoreFullError(
-                f"store {self.name!r} would hold {size} bytes, over the sizeLimit of its KVStore resource "
-                f"({self._size_limit} bytes); delete keys or raise spec.sizeLimit"
-            )
-        if size > MAX_STORE_BYTES:
-            raise StoreFullError(
-                f"store {self.name!r} would hold {size} bytes, over the 1 MiB ({MAX_STORE_BYTES} bytes) that one "
-                f"ConfigMap ({self._configmap!r}) can hold; delete keys or spread them over several stores"
-            )
+        after = data_size(data)
+        if after > before:  # only growth is refused: deletes and shrinking updates always go through
+            self._check_room(index, shards, before, after)
         body["data"] = data
         return body
+
+    def _check_room(self, index: int, shards: int, before: int, after: int) -> None:
+        configmap = naming.store_shard_name(self.name, index)
+        if after > SHARD_BYTES:
+            raise StoreFullError(
+                f"store {self.name!r}: shard {configmap!r} would hold {after} bytes, over the 1 MiB "
+                f"({SHARD_BYTES} bytes) one ConfigMap can hold; delete keys, or move the data to a store "
+                f"created with a larger sizeLimit (more shards; this one has {shards})"
+            )
+        limit = min(self._size_limit or shards * SHARD_BYTES, shards * SHARD_BYTES)
+        others = sum(
+            data_size(dict(observed.obj.get("data") or {}))
+            for other, observed in self._observed().items() if other != index
+        )
+        total = others + after
+        if total > limit:
+            what = "the sizeLimit of its KVStore resource" if self._size_limit else f"what its {shards} shard(s) hold"
+            raise StoreFullError(
+                f"store {self.name!r} would hold {total} bytes, over {what} ({limit} bytes); "
+                f"delete keys or raise spec.sizeLimit"
+            )
 
 
 class KubeListenerRegistry(_StoreHandle, ListenerRegistry):
@@ -251,20 +369,30 @@ class KubeListenerRegistry(_StoreHandle, ListenerRegistry):
         self._key_set_listeners: dict[str, ListenerSet[set[str]]] = {}
 
     def _on_changes(self, changes: list[Change]) -> None:
+        super()._on_changes(changes)
         for name, old, new in changes:
-            if name != self._configmap:
+            index = self._names.get(name)
+            if index is None:
                 continue
-            before, after = entries_of(old), entries_of(new)
             with self._lock:
                 if self._closed:
                     return
+                before, after = entries_of(old), entries_of(new)
                 for key, listeners in self._value_listeners.items():
                     if before.get(key) != after.get(key):
                         entry = after.get(key)
                         self._context.dispatcher.notify(listeners, entry.value if entry is not None else None)
+                if not self._key_set_listeners:
+                    continue
+                # A namespace's children span shards: the other shards as cached now, plus
+                # this shard before and after the change.
+                others: dict[str, Entry] = {}
+                for other, informer in list(self._informers.items()):
+                    if other != index:
+                        others.update(entries_of(informer.get(naming.store_shard_name(self.name, other))))
                 for namespace, key_set_listeners in self._key_set_listeners.items():
-                    children = children_of(after, namespace)
-                    if children != children_of(before, namespace):
+                    children = children_of({**others, **after}, namespace)
+                    if children != children_of({**others, **before}, namespace):
                         self._context.dispatcher.notify(key_set_listeners, children)
 
     def add_value_change_listener(self, key: str, listener: ValueListener) -> None:
@@ -272,7 +400,7 @@ class KubeListenerRegistry(_StoreHandle, ListenerRegistry):
         self._check_open()
         with self._lock:
             self._value_listeners.setdefault(key, ListenerSet()).add(listener)
-        self._watching()
+        self._layout()
 
     def remove_value_change_listener(self, key: str, listener: ValueListener) -> None:
         validation.check_key(key)
@@ -285,7 +413,7 @@ class KubeListenerRegistry(_StoreHandle, ListenerRegistry):
         self._check_open()
         with self._lock:
             self._key_set_listeners.setdefault(namespace, ListenerSet()).add(listener)
-        self._watching()
+        self._layout()
 
     def remove_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
         validation.check_namespace(namespace)

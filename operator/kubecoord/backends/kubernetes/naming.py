@@ -11,7 +11,9 @@ primitive                   object                                 name
 leader election SERVICE     coordination.k8s.io/v1 Lease           ``SERVICE`` (the same name
                                                                    a client-go LeaseLock uses)
 member ID of group GROUP    Lease, label kubecoord.dev/group=GROUP ``GROUP.m.SLUG-HASH``
-KV store STORE              ConfigMap, label kubecoord.dev/store   ``kubecoord-kv.STORE``
+KV store STORE, shard 0     ConfigMap, label kubecoord.dev/store,  ``kubecoord-kv.STORE``
+                            annotation kubecoord.dev/kv-shards
+KV store STORE, shard I>0   ConfigMap, label kubecoord.dev/store   ``kubecoord-kv.STORE.I``
 ==========================  =====================================  =========================
 
 Guarantees: every derived name is a valid DNS-1123 subdomain of at most 253 characters;
@@ -38,6 +40,12 @@ MEMBER_ID_ANNOTATION = "kubecoord.dev/member-id"
 """On a member Lease: the exact member id (the name only carries a slug and a hash)."""
 MEMBER_DATA_ANNOTATION = "kubecoord.dev/member-data"
 """On a member Lease: the member's data."""
+KV_SHARDS_ANNOTATION = "kubecoord.dev/kv-shards"
+"""On shard 0 of a KV store: how many ConfigMaps the store's keys are spread over.
+
+Written once, when shard 0 is created, and never changed: a key's shard is a hash of the
+key modulo this count, so changing it would move keys (kv.py). Absent: 1 (stores written
+before sharding)."""
 HOLDER_DATA_ANNOTATION = "kubecoord.dev/holder-data"
 """On an election Lease: JSON {"holder": id, "data": data} of the holder that wrote it.
 
@@ -66,8 +74,20 @@ def member_lease_name(group: str, member_id: str) -> str:
 
 
 def store_configmap_name(store: str) -> str:
-    """The ConfigMap that holds the KV store ``store``."""
+    """The first ConfigMap (shard 0) of the KV store ``store``: it records the shard count."""
     return f"kubecoord-kv.{store}"
+
+
+def store_shard_name(store: str, index: int) -> str:
+    """The ConfigMap of shard ``index`` of ``store``: shard 0 is ``kubecoord-kv.STORE``, then
+    ``kubecoord-kv.STORE.1`` and on (a store name has no dot, so two stores never collide)."""
+    base = store_configmap_name(store)
+    return base if index == 0 else f"{base}.{index}"
+
+
+def store_shard_names(store: str, shards: int) -> list[str]:
+    """Every ConfigMap of a store of ``shards`` shards (what RBAC grants by name)."""
+    return [store_shard_name(store, index) for index in range(shards)]
 
 
 def group_selector(group: str) -> str:
