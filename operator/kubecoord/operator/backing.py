@@ -6,7 +6,10 @@ the backend names them (kubecoord.backends.kubernetes.naming).
 - Group NAME: one Lease per member, created by the members themselves; the operator
   adopts each (adds the ownerReference). Expired members' Leases are reaped by the
   backend's observers, the operator's own membership handle among them.
-- KVStore NAME: the ConfigMap kubecoord-kv.NAME, created up front with an ownerReference.
+- KVStore NAME: its ConfigMaps (shards) kubecoord-kv.NAME, kubecoord-kv.NAME.1, ..., all
+  created up front with an ownerReference, so that clients granted them by name never need
+  ``create``. The shard count comes from spec.sizeLimit when shard 0 is first created and is
+  recorded on it (backends/kubernetes/sharding.py); later sizeLimit changes never change it.
 
 Guarantee: after a resource is deleted, its finalizer removes every object of it that
 carries no ownerReference yet (a member that joined after the last adoption), so a
@@ -18,8 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from kubecoord.backends.kubernetes import naming
+from kubecoord.backends.kubernetes.sharding import recorded_shards, shard_count_for
 from kubecoord.operator import kubeapi
-from kubecoord.operator.model import owner_reference
+from kubecoord.operator.model import owner_reference, size_limit_bytes
 
 LEASES = ("coordination.k8s.io/v1", "leases")
 CONFIGMAPS = ("v1", "configmaps")
@@ -39,9 +43,9 @@ def election_lease(body: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {})}
 
 
-def store_configmap(body: dict[str, Any]) -> dict[str, Any]:
+def store_configmap(body: dict[str, Any], index: int = 0) -> dict[str, Any]:
     store = body["metadata"]["name"]
-    name = naming.store_configmap_name(store)
+    name = naming.store_shard_name(store, index)
     labels = {naming.STORE_LABEL: store}
     return {"apiVersion": CONFIGMAPS[0], "kind": "ConfigMap", "metadata": _metadata(body, name, labels)}
 
@@ -49,9 +53,35 @@ def store_configmap(body: dict[str, Any]) -> dict[str, Any]:
 async def ensure(body: dict[str, Any]) -> list[dict[str, Any]]:
     """Create (or adopt) the objects a resource needs up front; returns them."""
     kind = body["kind"]
-    objects = {"LeaderElection": [election_lease(body)], "KVStore": [store_configmap(body)]}.get(kind, [])
-    for obj in objects:
-        await kubeapi.apply({"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": obj["metadata"]})
+    if kind == "KVStore":
+        objects = await _ensure_store(body)
+    else:
+        objects = [election_lease(body)] if kind == "LeaderElection" else []
+        for obj in objects:
+            await kubeapi.apply(obj)
+    return objects
+
+
+async def _ensure_store(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Shard 0 first (recording the shard count only if it creates it), then the others."""
+    zero = store_configmap(body, 0)
+    planned = shard_count_for(size_limit_bytes(dict(body.get("spec") or {})))
+    created = {**zero, "metadata": {**zero["metadata"], "annotations": {naming.KV_SHARDS_ANNOTATION: str(planned)}}}
+    path = kubeapi.object_path(zero)
+    try:
+        await kubeapi.acall("POST", path.collection, created)
+        shards = planned
+    except kubeapi.ApiException as error:
+        if error.status != 409:
+            raise
+        existing = await kubeapi.acall("GET", path.item)
+        shards = recorded_shards(existing or {})  # never changed once recorded (keys would move)
+        await kubeapi.acall("PATCH", path.item, {"metadata": zero["metadata"]}, content_type=kubeapi.MERGE_PATCH)
+    objects = [zero]
+    for index in range(1, shards):
+        shard = store_configmap(body, index)
+        await kubeapi.apply(shard)
+        objects.append(shard)
     return objects
 
 

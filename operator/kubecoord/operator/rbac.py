@@ -11,7 +11,10 @@ Group           leases: create, get, list, watch, update, patch, delete — memb
                 their own Lease, whose name RBAC cannot know in advance (resourceNames
                 cannot restrict ``create`` or a label selector), so this rule covers the
                 namespace's Leases
-KVStore         configmaps kubecoord-kv.NAME: get, list, watch, update, patch
+KVStore         configmaps kubecoord-kv.NAME and its other shards kubecoord-kv.NAME.I (by
+                name: the operator creates every shard): get, list, watch, update, patch;
+                clients list and watch each with the field selector metadata.name=NAME,
+                the only list/watch a grant by resourceNames authorizes
 ==============  ========================================================================
 
 On the zookeeper backend only the ``get`` on the resource is granted: ZooKeeper ACLs are
@@ -24,8 +27,9 @@ from __future__ import annotations
 from typing import Any
 
 from kubecoord.backends.kubernetes import naming
+from kubecoord.backends.kubernetes.sharding import shard_count_for
 from kubecoord.operator import kubeapi
-from kubecoord.operator.model import GROUP, PLURALS, owner_reference
+from kubecoord.operator.model import GROUP, PLURALS, owner_reference, size_limit_bytes
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 READ_WRITE = ["get", "list", "watch", "update", "patch"]
@@ -35,7 +39,8 @@ def role_name(body: dict[str, Any]) -> str:
     return f"kubecoord-{body['kind'].lower()}-{body['metadata']['name']}"
 
 
-def rules(body: dict[str, Any]) -> list[dict[str, Any]]:
+def rules(body: dict[str, Any], *, kv_shards: int | None = None) -> list[dict[str, Any]]:
+    """The Role's rules; ``kv_shards`` is a KVStore's recorded shard count (else from sizeLimit)."""
     kind, name = body["kind"], body["metadata"]["name"]
     result = [_rule(GROUP, PLURALS[kind], ["get"], name)]
     if (body.get("spec") or {}).get("backend", "kubernetes") != "kubernetes":
@@ -45,18 +50,19 @@ def rules(body: dict[str, Any]) -> list[dict[str, Any]]:
     elif kind == "Group":
         result.append(_rule("coordination.k8s.io", "leases", ["create", *READ_WRITE, "delete"]))
     elif kind == "KVStore":
-        result.append(_rule("", "configmaps", READ_WRITE, naming.store_configmap_name(name)))
+        shards = kv_shards or shard_count_for(size_limit_bytes(dict(body.get("spec") or {})))
+        result.append(_rule("", "configmaps", READ_WRITE, *naming.store_shard_names(name, shards)))
     return result
 
 
-def _rule(api_group: str, plural: str, verbs: list[str], name: str | None = None) -> dict[str, Any]:
+def _rule(api_group: str, plural: str, verbs: list[str], *names: str) -> dict[str, Any]:
     rule: dict[str, Any] = {"apiGroups": [api_group], "resources": [plural], "verbs": verbs}
-    if name is not None:
-        rule["resourceNames"] = [name]
+    if names:
+        rule["resourceNames"] = list(names)
     return rule
 
 
-def objects(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def objects(body: dict[str, Any], *, kv_shards: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The Role and the RoleBinding of a resource."""
     metadata = {
         "name": role_name(body),
@@ -65,7 +71,7 @@ def objects(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         "ownerReferences": [owner_reference(body)],
     }
     clients = sorted(set((body.get("spec") or {}).get("clients") or []))
-    role = {"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata, "rules": rules(body)}
+    role = {"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata, "rules": rules(body, kv_shards=kv_shards)}
     binding = {
         "apiVersion": RBAC_API,
         "kind": "RoleBinding",
@@ -78,9 +84,9 @@ def objects(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return role, binding
 
 
-async def reconcile(body: dict[str, Any]) -> int:
+async def reconcile(body: dict[str, Any], *, kv_shards: int | None = None) -> int:
     """Create, update or (with no clients) delete the Role and RoleBinding; returns the client count."""
-    role, binding = objects(body)
+    role, binding = objects(body, kv_shards=kv_shards)
     if not binding["subjects"]:
         await kubeapi.delete(binding)
         await kubeapi.delete(role)

@@ -102,9 +102,11 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
     @kopf.on.update(GROUP, VERSION, plural, id="reconcile", field="spec")
     async def reconcile(body: kopf.Body, spec: kopf.Spec, **_: Any) -> None:
         try:
+            kv_shards = None
             if spec.get("backend", "kubernetes") == "kubernetes":
-                await backing.ensure(dict(body))
-            await rbac.reconcile(dict(body))
+                backing_objects = await backing.ensure(dict(body))
+                kv_shards = sum(obj["kind"] == "ConfigMap" for obj in backing_objects) or None
+            await rbac.reconcile(dict(body), kv_shards=kv_shards)
         except Exception:
             metrics.RECONCILES.labels(kind, "error").inc()
             metrics.ERRORS.labels(kind, "reconcile").inc()
