@@ -23,10 +23,11 @@ def test_a_sharded_store_is_created_granted_by_name_and_usable_by_its_clients(
     resources.create("kvstores", "KVStore", name, {"sizeLimit": "2Mi", "clients": [account]})
     resources.wait_ready("kvstores", name)
     names = naming.store_shard_names(name, shards)
-    assert set(names) <= resources.configmap_names()
+    role_name = f"kubecoord-kvstore-{name}"
+    eventually(lambda: set(names) <= resources.configmap_names() and role_name in resources.role_names())
     zero = resources.core.read_namespaced_config_map(names[0], NAMESPACE)
     assert zero.metadata.annotations[naming.KV_SHARDS_ANNOTATION] == str(shards)
-    role = resources.rbac.read_namespaced_role(f"kubecoord-kvstore-{name}", NAMESPACE)
+    role = resources.rbac.read_namespaced_role(role_name, NAMESPACE)
     assert [sorted(r.resource_names or []) for r in role.rules if r.resources == ["configmaps"]] == [sorted(names)]
 
     token = api.token_for_service_account(NAMESPACE, account)
