@@ -50,7 +50,7 @@ def test_keys_live_in_the_shard_their_hash_picks_and_the_count_is_recorded(
     other = connect(kv_shards=1).storage(name)
     assert other.children("topics") == {f"t{i}" for i in range(40)}
     assert other.update("topics/t7/config", "new", expected_version=1) == 2
-    assert kv.fetch_versioned("topics/t7/config").result() == Versioned("new", 2)
+    eventually(lambda: kv.fetch_versioned("topics/t7/config").result() == Versioned("new", 2))  # by its watch
     assert set(_configmaps(api_emulator, name)) == set(naming.store_shard_names(name, 4))
 
 
