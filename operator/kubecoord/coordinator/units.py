@@ -96,6 +96,12 @@ class UnitsProtocol(GroupProtocol):
         with self._lock:
             return list(self._owned)
 
+    @property
+    def generation(self) -> int:
+        """The generation of the owned units (-1 before the first)."""
+        with self._lock:
+            return self._generation
+
     def metadata(self) -> list[tuple[str, bytes]]:
         with self._lock:
             data = encode_units(self._owned, self._generation)

@@ -1,0 +1,250 @@
+"""Members join, leave and are killed (-9, or crash() in-process) in a loop, on every
+backend; the reports show no unit held twice and generations strictly increasing.
+
+One member per process on zookeeper and kubernetes (the emulator and the real API
+server); threads and kubecoord.testing.crash() on memory, which lives in one process.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import pytest
+
+import kubecoord
+from kubecoord.testing import ManualClock, crash
+
+from ..helpers import eventually
+from .checks import holders, stray_work, violations
+from .worker import Worker
+
+UNITS = [f"p{i}" for i in range(24)]
+SESSION = 1.5
+
+
+class Member(Protocol):
+    name: str
+
+    def kill(self) -> None: ...
+    def leave(self) -> None: ...
+
+
+class Group:
+    """The members of one test and everything they reported."""
+
+    def __init__(self) -> None:
+        self.name = f"churn-{uuid.uuid4().hex[:8]}"
+        self.reports: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.killed: dict[str, float] = {}
+        self.alive: dict[str, Member] = {}
+        self.gone: list[Member] = []
+
+    def report(self, line: dict[str, Any]) -> None:
+        with self.lock:
+            self.reports.append(line)
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return list(self.reports)
+
+    def settled(self) -> bool:
+        owner = holders(self.snapshot(), self.killed)
+        counts = [sum(1 for m in owner.values() if m == name) for name in self.alive]
+        return sorted(owner) == sorted(UNITS) and set(owner.values()) <= set(self.alive) and (
+            max(counts) - min(counts) <= 1
+        )
+
+
+class ProcessMember:
+    def __init__(self, group: Group, name: str, config: dict[str, Any]) -> None:
+        self.name = name
+        self.group = group
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.coordinator.member_process",
+             json.dumps({**config, "member": name, "group": group.name})],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=pathlib.Path(__file__).parents[2],
+        )
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            self.group.report(json.loads(raw))
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.group.killed[self.name] = time.time()
+            self.process.kill()
+        self.process.wait()
+        self.reader.join(5)
+
+    def leave(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(30)
+        self.reader.join(5)
+
+
+class ThreadMember:
+    def __init__(self, group: Group, name: str, url: str, options: dict[str, Any], assignors: list[str]) -> None:
+        self.name = name
+        self.group = group
+        self.coordinator = kubecoord.connect(url, **options)
+        self.worker = Worker(self.coordinator, group.name, name, UNITS, group.report, assignors=assignors,
+                             session_timeout=SESSION)
+        self.worker.start()
+
+    def kill(self) -> None:
+        self.worker.halt()
+        self.group.killed[self.name] = time.time()
+        crash(self.coordinator)
+
+    def leave(self) -> None:
+        self.worker.leave()
+        self.coordinator.close()
+
+
+Spawn = Callable[[Group, str], Member]
+
+
+@pytest.fixture
+def spawners(
+    request: pytest.FixtureRequest, tmp_path: pathlib.Path
+) -> Iterator[Callable[[str, list[str]], Spawn]]:
+    started: list[Member] = []
+
+    def make(backend: str, assignors: list[str]) -> Spawn:
+        if backend == "memory":
+            url = f"memory://churn-{uuid.uuid4().hex[:8]}"
+            clock = ManualClock()
+
+            def spawn_thread(group: Group, name: str) -> Member:
+                member = ThreadMember(group, name, url, {"session_timeout": SESSION, "clock": clock}, assignors)
+                started.append(member)
+                return member
+
+            # Expiry on the manual clock follows wall time, so crashed sessions expire.
+            ticker = threading.Thread(target=_tick, args=(clock, stop), daemon=True)
+            ticker.start()
+            return spawn_thread
+        config = {"units": UNITS, "assignors": assignors, "session": SESSION,
+                  **_connection(request, backend)}
+
+        def spawn_process(group: Group, name: str) -> Member:
+            member = ProcessMember(group, name, config)
+            started.append(member)
+            return member
+
+        return spawn_process
+
+    stop = threading.Event()
+    yield make
+    stop.set()
+    for member in started:
+        if isinstance(member, ProcessMember):
+            member.kill()
+
+
+def _tick(clock: ManualClock, stop: threading.Event) -> None:
+    while not stop.wait(0.05):
+        clock.advance(0.05)
+
+
+def _connection(request: pytest.FixtureRequest, backend: str) -> dict[str, Any]:
+    if backend == "zookeeper":
+        server = request.getfixturevalue("zookeeper_server")
+        return {"url": f"zookeeper://{server.hosts}/churn-{uuid.uuid4().hex[:8]}", "options": {"session_timeout": 2.0}}
+    timings = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+    if backend == "kubernetes":
+        kubeconfig = request.getfixturevalue("kubeconfig_path")
+        namespace = "default"
+    else:
+        kubeconfig = request.getfixturevalue("real_kubeconfig")
+        namespace = request.getfixturevalue("real_contract_namespace")
+    return {"url": f"kubernetes://{namespace}", "options": {"kubeconfig": str(kubeconfig), **timings}}
+
+
+CASES = [
+    ("memory", ["sticky"]),
+    ("memory", ["cooperative-sticky"]),
+    ("zookeeper", ["cooperative-sticky"]),
+    ("kubernetes", ["cooperative-sticky"]),
+    ("real_kubernetes", ["sticky"]),
+]
+# Each kill costs the backend's expiry plus the session fence; processes also start
+# slowly under load, so the process backends run a shorter loop (the group-coordinator
+# budget of make test is 2 minutes).
+ACTIONS = {
+    "memory": ["kill", "leave", "join", "burst", "leave", "kill"],
+    "process": ["kill", "leave", "join", "burst"],
+}
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(("backend", "assignors"), CASES, ids=[f"{b}-{a[0]}" for b, a in CASES])
+def test_join_leave_kill_loop(
+    backend: str, assignors: list[str], spawners: Callable[[str, list[str]], Spawn]
+) -> None:
+    spawn = spawners(backend, assignors)
+    group = Group()
+    rng = random.Random(11)
+    settle = 60.0
+    names = (f"m{i}" for i in range(100))
+    for _ in range(3):
+        name = next(names)
+        group.alive[name] = spawn(group, name)
+    eventually(group.settled, settle)
+    for action in ACTIONS["memory" if backend == "memory" else "process"]:
+        victim = rng.choice(sorted(group.alive))
+        if action in ("kill", "burst"):
+            group.alive.pop(victim).kill()
+        elif action == "leave":
+            group.alive.pop(victim).leave()
+        for _ in range({"kill": 1, "leave": 0, "join": 1, "burst": 2}[action]):
+            name = next(names)
+            group.alive[name] = spawn(group, name)
+        eventually(group.settled, settle)
+        assert violations(group.snapshot(), group.killed) == []
+    reports = group.snapshot()
+    assert violations(reports, group.killed) == []
+    assert any(line["e"] == "work" for line in reports)
+    for member in list(group.alive.values()):
+        member.leave()
+
+
+@pytest.mark.timeout(120)
+def test_a_paused_member_is_fenced_before_its_units_move(spawners: Callable[[str, list[str]], Spawn]) -> None:
+    """SIGSTOP a member past its session: the others take its units; once it runs
+    again its ensure_generation() refuses work before it learns anything (ZooKeeper:
+    reads go to the server, and its session is gone)."""
+    spawn = spawners("zookeeper", ["sticky"])
+    group = Group()
+    for name in ("a", "b", "c"):
+        group.alive[name] = spawn(group, name)
+    eventually(group.settled, 60)
+    paused = group.alive["b"]
+    assert isinstance(paused, ProcessMember)
+    held = {u for u, m in holders(group.snapshot(), {}).items() if m == "b"}
+    paused.process.send_signal(signal.SIGSTOP)
+    try:
+        eventually(lambda: not held & {u for u, m in holders(group.snapshot(), {}).items() if m == "b"}, 60)
+    finally:
+        resumed_at = time.time()
+        paused.process.send_signal(signal.SIGCONT)
+    eventually(lambda: any(line["member"] == "b" and line.get("t", 0) > resumed_at and line["e"] in ("fenced", "revoked")
+                           for line in group.snapshot()), 30)
+    reports = group.snapshot()
+    assert stray_work(reports, "b", {}) == []
+    del group.alive["b"]
+    group.gone.append(paused)
