@@ -242,8 +242,13 @@ def test_a_paused_member_is_fenced_before_its_units_move(spawners: Callable[[str
     finally:
         resumed_at = time.time()
         paused.process.send_signal(signal.SIGCONT)
-    eventually(lambda: any(line["member"] == "b" and line.get("t", 0) > resumed_at and line["e"] in ("fenced", "revoked")
-                           for line in group.snapshot()), 30)
+    def b_noticed() -> bool:
+        return any(
+            line["member"] == "b" and line.get("t", 0) > resumed_at and line["e"] in ("fenced", "revoked")
+            for line in group.snapshot()
+        )
+
+    eventually(b_noticed, 30)
     reports = group.snapshot()
     assert stray_work(reports, "b", {}) == []
     del group.alive["b"]
