@@ -1,80 +1,72 @@
-"""The election state machine (election.Elector) step by step, against an in-memory
-record store with compare-and-set and a manual clock: no server, no threads, no sleeps."""
+"""The election state machine (the lease core's Elector) step by step, against the memory
+backend's record table (compare-and-set) and a manual clock: no server, no threads, no sleeps."""
 
 from __future__ import annotations
 
 import pytest
 
 from kubecoord import BackendUnavailableError
-from kubecoord.backends.kubernetes.election import Elector, Observation, RecordConflict
-from kubecoord.backends.kubernetes.lease_record import LeaderRecord
-from kubecoord.backends.kubernetes.timings import Timings
+from kubecoord._core.lease import Elector, LeaderRecord, Observation, Timings
+from kubecoord.backends.memory.records import RecordTable, TableView
 from kubecoord.testing import ManualClock
 
 TIMINGS = Timings(lease_duration=15, renew_deadline=10, retry_period=2)
+NAME = "svc"
 
 
-class Server:
-    """One record with a version; writes are compare-and-set, like the API server's."""
+class Server(RecordTable):
+    """memory://'s record table holding one record, with a switch that makes it fail like
+    an unreachable server and a log of the writes (by holder; "" for a release)."""
 
     def __init__(self) -> None:
-        self.record: LeaderRecord | None = None
-        self.version = 0
+        super().__init__()
         self.writes: list[tuple[str, LeaderRecord]] = []
         self.down = False
 
-    def write(self, who: str, record: LeaderRecord, expected: int | None) -> int:
+    @property
+    def record(self) -> LeaderRecord | None:
+        current = self.read(NAME)
+        return current[0] if current is not None else None
+
+    @property
+    def version(self) -> int:
+        current = self.read(NAME)
+        return current[1] if current is not None else 0
+
+    def read(self, name: str) -> tuple[LeaderRecord, int] | None:
         if self.down:
             raise BackendUnavailableError("server down")
-        if expected is None and self.record is not None:
-            raise RecordConflict("exists")
-        if expected is not None and expected != self.version:
-            raise RecordConflict("stale")
-        self.record, self.version = record, self.version + 1
-        self.writes.append((who, record))
-        return self.version
+        return super().read(name)
+
+    def write(self, name: str, record: LeaderRecord, expected: int | None) -> int:
+        if self.down:
+            raise BackendUnavailableError("server down")
+        version = super().write(name, record, expected)
+        self.writes.append((record.holder, record))
+        return version
 
 
-class View:
+class View(TableView):
     """One process's RecordStore: what it observed, and when (on its own clock)."""
 
-    def __init__(self, who: str, server: Server, clock: ManualClock) -> None:
-        self.who, self.server, self.clock = who, server, clock
-        self.seen: Observation | None = None
+    def __init__(self, server: Server, clock: ManualClock) -> None:
+        super().__init__(server, NAME, clock)
+        self.server = server
 
-    def watch(self) -> None:
-        """Deliver the server's current version, as a watch event would."""
-        if self.server.record is not None and (self.seen is None or self.seen.version != str(self.server.version)):
-            self.seen = Observation(self.server.record, str(self.server.version), self.clock.now())
-
-    def observed(self) -> Observation | None:
-        return self.seen
-
-    def refresh(self, timeout: float) -> Observation | None:
-        if self.server.down:
-            raise BackendUnavailableError("server down")
-        self.watch()
-        return self.seen
-
-    def create(self, record: LeaderRecord, timeout: float) -> Observation:
-        return self._mine(record, self.server.write(self.who, record, None))
-
-    def update(self, record: LeaderRecord, version: str, timeout: float) -> Observation:
-        return self._mine(record, self.server.write(self.who, record, int(version)))
-
-    def _mine(self, record: LeaderRecord, version: int) -> Observation:
-        self.seen = Observation(record, str(version), self.clock.now())
-        return self.seen
+    def watch(self) -> Observation | None:
+        """Deliver the server's current version, as a watch event would (none while it is down)."""
+        return self.observed() if self.server.down else self.deliver()
 
 
 class Candidate:
     def __init__(self, name: str, server: Server, clock: ManualClock, wall: float = 1_000_000.0) -> None:
         """``wall``: this process's wall clock at manual time 0 (it ticks with the clock)."""
-        self.view = View(name, server, clock)
+        self.view = View(server, clock)
         self.changes: list[bool] = []
         self.elector = Elector(
             service="svc", candidate=name, data=f"data-{name}", store=self.view, timings=TIMINGS, clock=clock,
             on_change=lambda _elector, leading: self.changes.append(leading), wall=lambda: wall + clock.now(),
+            backend="memory",
         )
 
     def step(self) -> float:
@@ -204,9 +196,9 @@ def test_a_late_renewal_answer_counts_as_lost(server: Server, clock: ManualClock
     a.step()
     original = server.write
 
-    def slow_write(who: str, record: LeaderRecord, expected: int | None) -> int:
+    def slow_write(name: str, record: LeaderRecord, expected: int | None) -> int:
         clock.advance(TIMINGS.renew_deadline)  # the request hung until past the deadline
-        return original(who, record, expected)
+        return original(name, record, expected)
 
     server.write = slow_write  # type: ignore[method-assign]
     clock.advance(TIMINGS.retry_period)
@@ -218,7 +210,7 @@ def test_overtaken_leader_steps_down_when_the_watch_shows_another_holder(server:
     a = Candidate("a", server, clock)
     a.step()
     # A client-go peer with a different view takes the lease over a's version.
-    server.write("go", LeaderRecord("go", 15, None, None, 2), server.version)
+    server.write(NAME, LeaderRecord("go", 15, None, None, 2), server.version)
     clock.advance(0.5)
     a.step()
     assert a.changes == [True, False] and not a.elector.is_leader()

@@ -179,7 +179,9 @@ def test_memory_backend_events_follow_the_schema(tmp_path: Path) -> None:
     ]
     acquired, _, renewed, _ = a_events
     assert acquired["epoch"] == 1
-    assert parse_ts(acquired["valid_until"]) - parse_ts(acquired["ts"]) == pytest.approx(5.0)
+    # The holder's view under lease semantics: valid until its renew deadline, 0.9 of the
+    # 5 s session_timeout (the lease duration) after it wrote the record.
+    assert parse_ts(acquired["valid_until"]) - parse_ts(acquired["ts"]) == pytest.approx(4.5)
     assert parse_ts(renewed["ts"]) - parse_ts(acquired["ts"]) == pytest.approx(2.0)
 
     b_events = [(e["event"], e.get("member"), e.get("key"), e.get("version")) for e in read_lines(path_b)]

@@ -30,7 +30,7 @@ kv_shards          1            ConfigMaps a store is spread over when this clie
 clock              monotonic    a kubecoord._internal.clock.Clock (tests)
 =================  ===========  ===========================================================
 
-Timings are validated as client-go validates them (timings.py): lease_duration >
+Timings are validated as client-go validates them (kubecoord._core.lease.timings): lease_duration >
 renew_deadline > 1.2 x retry_period, else InvalidArgumentError. leader_election(name)
 also takes lease_duration / renew_deadline / retry_period per handle.
 
@@ -50,6 +50,12 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from kubecoord._core.lease.timings import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    Timings,
+)
 from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.backends.kubernetes import config as cluster_config
@@ -58,12 +64,6 @@ from kubecoord.backends.kubernetes.context import Context
 from kubecoord.backends.kubernetes.coordinator import KubernetesCoordinator
 from kubecoord.backends.kubernetes.kv import DEFAULT_MAX_VALUE_BYTES, MAX_STORE_BYTES
 from kubecoord.backends.kubernetes.sharding import check_shards
-from kubecoord.backends.kubernetes.timings import (
-    DEFAULT_LEASE_DURATION,
-    DEFAULT_RENEW_DEADLINE,
-    DEFAULT_RETRY_PERIOD,
-    Timings,
-)
 from kubecoord.backends.kubernetes.watch import InformerPool
 from kubecoord.connect import BackendURL
 from kubecoord.errors import InvalidArgumentError

@@ -31,8 +31,8 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from kubecoord._core.lease.timings import Timings
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
-from kubecoord.backends.kubernetes.timings import Timings
 from kubecoord.errors import CoordinationError
 
 log = logging.getLogger("kubecoord.kubernetes.binding")

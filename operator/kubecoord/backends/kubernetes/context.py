@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from kubecoord._core.lease.timings import Timings
 from kubecoord._internal.clock import Clock
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
-from kubecoord.backends.kubernetes.timings import Timings
 from kubecoord.backends.kubernetes.watch import Change, Informer, InformerPool
 from kubecoord.errors import ClosedError
 from kubecoord.history import EventLog

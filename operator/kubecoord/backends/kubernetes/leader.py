@@ -1,10 +1,11 @@
 """LeaderElection on one coordination.k8s.io/v1 Lease per service (client-go LeaseLock compatible).
 
-Each nominated candidate runs an election.Elector on its own thread over LeaseStore; the
+Each nominated candidate runs the lease core's Elector (kubecoord._core.lease) on its own
+thread over LeaseStore (lease_store.py); the
 handle's one informer (a watch on the Lease by name) feeds every elector and the
 listeners. Followers take over as soon as a watch shows a release (empty holder), and
 after a crash as soon as the version they observed has been unchanged for
-leaseDurationSeconds on their own clock. See election.py for the guarantees.
+leaseDurationSeconds on their own clock. See kubecoord._core.lease.elector for the guarantees.
 
 Listeners get the leader as this handle sees it: one of its own candidates while its
 renew deadline holds, else the Lease's holder — except that a holder which is one of this
@@ -19,70 +20,18 @@ import threading
 from typing import Any
 
 from kubecoord import validation
+from kubecoord._core.lease import Elector, Loop, Observation, Timings, expires_at
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Leader, LeaderElection, LeaderListener
 from kubecoord.backends.kubernetes import naming
-from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
+from kubecoord.backends.kubernetes.client import LEASES
 from kubecoord.backends.kubernetes.context import Context, WatchingHandle
-from kubecoord.backends.kubernetes.election import Elector, Observation, RecordConflict
-from kubecoord.backends.kubernetes.lease_record import LeaderRecord, lease_with_record, record_from_lease
-from kubecoord.backends.kubernetes.loop import Loop
-from kubecoord.backends.kubernetes.timings import Timings
-from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
+from kubecoord.backends.kubernetes.lease_record import record_from_lease
+from kubecoord.backends.kubernetes.lease_store import LeaseStore
+from kubecoord.backends.kubernetes.watch import Change
 from kubecoord.errors import MemberExistsError
 
 _UNSET: Any = object()
-
-
-def observation(observed: Observed) -> Observation:
-    return Observation(record_from_lease(observed.obj), observed.version, observed.seen_at)
-
-
-class LeaseStore:
-    """election.RecordStore over one Lease, its informer and the API."""
-
-    def __init__(self, context: Context, informer: Informer, name: str) -> None:
-        self._context = context
-        self._informer = informer
-        self._name = name
-
-    def observed(self) -> Observation | None:
-        current = self._informer.get(self._name)
-        return observation(current) if current is not None else None
-
-    def refresh(self, timeout: float) -> Observation | None:
-        current = self._informer.refresh(self._name, timeout=timeout)
-        return observation(current) if current is not None else None
-
-    def create(self, record: LeaderRecord, timeout: float) -> Observation:
-        body = lease_with_record(
-            None, record, name=self._name, namespace=self._context.namespace,
-            labels={naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
-        )
-        try:
-            written = self._context.client.create(LEASES, body, timeout=timeout)
-        except AlreadyExists:
-            raise RecordConflict(self._name) from None
-        return self._mine(written)
-
-    def update(self, record: LeaderRecord, version: str, timeout: float) -> Observation:
-        current = self._informer.get(self._name)
-        body = lease_with_record(
-            current.obj if current is not None else None, record, name=self._name, namespace=self._context.namespace
-        )
-        body["metadata"]["resourceVersion"] = version
-        try:
-            written = self._context.client.replace(LEASES, self._name, body, timeout=timeout)
-        except (Conflict, NotFound):
-            raise RecordConflict(self._name) from None
-        return self._mine(written)
-
-    def _mine(self, written: dict[str, Any]) -> Observation:
-        observed = self._informer.offer(written)
-        version = str(written["metadata"]["resourceVersion"])
-        if observed is not None and observed.version == version:
-            return observation(observed)
-        return Observation(record_from_lease(written), version, self._context.clock.now())
 
 
 class KubeLeaderElection(WatchingHandle, LeaderElection):
@@ -150,7 +99,7 @@ class KubeLeaderElection(WatchingHandle, LeaderElection):
         elector = Elector(
             service=self.service, candidate=candidate_id, data=data, store=store, timings=self.timings,
             clock=self._context.clock, on_change=self._on_elector_change, events=self._context.events,
-            request_timeout=self._context.client.request_timeout,
+            request_timeout=self._context.client.request_timeout, backend="kubernetes",
         )
         loop = Loop(f"kubecoord-elector-{self.service}-{candidate_id}", elector.step, lock=elector.step_lock)
         with self._lock:
@@ -175,7 +124,8 @@ class KubeLeaderElection(WatchingHandle, LeaderElection):
             mine = self._electors.get(record.holder)
         if mine is not None and not mine.is_leader():
             return None
-        if mine is None and self._context.clock.now() >= observed.seen_at + record.lease_duration_seconds:
+        seen = Observation(record, observed.version, observed.seen_at)
+        if mine is None and self._context.clock.now() >= expires_at(seen):
             return None  # expired in our own observation; whoever takes over will show up
         return Leader(record.holder, record.data, record.transitions)
 

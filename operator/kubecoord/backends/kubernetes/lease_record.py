@@ -1,4 +1,5 @@
-"""Pure converters between a coordination.k8s.io/v1 Lease (as JSON) and an election record.
+"""Pure converters between a coordination.k8s.io/v1 Lease (as JSON) and an election record
+(kubecoord._core.lease.record.LeaderRecord).
 
 Field-compatible with client-go's LeaseLock (resourcelock/leaselock.go), so that Go
 controllers and kubecoord clients can run for the same Lease:
@@ -27,28 +28,24 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
-from dataclasses import dataclass
+import math
 from typing import Any
 
+from kubecoord._core.lease.record import LeaderRecord, from_unix, released
 from kubecoord.backends.kubernetes import naming
 
+__all__ = [
+    "LeaderRecord",
+    "format_micro_time",
+    "from_unix",
+    "lease_with_record",
+    "parse_micro_time",
+    "record_from_lease",
+    "released",
+    "spec_from_record",
+]
+
 MICRO_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderRecord:
-    """client-go's LeaderElectionRecord, plus the holder's data."""
-
-    holder: str
-    lease_duration_seconds: int
-    acquire_time: dt.datetime | None
-    renew_time: dt.datetime | None
-    transitions: int
-    data: str = ""
-
-    @property
-    def held(self) -> bool:
-        return bool(self.holder)
 
 
 def format_micro_time(moment: dt.datetime) -> str:
@@ -66,10 +63,6 @@ def parse_micro_time(text: str | None) -> dt.datetime | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     return moment.astimezone(dt.UTC)
-
-
-def from_unix(seconds: float) -> dt.datetime:
-    return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
 
 
 def record_from_lease(lease: dict[str, Any]) -> LeaderRecord:
@@ -104,7 +97,8 @@ def spec_from_record(record: LeaderRecord) -> dict[str, Any]:
     """client-go's LeaderElectionRecordToLeaseSpec."""
     spec: dict[str, Any] = {
         "holderIdentity": record.holder,
-        "leaseDurationSeconds": record.lease_duration_seconds,
+        # Whole seconds, rounded up so that followers never wait less than configured.
+        "leaseDurationSeconds": max(1, math.ceil(record.lease_duration_seconds)),
         "leaseTransitions": record.transitions,
     }
     if record.acquire_time is not None:
@@ -121,9 +115,14 @@ def lease_with_record(
     name: str,
     namespace: str,
     labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    holder_data: bool = True,
 ) -> dict[str, Any]:
     """A Lease body carrying ``record``: ``lease`` (kept metadata, resourceVersion included)
-    with spec and holder annotation replaced, or a new Lease when ``lease`` is None."""
+    with spec and holder annotation replaced, or a new Lease when ``lease`` is None.
+
+    ``labels`` and ``annotations`` are added; ``holder_data=False`` leaves the holder-data
+    annotation alone (group members keep their data in annotations of their own)."""
     body: dict[str, Any] = copy.deepcopy(lease) if lease is not None else {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
@@ -134,21 +133,18 @@ def lease_with_record(
     metadata = body.setdefault("metadata", {})
     if labels:
         metadata.setdefault("labels", {}).update(labels)
-    annotations = metadata.setdefault("annotations", {})
-    if record.holder:
-        annotations[naming.HOLDER_DATA_ANNOTATION] = json.dumps(
+    kept = metadata.setdefault("annotations", {})
+    if annotations:
+        kept.update(annotations)
+    if not holder_data:
+        pass
+    elif record.holder:
+        kept[naming.HOLDER_DATA_ANNOTATION] = json.dumps(
             {"holder": record.holder, "data": record.data}, ensure_ascii=False, separators=(",", ":")
         )
     else:
-        annotations.pop(naming.HOLDER_DATA_ANNOTATION, None)
-    if not annotations:
+        kept.pop(naming.HOLDER_DATA_ANNOTATION, None)
+    if not kept:
         metadata.pop("annotations")
     body["spec"] = spec_from_record(record)
     return body
-
-
-def released(record: LeaderRecord, now: dt.datetime) -> LeaderRecord:
-    """What a release writes, as client-go's release does: no holder, 1 s, transitions kept."""
-    return LeaderRecord(
-        holder="", lease_duration_seconds=1, acquire_time=now, renew_time=now, transitions=record.transitions
-    )

@@ -1,5 +1,9 @@
 """GroupMembership on one coordination.k8s.io/v1 Lease per member.
 
+Members renew and expire through the lease core (kubecoord._core.lease): the Lease is
+written by the same converter as an election's (lease_record.py), the heartbeat runs on
+the core's Loop and expiry is the core's one rule, expires_at.
+
 Object layout (names from naming.py): a Lease ``GROUP.m.SLUG-HASH`` labelled
 kubecoord.dev/group=GROUP, the exact member id and its data in annotations,
 spec.holderIdentity = the member id, renewTime refreshed every retry_period as the
@@ -29,17 +33,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from kubecoord import validation
+from kubecoord._core.lease import LeaderRecord, Loop, Timings, expires_at, from_unix
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import GroupMembership, MembershipListener
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import Context, WatchingHandle
-from kubecoord.backends.kubernetes.lease_record import format_micro_time, from_unix
-from kubecoord.backends.kubernetes.loop import Loop
-from kubecoord.backends.kubernetes.timings import Timings
+from kubecoord.backends.kubernetes.lease_record import lease_with_record, record_from_lease
+from kubecoord.backends.kubernetes.lease_store import observation
 from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
 from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
 
@@ -48,15 +53,17 @@ log = logging.getLogger("kubecoord.kubernetes.membership")
 _UNSET: Any = object()
 
 
-def member_of(observed: Observed) -> tuple[str, str, int] | None:
-    """(member id, data, leaseDurationSeconds) of a member Lease; None if not one of ours."""
+def member_of(observed: Observed) -> tuple[str, str, float] | None:
+    """(member id, data, expiry in this process's view) of a member Lease; None if not one of ours.
+
+    The expiry is the lease core's one rule (expires_at), as for election Leases."""
     metadata = observed.obj.get("metadata") or {}
     annotations = metadata.get("annotations") or {}
     member_id = annotations.get(naming.MEMBER_ID_ANNOTATION)
     spec = observed.obj.get("spec") or {}
     if not member_id or spec.get("holderIdentity") != member_id:
         return None
-    return member_id, annotations.get(naming.MEMBER_DATA_ANNOTATION, ""), int(spec.get("leaseDurationSeconds") or 0)
+    return member_id, annotations.get(naming.MEMBER_DATA_ANNOTATION, ""), expires_at(observation(observed))
 
 
 class KubeGroupMembership(WatchingHandle, GroupMembership):
@@ -97,7 +104,7 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
         live: dict[str, str] = {}
         for observed in informer.items().values():
             member = member_of(observed)
-            if member is not None and now < observed.seen_at + member[2]:
+            if member is not None and now < member[2]:
                 live[member[0]] = member[1]
         return live
 
@@ -134,7 +141,7 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
             member = member_of(observed)
             if member is None:
                 continue
-            expires = observed.seen_at + member[2]
+            expires = member[2]
             if now < expires:
                 next_expiry = min(next_expiry, expires)
             elif member[0] not in mine_ids and (name, observed.version) not in self._reaped:
@@ -184,26 +191,23 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
         self._context.events.record(primitive="group", name=self.group, event="expired", member=member_id)
 
     def _lease_body(self, member_id: str, data: str, *, base: dict[str, Any] | None = None) -> dict[str, Any]:
-        now = format_micro_time(from_unix(time.time()))
+        """A member Lease (new, or ``base`` renewed), written by the same converter as an
+        election's: the member is the holder, renewTime its heartbeat."""
+        now = from_unix(time.time())
+        name = naming.member_lease_name(self.group, member_id)
         if base is not None:
-            body = {**base, "spec": {**(base.get("spec") or {}), "renewTime": now}}
-            return body
-        return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {
-                "name": naming.member_lease_name(self.group, member_id),
-                "namespace": self._context.namespace,
-                "labels": {naming.GROUP_LABEL: self.group, naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
-                "annotations": {naming.MEMBER_ID_ANNOTATION: member_id, naming.MEMBER_DATA_ANNOTATION: data},
-            },
-            "spec": {
-                "holderIdentity": member_id,
-                "leaseDurationSeconds": self.timings.lease_duration_seconds,
-                "acquireTime": now,
-                "renewTime": now,
-            },
-        }
+            renewed = replace(record_from_lease(base), renew_time=now)
+            return lease_with_record(base, renewed, name=name, namespace=self._context.namespace, holder_data=False)
+        record = LeaderRecord(
+            holder=member_id, lease_duration_seconds=self.timings.lease_duration, acquire_time=now, renew_time=now,
+            transitions=0,
+        )
+        return lease_with_record(
+            None, record, name=name, namespace=self._context.namespace,
+            labels={naming.GROUP_LABEL: self.group, naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+            annotations={naming.MEMBER_ID_ANNOTATION: member_id, naming.MEMBER_DATA_ANNOTATION: data},
+            holder_data=False,
+        )
 
     # -- the interface ------------------------------------------------------------------
     def join(self, member_id: str, data: str = "") -> None:
@@ -224,8 +228,8 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
                 if existing is None:
                     continue  # deleted between our create and our read: try again
                 member = member_of(existing)
-                duration = member[2] if member is not None else self.timings.lease_duration_seconds
-                if self._context.clock.now() < existing.seen_at + duration:
+                expiry = member[2] if member is not None else existing.seen_at + self.timings.lease_duration_seconds
+                if self._context.clock.now() < expiry:
                     raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}") from None
                 # Expired in our observation: delete exactly that version, then create.
                 try:

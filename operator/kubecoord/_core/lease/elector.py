@@ -1,15 +1,18 @@
 """The lease election loop, client-go style, over a small record store.
 
-Usage (what the Kubernetes LeaderElection handle does for each nominated candidate)::
+Usage (what the Kubernetes and memory LeaderElection handles do for each nominated candidate)::
 
     elector = Elector(service="billing", candidate="pod-a", data="", store=lease_store,
-                      timings=Timings(15, 10, 2), clock=MonotonicClock(), on_change=wake)
+                      timings=Timings(15, 10, 2), clock=MonotonicClock(), on_change=wake,
+                      backend="kubernetes")
     delay = elector.step()           # acquire or renew once; returns when to call again
     elector.is_leader()              # the holder's own view, from its renew deadline
     elector.release()                # write an empty holder (client-go's release)
 
 The loop is written once over RecordStore (get the observed record, create, update with
-compare-and-set) so it can be tested step by step against a fake store and a manual clock.
+compare-and-set) so it can be tested step by step against the memory backend's record
+table and a manual clock. The backend's name labels the metrics and the metrics sink is
+passed in (kubecoord.metrics by default).
 
 Guarantees:
 
@@ -38,44 +41,26 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Protocol
 
-from kubecoord import metrics
+from kubecoord import metrics as client_metrics
+from kubecoord._core.lease.record import LeaderRecord, Observation, expires_at, from_unix, released
+from kubecoord._core.lease.store import RecordConflict, RecordStore
+from kubecoord._core.lease.timings import Timings
 from kubecoord._internal.clock import Clock
-from kubecoord.backends.kubernetes.lease_record import LeaderRecord, from_unix, released
-from kubecoord.backends.kubernetes.timings import Timings
 from kubecoord.errors import CoordinationError
 from kubecoord.history import EventLog
 
-log = logging.getLogger("kubecoord.kubernetes.election")
+log = logging.getLogger("kubecoord.lease.elector")
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
-    """A record version as this process observed it (seen_at: local monotonic time)."""
+class LeaseMetrics(Protocol):
+    """Where the elector reports (kubecoord.metrics has these functions)."""
 
-    record: LeaderRecord
-    version: str
-    seen_at: float
+    def leadership(self, backend: str, service: str, candidate: str, leading: bool) -> None: ...
 
-
-class RecordConflict(Exception):
-    """The record changed (or appeared) since the version the write was based on."""
-
-
-class RecordStore(Protocol):
-    def observed(self) -> Observation | None:
-        """The latest version observed (watch or own writes); None if there is no record."""
-
-    def refresh(self, timeout: float) -> Observation | None:
-        """Read the record from the server now and return the latest observation."""
-
-    def create(self, record: LeaderRecord, timeout: float) -> Observation:
-        """Create the record; RecordConflict if it exists."""
-
-    def update(self, record: LeaderRecord, version: str, timeout: float) -> Observation:
-        """Replace the record if still at ``version``; RecordConflict otherwise."""
+    def renewed(self, backend: str, seconds: float) -> None: ...
 
 
 class Elector:
@@ -93,6 +78,8 @@ class Elector:
         clock: Clock,
         on_change: Callable[[Elector, bool], None],
         events: EventLog | None = None,
+        backend: str,
+        metrics: LeaseMetrics = client_metrics,
         wall: Callable[[], float] = time.time,
         request_timeout: float = 5.0,
     ) -> None:
@@ -107,11 +94,14 @@ class Elector:
         self._events = events or EventLog()
         self._wall = wall
         self._request_timeout = request_timeout
+        self._backend = backend
+        self._metrics = metrics
         self._leading = False
         self._valid_until = 0.0
         self._next_renew = 0.0
         self._version = ""
         self._record: LeaderRecord | None = None
+        self._sent = 0.0
 
     # -- the holder's own view ----------------------------------------------------------
     def is_leader(self) -> bool:
@@ -162,9 +152,9 @@ class Elector:
             self._lose("renew answered after the renew deadline")
             return self._timings.retry_period
         self._confirm(written, sent=now)
-        metrics.renewed("kubernetes", self._clock.now() - now)
+        self._metrics.renewed(self._backend, self._clock.now() - now)
         self._events.record(
-            primitive="leader_election", name=self.service, event="renewed", member=self.candidate,
+            ts=self._wall(), primitive="leader_election", name=self.service, event="renewed", member=self.candidate,
             epoch=record.transitions, valid_until=self._wall_of(self._valid_until),
         )
         return self._timings.retry_period
@@ -188,14 +178,14 @@ class Elector:
         # 5. Held by someone whose lease has not expired in our own observation: wait
         #    until it would expire (a watch event wakes us earlier).
         if observed is not None and observed.record.held:
-            expires = observed.seen_at + observed.record.lease_duration_seconds
+            expires = expires_at(observed)
             if now < expires:
                 return expires - now
         # 6. Free (released, never held) or expired: try to acquire over what we observed.
         wall = self._now_wall()
         transitions = observed.record.transitions + 1 if observed is not None else 1
         record = LeaderRecord(
-            holder=self.candidate, lease_duration_seconds=self._timings.lease_duration_seconds,
+            holder=self.candidate, lease_duration_seconds=self._timings.lease_duration,
             acquire_time=wall, renew_time=wall, transitions=transitions, data=self.data,
         )
         try:
@@ -222,10 +212,10 @@ class Elector:
             self._lose("acquire answered after the renew deadline")
             return self._timings.retry_period
         self._events.record(
-            primitive="leader_election", name=self.service, event="acquired", member=self.candidate,
+            ts=self._wall(), primitive="leader_election", name=self.service, event="acquired", member=self.candidate,
             epoch=transitions, valid_until=self._wall_of(self._valid_until),
         )
-        metrics.leadership("kubernetes", self.service, self.candidate, True)
+        self._metrics.leadership(self._backend, self.service, self.candidate, True)
         self._on_change(self, True)
         return self._timings.retry_period
 
@@ -240,12 +230,12 @@ class Elector:
         record, version = self._record, self._version
         if self._leading:
             self._leading = False
-            metrics.leadership("kubernetes", self.service, self.candidate, False)
+            self._metrics.leadership(self._backend, self.service, self.candidate, False)
             self._on_change(self, False)
         if not was_leading or record is None:
             return False
         self._events.record(
-            primitive="leader_election", name=self.service, event="resigned", member=self.candidate,
+            ts=self._wall(), primitive="leader_election", name=self.service, event="resigned", member=self.candidate,
             epoch=record.transitions,
         )
         try:
@@ -255,6 +245,13 @@ class Elector:
             return False
         return True
 
+    def renew_now(self) -> None:
+        """Renew at once if leading and not yet renewed at this instant, whatever the retry
+        period says: a process killed right after its heartbeat (memory's simulate_crash)."""
+        if self._leading and self._clock.now() > self._sent:
+            self._next_renew = self._clock.now()
+            self.step()
+
     def abandon(self) -> None:
         """Stop without writing (a crash): is_leader() turns False; the record expires."""
         self._leading = False
@@ -263,6 +260,7 @@ class Elector:
     def _confirm(self, written: Observation, *, sent: float) -> None:
         self._version = written.version
         self._record = replace(written.record, data=self.data)
+        self._sent = sent
         self._valid_until = sent + self._timings.renew_deadline
         self._next_renew = sent + self._timings.retry_period
 
@@ -271,9 +269,10 @@ class Elector:
         self._leading = False
         log.info("lost leadership", extra={"service": self.service, "candidate": self.candidate, "reason": reason})
         self._events.record(
-            primitive="leader_election", name=self.service, event="lost", member=self.candidate, epoch=epoch
+            ts=self._wall(), primitive="leader_election", name=self.service, event="lost", member=self.candidate,
+            epoch=epoch,
         )
-        metrics.leadership("kubernetes", self.service, self.candidate, False)
+        self._metrics.leadership(self._backend, self.service, self.candidate, False)
         self._on_change(self, False)
 
     def _timeout(self, now: float) -> float:

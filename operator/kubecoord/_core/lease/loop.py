@@ -1,5 +1,5 @@
 """A background thread that calls step() again after the delay step() returns, or sooner
-when woken (by a watch event). One per elector and one per joined group."""
+when woken (by a watch event). One per elector and one per joined group, on every backend that runs the lease core."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-log = logging.getLogger("kubecoord.kubernetes.loop")
+log = logging.getLogger("kubecoord.lease.loop")
 
 MAX_SLEEP = 5.0
 """Re-check at least this often, whatever step() asked (cheap: step() decides from caches)."""

@@ -1,0 +1,32 @@
+"""The lease core: record, store protocol, elector, timings, loop.
+
+- ``record``: LeaderRecord (client-go's LeaderElectionRecord plus the holder's data),
+  Observation (a version as one process observed it) and the ONE expiry rule,
+  ``expires_at(observation)``: the observed version plus its lease duration, on the
+  observer's own monotonic clock.
+- ``store``: the RecordStore protocol (observed, refresh, create, update with
+  compare-and-set) and RecordConflict.
+- ``elector``: one candidate's acquire/renew state machine over a RecordStore, with the
+  backend's name and metrics passed in.
+- ``timings``: lease_duration > renew_deadline > 1.2 x retry_period, checked at construction.
+- ``loop``: the background thread that calls a step again after the delay it returns.
+"""
+
+from kubecoord._core.lease.elector import Elector
+from kubecoord._core.lease.loop import Loop
+from kubecoord._core.lease.record import LeaderRecord, Observation, expires_at, from_unix, released
+from kubecoord._core.lease.store import RecordConflict, RecordStore
+from kubecoord._core.lease.timings import Timings
+
+__all__ = [
+    "Elector",
+    "LeaderRecord",
+    "Loop",
+    "Observation",
+    "RecordConflict",
+    "RecordStore",
+    "Timings",
+    "expires_at",
+    "from_unix",
+    "released",
+]

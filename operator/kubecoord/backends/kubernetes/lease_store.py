@@ -1,0 +1,66 @@
+"""The lease core's RecordStore over one coordination.k8s.io/v1 Lease: the shared informer
+supplies observations (a watch by name), writes go to the API with the observed
+resourceVersion as the compare-and-set, 409 and 404 become RecordConflict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubecoord._core.lease import LeaderRecord, Observation, RecordConflict
+from kubecoord.backends.kubernetes import naming
+from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
+from kubecoord.backends.kubernetes.context import Context
+from kubecoord.backends.kubernetes.lease_record import lease_with_record, record_from_lease
+from kubecoord.backends.kubernetes.watch import Informer, Observed
+
+
+def observation(observed: Observed) -> Observation:
+    return Observation(record_from_lease(observed.obj), observed.version, observed.seen_at)
+
+
+class LeaseStore:
+    """kubecoord._core.lease.RecordStore over one Lease, its informer and the API."""
+
+    def __init__(self, context: Context, informer: Informer, name: str) -> None:
+        self._context = context
+        self._informer = informer
+        self._name = name
+
+    def observed(self) -> Observation | None:
+        current = self._informer.get(self._name)
+        return observation(current) if current is not None else None
+
+    def refresh(self, timeout: float) -> Observation | None:
+        current = self._informer.refresh(self._name, timeout=timeout)
+        return observation(current) if current is not None else None
+
+    def create(self, record: LeaderRecord, timeout: float) -> Observation:
+        body = lease_with_record(
+            None, record, name=self._name, namespace=self._context.namespace,
+            labels={naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+        )
+        try:
+            written = self._context.client.create(LEASES, body, timeout=timeout)
+        except AlreadyExists:
+            raise RecordConflict(self._name) from None
+        return self._mine(written)
+
+    def update(self, record: LeaderRecord, version: str, timeout: float) -> Observation:
+        current = self._informer.get(self._name)
+        body = lease_with_record(
+            current.obj if current is not None else None, record, name=self._name, namespace=self._context.namespace
+        )
+        body["metadata"]["resourceVersion"] = version
+        try:
+            written = self._context.client.replace(LEASES, self._name, body, timeout=timeout)
+        except (Conflict, NotFound):
+            raise RecordConflict(self._name) from None
+        return self._mine(written)
+
+    def _mine(self, written: dict[str, Any]) -> Observation:
+        observed = self._informer.offer(written)
+        version = str(written["metadata"]["resourceVersion"])
+        if observed is not None and observed.version == version:
+            return observation(observed)
+        return Observation(record_from_lease(written), version, self._context.clock.now())

@@ -1,0 +1,121 @@
+"""MemoryCoordinator: one session on a shared in-process state, one dispatcher thread."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TypeVar
+
+from kubecoord import validation
+from kubecoord._core.lease import Timings
+from kubecoord._internal.dispatch import Dispatcher, ListenerSet
+from kubecoord.api import Coordinator, GroupMembership, LeaderElection, ListenerRegistry, Storage
+from kubecoord.backends.memory.handle import Handle
+from kubecoord.backends.memory.kv import MemoryListenerRegistry, MemoryStorage
+from kubecoord.backends.memory.leader import MemoryLeaderElection
+from kubecoord.backends.memory.membership import MemoryGroupMembership
+from kubecoord.backends.memory.state import Session, State, Subscription
+from kubecoord.errors import ClosedError
+from kubecoord.history import EventLog
+
+_H = TypeVar("_H", bound=Handle)
+
+# An election's lease timings as fractions of session_timeout (the lease duration): a
+# leader renews every 0.4 of it and counts as leader until 0.9 of it after its last
+# renewal, so it knows it lost before a follower may take over (the lease core's rule
+# lease_duration > renew_deadline > 1.2 x retry_period holds for every timeout).
+RENEW_DEADLINE_SHARE = 0.9
+RETRY_PERIOD_SHARE = 0.4
+
+
+def lease_timings(session_timeout: float) -> Timings:
+    return Timings(
+        lease_duration=session_timeout,
+        renew_deadline=session_timeout * RENEW_DEADLINE_SHARE,
+        retry_period=session_timeout * RETRY_PERIOD_SHARE,
+    )
+
+
+class MemoryCoordinator(Coordinator):
+    """A coordinator on an in-process state. See kubecoord.backends.memory for options."""
+
+    backend = "memory"
+
+    def __init__(self, state: State, *, session_timeout: float, max_value_bytes: int, events: EventLog) -> None:
+        self.state = state
+        self.session = Session(timeout=session_timeout)
+        self.timings = lease_timings(session_timeout)
+        self.events = events
+        self.max_value_bytes = max_value_bytes
+        self._dispatcher = Dispatcher(f"memory-{self.session.id}")
+        self._handles: list[Handle] = []
+        self._lock = threading.Lock()
+
+    @property
+    def crashed(self) -> bool:
+        return self.session.crashed_at is not None
+
+    # -- handles ------------------------------------------------------------------
+    def leader_election(self, service: str) -> LeaderElection:
+        return self._track(MemoryLeaderElection(self, validation.check_name(service, "service")))
+
+    def group_membership(self, group: str) -> GroupMembership:
+        return self._track(MemoryGroupMembership(self, validation.check_name(group, "group")))
+
+    def storage(self, name: str) -> Storage:
+        return self._track(MemoryStorage(self, validation.check_name(name, "store name")))
+
+    def listener_registry(self, name: str) -> ListenerRegistry:
+        return self._track(MemoryListenerRegistry(self, validation.check_name(name, "store name")))
+
+    def _track(self, handle: _H) -> _H:
+        self.check_open()
+        with self._lock:
+            self._handles.append(handle)
+        return handle
+
+    # -- lifecycle ----------------------------------------------------------------
+    def close(self) -> None:
+        if self.session.closed or self.crashed:
+            return
+        with self._lock:
+            handles = list(reversed(self._handles))
+        for handle in handles:
+            handle.close()
+        with self.state.lock:
+            self.session.closed = True
+        self._dispatcher.close()
+        self.events.close()
+
+    def simulate_crash(self) -> None:
+        """Stop as a killed process would: no resign, no leave, no more callbacks.
+
+        Leadership and memberships of this session expire ``session_timeout`` after it on
+        the state's clock: its leaders renew once more (the heartbeat a process logs just
+        before kill -9) and stop; its memberships last that long after the crash. A test
+        hook, the in-process analogue of kill -9.
+        """
+        self.check_open()
+        with self._lock:
+            handles = list(self._handles)
+        for handle in handles:
+            if isinstance(handle, MemoryLeaderElection):
+                handle.crash()
+        with self.state.lock:
+            self.state.record_heartbeats(self.session)
+        self.state.crash(self.session)
+        for handle in handles:
+            handle.crash()
+        self._dispatcher.close(timeout=0)
+        self.events.close()
+
+    def check_open(self) -> None:
+        if self.session.closed or self.crashed:
+            raise ClosedError("this memory coordinator was closed")
+
+    def subscribe(self, listeners: ListenerSet[Any]) -> Subscription:
+        return Subscription(self.session, self._dispatcher, listeners, self.events)
+
+    def deliver(self, listeners: ListenerSet[Any], value: object) -> None:
+        """Call ``listeners`` with ``value`` on the dispatcher thread, unless closed or crashed."""
+        if not self.session.closed and not self.crashed:
+            self._dispatcher.notify(listeners, value)
