@@ -79,6 +79,10 @@ def newer(candidate: str, than: str) -> bool:
     return candidate != than
 
 
+STOP_JOIN_TIMEOUT = 5.0
+"""Seconds stop() waits for the watch thread to end."""
+
+
 class Informer:
     """A shared list+watch cache of ``resource`` objects matching a selector."""
 
@@ -136,6 +140,11 @@ class Informer:
         stream = self._stream
         if stream is not None:
             stream.close()
+        # Wait for the thread to notice: a daemon thread still inside the client when
+        # the interpreter finalizes can abort the process (SIGABRT at exit).
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(STOP_JOIN_TIMEOUT)
 
     # -- reading ------------------------------------------------------------------------
     def get(self, name: str) -> Observed | None:
@@ -280,6 +289,9 @@ class Informer:
         )
         self._stream = stream
         try:
+            if self._stopped.is_set():  # stop() ran while the watch was being opened
+                stream.close()
+                return
             for event in stream:
                 if self._stopped.is_set():
                     return

@@ -1,0 +1,115 @@
+"""The ``kubecoord`` command: see and change coordination state from a terminal.
+
+Each subcommand lives in its own module, which provides ``add_arguments(parser)`` and
+``run(args) -> int``; this module only wires them to argparse, turns kubecoord's errors
+into the documented exit statuses (cli/exits.py) and keeps ``--help`` from importing
+what a subcommand needs (no backend client, no JVM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from kubecoord._internal import logs
+from kubecoord.cli import exits
+
+DESCRIPTION = """\
+kubecoord: leader election, group membership and a key-value store for distributed
+applications, over Kubernetes (Leases, ConfigMaps) or ZooKeeper. Applications use the
+Python library (kubecoord.connect); this command lets a person or a script see and
+change the same state: who leads, who is in a group, what a store holds, live.
+
+Connection: every state command takes --url kubernetes://NAMESPACE or
+zookeeper://HOST:PORT[,...]/CHROOT (default $KUBECOORD_URL, else the kubeconfig
+context's namespace), plus --kubeconfig/--context for Kubernetes.
+"""
+
+EPILOG = """\
+exit statuses: 0 ok, 1 unexpected error, 2 bad usage, 3 safety violations (analyze,
+soak), 4 not found, 5 conflict (exists / stale version), 6 backend unavailable,
+7 permission denied.
+
+examples:
+  kubecoord leader billing-controller -n prod
+  kubecoord kv put topics orders/config '{"partitions": 3}' --url zookeeper://zk:2181/app
+  kubecoord watch members workers -n prod
+  kubecoord status -n prod -o json
+"""
+
+# name -> (module, one-line help). Modules are imported only when their
+# subcommand runs, or for its own --help.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "leader": ("kubecoord.cli.leader", "who leads an election (id, epoch, data)"),
+    "members": ("kubecoord.cli.members", "the live members of a group"),
+    "kv": ("kubecoord.cli.kv", "get, put, update, delete or list the keys of a store"),
+    "watch": ("kubecoord.cli.watch", "a live table of a leader, a group or a store, redrawn in place"),
+    "status": ("kubecoord.cli.status", "every LeaderElection, Group and KVStore of a namespace, with health"),
+    "demo": ("kubecoord.demos.cli", "run the demo scenario"),
+    "emulator": ("kubecoord.testing.emulator.cli", "run the Kubernetes API emulator in the foreground"),
+    "operator": ("kubecoord.operator.cli", "run the operator (kopf) for the kubecoord.dev CRDs"),
+    "analyze": ("kubecoord.analytics.cli", "analyze coordination event logs with PySpark; exit 3 on safety violations"),
+    "generate-history": ("kubecoord.analytics.generate", "write synthetic coordination event logs"),
+}
+
+STATE_COMMANDS = frozenset({"leader", "members", "kv", "watch", "status", "group"})
+
+
+def build_parser(selected: str | None) -> argparse.ArgumentParser:
+    """The parser; only ``selected``'s module is imported (all of them when None)."""
+    parser = argparse.ArgumentParser(
+        prog="kubecoord", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--log-level", help="DEBUG, INFO, WARNING, ERROR (default: ERROR for the state commands, else WARNING)"
+    )
+    parser.add_argument("--log-format", choices=["json", "text"], default="json", help="default: %(default)s")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if selected is None or name == selected:
+            module = importlib.import_module(module_name)
+            description = (module.__doc__ or help_text).strip().replace("``", "")
+            sub_parser.description = description
+            sub_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+            module.add_arguments(sub_parser)
+            sub_parser.set_defaults(_run=module.run)
+    return parser
+
+
+def _selected(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line, skipping the global options."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("--log-level", "--log-format"):
+            skip = True
+        elif not arg.startswith("-"):
+            return arg if arg in SUBCOMMANDS else None
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    selected = _selected(arguments)
+    parser = build_parser(selected)
+    args = parser.parse_args(arguments)
+    if getattr(args, "_run", None) is None:  # a subcommand argparse accepted but we did not load
+        parser = build_parser(None)
+        args = parser.parse_args(arguments)
+    # A state command reports its failure in one line; the client's own warnings (a
+    # refused connection, a retry) would only repeat it.
+    level = args.log_level or ("ERROR" if args.command in STATE_COMMANDS else "WARNING")
+    logs.configure(level, args.log_format)
+    try:
+        return int(args._run(args))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # every error becomes one line and a documented status
+        if level.upper() == "DEBUG":
+            raise
+        return exits.report(args.command, error)

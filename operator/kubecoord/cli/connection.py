@@ -1,0 +1,80 @@
+"""Which backend a command talks to: one URL, plus the kubeconfig options of kubernetes://.
+
+Order: ``--url`` (or ``-n NAMESPACE``, short for ``kubernetes://NAMESPACE``), else
+$KUBECOORD_URL, else ``kubernetes://`` (the kubeconfig context's namespace, as kubectl
+does). ``memory://`` is refused: that backend lives inside one process, and the command
+is another process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+import kubecoord
+from kubecoord.api import Coordinator
+from kubecoord.cli.exits import UsageError
+from kubecoord.connect import BackendURL, parse_url
+
+ENV_URL = "KUBECOORD_URL"
+DEFAULT_URL = "kubernetes://"
+DEFAULT_TIMEOUT = 10.0
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("connection")
+    group.add_argument(
+        "-u",
+        "--url",
+        metavar="URL",
+        help=f"kubernetes://NAMESPACE or zookeeper://HOST:PORT[,...]/CHROOT (default: ${ENV_URL}, "
+        f"else {DEFAULT_URL}, the kubeconfig context's namespace)",
+    )
+    group.add_argument("-n", "--namespace", help="short for --url kubernetes://NAMESPACE")
+    group.add_argument("--kubeconfig", help="kubeconfig path (kubernetes://; default $KUBECONFIG or ~/.kube/config)")
+    group.add_argument("--context", help="kubeconfig context (kubernetes://; default: its current-context)")
+    group.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"give up on an unreachable backend after this long (default {DEFAULT_TIMEOUT:g})",
+    )
+
+
+def resolve_url(args: argparse.Namespace) -> BackendURL:
+    if args.url and args.namespace:
+        raise UsageError("give --url or --namespace, not both")
+    raw = args.url or (f"kubernetes://{args.namespace}" if args.namespace else None)
+    raw = raw or os.environ.get(ENV_URL) or DEFAULT_URL
+    url = parse_url(raw)
+    if url.scheme == "memory":
+        raise UsageError(
+            "memory:// lives inside one process and this command is another one; "
+            "use kubernetes://NAMESPACE or zookeeper://HOSTS/CHROOT"
+        )
+    if url.scheme != "kubernetes" and (args.kubeconfig or args.context):
+        raise UsageError(f"--kubeconfig and --context apply to kubernetes:// only, not {url.scheme}://")
+    return url
+
+
+def backend_options(url: BackendURL, args: argparse.Namespace) -> dict[str, Any]:
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, not {args.timeout:g}")
+    if url.scheme == "kubernetes":
+        options: dict[str, Any] = {"request_timeout": args.timeout}
+        if args.kubeconfig:
+            options["kubeconfig"] = args.kubeconfig
+        if args.context:
+            options["context"] = args.context
+        return options
+    if url.scheme == "zookeeper":
+        return {"connect_timeout": args.timeout, "request_timeout": args.timeout}
+    return {}
+
+
+def open_coordinator(args: argparse.Namespace) -> Coordinator:
+    """Connect as the options say; the caller closes it (use it as a context manager)."""
+    url = resolve_url(args)
+    return kubecoord.connect(url.raw, **backend_options(url, args))

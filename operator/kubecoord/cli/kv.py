@@ -1,0 +1,96 @@
+"""``kubecoord kv get|put|update|delete|ls STORE [KEY]``: read and write a KV store.
+
+put creates (exit 5 if the key exists), update overwrites (exit 4 if absent), both
+print the key's new version; ``--expected-version`` makes update and delete conditional
+(exit 5 when stale). A VALUE of ``-`` is read from standard input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kubecoord.cli import views
+from kubecoord.cli.connection import add_connection_arguments, open_coordinator
+from kubecoord.cli.exits import NotFoundError
+from kubecoord.cli.output import add_output_argument, print_json, print_table
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = actions.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("store", metavar="STORE", help="the store name (as given to storage)")
+        return sub
+
+    get = action("get", "print a key's value and version (exit 4 if absent)")
+    get.add_argument("key", metavar="KEY")
+    add_output_argument(get, extra=["value"])
+
+    for name, help_text in (
+        ("put", "create a key (exit 5 if it exists); prints its version"),
+        ("update", "overwrite a key (exit 4 if absent); prints its new version"),
+    ):
+        write = action(name, help_text)
+        write.add_argument("key", metavar="KEY")
+        write.add_argument("value", metavar="VALUE", help="the value; - reads it from standard input")
+        if name == "update":
+            write.add_argument("--expected-version", type=int, metavar="N", help="only if the key is at version N")
+        add_output_argument(write)
+
+    delete = action("delete", "delete a key (exit 4 if absent)")
+    delete.add_argument("key", metavar="KEY")
+    delete.add_argument("--expected-version", type=int, metavar="N", help="only if the key is at version N")
+    add_output_argument(delete)
+
+    ls = action("ls", "list the keys under a namespace (default: the top level) with versions and values")
+    ls.add_argument("key", metavar="NAMESPACE", nargs="?", default="", help="a parent path, e.g. topics/orders")
+    ls.add_argument("-r", "--recursive", action="store_true", help="every key below NAMESPACE, not just children")
+    add_output_argument(ls)
+
+    for sub in actions.choices.values():
+        add_connection_arguments(sub)
+
+
+def _value(raw: str) -> str:
+    return sys.stdin.read() if raw == "-" else raw
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_coordinator(args) as coord, coord.storage(args.store) as storage:
+        if args.action == "get":
+            versioned = storage.fetch_versioned(args.key).result(args.timeout)
+            if versioned is None:
+                raise NotFoundError(f"no key {args.key!r} in store {args.store!r}")
+            document = {"store": args.store, "key": args.key, "value": versioned.value, "version": versioned.version}
+            if args.output == "value":
+                sys.stdout.write(versioned.value + ("" if versioned.value.endswith("\n") else "\n"))
+            elif args.output == "json":
+                print_json(document)
+            else:
+                print_table(["KEY", "VERSION", "VALUE"], [[args.key, versioned.version, versioned.value]])
+            return 0
+        if args.action == "ls":
+            listing = views.keys(storage, args.key, recursive=args.recursive, timeout=args.timeout)
+            if args.output == "json":
+                print_json(listing)
+            elif listing["keys"]:
+                print_table(*views.keys_table(listing))
+            else:
+                print(f"no keys under {args.key or 'the top level'!r} in store {args.store!r}")
+            return 0
+        if args.action == "put":
+            version: int | None = storage.put(args.key, _value(args.value))
+            verb = "created"
+        elif args.action == "update":
+            version = storage.update(args.key, _value(args.value), expected_version=args.expected_version)
+            verb = "updated"
+        else:
+            storage.delete(args.key, expected_version=args.expected_version)
+            version, verb = None, "deleted"
+    if args.output == "json":
+        print_json({"store": args.store, "key": args.key, "result": verb, "version": version})
+    else:
+        print(f"{verb} {args.key!r} in store {args.store!r}" + (f" (version {version})" if version else ""))
+    return 0

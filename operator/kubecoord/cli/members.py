@@ -1,0 +1,27 @@
+"""``kubecoord members GROUP``: the live members of a group and their data."""
+
+from __future__ import annotations
+
+import argparse
+
+from kubecoord.cli import views
+from kubecoord.cli.connection import add_connection_arguments, open_coordinator
+from kubecoord.cli.output import add_output_argument, print_json, print_table
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("group", metavar="GROUP", help="the group name (as given to group_membership)")
+    add_output_argument(parser)
+    add_connection_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_coordinator(args) as coord, coord.group_membership(args.group) as group:
+        document = views.members(group)
+    if args.output == "json":
+        print_json(document)
+    elif document["members"]:
+        print_table(*views.members_table(document))
+    else:
+        print(f"no members in group {args.group!r}")
+    return 0

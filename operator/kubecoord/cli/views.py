@@ -1,0 +1,76 @@
+"""The state a command shows, read through the public interface, as plain documents.
+
+One function per primitive returns a JSON-ready dict; ``rows_of`` turns it into table
+rows. The one-shot commands and ``watch`` share them, so a table and its live view agree.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+from kubecoord.api import GroupMembership, LeaderElection, Storage, Versioned
+
+Document = dict[str, Any]
+
+
+def leader(election: LeaderElection) -> Document:
+    current = election.get_leader()
+    return {
+        "election": election.service,
+        "leader": current.id if current else None,
+        "epoch": current.epoch if current else None,
+        "data": current.data if current else None,
+    }
+
+
+def leader_table(document: Document) -> tuple[list[str], list[list[Any]]]:
+    return ["ELECTION", "LEADER", "EPOCH", "DATA"], [
+        [document["election"], document["leader"], document["epoch"], document["data"]]
+    ]
+
+
+def members(group: GroupMembership) -> Document:
+    current = group.membership()
+    return {
+        "group": group.group,
+        "members": [{"id": member, "data": current[member]} for member in sorted(current)],
+    }
+
+
+def members_table(document: Document) -> tuple[list[str], list[list[Any]]]:
+    return ["MEMBER", "DATA"], [[member["id"], member["data"]] for member in document["members"]]
+
+
+def join_key(namespace: str, name: str) -> str:
+    return f"{namespace.rstrip('/')}/{name}" if namespace.strip("/") else name
+
+
+def keys(storage: Storage, namespace: str = "", *, recursive: bool = False, timeout: float) -> Document:
+    """Every key under ``namespace`` with its value and version; a name that only has
+    children (no value of its own) is listed as a namespace when not recursing."""
+    entries: list[Document] = []
+    pending = [namespace]
+    while pending:
+        parent = pending.pop()
+        names = sorted(storage.children(parent))
+        reads: list[tuple[str, Future[Versioned | None]]] = [
+            (join_key(parent, name), storage.fetch_versioned(join_key(parent, name))) for name in names
+        ]
+        for path, future in reads:
+            versioned = future.result(timeout)
+            if versioned is not None:
+                entries.append({"key": path, "value": versioned.value, "version": versioned.version})
+            if recursive:
+                pending.append(path)
+            elif versioned is None:
+                entries.append({"key": path + "/", "value": None, "version": None})
+    entries.sort(key=lambda entry: entry["key"])
+    return {"store": storage.name, "namespace": namespace, "keys": entries}
+
+
+def keys_table(document: Document) -> tuple[list[str], list[list[Any]]]:
+    return ["KEY", "VERSION", "VALUE"], [
+        [entry["key"], entry["version"] if entry["version"] is not None else "-", entry["value"] or ""]
+        for entry in document["keys"]
+    ]
