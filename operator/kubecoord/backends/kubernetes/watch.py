@@ -290,7 +290,9 @@ class Informer:
         self._stream = stream
         try:
             if self._stopped.is_set():  # stop() ran while the watch was being opened
-                stream.close()
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
                 return
             for event in stream:
                 if self._stopped.is_set():
