@@ -46,6 +46,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "members": ("kubecoord.cli.members", "the live members of a group"),
     "kv": ("kubecoord.cli.kv", "get, put, update, delete or list the keys of a store"),
     "watch": ("kubecoord.cli.watch", "a live table of a leader, a group or a store, redrawn in place"),
+    "group": ("kubecoord.cli.group", "describe a group coordinator: generation, leader, assignment"),
     "status": ("kubecoord.cli.status", "every LeaderElection, Group and KVStore of a namespace, with health"),
     "demo": ("kubecoord.demos.cli", "run the demo scenario"),
     "emulator": ("kubecoord.testing.emulator.cli", "run the Kubernetes API emulator in the foreground"),

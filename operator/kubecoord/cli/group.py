@@ -1,0 +1,113 @@
+"""``kubecoord group describe GROUP``: a group coordinator's generation, leader and assignment.
+
+Reads what the group coordinator (kubecoord.coordinator, KIP-795) publishes — its
+generation record, its leader election and the group's live members — without joining.
+Each member row says whether it is in the current generation, whether it is live (a
+member of the group right now) and what it was assigned: the unit names for the units
+protocol, else the size of the opaque assignment (``-o json`` has it in base64).
+Exit 4 when no member ever joined GROUP through a group coordinator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+from typing import Any
+
+from kubecoord.cli.connection import add_connection_arguments, open_coordinator
+from kubecoord.cli.exits import NotFoundError
+from kubecoord.cli.output import add_output_argument, print_json, print_table
+from kubecoord.coordinator.record import STATE_KEY, decode_state, derived_name
+from kubecoord.coordinator.units import decode_units
+from kubecoord.errors import CoordinationError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    describe = actions.add_parser(
+        "describe", help="generation, phase, leader and each member's assignment", description=__doc__
+    )
+    describe.add_argument("group", metavar="GROUP")
+    add_output_argument(describe)
+    add_connection_arguments(describe)
+
+
+def run(args: argparse.Namespace) -> int:
+    name = derived_name(args.group)
+    with (
+        open_coordinator(args) as coord,
+        coord.storage(name) as store,
+        coord.leader_election(name) as election,
+        coord.group_membership(args.group) as group,
+    ):
+        versioned = store.fetch_versioned(STATE_KEY).result(args.timeout)
+        if versioned is None:
+            raise NotFoundError(
+                f"group {args.group!r} has no coordinator state: no member joined it through "
+                "group_coordinator() (for plain membership use `kubecoord members`)"
+            )
+        state = decode_state(versioned.value)
+        leader = election.get_leader()
+        live = group.membership_list()
+    ids = sorted(set(state.members) | set(state.assignment))
+    members = [
+        {
+            "id": member,
+            "in_generation": member in state.members,
+            "joined": member in state.joined,
+            "live": member in live,
+            **_assignment(state.protocol_type, state.assignment.get(member)),
+        }
+        for member in ids
+    ]
+    document: dict[str, Any] = {
+        "group": args.group,
+        "generation": state.generation,
+        "phase": state.phase,
+        "protocol_type": state.protocol_type,
+        "protocol": state.protocol,
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "elected": leader.id if leader else None,
+        "members": members,
+        "not_in_generation": sorted(live - set(state.members)),
+        "record_version": versioned.version,
+    }
+    if args.output == "json":
+        print_json(document)
+        return 0
+    print_table(
+        ["GROUP", "GENERATION", "PHASE", "PROTOCOL", "LEADER", "EPOCH"],
+        [
+            [
+                args.group,
+                state.generation,
+                state.phase,
+                f"{state.protocol_type}/{state.protocol or '-'}",
+                state.leader or "-",
+                state.leader_epoch,
+            ]
+        ],
+    )
+    print()
+    print_table(
+        ["MEMBER", "IN-GENERATION", "LIVE", "ASSIGNMENT"],
+        [[m["id"], "yes" if m["in_generation"] else "no", "yes" if m["live"] else "no", m["shown"]] for m in members],
+    )
+    if document["not_in_generation"]:
+        print(f"\nlive but not in generation {state.generation}: {', '.join(document['not_in_generation'])}")
+    return 0
+
+
+def _assignment(protocol_type: str, data: bytes | None) -> dict[str, Any]:
+    if data is None:
+        return {"assignment": None, "shown": "-"}
+    if protocol_type == "units":
+        try:
+            units, _generation = decode_units(data)
+        except CoordinationError:
+            pass
+        else:
+            shown = ",".join(units) if units else "(none)"
+            return {"assignment": units, "shown": f"{shown} ({len(units)})"}
+    return {"assignment": base64.b64encode(data).decode(), "shown": f"<{len(data)} bytes>"}
