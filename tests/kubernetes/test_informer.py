@@ -25,7 +25,7 @@ class ScriptedClient:
     def __init__(self, state: dict[str, dict[str, Any]], rv: int) -> None:
         self.state, self.rv = state, rv
         self.lists: list[tuple[dict[str, dict[str, Any]], int]] = []
-        self.script: list[list[dict[str, Any]] | type[Gone]] = []
+        self.script: list[list[dict[str, Any]] | type[Gone] | SilentStream] = []
         self.watched_from: list[str] = []
         self.released = threading.Event()
 
@@ -42,6 +42,8 @@ class ScriptedClient:
         entry = self.script.pop(0)
         if entry is Gone:
             raise Gone("too old")
+        if isinstance(entry, SilentStream):
+            return entry  # type: ignore[return-value]
         return iter(entry)  # type: ignore[arg-type]
 
 
@@ -88,3 +90,90 @@ def test_own_writes_and_the_watch_event_for_them_are_delivered_once() -> None:
         client.released.set()
         informer.stop()
     assert delivered == [("a", None, 1), ("a", 1, 2), ("a", 2, 3)]
+
+
+class SilentStream:
+    """Events at a steady pace, then silence until close() (a watch whose connection died
+    without telling anyone)."""
+
+    def __init__(self, events: list[dict[str, Any]], pace: float) -> None:
+        self.events, self.pace = events, pace
+        self.closed = threading.Event()
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for event in self.events:
+            if self.closed.wait(self.pace):
+                return
+            yield event
+        self.closed.wait(60)
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def test_an_offer_never_resurrects_what_the_watch_saw_deleted() -> None:
+    client = ScriptedClient({"a": obj("a", 1)}, rv=1)
+    client.script = [[{"type": "DELETED", "object": obj("a", 5)}]]
+    informer = Informer(client, LEASES, clock=ManualClock())  # type: ignore[arg-type]
+    informer.start()
+    try:
+        eventually(lambda: informer.get("a") is None)
+        informer.offer(obj("a", 3))  # a GET answered before the deletion, arriving after it
+        assert informer.get("a") is None
+        informer.offer(obj("b", 4))  # never seen, older than the watch: deleted since
+        assert informer.get("b") is None
+        informer.offer(obj("a", 6))  # re-created after the deletion: that one counts
+        assert informer.get("a") is not None
+    finally:
+        client.released.set()
+        informer.stop()
+
+
+def test_relist_keeps_objects_newer_than_the_list() -> None:
+    client = ScriptedClient({"a": obj("a", 1)}, rv=1)
+    informer = Informer(client, LEASES, clock=ManualClock())  # type: ignore[arg-type]
+    delivered: list[tuple[str, int | None, int | None]] = []
+    informer.subscribe(lambda changes: delivered.extend(names(changes)))
+    client.script = [[]]
+    informer.start()
+    eventually(lambda: len(client.watched_from) >= 1)
+    informer.offer(obj("mine", 12))  # our own create, answered at version 12
+    # The re-list (after 410) was served at version 9, before that create.
+    client.lists = [({"a": obj("a", 1)}, 9)]
+    client.script = [Gone]
+    client.released.set()
+    try:
+        eventually(lambda: informer.relists == 2)
+    finally:
+        informer.stop()
+    assert informer.get("mine") is not None
+    assert ("mine", 12, None) not in delivered
+
+
+def test_an_unexpected_exception_does_not_end_the_watch() -> None:
+    client = ScriptedClient({"a": obj("a", 1)}, rv=1)
+    informer = Informer(client, LEASES, clock=ManualClock())  # type: ignore[arg-type]
+    client.script = [
+        [{"type": "MODIFIED", "object": ["not", "an", "object"]}],  # malformed: AttributeError inside
+        [{"type": "MODIFIED", "object": obj("a", 2)}],
+    ]
+    informer.start()
+    try:
+        eventually(lambda: (informer.get("a") or obj("a", 0)).version == "2")  # type: ignore[union-attr]
+    finally:
+        client.released.set()
+        informer.stop()
+
+
+def test_a_silent_stream_is_reopened_from_the_last_version() -> None:
+    client = ScriptedClient({"a": obj("a", 1)}, rv=1)
+    stream = SilentStream([{"type": "MODIFIED", "object": obj("a", rv)} for rv in range(2, 12)], pace=0.05)
+    client.script = [stream]
+    informer = Informer(client, LEASES, clock=ManualClock())  # type: ignore[arg-type]
+    informer.start()
+    try:
+        eventually(lambda: informer.silent_restarts == 1 and client.watched_from[-1] == "11", timeout=15)
+    finally:
+        client.released.set()
+        informer.stop()
+    assert informer.relists == 1  # resumed, not re-listed

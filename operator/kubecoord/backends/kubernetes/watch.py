@@ -8,8 +8,23 @@ Protocol (the Kubernetes list/watch contract, as client-go's reflector follows i
    the stream (timeoutSeconds, a restart) watch again from there.
 3. On 410 Gone (the version was compacted away) LIST again and deliver the difference
    between the cache and the new list as changes — objects deleted meanwhile come out as
-   deletions, unchanged ones produce nothing.
-4. On network errors retry with backoff; the cache keeps serving what was last observed.
+   deletions, unchanged ones produce nothing, and objects this process already holds at a
+   version newer than the list (its own writes) are kept: the watch from the list brings
+   their later changes.
+4. On network errors, and on any unexpected exception, retry with jittered exponential
+   backoff; the watch thread never dies while the informer runs. The cache keeps serving
+   what was last observed.
+5. Dead watches: a stream that stays silent for much longer than its usual gap between
+   events (bookmarks included) is closed and re-opened from the last resourceVersion by a
+   process-wide watchdog (one thread), without a re-list. An idle watch has no usual gap
+   and is only re-opened when the server ends it (``timeoutSeconds``, jittered) or the
+   read timeout passes. (A real kube-apiserver sends no bookmark on an idle watch, so
+   silence alone cannot tell an idle watch from a dead one.)
+
+Deletions leave tombstones: an object's response from an earlier GET or write (offer) is
+never applied once this informer has seen the object deleted at a later version, nor when
+the watch has already moved past that version without showing the object (it was
+deleted, or left the selection, since).
 
 Guarantees: subscribers get every change of an object exactly once per resourceVersion,
 in the order the informer applied them — nothing lost or duplicated between list and
@@ -31,8 +46,10 @@ from __future__ import annotations
 
 import collections
 import logging
+import random
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +62,14 @@ from kubecoord.errors import CoordinationError
 log = logging.getLogger("kubecoord.kubernetes.watch")
 
 WATCH_TIMEOUT_SECONDS = 60
+"""Server-side timeoutSeconds of one watch request, stretched by up to 25 % at random so
+that many informers do not reconnect in step (client-go jitters its timeout likewise)."""
 BACKOFF_MAX = 2.0
+MAX_TOMBSTONES = 1024
+SILENCE_FACTOR = 6.0
+"""A stream is dead after this many usual gaps between its events without one."""
+MIN_SILENCE = 2.0
+"""...and never before this many seconds (a loaded machine delays events)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +130,8 @@ class Informer:
         self._lock = threading.Lock()  # the cache and the pending changes
         self._deliver_lock = threading.Lock()  # one delivery at a time, in order
         self._cache: dict[str, Observed] = {}
-        self._forgotten: dict[str, str] = {}
+        self._tombstones: dict[str, str] = {}
+        """name -> resourceVersion at (or after) which this informer saw it deleted."""
         self._pending: collections.deque[Change] = collections.deque()
         self._subscribers: list[Subscriber] = []
         self._last_rv = ""
@@ -114,7 +139,10 @@ class Informer:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._stream: Any = None
+        self._heard_at = 0.0  # time.monotonic() of the stream's last event (or its opening)
+        self._gap: float | None = None  # smoothed seconds between the stream's events
         self.relists = 0
+        self.silent_restarts = 0
 
     @property
     def description(self) -> str:
@@ -172,7 +200,9 @@ class Informer:
         """
         name, version = object_name(obj), resource_version(obj)
         with self._lock:
-            if newer(version, self._last_rv) or name not in self._cache:
+            # Not cached and not newer than the watch: deleted (or gone from the selection)
+            # since, and the watch already told us; _apply checks the tombstones.
+            if name in self._cache or newer(version, self._last_rv):
                 self._apply(name, obj, version)
             observed = self._cache.get(name)
         self._drain()
@@ -183,7 +213,7 @@ class Informer:
         with self._lock:
             previous = self._cache.pop(name, None)
             if previous is not None:
-                self._forgotten[name] = previous.version
+                self._bury(name, previous.version)
                 self._pending.append((name, previous, None))
         self._drain()
 
@@ -197,7 +227,7 @@ class Informer:
             if previous is not None and not newer(previous.version, self._last_rv):
                 # The watch has not caught up with the deletion yet: the GET is fresher.
                 del self._cache[name]
-                self._forgotten[name] = previous.version
+                self._bury(name, previous.version)
                 self._pending.append((name, previous, None))
         self._drain()
         return None
@@ -206,21 +236,34 @@ class Informer:
     def _apply(self, name: str, obj: dict[str, Any] | None, version: str) -> None:
         previous = self._cache.get(name)
         if obj is None:
-            self._forgotten.pop(name, None)
             if previous is not None and (not version or newer(version, previous.version)):
                 del self._cache[name]
                 self._pending.append((name, previous, None))
+            self._bury(name, version or (previous.version if previous is not None else ""))
             return
-        forgotten = self._forgotten.get(name)
-        if forgotten is not None:
-            if not newer(version, forgotten):
-                return
-            del self._forgotten[name]
+        tombstone = self._tombstones.get(name)
+        if tombstone is not None:
+            if not newer(version, tombstone):
+                return  # an older version of something deleted since: no resurrection
+            del self._tombstones[name]
         if previous is not None and not newer(version, previous.version):
             return
         observed = Observed(obj, version, self._clock.now())
         self._cache[name] = observed
         self._pending.append((name, previous, observed))
+
+    def _bury(self, name: str, version: str) -> None:
+        """Remember that ``name`` was deleted at ``version`` (caller holds self._lock)."""
+        if not version:
+            return
+        if newer(version, self._tombstones.get(name, "")):
+            self._tombstones[name] = version
+        if len(self._tombstones) > MAX_TOMBSTONES:
+            # Tombstones the watch has moved past are redundant: offer() ignores uncached
+            # objects not newer than the watch anyway.
+            for buried, at in list(self._tombstones.items()):
+                if not newer(at, self._last_rv):
+                    del self._tombstones[buried]
 
     def _drain(self) -> None:
         with self._deliver_lock:
@@ -247,10 +290,16 @@ class Informer:
         with self._lock:
             fresh = {object_name(obj): obj for obj in items if self._wanted(obj)}
             for name in list(self._cache):
-                if name not in fresh:
-                    previous = self._cache.pop(name)
+                previous = self._cache[name]
+                # Absent from the list: deleted meanwhile — unless we hold it at a version
+                # newer than the list (our own write after the list was served).
+                if name not in fresh and not newer(previous.version, version):
+                    del self._cache[name]
+                    self._bury(name, version)
                     self._pending.append((name, previous, None))
-            self._forgotten.clear()
+            for buried, at in list(self._tombstones.items()):
+                if not newer(at, version):
+                    del self._tombstones[buried]  # the list is newer than the deletion
             for name, obj in fresh.items():
                 self._apply(name, obj, resource_version(obj))
             self._last_rv = version
@@ -270,11 +319,16 @@ class Informer:
                 try:
                     self._relist()
                     failures = 0
-                except CoordinationError as exc:
+                except Exception as exc:  # retried with backoff, like any failure
                     failures += 1
                     self._pause(failures, exc)
             except CoordinationError as exc:
                 failures += 1
+                metrics.watch_restarted("kubernetes", self._resource.plural)
+                self._pause(failures, exc)
+            except Exception as exc:  # a bug or a malformed event must not end watching
+                failures += 1
+                log.exception("watch failed unexpectedly; retrying", extra={"informer": self.description})
                 metrics.watch_restarted("kubernetes", self._resource.plural)
                 self._pause(failures, exc)
 
@@ -283,11 +337,14 @@ class Informer:
         events = 0
         with self._lock:
             since = self._last_rv
+        timeout = int(self._watch_timeout * random.uniform(1.0, 1.25))
         stream = self._client.watch(
             self._resource, resource_version=since, label_selector=self._label_selector,
-            field_selector=self._field_selector, timeout_seconds=self._watch_timeout,
+            field_selector=self._field_selector, timeout_seconds=timeout,
         )
+        self._heard(opened=True)
         self._stream = stream
+        watchdog.watch(self)
         try:
             if self._stopped.is_set():  # stop() ran while the watch was being opened
                 close = getattr(stream, "close", None)
@@ -298,6 +355,7 @@ class Informer:
                 if self._stopped.is_set():
                     return
                 events += 1
+                self._heard()
                 self._on_event(event)
         finally:
             self._stream = None
@@ -317,12 +375,75 @@ class Informer:
                 self._last_rv = version
         self._drain()
 
+    # -- dead-watch detection (called by the watchdog thread) -------------------------------
+    def _heard(self, *, opened: bool = False) -> None:
+        now = time.monotonic()
+        if not opened:
+            gap = now - self._heard_at
+            self._gap = gap if self._gap is None else 0.8 * self._gap + 0.2 * gap
+        self._heard_at = now
+
+    def silent_for(self) -> float | None:
+        """Seconds the open stream has been silent beyond its allowance, or None if it is fine."""
+        stream, gap = self._stream, self._gap
+        if stream is None or gap is None or self._stopped.is_set():
+            return None
+        allowance = max(MIN_SILENCE, SILENCE_FACTOR * gap)
+        silent = time.monotonic() - self._heard_at
+        return silent - allowance if silent > allowance else None
+
+    def restart_silent(self) -> None:
+        """Close a stream that went silent; the watch thread re-opens it from the last version."""
+        stream = self._stream
+        if stream is None:
+            return
+        self.silent_restarts += 1
+        # A quiet but healthy stream must not be restarted in a loop: the silence just
+        # endured becomes the usual gap, so the next allowance is SILENCE_FACTOR times it.
+        self._gap = max(2 * (self._gap or 0.0), time.monotonic() - self._heard_at)
+        log.info("watch silent; re-opening it", extra={"informer": self.description})
+        stream.close()
+
     def _pause(self, failures: int, exc: Exception) -> None:
         if self._stopped.is_set():
             return  # stop() broke the stream on purpose
-        delay = min(BACKOFF_MAX, 0.1 * 2 ** min(failures, 5))
+        # Full jitter (AWS-style), so that informers failing together do not retry in step.
+        delay = min(BACKOFF_MAX, 0.1 * 2 ** min(failures, 5)) * random.uniform(0.5, 1.0)
         log.info("watch failed; retrying", extra={"informer": self.description, "error": str(exc), "delay": delay})
         self._stopped.wait(delay)
+
+
+class Watchdog:
+    """One thread per process that re-opens informers' silent watch streams."""
+
+    INTERVAL = 0.5
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._informers: weakref.WeakSet[Informer] = weakref.WeakSet()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, informer: Informer) -> None:
+        with self._lock:
+            self._informers.add(informer)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="kubecoord-watchdog", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.INTERVAL)
+            with self._lock:
+                informers = list(self._informers)
+            for informer in informers:
+                try:
+                    if informer.silent_for() is not None:
+                        informer.restart_silent()
+                except Exception:  # the watchdog must outlive any one informer's trouble
+                    log.exception("watchdog check failed", extra={"informer": informer.description})
+
+
+watchdog = Watchdog()
 
 
 class InformerPool:
