@@ -16,8 +16,12 @@ T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 class Log:
     """One process's log file. add() returns the 1-based line number of the event."""
 
-    def __init__(self, path: Path, process: str, *, namespace: str = "ns", clock_offset: float = 0.0) -> None:
+    def __init__(
+        self, path: Path, process: str, *, namespace: str = "ns", clock_offset: float = 0.0,
+        backend: str = "kubernetes",
+    ) -> None:
         self.path = path
+        self.backend = backend
         self.process = process
         self.namespace = namespace
         self.clock_offset = clock_offset
@@ -28,7 +32,7 @@ class Log:
         self._seq += 1
         line: dict[str, Any] = {
             "v": SCHEMA_VERSION, "ts": rfc3339(T0 + t + self.clock_offset), "seq": self._seq, "source": "client",
-            "process": self.process, "backend": "memory", "namespace": self.namespace,
+            "process": self.process, "backend": self.backend, "namespace": self.namespace,
             "primitive": primitive, "name": name, "event": event,
         }
         for key, value in fields.items():
@@ -46,6 +50,10 @@ class Log:
 
     def kv(self, t: float, name: str, event: str, key: str, version: int | None) -> int:
         return self.add(t, "kv", name, event, key=key, version=version)
+
+    def skip(self, count: int) -> None:
+        """Lose the next ``count`` events (a gap in seq, as dropped events leave)."""
+        self._seq += count
 
     def raw(self, text: str) -> int:
         self.lines.append(text)

@@ -13,7 +13,8 @@ from kubecoord.analytics.schema import VIOLATION_TYPES
 from kubecoord.cli import main
 
 TABLES = ("violations", "leadership_intervals", "failover_gaps", "membership_timeline", "membership_churn",
-          "heartbeat_to_expiry", "kv_keys", "kv_stores", "malformed_lines")
+          "heartbeat_to_expiry", "kv_keys", "kv_stores", "elections", "seq_gaps", "malformed_lines",
+          "unreadable_files")
 
 
 def test_injected_violations_are_found_and_gate_the_exit_status(
@@ -31,9 +32,9 @@ def test_injected_violations_are_found_and_gate_the_exit_status(
     assert summary["violations"] == manifest.injected
     assert summary["inputs"]["events"] == manifest.events
     assert summary["inputs"]["malformed_lines"] == manifest.malformed == 4
-    assert "5 SAFETY VIOLATION(S)" in capsys.readouterr().out
+    assert f"{len(VIOLATION_TYPES)} SAFETY VIOLATION(S)" in capsys.readouterr().out
     assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(TABLES)
-    assert spark.read.parquet(str(out / "tables" / "violations")).count() == 5
+    assert spark.read.parquet(str(out / "tables" / "violations")).count() == len(VIOLATION_TYPES)
     html = (out / "report.html").read_text()
     for plot in ("failover_gap_cdf.png", "leadership_timeline.png", "membership_churn.png"):
         assert f"src='{plot}'" in html

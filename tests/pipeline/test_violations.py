@@ -79,7 +79,7 @@ def evidence_of(violation: dict[str, Any]) -> list[tuple[str, int]]:
 def test_counts_per_type(case: Case) -> None:
     assert case.analysis.summary["violations"] == {
         "overlapping_leadership": 1, "epoch_not_increasing": 1, "duplicate_member": 1,
-        "version_backwards": 1, "lost_update": 1,
+        "version_backwards": 1, "lost_update": 1, "create_race": 0, "stale_epoch_write": 0,
     }
     assert case.analysis.violation_count == 5
 
@@ -138,4 +138,4 @@ def test_malformed_lines_with_file_line_and_reason(case: Case) -> None:
     summary = case.analysis.summary
     assert summary["inputs"]["malformed_lines"] == 7
     assert summary["inputs"]["events"] == 15
-    assert summary["malformed_examples"][0]["text"].startswith('{"v":1,"ts":"2026-01-01T00:00:00Z",')
+    assert summary["inputs"]["malformed_examples"][0]["text"].startswith('{"v":1,"ts":"2026-01-01T00:00:00Z",')

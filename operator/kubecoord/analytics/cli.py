@@ -1,9 +1,11 @@
 """``kubecoord analyze LOGS... --out DIR``: the pipeline as a command.
 
 Exit status: 0 when no safety violation was found, 3 when some were (so a CI job or a
-canary can gate on it), 4 when the input held no event (no file matched, or every
-line was malformed), 1 on any other error, 2 on bad arguments (argparse). Progress
-goes to stderr, one line per step; the verdict goes to stdout.
+canary can gate on it), 4 when the input held no event or a pattern matched no file,
+5 when more than --max-malformed of the lines were malformed (the verdict would rest on
+too little of the log: this wins over 0 and 3, and the output is still written), 1 on
+any other error, 2 on bad arguments (argparse). Progress goes to stderr, one line per
+step; the verdict goes to stdout.
 
 pyspark is imported inside run() only: ``kubecoord --help`` starts no JVM.
 Under spark-submit the session takes spark-submit's master and settings (see README).
@@ -14,7 +16,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
 
 from kubecoord.errors import CoordinationError
 
@@ -22,7 +23,9 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_VIOLATIONS = 3
 EXIT_EMPTY = 4
+EXIT_MALFORMED = 5
 DEFAULT_SKEW = 1.0
+DEFAULT_MAX_MALFORMED = 0.01
 
 log = logging.getLogger("kubecoord.analytics")
 
@@ -30,10 +33,14 @@ log = logging.getLogger("kubecoord.analytics")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("logs", nargs="+", metavar="LOGS",
                         help="event-log files, directories, globs or URIs (s3a://, hdfs://); .gz is read as gzip")
-    parser.add_argument("--out", required=True, type=Path, help="local output directory (replaced when complete)")
+    parser.add_argument("--out", required=True,
+                        help="output directory, local or any Hadoop URI (hdfs://, s3a://); replaced when complete")
     parser.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
     parser.add_argument("--skew-tolerance", type=float, default=DEFAULT_SKEW, metavar="SECONDS",
                         help=f"clock difference between processes to tolerate (default {DEFAULT_SKEW})")
+    parser.add_argument("--max-malformed", type=float, default=DEFAULT_MAX_MALFORMED, metavar="FRACTION",
+                        help=f"largest share of malformed lines before exit {EXIT_MALFORMED} "
+                             f"(default {DEFAULT_MAX_MALFORMED}, i.e. 1%%)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting, e.g. spark.driver.memory=4g (repeatable)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -50,11 +57,14 @@ def run(args: argparse.Namespace) -> int:
     if args.skew_tolerance < 0:
         print("kubecoord analyze: --skew-tolerance must not be negative", file=sys.stderr)
         return EXIT_ERROR
+    if not 0 <= args.max_malformed <= 1:
+        print("kubecoord analyze: --max-malformed is a fraction between 0 and 1", file=sys.stderr)
+        return EXIT_ERROR
 
     from kubecoord.analytics import output
     from kubecoord.analytics.pipeline import analyze
     from kubecoord.analytics.progress import Progress
-    from kubecoord.analytics.reading import EmptyInputError
+    from kubecoord.analytics.reading import EmptyInputError, UnmatchedInputError
     from kubecoord.analytics.session import build_session, has_active_session
 
     progress = Progress("kubecoord analyze", enabled=not args.quiet)
@@ -63,9 +73,12 @@ def run(args: argparse.Namespace) -> int:
     spark = build_session(master=args.master, conf=conf)
     try:
         analysis = analyze(spark, args.logs, skew=args.skew_tolerance, progress=progress)
-        output.write(analysis, args.out, progress=progress)
+        output.write(analysis, args.out, progress=progress, spark=spark)
     except EmptyInputError as exc:
         print(f"kubecoord analyze: empty input: {exc}", file=sys.stderr)
+        return EXIT_EMPTY
+    except UnmatchedInputError as exc:
+        print(f"kubecoord analyze: {exc}", file=sys.stderr)
         return EXIT_EMPTY
     except CoordinationError as exc:
         print(f"kubecoord analyze: {exc}", file=sys.stderr)
@@ -76,11 +89,22 @@ def run(args: argparse.Namespace) -> int:
     inputs = analysis.summary["inputs"]
     count = analysis.violation_count
     verdict = "no safety violations" if count == 0 else f"{count} SAFETY VIOLATION(S): {_by_type(analysis.summary)}"
+    unreadable = len(inputs["unreadable_files"])
     print(
-        f"{verdict}; {inputs['events']} events, {inputs['malformed_lines']} malformed line(s); "
-        f"report: {args.out / 'report.html'}"
+        f"{verdict}; {inputs['events']} events, {inputs['malformed_lines']} malformed line(s), "
+        f"{unreadable} unreadable file(s); report: {output.display(args.out, 'report.html')}"
     )
+    for item in inputs["unreadable_files"]:
+        print(f"kubecoord analyze: unreadable file {item['file']}: {item['reason']}", file=sys.stderr)
     progress.step("done")
+    share = analysis.malformed_share
+    if share > args.max_malformed:
+        print(
+            f"kubecoord analyze: {share:.1%} of the lines are malformed (more than --max-malformed "
+            f"{args.max_malformed:.1%}): the verdict covers too little of the log; see the malformed_lines table",
+            file=sys.stderr,
+        )
+        return EXIT_MALFORMED
     return EXIT_VIOLATIONS if count else EXIT_OK
 
 

@@ -188,6 +188,8 @@ def _store(spec: Spec, name: str, rng: random.Random, budget: dict[str, int], en
         if current is None:
             versions[key] = 1
             yield t, process, {**fields, "event": "put", "version": 1}
+            if _take(budget, "create_race", rng, 0.05):  # a second creator, the key already there
+                yield t + 0.01, (process + 1) % spec.processes, {**fields, "event": "put", "version": 1}
         elif rng.random() < 0.05:
             del versions[key]
             yield t, process, {**fields, "event": "deleted", "version": current}
@@ -203,6 +205,12 @@ def _store(spec: Spec, name: str, rng: random.Random, budget: dict[str, int], en
             elif current >= 2 and _take(budget, "version_backwards", rng, 0.05):
                 other = (process + 2) % spec.processes
                 yield t + 2.0, other, {**fields, "event": "deleted", "version": current - 1}
+            elif _take(budget, "stale_epoch_write", rng, 0.05):
+                # A leader (epoch 8) writes, then a deposed one (epoch 7) still writes.
+                other = (process + 2) % spec.processes
+                yield t + 0.1, process, {**fields, "event": "updated", "version": current + 2, "epoch": 8}
+                yield t + 2.0, other, {**fields, "event": "updated", "version": current + 3, "epoch": 7}
+                versions[key] = current + 3
         # At least 0.5 s between a store's operations: the pipeline judges a key's
         # incarnations (put after delete) by log order, which clock skew can swap.
         t += max(0.5, rng.expovariate(spec.kv_rate))

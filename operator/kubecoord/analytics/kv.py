@@ -5,7 +5,12 @@ each ``put`` (which creates the key at version 1) starts a new one.
 - lost_update: two ``updated`` events acknowledging the same version of one
   incarnation (two writers both believed they wrote it: one write was lost);
 - version_backwards: an ``updated``/``deleted`` whose version is below a version put or
-  updated more than ``skew`` seconds earlier in the same incarnation.
+  updated more than ``skew`` seconds earlier in the same incarnation;
+- create_race: a ``put`` (which creates version 1) while the key exists: an earlier
+  ``put`` of the key with no ``deleted`` logged between them (give or take ``skew``);
+- stale_epoch_write: a write carrying a leader's fencing epoch (``epoch``) after a write
+  with a newer epoch — in the key's version order (exact, no clocks), or to any key of
+  the store more than ``skew`` seconds after the newer epoch's first write.
 Conflict rate = conflicts / (puts + updates + deletes + conflicts).
 Not guaranteed: an update logged (through clock skew) before the put of its own
 incarnation is compared with the previous incarnation, so a put and an update of one
@@ -32,6 +37,8 @@ class Storage:
     per_store: DataFrame
     lost_updates: DataFrame
     backwards: DataFrame
+    create_races: DataFrame
+    stale_epochs: DataFrame
 
 
 def _counts() -> list[Column]:
@@ -100,4 +107,58 @@ def analyze(events: DataFrame, skew: float) -> Storage:
         ),
         evidence=F.array("prev.ev", evidence()),
     )
-    return Storage(per_key=per_key, per_store=per_store, lost_updates=lost_updates, backwards=backwards)
+    return Storage(per_key=per_key, per_store=per_store, lost_updates=lost_updates, backwards=backwards,
+                   create_races=_create_races(writes, skew), stale_epochs=_stale_epochs(writes, skew))
+
+
+def _create_races(writes: DataFrame, skew: float) -> DataFrame:
+    before = Window.partitionBy(*KEY).orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, -1)
+    after = Window.partitionBy(*KEY).orderBy(*ORDER).rowsBetween(1, Window.unboundedFollowing)
+    event, t = F.col("event"), F.col("t")
+    enriched = writes.select(
+        "*",
+        F.last(F.when(event == "put", F.struct("t", evidence().alias("ev"))), True).over(before).alias("prev_put"),
+        F.last(F.when(event == "deleted", t), True).over(before).alias("prev_delete_t"),
+        F.first(F.when(event == "deleted", t), True).over(after).alias("next_delete_t"),
+    )
+    no_delete_between = (
+        (F.col("prev_delete_t").isNull() | (F.col("prev_delete_t") < F.col("prev_put.t") - skew))
+        & (F.col("next_delete_t").isNull() | (F.col("next_delete_t") > t + skew))
+    )
+    found = enriched.filter((event == "put") & F.col("prev_put").isNotNull() & no_delete_between)
+    return violations.shape(
+        found,
+        kind="create_race",
+        primitive=schema.KV,
+        subject=F.col("key"),
+        ts=F.col("ts"),
+        detail=F.format_string("%s created again by %s while it existed (created at %s), no delete between",
+                               F.col("key"), F.col("process"), F.col("prev_put.ev.ts").cast("string")),
+        evidence=F.array("prev_put.ev", evidence()),
+    )
+
+
+def _stale_epochs(writes: DataFrame, skew: float) -> DataFrame:
+    fenced = writes.filter(F.col("epoch").isNotNull())
+    by_version = (
+        Window.partitionBy(*KEY, "incarnation").orderBy("version", *ORDER)
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    newer = F.struct("epoch", evidence().alias("ev"))
+    found = fenced.select(
+        "*",
+        F.max(newer).over(by_version).alias("in_key"),
+        F.max(newer).over(violations.earlier_than(skew, "namespace", "name")).alias("in_store"),
+    )
+    prev = F.when(F.col("in_key.epoch") > F.col("epoch"), F.col("in_key")).otherwise(F.col("in_store"))
+    found = found.withColumn("prev", prev).filter(F.col("prev.epoch") > F.col("epoch"))
+    return violations.shape(
+        found,
+        kind="stale_epoch_write",
+        primitive=schema.KV,
+        subject=F.col("key"),
+        ts=F.col("ts"),
+        detail=F.format_string("%s %s with epoch %d after a write with epoch %d", F.col("key"), F.col("event"),
+                               F.col("epoch"), F.col("prev.epoch")),
+        evidence=F.array("prev.ev", evidence()),
+    )

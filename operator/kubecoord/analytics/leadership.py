@@ -1,54 +1,78 @@
-"""Leadership intervals, the two leader safety checks, and failover gaps.
+"""Leadership terms, the two leader safety checks, failover gaps and per-election figures.
 
-An interval is one holder's term: the holder's own events (acquired, renewed, lost,
-resigned) with one (namespace, name, process, member, epoch). It starts at ``acquired``
-(or the first event when the log begins mid-term) and ends at ``lost``/``resigned`` —
-or, when the process vanished, at its last ``valid_until`` (its own view of until when
-it led); a term-end logged after its valid_until ends at the valid_until.
+A term is one holder's tenure: the holder's own events (acquired, renewed, lost,
+resigned) with one (namespace, name, process, member, epoch) and one *acquisition*:
+the number of ``acquired`` events of that holder and epoch so far in the process's own
+order (seq), so a member that re-acquires with its own epoch starts a second term
+(events before the first ``acquired`` — a log that begins mid-term — form
+acquisition 0). A term starts at ``acquired`` (else its first event) and ends at
+``lost``/``resigned``; what ``valid_until`` means depends on the backend:
 
-Checks, each tolerant of ``skew`` seconds of clock difference between processes:
-- overlapping_leadership: two intervals of one election overlap by more than skew;
+- kubernetes (and backends not listed): a lease renewed by ``renewed`` events;
+  valid_until is until when the holder may act without renewing, so a term ends at the
+  earlier of its end event and its last valid_until, and at its last valid_until when
+  the process vanished;
+- memory, zookeeper (SESSION_BACKENDS): a session kept alive without logged renewals;
+  valid_until is now + session timeout when the event was logged, the earliest end if
+  the process died then. It bounds a term only when the process vanished (no end
+  event); a 100 s term with valid_until 5 s after its start lasts 100 s.
+
+All times are corrected by the clock offsets estimated from the log (clocks module).
+Checks:
+- overlapping_leadership: terms in *epoch* order (then acquisition, then start): each
+  term against the latest-ending term of a lower epoch (or an earlier acquisition); an
+  overlap counts when it exceeds what the clocks leave uncertain between the two
+  processes (0 within one process, the tolerance without evidence);
 - epoch_not_increasing: an acquisition whose epoch is not above every epoch acquired
-  more than skew earlier (the same member re-acquiring its own epoch is allowed).
-Failover gap: from the end of leadership (the latest end so far) to the start of the
-next term; cause "resign" when that term ended by resigning, "expiry" otherwise (lost
-or vanished).
-Not guaranteed: intervals of a process whose log was lost entirely are invisible.
+  more than the tolerance earlier (the same member re-acquiring its own epoch is allowed).
+Failover gap: from the latest end among the earlier terms to the next term's start,
+cause "resign" when that term ended by resigning, "expiry" otherwise.
+Not guaranteed: terms of a process whose log was lost entirely are invisible.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window, WindowSpec
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from kubecoord.analytics import schema, violations
+from kubecoord.analytics.clocks import Clocks
 from kubecoord.analytics.reading import evidence
 
 ELECTION = ("namespace", "name")
-TERM = ("namespace", "name", "process", "member", "epoch")
+HOLDER = ("namespace", "name", "process", "member", "epoch")
+TERM = (*HOLDER, "acquisition")
+SESSION_BACKENDS = ("memory", "zookeeper")
+APPROX_ACCURACY = 10_000
 
 
 def intervals(events: DataFrame) -> DataFrame:
-    """One row per term: TERM, start/end (seconds and timestamps), end_reason, evidence."""
+    """One row per term: TERM, backend, start/end (seconds and timestamps), end_reason, evidence."""
     held = events.filter((F.col("primitive") == schema.LEADER) & F.col("event").isin(*schema.HOLDER_EVENTS))
+    own_order = Window.partitionBy(*HOLDER).orderBy("seq", "tu", "line").rowsBetween(Window.unboundedPreceding, 0)
+    held = held.withColumn("acquisition", F.sum((F.col("event") == "acquired").cast("int")).over(own_order))
     is_end = F.col("event").isin(*schema.TERM_ENDS)
-    row = F.struct("t", evidence().alias("ev"))
+    row = F.struct("seq", "t", evidence().alias("ev"))
     terms = held.groupBy(*TERM).agg(
+        F.max("backend").alias("backend"),
         F.min(F.when(F.col("event") == "acquired", F.col("t"))).alias("acquired_t"),
         F.min("t").alias("first_t"),
         F.max("t").alias("last_t"),
         F.max("valid_until").alias("max_valid_until"),
-        F.min(F.when(is_end, F.struct("t", "event", evidence().alias("ev")))).alias("end_row"),
+        F.min(F.when(is_end, F.struct("seq", "t", "event", evidence().alias("ev")))).alias("end_row"),
         F.min(row).alias("first_row"),
         F.max(row).alias("last_row"),
         F.count("*").alias("events"),
     )
     end_t = F.col("end_row.t")
-    end = F.when(end_t.isNotNull(), F.least(end_t, F.coalesce("max_valid_until", end_t))).otherwise(
-        F.coalesce("max_valid_until", "last_t")
-    )
+    vanished = F.greatest(F.coalesce("max_valid_until", "last_t"), F.col("last_t"))
+    session = F.col("backend").isin(*SESSION_BACKENDS)
+    ended = F.when(session, end_t).otherwise(F.least(end_t, F.coalesce("max_valid_until", end_t)))
+    end = F.when(end_t.isNotNull(), ended).otherwise(F.when(session, vanished).otherwise(
+        F.coalesce("max_valid_until", "last_t")))
     return terms.select(
         *TERM,
+        "backend",
         F.coalesce("acquired_t", "first_t").alias("start"),
         end.alias("end"),
         F.coalesce("end_row.event", F.lit("expired")).alias("end_reason"),
@@ -63,20 +87,33 @@ def intervals(events: DataFrame) -> DataFrame:
     )
 
 
-def _by_start() -> WindowSpec:
-    return Window.partitionBy(*ELECTION).orderBy("start", "end", "process", "member", "epoch")
+def _epoch_order() -> WindowSpec:
+    return Window.partitionBy(*ELECTION).orderBy("epoch", "acquisition", "start", "process", "member")
 
 
-def overlaps(terms: DataFrame, skew: float) -> DataFrame:
-    """overlapping_leadership violations: each term against the latest-ending earlier one."""
-    earlier = _by_start().rowsBetween(Window.unboundedPreceding, -1)
-    summary = F.struct("end", "process", "member", "epoch", "start_evidence", "end_evidence")
-    found = terms.withColumn("prev", F.max(summary).over(earlier))
-    overlap = F.least(F.col("prev.end"), F.col("end")) - F.col("start")
-    found = found.filter(F.col("prev").isNotNull() & (overlap > skew))
+def successions(terms: DataFrame, clocks: Clocks) -> DataFrame:
+    """Each term with ``prev``, the latest-ending term before it in epoch order, and the
+    overlap between them: ``overlap`` (corrected clocks) and ``slack`` (what the clocks
+    leave uncertain). One row per term that has a predecessor."""
+    earlier = _epoch_order().rowsBetween(Window.unboundedPreceding, -1)
+    summary = F.struct("end", "start", "end_reason", "process", "member", "epoch", "acquisition", "end_ts",
+                       "start_evidence", "end_evidence")
+    paired = terms.withColumn("prev", F.max(summary).over(earlier)).filter(F.col("prev").isNotNull())
+    overlap = F.least(F.col("prev.end"), F.col("end")) - F.greatest(F.col("prev.start"), F.col("start"))
+    return paired.select(
+        "*",
+        overlap.alias("overlap"),
+        clocks.slack_column(F.col("prev.process"), F.col("process")).alias("slack"),
+    )
+
+
+def overlaps(pairs: DataFrame) -> DataFrame:
+    """overlapping_leadership violations, with the overlap's window (for the timeline)."""
+    found = pairs.filter(F.col("overlap") > F.col("slack"))
     detail = F.format_string(
-        "%s (epoch %d) took over while %s (epoch %d) still led: %s s of overlap",
-        F.col("member"), F.col("epoch"), F.col("prev.member"), F.col("prev.epoch"), violations.seconds(overlap),
+        "%s (epoch %d) took over while %s (epoch %d) still led: %s s of overlap (clock uncertainty %s s)",
+        F.col("member"), F.col("epoch"), F.col("prev.member"), F.col("prev.epoch"), violations.seconds("overlap"),
+        violations.seconds("slack"),
     )
     return violations.shape(
         found,
@@ -87,6 +124,13 @@ def overlaps(terms: DataFrame, skew: float) -> DataFrame:
         detail=detail,
         evidence=F.array("prev.start_evidence", "prev.end_evidence", "start_evidence", "end_evidence"),
     )
+
+
+def overlap_windows(pairs: DataFrame) -> DataFrame:
+    """namespace, name, start, end (seconds) of every overlap found (for the timeline)."""
+    found = pairs.filter(F.col("overlap") > F.col("slack"))
+    return found.select(*ELECTION, F.greatest("prev.start", "start").alias("start"),
+                        F.least("prev.end", "end").alias("end"))
 
 
 def epoch_regressions(events: DataFrame, skew: float) -> DataFrame:
@@ -113,44 +157,63 @@ def epoch_regressions(events: DataFrame, skew: float) -> DataFrame:
     )
 
 
-def failover_gaps(terms: DataFrame, skew: float) -> DataFrame:
-    """One row per change of leader: the latest end so far to the next term's start.
-
-    The latest end so far (not the previous term's end) so that a term nested inside
-    another does not count as a failover; a next term starting more than ``skew``
-    before that end is an overlap (a violation), not a failover.
-    """
-    so_far = _by_start().rowsBetween(Window.unboundedPreceding, 0)
-    latest = F.max(F.struct("end", "end_reason", "member", "epoch", "end_ts", "end_evidence")).over(so_far)
-    following = F.lead(F.struct("start", "start_ts", "process", "member", "epoch", "start_evidence")).over(_by_start())
-    paired = terms.select(*ELECTION, latest.alias("prev"), following.alias("next")).filter(
-        F.col("next").isNotNull() & (F.col("next.start") - F.col("prev.end") >= -skew)
-    )
-    return paired.select(
+def failover_gaps(pairs: DataFrame) -> DataFrame:
+    """One row per change of leader that is not an overlap: the latest earlier end to the
+    next term's start (a term nested inside another is not a failover)."""
+    changes = pairs.filter((F.col("overlap") <= F.col("slack")) & (F.col("end") > F.col("prev.end")))
+    return changes.select(
         *ELECTION,
         F.when(F.col("prev.end_reason") == "resigned", "resign").otherwise("expiry").alias("cause"),
         F.col("prev.end_reason").alias("end_reason"),
         F.col("prev.member").alias("from_member"),
         F.col("prev.epoch").alias("from_epoch"),
-        F.col("next.member").alias("to_member"),
-        F.col("next.epoch").alias("to_epoch"),
+        F.col("member").alias("to_member"),
+        F.col("epoch").alias("to_epoch"),
         F.col("prev.end_ts").alias("from_end_ts"),
-        F.col("next.start_ts").alias("to_start_ts"),
-        (F.col("next.start") - F.col("prev.end")).alias("gap"),
-        F.array("prev.end_evidence", "next.start_evidence").alias("evidence"),
+        F.col("start_ts").alias("to_start_ts"),
+        (F.col("start") - F.col("prev.end")).alias("gap"),
+        F.array("prev.end_evidence", "start_evidence").alias("evidence"),
+    )
+
+
+def per_election(terms: DataFrame, gaps: DataFrame, found: DataFrame) -> DataFrame:
+    """One row per election: terms, failovers, approximate median and max gap, time
+    without a leader (the sum of positive gaps), violations."""
+    term_counts = terms.groupBy(*ELECTION).agg(
+        F.count("*").alias("terms"), F.min("start_ts").alias("first_start_ts"), F.max("end_ts").alias("last_end_ts")
+    )
+    gap_stats = gaps.groupBy(*ELECTION).agg(
+        F.count("*").alias("failovers"),
+        F.percentile_approx("gap", 0.5, APPROX_ACCURACY).alias("gap_p50_approx"),
+        F.max("gap").alias("gap_max"),
+        F.sum(F.greatest(F.col("gap"), F.lit(0.0))).alias("leaderless_seconds"),
+    )
+    bad = found.filter(F.col("primitive") == schema.LEADER).groupBy(*ELECTION).agg(
+        F.count("*").alias("violations")
+    )
+    return (
+        term_counts.join(gap_stats, list(ELECTION), "left").join(bad, list(ELECTION), "left")
+        .select(
+            *ELECTION, "terms", F.coalesce("failovers", F.lit(0)).alias("failovers"), "gap_p50_approx", "gap_max",
+            F.coalesce("leaderless_seconds", F.lit(0.0)).alias("leaderless_seconds"),
+            F.coalesce("violations", F.lit(0)).alias("violations"), "first_start_ts", "last_end_ts",
+        )
     )
 
 
 def percentiles(values: DataFrame, column: str, by: str | None = None) -> list[dict[str, object]]:
-    """count, p50, p95, p99, max (and mean) of ``column``, per ``by`` and for all rows."""
-    stats = [
+    """count, p50, p95, p99, max (and mean) of ``column``, per ``by`` and for all rows.
+
+    Exact percentiles (interpolated): the rows are failovers or expiries, a small
+    fraction of the events (one per term or membership), so the exact buffers stay small.
+    """
+    stats: list[Column] = [
         F.count(column).alias("count"),
         F.percentile(column, [0.5, 0.95, 0.99]).alias("p"),
         F.max(column).alias("max"),
         F.mean(column).alias("mean"),
     ]
-    # rollup: one job for the groups and the grand total (whose group is null).
-    grouped = values.rollup(by).agg(*stats) if by is not None else values.agg(*stats).withColumn(by or "g", F.lit(None))
+    grouped = values.rollup(by).agg(*stats) if by is not None else values.agg(*stats).withColumn("g", F.lit(None))
     rows = []
     for row in grouped.collect():
         if row["count"] == 0:

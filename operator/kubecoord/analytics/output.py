@@ -1,48 +1,91 @@
-"""Writing an analysis: Parquet tables, summary.json and the report, all or nothing.
+"""Writing an analysis to any Hadoop path: Parquet tables, summary.json and the report.
 
-Everything is written into a temporary sibling of the output directory, which then
+``--out`` is a local directory or any URI Hadoop writes (hdfs://, s3a://, abfs://...).
+The tables are written by the executors (DataFrame writers); summary.json, report.html
+and the plots are made by the driver in a local temporary directory and copied up
+through Hadoop's FileSystem, so on a cluster everything lands in one place.
+
+Everything is written into a staging sibling of the output directory, which then
 replaces it (a previous output there is removed only after the new one is complete),
-so a failed run never leaves a half-written result that looks complete.
-``--out`` is a local directory: the report and plots are written by the driver.
+so a failed run never leaves a half-written result that looks complete. The final
+rename is atomic on local disks and HDFS; on object stores (s3a) a rename is a copy.
+Small tables are written as few files: each table gets one file per ROWS_PER_FILE
+events analysed (at least one), not one per shuffle partition.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
 
 from kubecoord.analytics.pipeline import Analysis
 from kubecoord.analytics.progress import Progress
 
+ROWS_PER_FILE = 5_000_000
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
-def write(analysis: Analysis, out: Path, *, progress: Progress) -> None:
-    out = out.absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+
+def as_uri(out: str | Path) -> str:
+    """A local path (relative or absolute) -> file: URI; a URI is kept."""
+    text = str(out)
+    if _SCHEME.match(text):
+        return text.rstrip("/")
+    return Path(text).absolute().as_uri()
+
+
+def display(out: str | Path, name: str) -> str:
+    """Where a file of the output is, as the user gave the output."""
+    return f"{str(out).rstrip('/')}/{name}"
+
+
+def write(analysis: Analysis, out: str | Path, *, progress: Progress, spark: SparkSession | None = None) -> None:
+    spark = spark or SparkSession.getActiveSession()
+    assert spark is not None
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop = jvm.org.apache.hadoop.fs
+    target = hadoop.Path(as_uri(out))
+    fs = target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    parent = target.getParent()
+    fs.mkdirs(parent)
+    staging = hadoop.Path(parent, f".{target.getName()}.staging-{uuid.uuid4().hex[:12]}")
+    files = max(1, min(spark.sparkContext.defaultParallelism,
+                       int(analysis.summary["inputs"]["events"]) // ROWS_PER_FILE))
+    local = Path(tempfile.mkdtemp(prefix="kubecoord-report-"))
     try:
         for name, frame in analysis.tables.items():
             progress.step(f"writing table {name}")
-            frame.write.mode("overwrite").parquet((staging / "tables" / name).as_uri())
+            frame.coalesce(files).write.mode("overwrite").parquet(f"{staging.toString()}/tables/{name}")
         progress.step("writing report")
         from kubecoord.analytics import report  # matplotlib only when a report is made
 
-        report.write(analysis, staging)
-        (staging / "summary.json").write_text(json.dumps(analysis.summary, indent=2, default=str) + "\n")
-        _replace(staging, out)
+        report.write(analysis, local)
+        (local / "summary.json").write_text(json.dumps(analysis.summary, indent=2, default=str) + "\n")
+        for path in sorted(local.iterdir()):
+            fs.copyFromLocalFile(False, True, hadoop.Path(path.as_uri()), hadoop.Path(staging, path.name))
+        _replace(fs, hadoop, staging, target)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        fs.delete(staging, True)
         raise
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
 
 
-def _replace(staging: Path, out: Path) -> None:
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        out.rename(old)
-        staging.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staging.rename(out)
-    out.chmod(0o755)
+def _replace(fs: Any, hadoop: Any, staging: Any, target: Any) -> None:
+    if fs.exists(target):
+        old = hadoop.Path(target.getParent(), f".{target.getName()}.old-{uuid.uuid4().hex[:12]}")
+        if not fs.rename(target, old):
+            raise OSError(f"could not move the previous output {target.toString()} aside")
+        if not fs.rename(staging, target):
+            fs.rename(old, target)
+            raise OSError(f"could not move the new output into {target.toString()}")
+        fs.delete(old, True)
+    elif not fs.rename(staging, target):
+        raise OSError(f"could not move the new output into {target.toString()}")

@@ -1,5 +1,11 @@
 """The whole analysis: inputs -> tables and a summary, without writing anything.
 
+Steps: read and validate every line (reading), drop copies and find seq gaps
+(coverage), estimate the clock offsets between processes (clocks), correct every
+event's times by them, then run each check module over the corrected events. A check
+module turns the events into ``Findings`` (its tables, its violations, its part of
+the summary); adding a module (e.g. rebalance checks) means adding it to CHECKS.
+
 Guarantees: every table is a DataFrame whose columns do not depend on the data (an
 election-free log gives empty leadership tables, not missing ones); the summary is
 plain JSON-ready data. EmptyInputError when there is no valid event at all.
@@ -7,7 +13,7 @@ plain JSON-ready data. EmptyInputError when there is no valid event at all.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,13 +21,34 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import kv, leadership, membership, schema, violations
+from kubecoord.analytics import clocks, coverage, kv, leadership, membership, schema, violations
 from kubecoord.analytics.progress import Progress
-from kubecoord.analytics.reading import EmptyInputError, expand_inputs, read_events
+from kubecoord.analytics.reading import EmptyInputError, Inputs, read_inputs
 from kubecoord.history import rfc3339
 
 DEFAULT_SKEW = 1.0
 MALFORMED_EXAMPLES = 50
+VIOLATION_DETAILS = 200
+"""Violations listed with their evidence in summary.json (all of them are in the table)."""
+COVERAGE_GAPS = 50
+
+
+@dataclass
+class Context:
+    """What every check module gets."""
+
+    events: DataFrame
+    """Valid, deduplicated events; ``t``/``tu``/``valid_until`` corrected by the clock offsets."""
+    skew: float
+    clocks: clocks.Clocks
+
+
+@dataclass
+class Findings:
+    tables: dict[str, DataFrame]
+    violations: list[DataFrame]
+    summary: dict[str, Any]
+    persisted: list[DataFrame] = field(default_factory=list)
 
 
 @dataclass
@@ -29,6 +56,8 @@ class Analysis:
     tables: dict[str, DataFrame]
     summary: dict[str, Any]
     events: DataFrame
+    overlaps: DataFrame | None = None
+    """Overlap windows (namespace, name, start, end) for the timeline plot."""
     unpersist: list[DataFrame] = field(default_factory=list)
     """Persisted frames to release in close()."""
 
@@ -36,101 +65,49 @@ class Analysis:
     def violation_count(self) -> int:
         return int(sum(self.summary["violations"].values()))
 
+    @property
+    def malformed_share(self) -> float:
+        inputs = self.summary["inputs"]
+        total = inputs["events_read"] + inputs["malformed_lines"]
+        return inputs["malformed_lines"] / total if total else 0.0
+
     def close(self) -> None:
         for frame in self.unpersist:
             frame.unpersist()
 
 
-def analyze(
-    spark: SparkSession, inputs: Sequence[str], *, skew: float = DEFAULT_SKEW, progress: Progress | None = None
-) -> Analysis:
-    progress = progress or Progress("analyze", enabled=False)
-    files = expand_inputs(spark, inputs)
-    progress.step(f"reading {len(files)} file(s)")
-    read = read_events(spark, files)
-    events = read.events
-    valid = F.col("reason").isNull()
-    counts = read.lines.agg(
-        F.count(F.when(valid, 1)).alias("events"),
-        F.count(F.when(~valid, 1)).alias("malformed"),
-        F.min(F.when(valid, F.col("t"))).alias("first"),
-        F.max(F.when(valid, F.col("t"))).alias("last"),
-        F.countDistinct(F.when(valid, F.col("process"))).alias("processes"),
-    ).first()
-    assert counts is not None
-    malformed_count = counts["malformed"]
-    progress.step(f"{counts['events']} events, {malformed_count} malformed line(s)")
-    if counts["events"] == 0:
-        detail = f" ({malformed_count} malformed line(s))" if malformed_count else ""
-        raise EmptyInputError(f"no valid events in {len(files)} file(s){detail}")
-
-    terms = leadership.intervals(events).persist(StorageLevel.MEMORY_AND_DISK)
-    gaps = leadership.failover_gaps(terms, skew).persist(StorageLevel.MEMORY_AND_DISK)
-    groups = membership.analyze(events, skew)
-    stores = kv.analyze(events, skew)
-    cached = [frame.persist(StorageLevel.MEMORY_AND_DISK) for frame in (groups.churn, stores.per_key)]
-    cached.append(groups.persisted)
-    found = violations.union([
-        leadership.overlaps(terms, skew),
-        leadership.epoch_regressions(events, skew),
-        groups.duplicates,
-        stores.backwards,
-        stores.lost_updates,
-    ]).persist(StorageLevel.MEMORY_AND_DISK)
-    progress.step("checking safety")
-    by_type = {row["type"]: row["count"] for row in found.groupBy("type").count().collect()}
-    progress.step("computing metrics")
-    summary = {
-        "schema_version": schema.SCHEMA_VERSION,
-        "skew_tolerance_seconds": skew,
-        "inputs": {
-            "files": len(files),
-            "events": counts["events"],
-            "malformed_lines": malformed_count,
-            "processes": counts["processes"],
-            "first_event": _iso(counts["first"]),
-            "last_event": _iso(counts["last"]),
-        },
-        "violations": {kind: int(by_type.get(kind, 0)) for kind in schema.VIOLATION_TYPES},
-        "leadership": _leadership_summary(terms, gaps),
-        "membership": _membership_summary(groups),
-        "kv": _kv_summary(stores),
-        "malformed_examples": [
-            row.asDict() for row in read.malformed.orderBy("file", "line").limit(MALFORMED_EXAMPLES).collect()
-        ],
-    }
-    tables = {
-        "violations": found,
-        "leadership_intervals": terms,
-        "failover_gaps": gaps,
-        "membership_timeline": groups.timeline,
-        "membership_churn": groups.churn,
-        "heartbeat_to_expiry": groups.expiries,
-        "kv_keys": stores.per_key,
-        "kv_stores": stores.per_store,
-        "malformed_lines": read.malformed,
-    }
-    return Analysis(tables=tables, summary=summary, events=events, unpersist=[found, gaps, terms, read.lines, *cached])
-
-
-def _iso(seconds: float | None) -> str | None:
-    # From UNIX seconds, not a collected timestamp: PySpark hands those back in the
-    # driver's local time zone.
-    return None if seconds is None else rfc3339(seconds)
-
-
-def _leadership_summary(terms: DataFrame, gaps: DataFrame) -> dict[str, Any]:
+def _leadership(ctx: Context) -> Findings:
+    terms = leadership.intervals(ctx.events).persist(StorageLevel.MEMORY_AND_DISK)
+    pairs = leadership.successions(terms, ctx.clocks).persist(StorageLevel.MEMORY_AND_DISK)
+    gaps = leadership.failover_gaps(pairs)
+    overlaps = leadership.overlaps(pairs)
+    regressions = leadership.epoch_regressions(ctx.events, ctx.skew)
     row = terms.agg(F.count("*").alias("terms"), F.countDistinct("namespace", "name").alias("elections")).first()
     assert row is not None
-    return {
+    summary = {
         "elections": row["elections"],
         "terms": row["terms"],
         "failover_gap_seconds": leadership.percentiles(gaps, "gap", by="cause"),
+        "worst_failovers": [
+            _plain(r) for r in gaps.orderBy(F.col("gap").desc()).limit(10).select(
+                "namespace", "name", "cause", "from_member", "to_member", "gap",
+                _utc("from_end_ts").alias("from_end"), _utc("to_start_ts").alias("to_start")).collect()
+        ],
+        "leaderless_seconds": float(gaps.agg(F.sum(F.greatest("gap", F.lit(0.0)))).first()[0] or 0.0),  # type: ignore[index]
     }
+    return Findings(
+        tables={"leadership_intervals": terms, "failover_gaps": gaps,
+                "leadership_windows": leadership.overlap_windows(pairs)},
+        violations=[overlaps, regressions],
+        summary={"leadership": summary},
+        persisted=[terms, pairs],
+    )
 
 
-def _membership_summary(groups: membership.Membership) -> dict[str, Any]:
-    row = groups.churn.agg(
+def _membership(ctx: Context) -> Findings:
+    groups = membership.analyze(ctx.events, ctx.skew)
+    churn = groups.churn.persist(StorageLevel.MEMORY_AND_DISK)
+    row = churn.agg(
         F.countDistinct("namespace", "name").alias("groups"),
         F.sum("joins").alias("joins"),
         F.sum("leaves").alias("leaves"),
@@ -138,24 +115,164 @@ def _membership_summary(groups: membership.Membership) -> dict[str, Any]:
         F.max("churn").alias("max_churn_per_hour"),
     ).first()
     assert row is not None
-    summary = {key: (row[key] or 0) for key in ("groups", "joins", "leaves", "expiries", "max_churn_per_hour")}
+    summary: dict[str, Any] = {key: (row[key] or 0)
+                               for key in ("groups", "joins", "leaves", "expiries", "max_churn_per_hour")}
     summary["heartbeat_to_expiry_seconds"] = leadership.percentiles(groups.expiries, "heartbeat_to_expiry")
-    return summary
+    return Findings(
+        tables={"membership_timeline": groups.timeline, "membership_churn": churn,
+                "heartbeat_to_expiry": groups.expiries},
+        violations=[groups.duplicates],
+        summary={"membership": summary},
+        persisted=[churn, groups.persisted],
+    )
 
 
-def _kv_summary(stores: kv.Storage) -> dict[str, Any]:
-    row = stores.per_store.agg(
-        F.count("*").alias("stores"),
-        F.sum("keys").alias("keys"),
+def _kv(ctx: Context) -> Findings:
+    stores = kv.analyze(ctx.events, ctx.skew)
+    per_key = stores.per_key.persist(StorageLevel.MEMORY_AND_DISK)
+    row = per_key.agg(
+        F.countDistinct("namespace", "name").alias("stores"),
+        F.count("*").alias("keys"),
         F.sum("operations").alias("operations"),
         F.sum("conflicts").alias("conflicts"),
     ).first()
     assert row is not None
     operations, conflicts = row["operations"] or 0, row["conflicts"] or 0
-    return {
+    summary = {
         "stores": row["stores"],
         "keys": row["keys"] or 0,
         "operations": operations,
         "conflicts": conflicts,
         "conflict_rate": (conflicts / operations) if operations else 0.0,
     }
+    return Findings(
+        tables={"kv_keys": per_key, "kv_stores": stores.per_store},
+        violations=[stores.backwards, stores.lost_updates, stores.create_races, stores.stale_epochs],
+        summary={"kv": summary},
+        persisted=[per_key],
+    )
+
+
+CHECKS: list[Callable[[Context], Findings]] = [_leadership, _membership, _kv]
+"""The check modules, in report order."""
+
+
+def analyze(
+    spark: SparkSession,
+    inputs: Sequence[str],
+    *,
+    skew: float = DEFAULT_SKEW,
+    progress: Progress | None = None,
+) -> Analysis:
+    progress = progress or Progress("analyze", enabled=False)
+    spark.conf.set("spark.sql.session.timeZone", "UTC")  # hour buckets and every rendered time
+    read = read_inputs(spark, inputs, progress=progress)
+    counts = read.counts
+    if counts["events"] == 0:
+        detail = f" ({counts['malformed']} malformed line(s))" if counts["malformed"] else ""
+        raise EmptyInputError(f"no valid events in {len(read.files)} file(s){detail}")
+
+    covered = coverage.deduplicate(read.events)
+    deduped = covered.events.persist(StorageLevel.MEMORY_AND_DISK)
+    progress.step("estimating clock offsets")
+    estimated = clocks.estimate(deduped, skew)
+    offset = estimated.offset_column(F.col("process"))
+    events = deduped.withColumns({
+        "t": F.col("t") - offset,
+        "tu": F.col("tu") - (offset * 1e6).cast("long"),
+        "valid_until": F.col("valid_until") - offset,
+    })
+    context = Context(events=events, skew=skew, clocks=estimated)
+
+    progress.step("checking safety and computing metrics")
+    findings = [check(context) for check in CHECKS]
+    found = violations.union([v for f in findings for v in f.violations]).persist(StorageLevel.MEMORY_AND_DISK)
+    by_type = {row["type"]: row["count"] for row in found.groupBy("type").count().collect()}
+    gaps = covered.gaps.persist(StorageLevel.MEMORY_AND_DISK)
+    summary: dict[str, Any] = {
+        "schema_version": schema.SCHEMA_VERSION,
+        "skew_tolerance_seconds": skew,
+        "clocks": estimated.summary(),
+        "inputs": _inputs_summary(read, deduped),
+        "coverage": _coverage_summary(gaps, deduped),
+        "violations": {kind: int(by_type.get(kind, 0)) for kind in schema.VIOLATION_TYPES},
+        "violation_details": _details(found),
+    }
+    tables: dict[str, DataFrame] = {"violations": found}
+    persisted = [found, gaps, deduped, read.lines]
+    for finding in findings:
+        summary.update(finding.summary)
+        tables.update(finding.tables)
+        persisted += finding.persisted
+    overlaps = tables.pop("leadership_windows")
+    tables["elections"] = leadership.per_election(tables["leadership_intervals"], tables["failover_gaps"], found)
+    tables["seq_gaps"] = gaps
+    tables["malformed_lines"] = read.malformed
+    tables["unreadable_files"] = read.unreadable
+    return Analysis(tables=tables, summary=summary, events=events, overlaps=overlaps, unpersist=persisted)
+
+
+def _inputs_summary(read: Inputs, deduped: DataFrame) -> dict[str, Any]:
+    counts = read.counts
+    kept = deduped.count()
+    return {
+        "files": len(read.files),
+        "unreadable_files": [_plain(r) for r in read.unreadable.collect()],
+        "events_read": counts["events"],
+        "events": kept,
+        "duplicates_dropped": counts["events"] - kept,
+        "malformed_lines": counts["malformed"],
+        "processes": counts["processes"],
+        "first_event": _iso(counts["first"]),
+        "last_event": _iso(counts["last"]),
+        "malformed_examples": [
+            _plain(row) for row in read.malformed.orderBy("file", "line").limit(MALFORMED_EXAMPLES).collect()
+        ],
+    }
+
+
+def _coverage_summary(gaps: DataFrame, events: DataFrame) -> dict[str, Any]:
+    row = gaps.agg(F.count("*").alias("gaps"), F.sum("missing").alias("missing"),
+                   F.countDistinct("process").alias("processes")).first()
+    assert row is not None
+    late = events.filter(F.col("seq").isNotNull()).groupBy("process").agg(F.min("seq").alias("first_seq")).filter(
+        F.col("first_seq") > 1).orderBy("process").collect()
+    worst = gaps.orderBy(F.col("missing").desc(), "process").limit(COVERAGE_GAPS).select(
+        "process", "after_seq", "before_seq", "missing", _utc("from_ts").alias("from"), _utc("to_ts").alias("to"),
+        "file").collect()
+    return {
+        "seq_gaps": row["gaps"],
+        "missing_events": row["missing"] or 0,
+        "processes_with_gaps": row["processes"],
+        "largest_gaps": [_plain(r) for r in worst],
+        "logs_starting_late": {r["process"]: r["first_seq"] for r in late},
+    }
+
+
+def _details(found: DataFrame) -> list[dict[str, Any]]:
+    """The first VIOLATION_DETAILS violations by time, times as UTC text."""
+    evidence = F.transform("evidence", lambda e: F.struct(
+        e["file"].alias("file"), e["line"].alias("line"), e["process"].alias("process"), e["event"].alias("event"),
+        F.date_format(e["ts"], "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'").alias("ts"),
+    ))
+    rows = found.orderBy("ts", "type", "name", "subject").limit(VIOLATION_DETAILS).select(
+        "type", "namespace", "primitive", "name", "subject", _utc("ts").alias("ts"), "detail",
+        evidence.alias("evidence"),
+    ).collect()
+    return [row.asDict(recursive=True) for row in rows]
+
+
+def _utc(column: str) -> Any:
+    """A timestamp column as RFC 3339 UTC text (the session time zone is UTC), so no
+    driver time zone can creep in when rows are collected."""
+    return F.date_format(F.col(column), "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'")
+
+
+def _plain(row: Any) -> dict[str, Any]:
+    return dict(row.asDict(recursive=True))
+
+
+def _iso(seconds: float | None) -> str | None:
+    # From UNIX seconds, not a collected timestamp: PySpark hands those back in the
+    # driver's local time zone.
+    return None if seconds is None else rfc3339(seconds)

@@ -1,21 +1,29 @@
-"""Reading event logs into a typed DataFrame, with malformed-line accounting.
+"""Reading event logs into a typed DataFrame, with malformed-line and unreadable-file accounting.
 
 Input: local paths, globs, directories (read recursively; names starting with '_' or
 '.' are skipped, as Hadoop does) and any URI Spark reads (s3a://, hdfs://), JSON Lines,
-optionally gzip-compressed (by the .gz extension).
+optionally gzip-compressed (by the .gz extension). Every pattern must match at least
+one file (UnmatchedInputError names those that match nothing).
 
-Guarantees: a line that is not a valid schema-1 event never fails the job: it lands in
-the malformed table with its file, 1-based line number and the reason. Blank lines are
-ignored. Line numbers are exact because every file is read whole by one task (the
-file-split settings below); the price is that one huge file is parsed by one core, so
-keep logs one file per process (as emitters write them) or split them.
+Guarantees:
+- a line that is not a valid schema-1 event never fails the job: it lands in the
+  malformed table with its file, 1-based line number and the reason. Blank lines are
+  ignored. A line without ``v`` is version 1 (the first emitters wrote none);
+- a file that cannot be read (a truncated or corrupt .gz, an I/O error) never fails the
+  job: it is reported in the unreadable table (file, reason) and the other files are
+  analysed. Its lines are not analysed at all (a prefix of a torn file is not trusted);
+- large files are split across tasks as Spark splits them (maxPartitionBytes), and line
+  numbers stay exact: each row carries its split's byte offset (``_metadata``) and its
+  index within the split; one small aggregate per split gives each split's first line.
 Not guaranteed: ordering — the metrics sort by time themselves.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -23,25 +31,37 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from kubecoord.analytics import schema
+from kubecoord.analytics.progress import Progress
 from kubecoord.errors import InvalidArgumentError
 
-_ROW_BITS = (1 << 33) - 1  # monotonically_increasing_id: partition id above, row number below
-_WHOLE_FILES = str(1 << 40)
 _CORRUPT = "_corrupt"
+_BLANK = "blank"
+_FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?\s+SQLSTATE")
+MAX_UNREADABLE = 1000
+"""Give up after this many unreadable files (each costs one retry of the scan)."""
 
 
 class EmptyInputError(InvalidArgumentError):
     """The inputs named no file, or the files held no event."""
 
 
+class UnmatchedInputError(InvalidArgumentError):
+    """A pattern matched no file (a typo must not silently shrink what is analysed)."""
+
+
 @dataclass(frozen=True)
 class Inputs:
+    files: list[str]
     events: DataFrame
-    """One row per valid event (see EVENT_COLUMNS); persisted."""
+    """One row per valid event (see EVENT_COLUMNS)."""
     malformed: DataFrame
     """file, line, reason, text (first 300 characters)."""
     lines: DataFrame
-    """Both: every non-blank line, with ``reason`` null for valid events; persisted."""
+    """Every non-blank line of the readable files, with ``reason`` null for valid events; persisted."""
+    unreadable: DataFrame
+    """file, reason: the files that could not be read."""
+    counts: dict[str, Any]
+    """events, malformed, processes, first, last (UNIX seconds)."""
 
 
 def expand_inputs(spark: SparkSession, patterns: Sequence[str]) -> list[str]:
@@ -50,22 +70,28 @@ def expand_inputs(spark: SparkSession, patterns: Sequence[str]) -> list[str]:
     assert jvm is not None
     hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()
     files: list[str] = []
+    unmatched: list[str] = []
     for pattern in patterns:
         path = jvm.org.apache.hadoop.fs.Path(pattern)
         fs = path.getFileSystem(hadoop_conf)
+        found: list[str] = []
         for status in fs.globStatus(path) or []:
             if status.isDirectory():
                 listing = fs.listFiles(status.getPath(), True)
                 while listing.hasNext():
-                    found = listing.next().getPath()
-                    if not _hidden(found, status.getPath()):
-                        files.append(found.toString())
+                    entry = listing.next().getPath()
+                    if not _hidden(entry, status.getPath()):
+                        found.append(entry.toString())
             else:
-                files.append(status.getPath().toString())
-    unique = sorted(set(files))
-    if not unique:
+                found.append(status.getPath().toString())
+        if not found:
+            unmatched.append(pattern)
+        files += found
+    if unmatched and len(unmatched) == len(patterns):
         raise EmptyInputError(f"no input files match {', '.join(patterns)}")
-    return unique
+    if unmatched:
+        raise UnmatchedInputError(f"no input files match {', '.join(unmatched)} (the other patterns do)")
+    return sorted(set(files))
 
 
 def _hidden(path: object, root: object) -> bool:
@@ -74,43 +100,78 @@ def _hidden(path: object, root: object) -> bool:
     return any(part.startswith(("_", ".")) for part in relative.split("/") if part)
 
 
-def read_events(spark: SparkSession, files: Sequence[str]) -> Inputs:
-    """Parse and validate every line of ``files``."""
-    # One task per file, files never split: row numbers within a partition are line numbers.
-    spark.conf.set("spark.sql.files.maxPartitionBytes", _WHOLE_FILES)
-    spark.conf.set("spark.sql.files.openCostInBytes", _WHOLE_FILES)
+def read_inputs(spark: SparkSession, patterns: Sequence[str], *, progress: Progress) -> Inputs:
+    """Expand, read, validate and count: one scan (plus one per unreadable file found)."""
+    files = expand_inputs(spark, patterns)
+    progress.step(f"reading {len(files)} file(s)")
     # Otherwise the optimizer splits the one from_json below into one per field read,
     # parsing every line a dozen times (measured: 3.5x slower reading).
     spark.conf.set("spark.sql.optimizer.enableJsonExpressionOptimization", "false")
+    unreadable: list[tuple[str, str]] = []
+    readable = list(files)
+    while True:
+        lines = _parse(spark, readable).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            splits = _per_split(lines)
+            break
+        except Exception as exc:  # py4j's error: the failed file is named in its message
+            lines.unpersist()
+            failed = _failed_file(exc, readable)
+            if failed is None or len(unreadable) >= MAX_UNREADABLE:
+                raise
+            unreadable.append((failed, _root_cause(exc)))
+            readable.remove(failed)
+            progress.step(f"unreadable file skipped: {failed} ({unreadable[-1][1]})")
+            if not readable:
+                raise EmptyInputError(f"no readable file among {len(files)} (unreadable: {unreadable})") from None
+    offsets: dict[str, int] = {}
+    next_line: dict[str, int] = {}
+    for (file, block), (first_rid, count) in sorted(splits["splits"].items()):
+        first_line = next_line.get(file, 1)
+        offsets[f"{file}\n{block}"] = first_line - first_rid
+        next_line[file] = first_line + count
+    mapping = F.create_map(*[x for key, value in offsets.items() for x in (F.lit(key), F.lit(value))])
+    line = F.col("rid") + mapping[F.concat_ws("\n", F.col("file"), F.col("block").cast("string"))]
+    numbered = lines.withColumn("line", line).drop("rid", "block")
+    numbered = numbered.filter(F.col("reason").isNull() | (F.col("reason") != _BLANK))
+    events = numbered.filter(F.col("reason").isNull()).drop("reason", "text")
+    malformed = numbered.filter(F.col("reason").isNotNull()).select("file", "line", "reason", "text")
+    unreadable_frame = spark.createDataFrame(
+        unreadable, T.StructType([T.StructField("file", T.StringType()), T.StructField("reason", T.StringType())])
+    )
+    return Inputs(files=files, events=events, malformed=malformed, lines=lines, unreadable=unreadable_frame,
+                  counts=splits["counts"])
+
+
+def _parse(spark: SparkSession, files: Sequence[str]) -> DataFrame:
     raw = spark.read.text(list(files)).select(
         F.col("_metadata.file_path").alias("file"),
-        (F.monotonically_increasing_id().bitwiseAND(_ROW_BITS) + 1).alias("line"),
+        F.col("_metadata.file_block_start").alias("block"),
+        F.monotonically_increasing_id().alias("rid"),
         "value",
     )
-    raw = raw.filter(F.trim("value") != "")
     json_schema = T.StructType([T.StructField(name, T.StringType()) for name in (*schema.FIELDS, _CORRUPT)])
     j = F.from_json("value", json_schema, {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"})
-    parsed = raw.select("file", "line", "value", j.alias("j")).select(
-        "file",
-        "line",
-        "value",
+    blank = F.trim("value") == ""
+    parsed = raw.select("file", "block", "rid", "value", blank.alias("blank"),
+                        F.when(~blank, j).alias("j")).select(
+        "file", "block", "rid", "value", "blank",
         *(F.col(f"j.{name}").alias(f"raw_{name}") for name in (*schema.FIELDS, _CORRUPT)),
     )
     typed = parsed.select(
-        "file",
-        "line",
-        "value",
+        "file", "block", "rid", "value", "blank",
         *(F.col(f"raw_{name}") for name in (*schema.FIELDS, _CORRUPT)),
         _try_cast("raw_ts", "timestamp").alias("ts"),
         _try_cast("raw_valid_until", "timestamp").alias("valid_until_ts"),
         *(_try_cast(f"raw_{name}", "bigint").alias(name) for name in ("v", "seq", "epoch", "version")),
     )
-    with_reason = typed.withColumn("reason", _reason())
-    kept = with_reason.select(
+    with_reason = typed.withColumn("reason", F.when(F.col("blank"), F.lit(_BLANK)).otherwise(_reason()))
+    return with_reason.select(
         "file",
-        "line",
+        "block",
+        "rid",
         "reason",
-        F.when(F.col("reason").isNotNull(), F.substring("value", 1, 300)).alias("text"),
+        F.when(F.col("reason").isNotNull() & ~F.col("blank"), F.substring("value", 1, 300)).alias("text"),
         "ts",
         F.unix_micros("ts").alias("tu"),
         (F.unix_micros("ts") / 1e6).alias("t"),
@@ -124,10 +185,59 @@ def read_events(spark: SparkSession, files: Sequence[str]) -> Inputs:
         (F.unix_micros("valid_until_ts") / 1e6).alias("valid_until"),
         F.col("raw_key").alias("key"),
         "version",
-    ).persist(StorageLevel.MEMORY_AND_DISK)
-    events = kept.filter(F.col("reason").isNull()).drop("reason", "text")
-    malformed = kept.filter(F.col("reason").isNotNull()).select("file", "line", "reason", "text")
-    return Inputs(events=events, malformed=malformed, lines=kept)
+    )
+
+
+def _per_split(lines: DataFrame) -> dict[str, Any]:
+    """One job over the persisted lines: per split its first row id and row count (for line
+    numbers), and the input counts."""
+    valid = F.col("reason").isNull()
+    rows = lines.groupBy("file", "block").agg(
+        F.min("rid").alias("first_rid"),
+        F.count("*").alias("rows"),
+        F.count(F.when(valid, 1)).alias("events"),
+        F.count(F.when(~valid & (F.col("reason") != _BLANK), 1)).alias("malformed"),
+        F.min(F.when(valid, F.col("t"))).alias("first"),
+        F.max(F.when(valid, F.col("t"))).alias("last"),
+        F.collect_set(F.when(valid, F.col("process"))).alias("processes"),
+    ).collect()
+    processes: set[str] = set()
+    for row in rows:
+        processes.update(row["processes"])
+    firsts = [r["first"] for r in rows if r["first"] is not None]
+    lasts = [r["last"] for r in rows if r["last"] is not None]
+    return {
+        "splits": {(r["file"], r["block"]): (r["first_rid"], r["rows"]) for r in rows},
+        "counts": {
+            "events": sum(r["events"] for r in rows),
+            "malformed": sum(r["malformed"] for r in rows),
+            "processes": len(processes),
+            "first": min(firsts, default=None),
+            "last": max(lasts, default=None),
+        },
+    }
+
+
+def _failed_file(exc: BaseException, files: Sequence[str]) -> str | None:
+    match = _FAILED_FILE.search(str(exc))
+    if match is None:
+        return None
+    named = _normal(match.group(1))
+    return next((f for f in files if _normal(f) == named), None)
+
+
+def _normal(uri: str) -> str:
+    return re.sub(r"^file:/+", "file:/", uri)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost Java exception's text, e.g. 'java.io.EOFException: Unexpected end of input stream'."""
+    java = getattr(exc, "java_exception", None)
+    cause = None
+    while java is not None:
+        cause = java
+        java = java.getCause()
+    return str(cause.toString()) if cause is not None else str(exc).splitlines()[0][:300]
 
 
 def evidence(prefix: str = "") -> Column:
@@ -150,8 +260,9 @@ def _reason() -> Column:
     leader_holder = (primitive == schema.LEADER) & event.isin(*schema.HOLDER_EVENTS)
     needs_member = leader_holder | (primitive == schema.GROUP)
     checks: list[tuple[Column, str]] = [(raw(f"raw_{_CORRUPT}").isNotNull(), "invalid JSON")]
-    checks.append((raw("raw_v").isNull(), "missing field v"))
-    checks.append((raw("v").isNull() | (raw("v") != schema.SCHEMA_VERSION), "unsupported schema version"))
+    # No v at all is version 1: the first emitters wrote none.
+    checks.append((raw("raw_v").isNotNull() & (raw("v").isNull() | (raw("v") != schema.SCHEMA_VERSION)),
+                   "unsupported schema version"))
     checks += [(raw(f"raw_{name}").isNull(), f"missing field {name}") for name in schema.REQUIRED]
     checks += [
         (raw("ts").isNull(), "unparseable ts"),

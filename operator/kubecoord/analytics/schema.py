@@ -28,4 +28,4 @@ HEARTBEATS = ("joined", "renewed")
 KV_WRITES = ("put", "updated", "deleted")
 
 VIOLATION_TYPES = ("overlapping_leadership", "epoch_not_increasing", "duplicate_member", "version_backwards",
-                   "lost_update")
+                   "lost_update", "create_race", "stale_epoch_write")

@@ -43,6 +43,6 @@ def earlier_than(skew: float, *partition: str) -> WindowSpec:
     return Window.partitionBy(*partition).orderBy("tu").rangeBetween(Window.unboundedPreceding, -(skew_us + 1))
 
 
-def seconds(column: Column) -> Column:
+def seconds(column: Column | str) -> Column:
     """A duration in seconds as text with millisecond precision, for details."""
     return F.format_number(column, 3)

@@ -1,0 +1,207 @@
+"""Clock offsets between processes, estimated from events that must have happened in order.
+
+Every process stamps its events with its own wall clock. Some pairs of events are
+causally ordered whatever the clocks say (x on process A happened before y on B):
+- a leader's ``acquired`` of epoch e before any other process's ``observed`` of epoch e;
+- an ``acquired`` of epoch e before the acquisition of the next epoch of that election;
+- a KV write of version v before the write of version v + 1 of the same key (the nearest
+  one in time, so that a key's incarnations are not mixed up).
+Each such pair bounds the clock offset between A and B: offset(B) - offset(A) <=
+ts_B(y) - ts_A(x). Bounds from both directions bracket the offset, as NTP does. The
+bounds are closed transitively (A-C and C-B bound A-B) on the driver: there are at most
+a few hundred processes, so the bounds matrix is small.
+
+What the checks get (``Clocks``):
+- ``offset``: a per-process estimate (seconds, relative to a reference process of its
+  connected group): the midpoint of what the evidence allows when the evidence is tight
+  (within twice the tolerance), else the allowed value closest to 0 — no evidence, no
+  correction. Checks compare corrected times (ts - offset).
+- ``slack(A, B)``: how far the corrected difference between a time on A and a time on B
+  may still be off. With no evidence it is the stated tolerance; with evidence it is
+  what the bounds leave (0 within one process), so a proven 2 s skew does not turn a
+  clean handover into an overlap and a 0.9 s overlap between clocks known to within
+  0.01 s is not hidden by a 1 s tolerance.
+Guarantees: only causally certain pairs are used, so with a linearizable backend the
+bounds hold. Evidence that contradicts itself (a negative cycle: a broken backend or
+a log stamped after the fact) is discarded and said so in the summary.
+Not guaranteed: offsets that drift during the log (one constant per process is assumed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from kubecoord.analytics import schema
+
+MAX_PROCESSES = 400
+"""Beyond this many processes the transitive closure (cubic) is skipped: direct bounds only."""
+REPORTED_PAIRS = 20
+KV_PAIRING_SECONDS = 60
+
+
+@dataclass
+class Clocks:
+    tolerance: float
+    offsets: dict[str, float] = field(default_factory=dict)
+    slacks: dict[tuple[str, str], float] = field(default_factory=dict)
+    """For process pairs with evidence: the uncertainty left after correction (seconds)."""
+    bounds: list[dict[str, Any]] = field(default_factory=list)
+    """Per pair with evidence: a, b, low, high (bounds of offset(b) - offset(a)) and pairs."""
+    inconsistent: bool = False
+
+    def offset_column(self, process: Column) -> Column:
+        """This process's estimated offset in seconds (0 when unknown)."""
+        if not self.offsets:
+            return F.lit(0.0)
+        mapping = F.create_map(*[x for p, o in sorted(self.offsets.items()) for x in (F.lit(p), F.lit(float(o)))])
+        return F.coalesce(mapping[process], F.lit(0.0))
+
+    def slack_column(self, a: Column, b: Column) -> Column:
+        """The uncertainty of a corrected time difference between processes ``a`` and ``b``."""
+        estimated = self.offset_column(b) - self.offset_column(a)
+        default = F.when(a == b, F.lit(0.0)).otherwise(F.greatest(F.lit(0.0), estimated + F.lit(self.tolerance)))
+        if not self.slacks:
+            return default
+        mapping = F.create_map(*[x for (p, q), s in sorted(self.slacks.items()) for x in (F.lit(f"{p}\n{q}"),
+                                                                                          F.lit(float(s)))])
+        return F.coalesce(mapping[F.concat_ws("\n", a, b)], default)
+
+    def summary(self) -> dict[str, Any]:
+        seen = max((_proven(b) for b in self.bounds), default=0.0)
+        widest = sorted(self.bounds, key=lambda b: -_proven(b))
+        return {
+            "tolerance_seconds": self.tolerance,
+            "estimated_skew_seconds": round(seen, 6),
+            "note": "estimated_skew_seconds is the largest clock difference between two processes that the "
+                    "log proves (causally ordered events); the tolerance applies where there is no such evidence",
+            "process_offsets_seconds": {p: round(o, 6) for p, o in sorted(self.offsets.items())},
+            "pairs_with_evidence": len(self.bounds),
+            "largest_skews": widest[:REPORTED_PAIRS],
+            "inconsistent_evidence": self.inconsistent,
+        }
+
+
+def _proven(bound: dict[str, Any]) -> float:
+    """The least clock difference a pair's bounds allow."""
+    low, high = bound["low"], bound["high"]
+    return max(0.0, low if low is not None else 0.0, -high if high is not None else 0.0)
+
+
+def evidence_pairs(events: DataFrame) -> DataFrame:
+    """(a, b, hi): offset(b) - offset(a) <= hi, the tightest per ordered pair of processes."""
+    leader = events.filter(F.col("primitive") == schema.LEADER)
+    acquired = leader.filter(F.col("event") == "acquired").select(
+        "namespace", "name", "epoch", F.col("process").alias("a"), F.col("t").alias("ta")
+    )
+    observed = leader.filter(F.col("event") == "observed").select(
+        "namespace", "name", "epoch", F.col("process").alias("b"), F.col("t").alias("tb")
+    )
+    seen = acquired.join(observed, ["namespace", "name", "epoch"])
+    by_epoch = Window.partitionBy("namespace", "name").orderBy("epoch", "ta")
+    following = acquired.select(
+        "a", "ta", F.lead(F.struct("a", "ta", "epoch")).over(by_epoch).alias("n"), "epoch"
+    ).filter(F.col("n.epoch") > F.col("epoch")).select("a", "ta", F.col("n.a").alias("b"), F.col("n.ta").alias("tb"))
+
+    writes = events.filter((F.col("primitive") == schema.KV) & F.col("event").isin("put", "updated")).select(
+        "namespace", "name", "key", "version", "process", "t", "line", "file"
+    )
+    # Only versions written within a minute or two of each other are paired: keys
+    # re-created often would otherwise pair every incarnation with every other.
+    before = writes.select(
+        "namespace", "name", "key", (F.col("version") + 1).alias("version"), F.col("process").alias("a"),
+        F.col("t").alias("ta"), F.floor(F.col("t") / KV_PAIRING_SECONDS).alias("bucket"),
+    )
+    here = F.floor(F.col("t") / KV_PAIRING_SECONDS)
+    after = writes.select("namespace", "name", "key", "version", F.col("process").alias("b"), F.col("t").alias("tb"),
+                          "file", "line", F.explode(F.array(here, here - 1)).alias("bucket"))
+    nearest = (
+        after.join(before, ["namespace", "name", "key", "version", "bucket"])
+        .groupBy("file", "line", "b", "tb")
+        .agg(F.min_by(F.struct("a", "ta"), F.abs(F.col("tb") - F.col("ta"))).alias("p"))
+        .select(F.col("p.a").alias("a"), F.col("p.ta").alias("ta"), "b", "tb")
+    )
+    pairs = seen.select("a", "ta", "b", "tb").unionByName(following).unionByName(nearest)
+    return (
+        pairs.filter(F.col("a") != F.col("b"))
+        .groupBy("a", "b")
+        .agg(F.min(F.col("tb") - F.col("ta")).alias("hi"), F.count("*").alias("pairs"))
+    )
+
+
+def estimate(events: DataFrame, tolerance: float) -> Clocks:
+    """Bounds from the log, closed transitively, and the per-process estimates."""
+    rows = evidence_pairs(events).collect()
+    clocks = Clocks(tolerance=tolerance)
+    if not rows:
+        return clocks
+    names = sorted({r["a"] for r in rows} | {r["b"] for r in rows})
+    index = {p: i for i, p in enumerate(names)}
+    n = len(names)
+    inf = math.inf
+    hi = [[0.0 if i == j else inf for j in range(n)] for i in range(n)]
+    count = [[0] * n for _ in range(n)]
+    for r in rows:
+        i, j = index[r["a"]], index[r["b"]]
+        hi[i][j] = min(hi[i][j], float(r["hi"]))
+        count[i][j] += int(r["pairs"])
+    if n <= MAX_PROCESSES:
+        for k in range(n):
+            row_k = hi[k]
+            for i in range(n):
+                through = hi[i][k]
+                if through == inf:
+                    continue
+                row_i = hi[i]
+                for j in range(n):
+                    candidate = through + row_k[j]
+                    if candidate < row_i[j]:
+                        row_i[j] = candidate
+        if any(hi[i][i] < 0 for i in range(n)):
+            clocks.inconsistent = True
+            return clocks
+    # Per connected group: a reference process, and each member's allowed offset range.
+    reference: dict[int, int] = {}
+    for i in range(n):
+        if i in reference:
+            continue
+        for j in range(n):
+            if j not in reference and (i == j or hi[i][j] < inf or hi[j][i] < inf):
+                reference[j] = i
+    for i, name in enumerate(names):
+        ref = reference[i]
+        clocks.offsets[name] = _pick(-hi[i][ref], hi[ref][i], tolerance)
+    for i in range(n):
+        for j in range(n):
+            if i == j or (hi[i][j] == inf and hi[j][i] == inf):
+                continue
+            low, high = -hi[j][i], hi[i][j]  # offset(j) - offset(i) in [low, high]
+            a, b = names[i], names[j]
+            estimated = clocks.offsets[b] - clocks.offsets[a]
+            clocks.slacks[(a, b)] = max(0.0, estimated - _lower(low, high, tolerance))
+            if i < j:
+                clocks.bounds.append({
+                    "a": a, "b": b, "low": None if low == -inf else round(low, 6),
+                    "high": None if high == inf else round(high, 6), "pairs": count[i][j] + count[j][i],
+                })
+    return clocks
+
+
+def _lower(low: float, high: float, tolerance: float) -> float:
+    """The lowest offset difference to allow: the evidence within the tolerance, the
+    evidence alone where it proves more skew than the tolerance."""
+    if high < -tolerance:
+        return low
+    return max(low, -tolerance)
+
+
+def _pick(low: float, high: float, tolerance: float) -> float:
+    if low <= 0 <= high and (high - low > 2 * tolerance or math.isinf(low) or math.isinf(high)):
+        return 0.0
+    if not (math.isinf(low) or math.isinf(high)) and high - low <= 2 * tolerance:
+        return (low + high) / 2
+    return low if low > 0 else high

@@ -1,0 +1,188 @@
+"""Verdicts that hold (issue 14): each finding reproduced by a hand-written history.
+
+Every case has its own processes (clock offsets are per process) and its own namespace.
+Times given to Log are true times; a Log with clock_offset stamps them off by that much.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kubecoord.analytics.pipeline import Analysis, analyze
+
+from .histories import T0, Log
+
+
+@pytest.fixture(scope="module")
+def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
+    root = tmp_path_factory.mktemp("verdicts")
+    logs: list[Log] = []
+
+    def log(process: str, namespace: str, **options: Any) -> Log:
+        logs.append(Log(root / f"{process}.jsonl", process, namespace=namespace, **options))
+        return logs[-1]
+
+    # A clean handover whose successor's clock is 2 s behind: both observe each other's
+    # acquisition, which proves the offset.
+    h1, h2 = log("h1", "handover"), log("h2", "handover", clock_offset=-2.0)
+    h1.leader(0, "svc", "acquired", "a", 1, valid_until=15)
+    h2.add(0.01, "leader_election", "svc", "observed", member="a", epoch=1)
+    h1.leader(5, "svc", "renewed", "a", 1, valid_until=20)
+    h1.leader(10, "svc", "resigned", "a", 1)
+    h2.leader(10.1, "svc", "acquired", "b", 2, valid_until=25.1)
+    h1.add(10.11, "leader_election", "svc", "observed", member="b", epoch=2)
+    h2.leader(20, "svc", "resigned", "b", 2)
+    # A real 0.9 s split brain: a believes it leads until 25, b (clock 1 s ahead) took over at 24.1.
+    s1, s2 = log("s1", "split"), log("s2", "split", clock_offset=1.0)
+    s1.leader(0, "svc", "acquired", "a", 1, valid_until=15)
+    s2.add(0.01, "leader_election", "svc", "observed", member="a", epoch=1)
+    s1.leader(5, "svc", "renewed", "a", 1, valid_until=20)
+    s1.leader(10, "svc", "renewed", "a", 1, valid_until=25)
+    s2.leader(24.1, "svc", "acquired", "b", 2, valid_until=39.1)
+    s1.add(24.11, "leader_election", "svc", "observed", member="b", epoch=2)
+    s1.leader(25.5, "svc", "lost", "a", 1)
+    s2.leader(40, "svc", "resigned", "b", 2)
+    # A member re-acquires with its own epoch; b takes over during that second term.
+    r1, r2 = log("r1", "reacquire"), log("r2", "reacquire")
+    r1.leader(0, "svc", "acquired", "a", 1, valid_until=15)
+    r1.leader(5, "svc", "renewed", "a", 1, valid_until=20)
+    r1.leader(10, "svc", "lost", "a", 1)
+    r1.leader(30, "svc", "acquired", "a", 1, valid_until=45)
+    r1.leader(35, "svc", "renewed", "a", 1, valid_until=50)
+    r2.leader(34, "svc", "acquired", "b", 2, valid_until=49)
+    r2.leader(40, "svc", "resigned", "b", 2)
+    # The memory backend: valid_until = now + session timeout, no renewals logged.
+    m1, m2 = log("m1", "memory", backend="memory"), log("m2", "memory", backend="memory")
+    m1.leader(0, "svc", "acquired", "a", 1, valid_until=5)
+    m1.leader(100, "svc", "resigned", "a", 1)
+    m2.leader(100, "svc", "acquired", "b", 2, valid_until=105)
+    m2.leader(130, "svc", "resigned", "b", 2)
+    # Two creators of one key; a legitimate re-creation after a delete.
+    c1, c2 = log("c1", "race"), log("c2", "race")
+    c1.kv(0, "s", "put", "x", 1)
+    c2.kv(0.3, "s", "put", "x", 1)
+    c1.kv(2, "s", "updated", "x", 2)
+    c1.kv(0, "s", "put", "y", 1)
+    c1.kv(5, "s", "deleted", "y", 1)
+    c2.kv(10, "s", "put", "y", 1)
+    # A log ingested twice (the live file and an archive copy): no lost update, no duplicate.
+    d1, d2 = log("d1", "copies"), log("d2", "copies")
+    d1.kv(0, "s", "put", "k", 1)
+    d1.kv(1, "s", "updated", "k", 2)
+    d2.kv(2, "s", "updated", "k", 3)
+    d1.group(0, "g", "joined", "m")
+    d1.group(5, "g", "renewed", "m")
+    # Dropped events: a gap of 4 in seq.
+    g1 = log("g1", "gaps")
+    g1.group(0, "g", "joined", "n")
+    g1.group(5, "g", "renewed", "n")
+    g1.group(10, "g", "renewed", "n")
+    g1.skip(4)
+    g1.group(35, "g", "renewed", "n")
+    g1.group(40, "g", "left", "n")
+    # Fenced writes: the deposed leader (epoch 3) writes after the new one's (epoch 4) first write.
+    f1, f2 = log("f1", "fenced"), log("f2", "fenced")
+    f1.add(0, "kv", "s", "put", key="k1", version=1, epoch=3)
+    f1.add(1, "kv", "s", "updated", key="k1", version=2, epoch=3)
+    f1.add(4.5, "kv", "s", "put", key="k0", version=1, epoch=3)  # before epoch 4 wrote anything: fine
+    f2.add(5, "kv", "s", "put", key="k2", version=1, epoch=4)
+    f1.add(8, "kv", "s", "updated", key="k1", version=3, epoch=3)  # stale: 3 s after epoch 4's first write
+    f2.add(20, "kv", "s", "put", key="k3", version=1, epoch=4)
+    f1.add(20.2, "kv", "s", "updated", key="k3", version=2, epoch=3)  # stale by the key's version order
+    for each in logs:
+        each.write()
+    (root / "archive").mkdir()
+    shutil.copy(d1.path, root / "archive" / "d1.jsonl")
+    result = analyze(spark, [str(root / "*.jsonl"), str(root / "archive")], skew=1.0)
+    yield result
+    result.close()
+
+
+def violations(analysis: Analysis, namespace: str) -> list[dict[str, Any]]:
+    rows = analysis.tables["violations"].filter(f"namespace = '{namespace}'").orderBy("ts").collect()
+    return [row.asDict(recursive=True) for row in rows]
+
+
+def terms(analysis: Analysis, namespace: str) -> list[tuple[Any, ...]]:
+    rows = analysis.tables["leadership_intervals"].filter(f"namespace = '{namespace}'").orderBy("start").collect()
+    return [(r["member"], r["epoch"], r["acquisition"], round(r["start"] - T0, 3), round(r["end"] - T0, 3),
+             r["end_reason"]) for r in rows]
+
+
+def gaps(analysis: Analysis, namespace: str) -> list[tuple[Any, ...]]:
+    rows = analysis.tables["failover_gaps"].filter(f"namespace = '{namespace}'").collect()
+    return sorted((r["from_member"], r["to_member"], round(r["gap"], 3)) for r in rows)
+
+
+def test_a_clean_handover_with_a_clock_2_s_behind_is_no_overlap(analysis: Analysis) -> None:
+    assert violations(analysis, "handover") == []
+    assert gaps(analysis, "handover") == [("a", "b", 0.1)]
+    clocks = analysis.summary["clocks"]
+    assert clocks["tolerance_seconds"] == 1.0
+    assert clocks["process_offsets_seconds"]["h2"] - clocks["process_offsets_seconds"]["h1"] == pytest.approx(-2.0)
+    assert clocks["estimated_skew_seconds"] >= 1.99
+
+
+def test_a_real_split_brain_of_0_9_s_is_an_overlap(analysis: Analysis) -> None:
+    (found,) = violations(analysis, "split")
+    assert found["type"] == "overlapping_leadership"
+    assert "0.900 s of overlap" in found["detail"]
+    assert gaps(analysis, "split") == []
+
+
+def test_a_member_re_acquiring_its_own_epoch_starts_a_second_term(analysis: Analysis) -> None:
+    assert terms(analysis, "reacquire") == [
+        ("a", 1, 1, 0.0, 10.0, "lost"),
+        ("a", 1, 2, 30.0, 50.0, "expired"),
+        ("b", 2, 1, 34.0, 40.0, "resigned"),
+    ]
+    kinds = [v["type"] for v in violations(analysis, "reacquire")]
+    assert kinds == ["overlapping_leadership"]
+    assert gaps(analysis, "reacquire") == [("a", "a", 20.0)]  # a's own re-acquisition, not a 24 s gap to b
+
+
+def test_memory_backend_valid_until_does_not_cut_a_term(analysis: Analysis) -> None:
+    assert terms(analysis, "memory") == [
+        ("a", 1, 1, 0.0, 100.0, "resigned"),
+        ("b", 2, 1, 100.0, 130.0, "resigned"),
+    ]
+    assert gaps(analysis, "memory") == [("a", "b", 0.0)]
+    assert violations(analysis, "memory") == []
+
+
+def test_a_create_race_is_found(analysis: Analysis) -> None:
+    (found,) = violations(analysis, "race")
+    assert (found["type"], found["subject"]) == ("create_race", "x")
+    assert [(e["process"], e["event"]) for e in found["evidence"]] == [("c1", "put"), ("c2", "put")]
+
+
+def test_an_archive_copy_is_deduplicated(analysis: Analysis) -> None:
+    assert violations(analysis, "copies") == []
+    assert analysis.summary["inputs"]["duplicates_dropped"] == 4
+    assert analysis.summary["inputs"]["events_read"] == analysis.summary["inputs"]["events"] + 4
+
+
+def test_seq_gaps_are_reported_as_lost_coverage(analysis: Analysis) -> None:
+    coverage = analysis.summary["coverage"]
+    assert (coverage["seq_gaps"], coverage["missing_events"], coverage["processes_with_gaps"]) == (1, 4, 1)
+    (gap,) = coverage["largest_gaps"]
+    assert (gap["process"], gap["after_seq"], gap["before_seq"], gap["missing"]) == ("g1", 3, 8, 4)
+    assert gap["from"] == "2026-01-01T00:00:10.000000Z" and gap["to"] == "2026-01-01T00:00:35.000000Z"
+
+
+def test_a_stale_epoch_write_after_the_new_leaders_first_write_is_a_violation(analysis: Analysis) -> None:
+    found = violations(analysis, "fenced")
+    assert [(v["type"], v["subject"]) for v in found] == [("stale_epoch_write", "k1"), ("stale_epoch_write", "k3")]
+    assert found[0]["detail"] == "k1 updated with epoch 3 after a write with epoch 4"
+
+
+def test_summary_lists_violation_details(analysis: Analysis) -> None:
+    details = analysis.summary["violation_details"]
+    assert len(details) == analysis.violation_count == 5
+    split = next(d for d in details if d["namespace"] == "split")
+    assert split["ts"] == "2026-01-01T00:00:24.100000Z"
+    assert [e["process"] for e in split["evidence"]] == ["s1", "s1", "s2", "s2"]
