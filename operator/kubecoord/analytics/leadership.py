@@ -12,10 +12,13 @@ acquisition 0). A term starts at ``acquired`` (else its first event) and ends at
   valid_until is until when the holder may act without renewing, so a term ends at the
   earlier of its end event and its last valid_until, and at its last valid_until when
   the process vanished;
-- memory, zookeeper (SESSION_BACKENDS): a session kept alive without logged renewals;
-  valid_until is now + session timeout when the event was logged, the earliest end if
-  the process died then. It bounds a term only when the process vanished (no end
-  event); a 100 s term with valid_until 5 s after its start lasts 100 s.
+- zookeeper, and memory terms without logged renewals (memory histories written before
+  the memory backend ran the lease core): a session kept alive without logged
+  renewals; valid_until is now + session timeout when the event was logged, the
+  earliest end if the process died then. It bounds a term only when the process
+  vanished (no end event); a 100 s term with valid_until 5 s after its start lasts
+  100 s. (A single ``renewed`` as a term's last event is the heartbeat such a process
+  logs when it crashes, not a renewal.) Memory terms that renew are leases.
 
 All times are corrected by the clock offsets estimated from the log (clocks module).
 Checks:
@@ -42,7 +45,8 @@ from kubecoord.analytics.reading import evidence
 ELECTION = ("namespace", "name")
 HOLDER = ("namespace", "name", "process", "member", "epoch")
 TERM = (*HOLDER, "acquisition")
-SESSION_BACKENDS = ("memory", "zookeeper")
+SESSION_BACKENDS = ("zookeeper",)
+SESSION_UNLESS_RENEWED = ("memory",)
 APPROX_ACCURACY = 10_000
 
 
@@ -63,10 +67,14 @@ def intervals(events: DataFrame) -> DataFrame:
         F.min(row).alias("first_row"),
         F.max(row).alias("last_row"),
         F.count("*").alias("events"),
+        F.count(F.when(F.col("event") == "renewed", 1)).alias("renewals"),
     )
     end_t = F.col("end_row.t")
     vanished = F.greatest(F.coalesce("max_valid_until", "last_t"), F.col("last_t"))
-    session = F.col("backend").isin(*SESSION_BACKENDS)
+    renewed_before_last = F.col("renewals") - (F.col("last_row.ev.event") == "renewed").cast("int")
+    session = F.col("backend").isin(*SESSION_BACKENDS) | (
+        F.col("backend").isin(*SESSION_UNLESS_RENEWED) & (renewed_before_last == 0)
+    )
     ended = F.when(session, end_t).otherwise(F.least(end_t, F.coalesce("max_valid_until", end_t)))
     end = F.when(end_t.isNotNull(), ended).otherwise(F.when(session, vanished).otherwise(
         F.coalesce("max_valid_until", "last_t")))
