@@ -59,6 +59,7 @@ def decide(
     session_timeout: float,
     rebalance_timeout: float,
     assign: Assign,
+    choose: Callable[[dict[str, Protocols]], str] = select_protocol,
 ) -> Decision:
     members = set(state.members)
     for holder in members & timers.fence_since.keys():
@@ -97,7 +98,7 @@ def decide(
 
     if state.phase == REBALANCING:
         if state.joined >= members and departed <= fenced:
-            protocol, assignment = _assign(state.members, assign)
+            protocol, assignment = _assign(state.members, assign, choose)
             return Decision(
                 state.evolve(
                     phase=STABLE, protocol=protocol, assignment=assignment, holders=frozenset(members), **lead
@@ -111,10 +112,13 @@ def decide(
     return Decision(None)
 
 
-def _assign(members: dict[str, Protocols], assign: Assign) -> tuple[str | None, dict[str, bytes]]:
+def _assign(
+    members: dict[str, Protocols], assign: Assign, choose: Callable[[dict[str, Protocols]], str]
+) -> tuple[str | None, dict[str, bytes]]:
     if not members:
         return None, {}
-    protocol = select_protocol(members)
-    metadata = {m: dict(protos)[protocol] for m, protos in members.items()}
+    protocol = choose(members)
+    # A server-side choice may be a protocol a member did not list: it gets its first one's metadata.
+    metadata = {m: dict(protos).get(protocol, protos[0][1]) for m, protos in members.items()}
     result = assign(protocol, metadata)
     return protocol, {m: result.get(m, b"") for m in members}

@@ -396,6 +396,8 @@ class GroupMember(GroupCoordinatorHandle):
             return False
         if state is not None and state.leader_epoch > leader.epoch:
             return False  # a newer leader wrote already; this view is stale
+        if state is not None and state.assigned_by is not None:
+            return False  # the operator assigns this group (Group spec.assignment)
         live: dict[str, Protocols] = {}
         for member, data in self._membership.membership().items():
             decoded = decode_join_data(data)

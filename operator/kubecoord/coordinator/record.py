@@ -9,7 +9,8 @@ Format 1, JSON (bytes as base64)::
      "holders":  ["w2", ...],    # may still act on units of an earlier generation
      "excluded": ["w9"],         # live, but dropped for missing the rebalance timeout
      "protocol": "sticky", "assignment": {"w1": "<b64>", ...}, "rejoin": false,
-     "started": 1764000000.5}    # wall time the rebalance started (for durations)
+     "started": 1764000000.5,    # wall time the rebalance started (for durations)
+     "assigned_by": "operator"}  # optional: the operator assigns (KIP-848), not a member
 
 Guarantees: two writers that read the same version cannot both write (the KV's
 compare-and-set), so a generation is published once; the generation never decreases
@@ -51,6 +52,8 @@ class GroupState:
     assignment: dict[str, bytes] = field(default_factory=dict)
     rejoin: bool = False
     started: float = 0.0
+    assigned_by: str | None = None
+    """None: the elected member leads; "operator": the kubecoord operator does (spec.assignment)."""
 
     def evolve(self, **changes: Any) -> GroupState:
         return replace(self, **changes)
@@ -83,6 +86,7 @@ def encode_state(state: GroupState) -> str:
             "assignment": {m: _b64(a) for m, a in sorted(state.assignment.items())},
             "rejoin": state.rejoin,
             "started": state.started,
+            **({"assigned_by": state.assigned_by} if state.assigned_by else {}),
         },
         separators=(",", ":"),
     )
@@ -109,6 +113,7 @@ def decode_state(text: str) -> GroupState:
             assignment={m: _unb64(a) for m, a in raw.get("assignment", {}).items()},
             rejoin=bool(raw.get("rejoin", False)),
             started=float(raw.get("started", 0.0)),
+            assigned_by=raw.get("assigned_by"),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise GroupProtocolError(f"group state record is malformed: {exc}") from None

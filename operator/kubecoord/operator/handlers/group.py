@@ -1,7 +1,9 @@
 """Group: the members of one group (member Leases on kubernetes, ephemeral znodes on zookeeper).
 
 Status: members (id, data), memberCount, generation. Events MemberJoined, MemberLeft and
-MemberExpired.
+MemberExpired. Groups whose members use the group coordinator also show its generation,
+phase, protocol, leader and each member's units, with RebalanceStarted/Completed Events;
+with spec.assignment the operator computes the assignment (kubecoord.operator.assignment).
 
 Expired members are deleted by the operator's own membership handle: on kubernetes every
 observer of a group reaps a member whose Lease was not renewed within its duration (with
@@ -25,14 +27,16 @@ from kubecoord.backends.kubernetes import naming
 from kubecoord.operator import backing, metrics
 from kubecoord.operator.departures import departures
 from kubecoord.operator.handlers._resource import Context, History, register
-from kubecoord.operator.mirror import GroupMirror, Mirror, Notice, Snapshot
+from kubecoord.operator.assignment import CoordinatedGroupMirror
+from kubecoord.operator.mirror import Mirror, Notice, Snapshot
 
 VERDICT_WAIT_SECONDS = 5.0
 """How long to wait for the member Lease's deletion to be seen before calling it a leave."""
 
 
 def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> Mirror:
-    return GroupMirror(coordinator, body["metadata"]["name"], dict(body.get("status") or {}), wake)
+    # The membership plus the group coordinator's generation record (kubecoord.operator.assignment).
+    return CoordinatedGroupMirror(coordinator, body, wake)
 
 
 async def _after(context: Context, snapshot: Snapshot) -> None:

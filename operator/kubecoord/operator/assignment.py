@@ -1,0 +1,244 @@
+"""Group coordinator status and operator-computed assignment (KIP-848's server side).
+
+Every Group whose members use ``coord.group_coordinator(...)`` has a generation record
+(kubecoord.coordinator.record). This module reads it for the Group's status — generation,
+phase, protocol, leader and each member's units — and posts RebalanceStarted /
+RebalanceCompleted Events when the generation or phase changes.
+
+With ``spec.assignment`` (``{units: 64, assignor: sticky}``) the operator itself is the
+group leader: it marks the record ``assigned_by: operator`` (members then never lead),
+applies the leader rules of kubecoord.coordinator.leading on the live membership and
+computes the assignment with the spec's assignor. Whatever the members' rebalance
+protocol, a unit another member still reports owning is withheld (the cooperative
+rule), so an eager or a cooperative member is safe under either assignor. Members must
+use kubecoord.coordinator.UnitsProtocol (protocol type ``units``): the operator reads
+their owned units from its metadata.
+
+Guarantees: the same as member-led groups (the record is written by compare-and-set
+only; departed holders are fenced for sessionTimeoutSeconds before their units move).
+Not guaranteed: a rebalance while the operator is down (a standby takes over; the
+members keep their units meanwhile).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubecoord.api import Coordinator
+from kubecoord.coordinator.assignors import ASSIGNORS, Subscription
+from kubecoord.coordinator.leading import Decision, LeaderTimers, decide
+from kubecoord.coordinator.record import (
+    REBALANCING,
+    STABLE,
+    STATE_KEY,
+    GroupState,
+    Protocols,
+    decode_join_data,
+    decode_state,
+    derived_name,
+    encode_state,
+)
+from kubecoord.coordinator.units import decode_units, encode_units
+from kubecoord.errors import GroupProtocolError, KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.operator.mirror import GroupMirror, Notice, Snapshot
+
+OPERATOR_ID = "kubecoord-operator"
+UNITS_PROTOCOL_TYPE = "units"
+
+
+@dataclass(frozen=True)
+class AssignmentSpec:
+    """spec.assignment of a Group, as the CRD admits it (validated and defaulted)."""
+
+    units: tuple[str, ...]
+    assignor: str = "sticky"
+    session_timeout: float = 10.0
+    rebalance_timeout: float = 30.0
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> AssignmentSpec | None:
+        raw = spec.get("assignment")
+        if not raw:
+            return None
+        names = raw.get("unitNames")
+        units = tuple(str(u) for u in names) if names else tuple(str(i) for i in range(int(raw.get("units", 0))))
+        return cls(
+            units=units,
+            assignor=str(raw.get("assignor", "sticky")),
+            session_timeout=float(raw.get("sessionTimeoutSeconds", 10)),
+            rebalance_timeout=float(raw.get("rebalanceTimeoutSeconds", 30)),
+        )
+
+
+def assign_units(spec: AssignmentSpec, metadata: dict[str, bytes]) -> dict[str, bytes]:
+    """The spec's assignor over the members' reported ownership, then the cooperative
+    rule: nothing goes to a member while another reports owning it."""
+    subscriptions = {}
+    for member, data in metadata.items():
+        owned, generation = decode_units(data)
+        subscriptions[member] = Subscription(tuple(owned), generation)
+    target = ASSIGNORS[spec.assignor]().assign(list(spec.units), subscriptions)
+    claimed: dict[str, set[str]] = {}
+    for member, sub in subscriptions.items():
+        for unit in sub.owned:
+            claimed.setdefault(unit, set()).add(member)
+    # Cooperative members keep units through a rebalance whatever the assignor: what
+    # another member still owns follows in the next generation, as in KIP-429.
+    safe = {m: [u for u in got if claimed.get(u, {m}) <= {m}] for m, got in target.items()}
+    return {member: encode_units(safe.get(member, [])) for member in metadata}
+
+
+class GroupCoordinatorView:
+    """Reads (and with spec.assignment, drives) one group's generation record."""
+
+    def __init__(
+        self, coordinator: Coordinator, group: str, spec: AssignmentSpec | None, wake: Callable[[], None]
+    ) -> None:
+        self.group = group
+        self.spec = spec
+        self._wake = wake
+        name = derived_name(group)
+        self._store = coordinator.storage(name)
+        self._registry = coordinator.listener_registry(name)
+        self._registry.add_value_change_listener(STATE_KEY, self._poke)
+        self._membership = coordinator.group_membership(group) if spec is not None else None
+        self._timers = LeaderTimers()
+        self._timer: threading.Timer | None = None
+        self._seen: tuple[int, str] | None = None
+
+    def _poke(self, *_: Any) -> None:
+        self._wake()
+
+    def step(self) -> tuple[GroupState | None, list[Notice]]:
+        """Assign if this group is the operator's to assign; return the record and the
+        Events that describe what changed since the previous step."""
+        state: GroupState | None = None
+        for _ in range(20):
+            versioned = self._store.fetch_versioned(STATE_KEY).result()
+            state = decode_state(versioned.value) if versioned is not None else None
+            if self.spec is None or not self._lead(state, None if versioned is None else versioned.version):
+                break
+        return state, self._notices(state)
+
+    def _lead(self, state: GroupState | None, version: int | None) -> bool:
+        """One leader step; True when a write happened (read again)."""
+        assert self.spec is not None and self._membership is not None
+        spec = self.spec
+        live: dict[str, Protocols] = {}
+        for member, data in self._membership.membership().items():
+            decoded = decode_join_data(data)
+            if decoded is not None and decoded[0] == UNITS_PROTOCOL_TYPE:
+                live[member] = decoded[1]
+        base = state or GroupState(generation=0, phase=STABLE, protocol_type=UNITS_PROTOCOL_TYPE)
+        takeover = base.assigned_by != "operator"
+        base = base.evolve(assigned_by="operator")
+        now = time.monotonic()
+        decision = decide(
+            base, live, leader_id=OPERATOR_ID, epoch=base.leader_epoch, now=now, wall=time.time(),
+            timers=self._timers, session_timeout=spec.session_timeout, rebalance_timeout=spec.rebalance_timeout,
+            assign=lambda _protocol, metadata: assign_units(spec, metadata), choose=lambda _members: spec.assignor,
+        )
+        if decision.state is None and takeover:
+            decision = Decision(base, "leader")
+        self._schedule(decision.wake_in)
+        if decision.state is None:
+            return False
+        text = encode_state(decision.state)
+        try:
+            if version is None:
+                self._store.put(STATE_KEY, text)
+            else:
+                self._store.update(STATE_KEY, text, expected_version=version)
+        except (VersionConflictError, KeyExistsError, KeyNotFoundError):
+            pass
+        return True
+
+    def _schedule(self, delay: float | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if delay is not None:
+            self._timer = threading.Timer(delay + 0.01, self._wake)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _notices(self, state: GroupState | None) -> list[Notice]:
+        if state is None:
+            return []
+        seen, self._seen = self._seen, (state.generation, state.phase)
+        if seen == self._seen or state.generation == 0:
+            return []
+        by = "the operator" if state.assigned_by else f"leader {state.leader}"
+        if state.phase == REBALANCING:
+            members = ", ".join(sorted(state.members)) or "none"
+            return [Notice("Normal", "RebalanceStarted", f"generation {state.generation} forming; members: {members}")]
+        if seen is None or seen[0] < state.generation or seen[1] != STABLE:
+            return [Notice("Normal", "RebalanceCompleted",
+                           f"generation {state.generation} assigned by {by} with {state.protocol}")]
+        return []
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._registry.remove_value_change_listener(STATE_KEY, self._poke)
+        self._registry.close()
+        self._store.close()
+        if self._membership is not None:
+            self._membership.close()
+
+
+def status_fields(state: GroupState | None, members: dict[str, str]) -> dict[str, Any]:
+    """The Group status fields a generation record adds: generation, phase, protocol,
+    leader, assignedBy, and units / unitCount on each member entry."""
+    if state is None:
+        return {}
+    units: dict[str, list[str]] = {}
+    for member, data in state.assignment.items():
+        if state.protocol_type == UNITS_PROTOCOL_TYPE:
+            try:
+                units[member] = decode_units(data)[0]
+            except GroupProtocolError:
+                continue
+    entries = []
+    for member in sorted(members):
+        entry: dict[str, Any] = {"id": member, "data": members[member]}
+        if state.phase == STABLE and member in units:
+            entry["units"] = units[member]
+            entry["unitCount"] = len(units[member])
+        entries.append(entry)
+    return {
+        "members": entries,
+        "generation": state.generation,
+        "phase": "Stable" if state.phase == STABLE else "Rebalancing",
+        "protocol": state.protocol,
+        "leader": OPERATOR_ID if state.assigned_by else state.leader,
+        "assignedBy": "operator" if state.assigned_by else "members",
+    }
+
+
+class CoordinatedGroupMirror(GroupMirror):
+    """The Group status mirror plus the generation record (and, with spec.assignment,
+    the operator's leader step). Driven by the mirror's wake like the membership."""
+
+    def __init__(
+        self, coord: Coordinator, body: dict[str, Any], wake: Callable[[], None]
+    ) -> None:
+        name = body["metadata"]["name"]
+        super().__init__(coord, name, dict(body.get("status") or {}), wake)
+        self._view = GroupCoordinatorView(coord, name, AssignmentSpec.from_spec(dict(body.get("spec") or {})), wake)
+
+    def _snapshot(self) -> Snapshot:
+        snapshot = super()._snapshot()
+        state, notices = self._view.step()
+        members = {entry["id"]: entry.get("data", "") for entry in snapshot.status["members"]}
+        snapshot.status.update(status_fields(state, members))
+        snapshot.notices.extend(notices)
+        return snapshot
+
+    def close(self) -> None:
+        self._view.close()
+        super().close()

@@ -1,0 +1,119 @@
+"""Group coordinator status and operator-computed assignment (spec.assignment) against
+the API emulator, with the operator running."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterator
+
+import kubernetes.client
+import pytest
+
+import kubecoord
+from kubecoord.coordinator import GroupMember, UnitsProtocol, decode_units
+from tests.helpers import eventually
+from tests.operator.conftest import NAMESPACE, Resources
+
+FAST = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+
+
+@pytest.fixture
+def connect(kubeconfig_path: pathlib.Path) -> Iterator[object]:
+    opened: list[kubecoord.Coordinator] = []
+
+    def make() -> kubecoord.Coordinator:
+        coordinator = kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(kubeconfig_path), **FAST)
+        opened.append(coordinator)
+        return coordinator
+
+    yield make
+    for coordinator in opened:
+        coordinator.close()
+
+
+def _member(connect: object, name: str, member_id: str, assignors: list[str]) -> GroupMember:
+    coordinator = connect()  # type: ignore[operator]
+    member = coordinator.group_coordinator(
+        name, UnitsProtocol([], assignors=assignors), member_id=member_id, session_timeout=1.0, rebalance_timeout=10.0
+    )
+    assert isinstance(member, GroupMember)
+    member.join()
+    return member
+
+
+def _units(member: GroupMember) -> list[str]:
+    return decode_units(member.assignment or b"")[0]
+
+
+def test_operator_assigns_the_spec_units(resources: Resources, connect: object, unique: str) -> None:
+    name = f"assigned-{unique}"
+    spec = {
+        "leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5,
+        "assignment": {"units": 8, "assignor": "sticky", "sessionTimeoutSeconds": 1, "rebalanceTimeoutSeconds": 10},
+    }
+    resources.create("groups", "Group", name, spec)
+    resources.wait_ready("groups", name)
+    # The members offer range only: the operator's assignor decides (KIP-848).
+    a = _member(connect, name, "a", ["range"])
+    b = _member(connect, name, "b", ["range"])
+
+    def settled() -> bool:
+        status = resources.status("groups", name)
+        counts = sorted(m.get("unitCount", -1) for m in status.get("members") or [])
+        return status.get("phase") == "Stable" and counts == [4, 4]
+
+    eventually(settled, timeout=30)
+    status = resources.status("groups", name)
+    assert status["assignedBy"] == "operator" and status["leader"] == "kubecoord-operator"
+    assert status["protocol"] == "sticky" and status["generation"] >= 1
+    eventually(lambda: a.is_stable() and b.is_stable() and a.generation == b.generation, timeout=20)
+    assert sorted(_units(a) + _units(b)) == sorted(str(i) for i in range(8))
+    assert a.protocol_name == "sticky"
+    description = a.describe()
+    assert description is not None and description.leader == "kubecoord-operator"
+    eventually(lambda: any(r == "RebalanceCompleted" for r, _ in resources.events(name)), timeout=20)
+    assert any(r == "RebalanceStarted" for r, _ in resources.events(name))
+
+    generation = a.generation
+    b.leave()
+    eventually(lambda: a.is_stable() and a.generation > generation and len(_units(a)) == 8, timeout=30)
+    eventually(lambda: [m.get("unitCount") for m in resources.status("groups", name)["members"]] == [8], timeout=20)
+    a.leave()
+    resources.delete("groups", name)
+    eventually(lambda: resources.get("groups", name) is None, timeout=30)
+
+
+def test_member_led_group_status_shows_the_generation(resources: Resources, connect: object, unique: str) -> None:
+    name = f"led-{unique}"
+    resources.create("groups", "Group", name, {"leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5})
+    resources.wait_ready("groups", name)
+    coordinator = connect()  # type: ignore[operator]
+    member = coordinator.group_coordinator(name, UnitsProtocol(["x", "y"]), member_id="solo", session_timeout=1.0)
+    member.join(timeout=20)
+    eventually(lambda: resources.status("groups", name).get("phase") == "Stable", timeout=20)
+    status = resources.status("groups", name)
+    assert status["assignedBy"] == "members" and status["leader"] == "solo"
+    assert status["generation"] == member.generation
+    assert status["members"][0]["units"] == ["x", "y"]
+    member.leave()
+    resources.delete("groups", name)
+    eventually(lambda: resources.get("groups", name) is None, timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"assignment": {"units": 4, "unitNames": ["a"]}}, "exactly one of units"),
+        ({"assignment": {"units": 4, "sessionTimeoutSeconds": 20, "rebalanceTimeoutSeconds": 10}}, "at least"),
+        ({"backend": "zookeeper", "zookeeper": {"hosts": ["zk:2181"]}, "assignment": {"units": 4}}, "kubernetes"),
+        ({"assignment": {"units": 4, "assignor": "random"}}, "Unsupported value"),
+    ],
+)
+def test_invalid_assignment_is_refused(
+    k8s: kubernetes.client.ApiClient, unique: str, spec: dict[str, object], message: str
+) -> None:
+    custom = kubernetes.client.CustomObjectsApi(k8s)
+    body = {"apiVersion": "kubecoord.dev/v1alpha1", "kind": "Group", "metadata": {"name": f"bad-{unique}"}, "spec": spec}
+    with pytest.raises(kubernetes.client.exceptions.ApiException) as error:
+        custom.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", NAMESPACE, "groups", body)
+    assert error.value.status == 422 and message in str(error.value.body)
