@@ -113,7 +113,9 @@ def test_invalid_assignment_is_refused(
     k8s: kubernetes.client.ApiClient, unique: str, spec: dict[str, object], message: str
 ) -> None:
     custom = kubernetes.client.CustomObjectsApi(k8s)
-    body = {"apiVersion": "kubecoord.dev/v1alpha1", "kind": "Group", "metadata": {"name": f"bad-{unique}"}, "spec": spec}
+    body = {
+        "apiVersion": "kubecoord.dev/v1alpha1", "kind": "Group", "metadata": {"name": f"bad-{unique}"}, "spec": spec
+    }
     with pytest.raises(kubernetes.client.exceptions.ApiException) as error:
         custom.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", NAMESPACE, "groups", body)
     assert error.value.status == 422 and message in str(error.value.body)

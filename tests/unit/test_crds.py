@@ -60,7 +60,9 @@ def _evaluate(rule: str, self_value: Any) -> bool:
 
 def test_three_namespaced_kinds_in_one_group_with_status_and_columns() -> None:
     assert set(CRDS) == {f"{plural}.kubecoord.dev.yaml" for plural in KINDS.values()}
-    columns = {"LeaderElection": ["Leader", "Epoch"], "Group": ["Members", "Generation", "Phase"], "KVStore": ["Keys", "Size"]}
+    columns = {
+        "LeaderElection": ["Leader", "Epoch"], "Group": ["Members", "Generation", "Phase"], "KVStore": ["Keys", "Size"]
+    }
     for kind, plural in KINDS.items():
         crd = CRDS[f"{plural}.kubecoord.dev.yaml"]
         assert crd["spec"]["group"] == "kubecoord.dev" and crd["spec"]["scope"] == "Namespaced"
@@ -125,6 +127,8 @@ def test_group_assignment_rules_reject_what_they_name() -> None:
     assert broken({"units": 4, "unitNames": ["a"]}) == [rules[0]["message"]]
     assert broken({}) == [rules[0]["message"]]
     assert broken({"units": 4, "sessionTimeoutSeconds": 20, "rebalanceTimeoutSeconds": 10}) == [rules[1]["message"]]
-    backend_rule = next(r for r in spec["x-kubernetes-validations"] if "assignment" in r["rule"] and "backend" in r["rule"])
+    backend_rule = next(
+        r for r in spec["x-kubernetes-validations"] if "assignment" in r["rule"] and "backend" in r["rule"]
+    )
     assert not _evaluate(backend_rule["rule"], {"backend": "zookeeper", "assignment": {"units": 1}})
     assert _evaluate(backend_rule["rule"], {"backend": "kubernetes", "assignment": {"units": 1}})

@@ -25,9 +25,9 @@ import kopf
 from kubecoord.api import Coordinator
 from kubecoord.backends.kubernetes import naming
 from kubecoord.operator import backing, metrics
+from kubecoord.operator.assignment import CoordinatedGroupMirror
 from kubecoord.operator.departures import departures
 from kubecoord.operator.handlers._resource import Context, History, register
-from kubecoord.operator.assignment import CoordinatedGroupMirror
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
 
 VERDICT_WAIT_SECONDS = 5.0
