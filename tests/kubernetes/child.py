@@ -8,13 +8,16 @@
 Prints one JSON object per line on stdout, flushed at once: {"t": wall seconds, "event":
 ..., ...}. ``elect`` reports "leader" (listener calls) and "is_leader" (every change of
 is_leader(), polled every 2 ms) so a test can see what the process believed and when.
-Timings: lease 2 s, renew deadline 1.5 s, retry 0.5 s (or $KUBECOORD_TIMINGS="l,d,r").
+Timings: lease 2 s, renew deadline 1.5 s, retry 0.5 s (or $KUBECOORD_TIMINGS="l,d,r");
+the URL is $KUBECOORD_URL (default kubernetes://default). On SIGTERM ``elect`` closes its
+coordinator (which releases the Lease), prints "closed" and exits 0, as a pod should.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -34,24 +37,35 @@ def emit(event: str, **fields: Any) -> None:
 
 def coordinator(kubeconfig: str, **options: Any) -> kubecoord.Coordinator:
     lease, deadline, retry = (float(x) for x in os.environ.get("KUBECOORD_TIMINGS", "2,1.5,0.5").split(","))
+    url = os.environ.get("KUBECOORD_URL", "kubernetes://default")
     return kubecoord.connect(
-        "kubernetes://default", kubeconfig=kubeconfig, lease_duration=lease, renew_deadline=deadline,
-        retry_period=retry, **options,
+        url, kubeconfig=kubeconfig, lease_duration=lease, renew_deadline=deadline, retry_period=retry, **options,
     )
 
 
 def elect(kubeconfig: str, service: str, ident: str, history: str) -> None:
-    election = coordinator(kubeconfig, history=history).leader_election(service)
+    coord = coordinator(kubeconfig, history=history)
+    election = coord.leader_election(service)
+
+    stopping = threading.Event()
+    # The handler only flags: closing from inside it could interrupt a call holding a lock.
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
     election.add_listener(lambda leader: emit("leader", value=leader))
     emit("nominated", won=election.nominate(ident))
     leading = None
-    while True:
+    while not stopping.is_set():
         now = election.is_leader()
         if now != leading:
             leading = now
             leader = election.get_leader() if now else None
             emit("is_leader", value=now, epoch=leader.epoch if leader else None)
         time.sleep(0.002)
+    # The application stops acting as leader first, then close() releases the Lease.
+    if leading:
+        emit("is_leader", value=False, epoch=None)
+    emit("closing")
+    coord.close()
+    emit("closed")
 
 
 def write(kubeconfig: str, store: str, ident: str, count: int) -> None:

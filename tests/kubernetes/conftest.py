@@ -15,6 +15,8 @@ import kubecoord
 from kubecoord import Coordinator
 from kubecoord.testing import ApiEmulator
 
+from .clusters import Cluster, EmulatorCluster, RealCluster
+
 FAST = {"lease_duration": 3.0, "renew_deadline": 2.5, "retry_period": 0.5}
 """Expiry in seconds, with a renew deadline that survives a loaded machine (five tries)."""
 
@@ -68,3 +70,20 @@ def grant(admin_api: k8s.ApiClient, service_account: str, rules: list[dict[str, 
 
 def kubeconfig_for(api: ApiEmulator, directory: pathlib.Path, token: str) -> str:
     return str(api.write_kubeconfig(directory / f"kubeconfig-{uuid.uuid4().hex[:6]}", token=token))
+
+
+@pytest.fixture(scope="module", params=["emulator", "real"])
+def cluster(request: pytest.FixtureRequest) -> Cluster:
+    """The API server a two-server test runs on: the emulator, then the real kube-apiserver
+    (a namespace of the module's own there; skipped with the reason without its binaries)."""
+    if request.param == "emulator":
+        return EmulatorCluster(
+            request.getfixturevalue("api_emulator"),
+            request.getfixturevalue("kubeconfig_path"),
+            request.getfixturevalue("admin_api"),
+        )
+    return RealCluster(
+        request.getfixturevalue("real_api"),
+        request.getfixturevalue("real_admin_api"),
+        request.getfixturevalue("real_namespace"),
+    )

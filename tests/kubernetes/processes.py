@@ -1,10 +1,12 @@
 """Child processes for the multi-process tests: started with their own kubeconfig (their own
-service-account token, so the emulator attributes their requests), their stdout collected
-as JSON lines, killed and reaped by the fixture that made them."""
+service-account token, so the server attributes their requests), their stdout collected
+as JSON lines, killed and reaped by the fixture that made them. They run against either
+API server of tests/kubernetes/clusters.py."""
 
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import signal
 import subprocess
@@ -14,18 +16,21 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kubecoord.testing import ApiEmulator
+from .clusters import Cluster
 
 CHILD = pathlib.Path(__file__).with_name("child.py")
 
 
 class Child:
-    def __init__(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
+    """A process printing JSON lines: child.py by default, any program with ``argv``."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str] | None = None,
+                 argv: list[str] | None = None) -> None:
         self.name = name
         self.lines: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self.process = subprocess.Popen(
-            [sys.executable, str(CHILD), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            argv or [sys.executable, str(CHILD), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
         )
         self.killed_at: float | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -71,14 +76,27 @@ class Child:
 class Children:
     """Every child a test starts; all killed and reaped at the end, even on failure."""
 
-    def __init__(self, api: ApiEmulator, directory: pathlib.Path) -> None:
-        self.api, self.directory = api, directory
+    def __init__(self, cluster: Cluster, directory: pathlib.Path) -> None:
+        self.cluster, self.directory = cluster, directory
         self.all: list[Child] = []
 
-    def start(self, name: str, mode: str, *args: str, env: dict[str, str] | None = None) -> Child:
-        token = self.api.token_for_service_account("default", name)
-        config = self.api.write_kubeconfig(self.directory / f"kubeconfig-{name}", token=token)
-        child = Child(name, [mode, str(config), *args], env)
+    def kubeconfig(self, name: str) -> pathlib.Path:
+        """The kubeconfig of ServiceAccount ``name`` (the child's identity on the server)."""
+        return self.cluster.service_account_kubeconfig(name, self.directory)
+
+    def start(self, name: str, mode: str, *args: str, env: dict[str, str] | None = None,
+              kubeconfig: pathlib.Path | None = None) -> Child:
+        config = kubeconfig or self.kubeconfig(name)
+        environment = {**(env if env is not None else os.environ), "KUBECOORD_URL": self.cluster.url}
+        child = Child(name, [mode, str(config), *args], environment)
+        self.all.append(child)
+        return child
+
+    def start_client_go(self, binary: pathlib.Path, name: str, lease: str, *timings: str) -> Child:
+        """client-go's LeaseLock candidate (le-candidate) as ServiceAccount ``name``."""
+        argv = [str(binary), "--kubeconfig", str(self.kubeconfig(name)), "--namespace", self.cluster.namespace,
+                "--lease", lease, "--id", name, *timings]
+        child = Child(name, [], None, argv=argv)
         self.all.append(child)
         return child
 

@@ -1,6 +1,7 @@
-"""Multi-process failure tests: each client a real process with its own coordinator and its
-own service-account token; the API emulator runs in the test process and attributes every
-request to the process that made it. Lease 2 s, renew deadline 1.5 s, retry 0.5 s."""
+"""Multi-process failure tests, on the API emulator and on the real kube-apiserver (the
+``cluster`` fixture): each client a real process with its own coordinator and its own
+service-account token, so the server attributes every request (the emulator's request
+record, the real server's audit log). Lease 2 s, renew deadline 1.5 s, retry 0.5 s."""
 
 from __future__ import annotations
 
@@ -14,64 +15,48 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
+import yaml
 
-from kubecoord.testing import ApiEmulator
+import kubecoord
+from kubecoord.faults import ThreadedFaultProxy
 
+from .clusters import Cluster
 from .processes import Child, Children
 
 pytestmark = pytest.mark.slow
 
 LEASE_DURATION = 2.0
-WRITES = ("create", "update", "patch", "delete")
+KILL_FAILOVERS = {"emulator": 20, "real": 10}
+"""The real server's share of the tier's time budget is smaller; 10 failovers still cover
+every moment of a term at which a kill can land."""
 
 
 @pytest.fixture(scope="module")
-def client_role(admin_api: k8s.ApiClient) -> Iterator[None]:
-    """While this module runs, every service account of "default" may use Leases and
+def client_role(cluster: Cluster) -> Iterator[None]:
+    """While this module runs, every service account of the namespace may use Leases and
     ConfigMaps there (removed afterwards: other folders test denials in "default")."""
-    rbac = k8s.RbacAuthorizationV1Api(admin_api)
-    role = f"kubecoord-client-{uuid.uuid4().hex[:6]}"
-    rbac.create_namespaced_role("default", {"metadata": {"name": role}, "rules": [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"]},
-        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]},
-    ]})
-    rbac.create_namespaced_role_binding("default", {
-        "metadata": {"name": role},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
-        "subjects": [{"kind": "Group", "name": "system:serviceaccounts:default",
-                      "apiGroup": "rbac.authorization.k8s.io"}],
-    })
+    role = cluster.grant_namespace_clients()
     yield
-    rbac.delete_namespaced_role_binding(role, "default")
-    rbac.delete_namespaced_role(role, "default")
+    cluster.revoke(role)
 
 
 @pytest.fixture
-def children(api_emulator: ApiEmulator, tmp_path: pathlib.Path, client_role: None) -> Iterator[Children]:
-    started = Children(api_emulator, tmp_path)
+def children(cluster: Cluster, tmp_path: pathlib.Path, client_role: None) -> Iterator[Children]:
+    started = Children(cluster, tmp_path)
     yield started
     started.close()
 
 
-def _holder(api: ApiEmulator, service: str) -> tuple[str, int] | None:
-    for lease in api.objects("leases", "default"):
-        if lease["metadata"]["name"] == service:
-            spec = lease.get("spec") or {}
-            return spec.get("holderIdentity") or "", int(spec.get("leaseTransitions") or 0)
-    return None
-
-
-def _wait_leader(api: ApiEmulator, service: str, candidates: list[Child], *, other_than: str | None = None,
+def _wait_leader(cluster: Cluster, service: str, candidates: list[Child], *, other_than: str | None = None,
                  timeout: float = 30) -> Child:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        held = _holder(api, service)
+        held = cluster.holder(service)
         for child in candidates:
             if held and held[0] == child.name != other_than and child.leading():
                 return child
-        time.sleep(0.02)
-    raise AssertionError(f"no leader other than {other_than!r}; lease: {_holder(api, service)}")
+        time.sleep(0.03)
+    raise AssertionError(f"no leader other than {other_than!r}; lease: {cluster.holder(service)}")
 
 
 def _terms(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -86,26 +71,9 @@ def _terms(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return terms
 
 
-def test_single_leader_and_increasing_epochs_across_20_kill_9_failovers(
-    api_emulator: ApiEmulator, children: Children, tmp_path: pathlib.Path
-) -> None:
-    service = f"kill-{uuid.uuid4().hex[:8]}"
-    serial = iter(range(1000))
-
-    def spawn() -> Child:
-        name = f"p{next(serial)}-{uuid.uuid4().hex[:4]}"
-        return children.start(name, "elect", service, name, str(tmp_path / f"{name}.jsonl"))
-
-    live = [spawn() for _ in range(3)]
-    leader = _wait_leader(api_emulator, service, live)
-    for _ in range(20):
-        leader.kill()
-        live.remove(leader)
-        live.append(spawn())
-        leader = _wait_leader(api_emulator, service, live, other_than=leader.name)
-
-    # The safety rule from every process's own point of view: leadership intervals
-    # (is_leader() True until it turned False or the process was killed) never overlap.
+def _intervals(children: Children) -> list[tuple[float, float, str]]:
+    """Leadership intervals from each process's own point of view: is_leader() True until it
+    turned False or the process was killed."""
     intervals = []
     for child in children:
         start = None
@@ -117,16 +85,47 @@ def test_single_leader_and_increasing_epochs_across_20_kill_9_failovers(
                 start = None
         if start is not None:
             intervals.append((start, child.killed_at or time.time(), child.name))
-    intervals.sort()
-    assert len(intervals) >= 21
+    return sorted(intervals)
+
+
+def _assert_no_overlap(intervals: list[tuple[float, float, str]]) -> None:
     for (_, end, who), (start, _, next_who) in itertools.pairwise(intervals):
         assert start >= end, f"{next_who} led from {start} while {who} led until {end}"
 
+
+def _history(folder: pathlib.Path) -> list[dict[str, Any]]:
+    events = [json.loads(line) for path in folder.glob("*.jsonl") for line in path.read_text().splitlines()]
+    return sorted(events, key=lambda e: (e["ts"], e["seq"]))
+
+
+def test_single_leader_and_increasing_epochs_across_kill_9_failovers(
+    cluster: Cluster, children: Children, tmp_path: pathlib.Path
+) -> None:
+    service = f"kill-{uuid.uuid4().hex[:8]}"
+    serial = iter(range(1000))
+
+    def spawn() -> Child:
+        name = f"p{next(serial)}-{uuid.uuid4().hex[:4]}"
+        return children.start(name, "elect", service, name, str(tmp_path / f"{name}.jsonl"))
+
+    live = [spawn() for _ in range(3)]
+    leader = _wait_leader(cluster, service, live)
+    failovers = KILL_FAILOVERS[cluster.kind]
+    for _ in range(failovers):
+        leader.kill()
+        live.remove(leader)
+        live.append(spawn())
+        leader = _wait_leader(cluster, service, live, other_than=leader.name)
+
+    # The safety rule from every process's own point of view.
+    intervals = _intervals(children)
+    assert len(intervals) >= failovers + 1
+    _assert_no_overlap(intervals)
+
     # The same from the event logs: each term starts after the previous holder's own
     # valid_until, and epochs strictly increase.
-    history = [json.loads(line) for path in tmp_path.glob("*.jsonl") for line in path.read_text().splitlines()]
-    terms = sorted(_terms(sorted(history, key=lambda e: (e["ts"], e["seq"]))), key=lambda t: t["start"])
-    assert len(terms) >= 19  # a process killed right after acquiring may not have flushed its log
+    terms = sorted(_terms(_history(tmp_path)), key=lambda t: t["start"])
+    assert len(terms) >= failovers - 1  # a process killed right after acquiring may not have flushed its log
     epochs = [term["epoch"] for term in terms]
     assert epochs == sorted(set(epochs)), epochs
     for previous, current in itertools.pairwise(terms):
@@ -134,20 +133,20 @@ def test_single_leader_and_increasing_epochs_across_20_kill_9_failovers(
 
 
 def test_a_paused_leader_knows_it_lost_before_writing_anything(
-    api_emulator: ApiEmulator, children: Children, tmp_path: pathlib.Path
+    cluster: Cluster, children: Children, tmp_path: pathlib.Path
 ) -> None:
     service = f"stop-{uuid.uuid4().hex[:8]}"
     live = [children.start(f"s{i}", "elect", service, f"s{i}", str(tmp_path / f"s{i}.jsonl")) for i in range(3)]
-    paused = _wait_leader(api_emulator, service, live)
-    held = _holder(api_emulator, service)
+    paused = _wait_leader(cluster, service, live)
+    held = cluster.holder(service)
     assert held is not None
     paused_epoch = held[1]
     paused.signal(signal.SIGSTOP)
     stopped_at = time.monotonic()
-    successor = _wait_leader(api_emulator, service, [c for c in live if c is not paused])
+    successor = _wait_leader(cluster, service, [c for c in live if c is not paused])
     time.sleep(max(0.0, LEASE_DURATION + 0.5 - (time.monotonic() - stopped_at)))
 
-    api_emulator.reset_requests()
+    since = cluster.mark()
     mark = len(paused.lines)
     paused.signal(signal.SIGCONT)
     first_flag = paused.wait_for(lambda line: line["event"] == "is_leader", start=mark, timeout=10)
@@ -159,24 +158,20 @@ def test_a_paused_leader_knows_it_lost_before_writing_anything(
     assert not any(line["event"] == "is_leader" and line["value"] for line in after)
     first_report = next(line for line in after if line["event"] == "leader")
     assert first_report["value"] != paused.name
-    user = f"system:serviceaccount:default:{paused.name}"
-    assert [r for r in api_emulator.requests if r.user == user and r.verb in WRITES] == []
-    held = _holder(api_emulator, service)
+    assert cluster.writes(cluster.service_account_user(paused.name), since) == []
+    held = cluster.holder(service)
     assert held is not None and held[0] == successor.name and held[1] > paused_epoch
 
 
-def test_four_processes_of_versioned_writers_lose_no_update(
-    api_emulator: ApiEmulator, children: Children, kubeconfig_path: pathlib.Path
-) -> None:
-    import kubecoord
-
+def test_four_processes_of_versioned_writers_lose_no_update(cluster: Cluster, children: Children) -> None:
     store, rounds = f"cas-{uuid.uuid4().hex[:8]}", 25
-    with kubecoord.connect("kubernetes://default", kubeconfig=str(kubeconfig_path)) as coordinator:
+    admin = str(cluster.admin_kubeconfig)
+    with kubecoord.connect(cluster.url, kubeconfig=admin) as coordinator:
         coordinator.storage(store).put("counter", "0")
         writers = [children.start(f"w{i}-{store}", "write", store, f"w{i}", str(rounds)) for i in range(4)]
         for writer in writers:
             writer.wait_for(lambda line: line["event"] == "done", timeout=120)
-        kv = kubecoord.connect("kubernetes://default", kubeconfig=str(kubeconfig_path)).storage(store)
+        kv = kubecoord.connect(cluster.url, kubeconfig=admin).storage(store)
         counter = kv.fetch_versioned("counter").result()
         assert counter is not None
         assert (counter.value, counter.version) == (str(4 * rounds), 4 * rounds + 1)
@@ -184,3 +179,77 @@ def test_four_processes_of_versioned_writers_lose_no_update(
             own = kv.fetch_versioned(f"own/w{i}").result()
             assert own is not None and (own.value, own.version) == (str(rounds), rounds + 1)
         kv.close()
+
+
+def test_sigterm_releases_and_a_follower_takes_over_without_waiting_for_expiry(
+    cluster: Cluster, children: Children, tmp_path: pathlib.Path
+) -> None:
+    service = f"term-{uuid.uuid4().hex[:8]}"
+    serial = iter(range(100))
+
+    def spawn() -> Child:
+        name = f"t{next(serial)}-{uuid.uuid4().hex[:4]}"
+        return children.start(name, "elect", service, name, str(tmp_path / f"{name}.jsonl"))
+
+    live = [spawn() for _ in range(3)]
+    leader = _wait_leader(cluster, service, live)
+    for _ in range(3):
+        leader.signal(signal.SIGTERM)
+        assert leader.process.wait(30) == 0
+        leader.wait_for(lambda line: line["event"] == "closed", timeout=5)
+        live.remove(leader)
+        live.append(spawn())
+        successor = _wait_leader(cluster, service, live, other_than=leader.name)
+        # Without the release the successor would wait out a Lease it last saw renewed at
+        # the leader's last renewal: it took over before that Lease could have expired.
+        history = _history(tmp_path)
+        renewals = [e for e in history if e["member"] == leader.name and e["event"] in ("acquired", "renewed")]
+        acquired = [e for e in history if e["member"] == successor.name and e["event"] == "acquired"]
+        assert renewals and acquired
+        assert _seconds(acquired[-1]["ts"]) < _seconds(renewals[-1]["ts"]) + LEASE_DURATION, (renewals[-1], acquired)
+        leader = successor
+    _assert_no_overlap(_intervals(children))
+    terms = sorted(_terms(_history(tmp_path)), key=lambda t: t["start"])
+    epochs = [term["epoch"] for term in terms]
+    assert len(terms) == 4 and epochs == sorted(set(epochs)), terms
+
+
+def test_a_leader_whose_connection_hangs_steps_down_before_another_leads(
+    cluster: Cluster, children: Children, tmp_path: pathlib.Path
+) -> None:
+    service = f"hang-{uuid.uuid4().hex[:8]}"
+    config = children.kubeconfig("h0")
+    document = yaml.safe_load(config.read_text())
+    server = document["clusters"][0]["cluster"]["server"]
+    scheme, _, address = server.partition("://")
+    host, _, port = address.rstrip("/").rpartition(":")
+    with ThreadedFaultProxy((host, int(port))) as proxy:
+        # TLS passes through the proxy untouched: the real server's certificate names 127.0.0.1.
+        document["clusters"][0]["cluster"]["server"] = f"{scheme}://{proxy.address}"
+        config.write_text(yaml.safe_dump(document))
+        hung = children.start("h0", "elect", service, "h0", str(tmp_path / "h0.jsonl"), kubeconfig=config)
+        _wait_leader(cluster, service, [hung])
+        others = [children.start(f"h{i}", "elect", service, f"h{i}", str(tmp_path / f"h{i}.jsonl")) for i in (1, 2)]
+        for other in others:
+            other.wait_for(lambda line: line["event"] == "nominated")
+        since = cluster.mark()
+        mark = len(hung.lines)
+        proxy.hold()  # requests and watch events stall: no error, no reset, just silence
+        successor = _wait_leader(cluster, service, others)
+        stepped_down = hung.wait_for(lambda line: line["event"] == "is_leader" and not line["value"], start=mark)
+        took_over = successor.wait_for(lambda line: line["event"] == "is_leader" and line["value"])
+        # The hung leader's own view turned false before the successor's turned true.
+        assert hung.lines[stepped_down]["t"] <= successor.lines[took_over]["t"]
+        proxy.release()  # whatever it had sent meanwhile now reaches the server
+        time.sleep(1.5)  # three renew periods: a stale write would land now
+        assert cluster.holder(service) is not None and cluster.holder(service)[0] == successor.name  # type: ignore[index]
+        assert not hung.leading()
+        written = [w for w in cluster.writes(cluster.service_account_user("h0"), since) if w[3] and w[3] < 300]
+        assert written == [], written
+    _assert_no_overlap(_intervals(children))
+
+
+def _seconds(rfc3339: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
