@@ -16,6 +16,7 @@ stopped_leading callback, or the kill.
 from __future__ import annotations
 
 import itertools
+import os
 import pathlib
 import signal
 import time
@@ -36,6 +37,12 @@ pytestmark = pytest.mark.slow
 
 LEASE_DURATION = 2.0
 CLIENT_GO_TIMINGS = ("--lease-duration", "2s", "--renew-deadline", "1.5s", "--retry-period", "0.4s")
+HANDOVER_LEASE = 6.0
+"""The takeover test's lease on both sides: a takeover by expiry takes at least this long,
+so one by release cannot be mistaken for it on a loaded machine."""
+HANDOVER_TIMINGS = {"kubecoord": f"{HANDOVER_LEASE:g},4.5,0.5",
+                    "client-go": ("--lease-duration", f"{HANDOVER_LEASE:g}s", "--renew-deadline", "4.5s",
+                                  "--retry-period", "0.4s")}
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +68,12 @@ def fleet(cluster: Cluster, tmp_path: pathlib.Path, client_role: None) -> Iterat
 class Fleet:
     """Starts candidates of either kind for one Lease and tells who leads by its own account."""
 
-    def __init__(self, children: Children, binary: pathlib.Path, lease: str, folder: pathlib.Path) -> None:
+    def __init__(self, children: Children, binary: pathlib.Path, lease: str, folder: pathlib.Path,
+                 *, lease_duration: float = LEASE_DURATION) -> None:
         self.children, self.binary, self.lease, self.folder = children, binary, lease, folder
+        long = lease_duration != LEASE_DURATION
+        self.kubecoord_env = {**os.environ, "KUBECOORD_TIMINGS": HANDOVER_TIMINGS["kubecoord"]} if long else None
+        self.client_go_timings = HANDOVER_TIMINGS["client-go"] if long else CLIENT_GO_TIMINGS
         self.kinds: dict[str, str] = {}
         self.serial = itertools.count()
 
@@ -70,8 +81,9 @@ class Fleet:
         name = f"{'kc' if kind == 'kubecoord' else 'go'}{next(self.serial)}-{uuid.uuid4().hex[:4]}"
         self.kinds[name] = kind
         if kind == "kubecoord":
-            return self.children.start(name, "elect", self.lease, name, str(self.folder / f"{name}.jsonl"))
-        return self.children.start_client_go(self.binary, name, self.lease, *CLIENT_GO_TIMINGS)
+            return self.children.start(name, "elect", self.lease, name, str(self.folder / f"{name}.jsonl"),
+                                       env=self.kubecoord_env)
+        return self.children.start_client_go(self.binary, name, self.lease, *self.client_go_timings)
 
     def wait_ready(self, child: Child) -> None:
         """Until the candidate has read the Lease and is waiting on it (process start-up is slow under load)."""
@@ -144,7 +156,7 @@ def test_takeover_both_ways_for_every_kind_of_exit(
     """Leader and followers of opposite kinds, so each round has a fixed direction:
     kubecoord -> client-go and back, by release (SIGTERM) and by expiry (kill -9)."""
     lease = f"interop-{uuid.uuid4().hex[:8]}"
-    candidates = Fleet(fleet, le_candidate, lease, tmp_path)
+    candidates = Fleet(fleet, le_candidate, lease, tmp_path, lease_duration=HANDOVER_LEASE)
     leader = candidates.start("kubecoord")
     candidates.wait_leader(cluster, [leader])
     epoch = cluster.holder(lease)[1]  # type: ignore[index]
@@ -163,7 +175,7 @@ def test_takeover_both_ways_for_every_kind_of_exit(
         handovers.append((f"{candidates.kinds[leader.name]} {how} -> {other}", "", latency))
         if how == "term":
             # A released Lease is taken at the follower's next try, not after it expires.
-            assert latency < LEASE_DURATION, handovers
+            assert latency < HANDOVER_LEASE, handovers
         now = cluster.holder(lease)
         assert now is not None and now[1] > epoch, (now, epoch)  # leaseTransitions is the epoch: it grew
         epoch = now[1]
