@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self
 
+from kubecoord.history import EventLog
+
 if TYPE_CHECKING:
     from kubecoord.history import HistoryTarget
 
@@ -263,6 +265,10 @@ class Coordinator(_Closeable):
     backend: str
     """The backend's URL scheme: "memory", "kubernetes", "zookeeper", ..."""
 
+    events: EventLog = EventLog()
+    """The coordination event log this coordinator writes (connect(history=...)); the base
+    records nothing. Components built on the coordinator (the group coordinator) log here."""
+
     @abc.abstractmethod
     def leader_election(self, service: str) -> LeaderElection:
         """A LeaderElection client for ``service`` (a DNS-1123 label)."""
@@ -297,7 +303,7 @@ class Coordinator(_Closeable):
         how long the leader waits before handing on the units of a member that vanished.
         ``rebalance_timeout``: how long the leader waits for members to join a new
         generation before it drops the laggards. ``history``: an event log path for the
-        coordinator's rebalance events (default $KUBECOORD_HISTORY).
+        coordinator's rebalance events (default: this coordinator's own event log).
         """
         from kubecoord.coordinator.member import GroupMember  # a layer above: imported on use
 

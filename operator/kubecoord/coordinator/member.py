@@ -107,8 +107,12 @@ class GroupMember(GroupCoordinatorHandle):
         self._cooperative = protocol.rebalance_protocol == "cooperative"
         self._coordinator = coordinator
         self._service = derived_name(group)
-        self._events = open_event_log(
-            history, backend=coordinator.backend, namespace=str(getattr(coordinator, "namespace", ""))
+        # Rebalance events go to the coordinator's own log unless a target is given here.
+        self._owns_events = history is not None
+        self._events = (
+            open_event_log(history, backend=coordinator.backend, namespace=str(getattr(coordinator, "namespace", "")))
+            if history is not None
+            else coordinator.events
         )
         self._membership = coordinator.group_membership(group)
         self._election = coordinator.leader_election(self._service)
@@ -169,7 +173,7 @@ class GroupMember(GroupCoordinatorHandle):
             self._generation = NO_GENERATION
             self._lock.notify_all()
         if held is not None:
-            self._record("revoked", generation=generation, reason="leave")
+            self._record("revoked", generation=generation, reason="leave", units=self._units(held))
         # Tell the leader nothing of ours needs fencing, then go: a rebalance follows.
         try:
             self._update(self._release)
@@ -199,7 +203,8 @@ class GroupMember(GroupCoordinatorHandle):
         for handle in (self._registry, self._election, self._membership, self._store):
             with contextlib.suppress(CoordinationError):
                 handle.close()
-        self._events.close()
+        if self._owns_events:
+            self._events.close()
 
     @property
     def generation(self) -> int:
@@ -337,10 +342,10 @@ class GroupMember(GroupCoordinatorHandle):
         self._prepared = next_generation
         if not self._cooperative:
             with self._lock:
-                self._assignment = None
+                released, self._assignment = self._assignment, None
                 self._lock.notify_all()
-            if held:
-                self._record("revoked", generation=generation, reason="rebalance")
+            if held and released is not None:
+                self._record("revoked", generation=generation, reason="rebalance", units=self._units(released))
 
     def _join_generation(self, generation: int) -> bool:
         protocols = check_protocols(self.protocol.metadata())
@@ -367,6 +372,13 @@ class GroupMember(GroupCoordinatorHandle):
     def _complete(self, state: GroupState) -> None:
         assignment = state.assignment.get(self.member_id, b"")
         protocol = state.protocol or ""
+        with self._lock:
+            before = self._assignment
+        if self._cooperative and before is not None:
+            # KIP-429: what the new generation takes away is revoked first (logged first).
+            gone = [u for u in self._units(before) or [] if u not in set(self._units(assignment) or [])]
+            if gone:
+                self._record("revoked", generation=self._generation, reason="rebalance", units=gone)
         self._callback(
             "on_join_complete", self.protocol.on_join_complete, state.generation, self.member_id, protocol, assignment
         )
@@ -375,9 +387,11 @@ class GroupMember(GroupCoordinatorHandle):
             self._assignment = assignment
             self._protocol_name = state.protocol
             self._lock.notify_all()
-        self._record("assigned", generation=state.generation, protocol=protocol, assignment_bytes=len(assignment))
+        self._record("assigned", generation=state.generation, protocol=protocol, units=self._units(assignment))
 
     def _lose(self, generation: int) -> None:
+        with self._lock:
+            held = self._assignment
         lost = getattr(self.protocol, "on_lost", None)
         if lost is not None:
             self._callback("on_lost", lost, generation, self.member_id)
@@ -387,7 +401,7 @@ class GroupMember(GroupCoordinatorHandle):
             self._assignment = None
             self._generation = NO_GENERATION
             self._lock.notify_all()
-        self._record("revoked", generation=generation, reason="lost")
+        self._record("revoked", generation=generation, reason="lost", units=self._units(held))
 
     # -- leader ---------------------------------------------------------------------------
     def _leader_step(self, state: GroupState | None, version: int | None) -> bool:
@@ -474,6 +488,16 @@ class GroupMember(GroupCoordinatorHandle):
             fn(*args)
         except Exception:  # a user's callback must not stop the member
             log.exception("group protocol callback raised", extra={"group": self.group, "callback": name})
+
+    def _units(self, assignment: bytes | None) -> list[str] | None:
+        """The unit names of an assignment, when the protocol can tell (UnitsProtocol can)."""
+        decode: Callable[[bytes], list[str]] | None = getattr(self.protocol, "units_of", None)
+        if decode is None or assignment is None:
+            return None
+        try:
+            return decode(assignment)
+        except CoordinationError:
+            return None
 
     def _record(self, event: str, **fields: Any) -> None:
         self._events.record(primitive="group", name=self.group, event=event, member=self.member_id, **fields)

@@ -145,6 +145,10 @@ class UnitsProtocol(GroupProtocol):
     def on_lost(self, generation: int, member_id: str) -> None:
         self._revoke_all(self._on_lost)
 
+    def units_of(self, assignment: bytes) -> list[str]:
+        """The units of an assignment of this protocol (for the event log)."""
+        return decode_units(assignment)[0]
+
     def rejoin_needed(self) -> bool:
         with self._lock:
             return self._rejoin

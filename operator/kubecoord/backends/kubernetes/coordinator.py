@@ -13,6 +13,7 @@ from kubecoord.backends.kubernetes.context import Context, HandleBase
 from kubecoord.backends.kubernetes.kv import KubeListenerRegistry, KubeStorage
 from kubecoord.backends.kubernetes.leader import KubeLeaderElection
 from kubecoord.backends.kubernetes.membership import KubeGroupMembership
+from kubecoord.history import EventLog
 
 _H = TypeVar("_H", bound=HandleBase)
 _ids = itertools.count(1)
@@ -29,6 +30,11 @@ class KubernetesCoordinator(Coordinator):
         self._delegates: dict[str, Coordinator] = {}
         self._lock = threading.Lock()
         self.id = next(_ids)
+
+    @property
+    def events(self) -> EventLog:  # type: ignore[override]
+        """This coordinator's event log (the group coordinator records into it)."""
+        return self._context.events
 
     @property
     def namespace(self) -> str:

@@ -1,0 +1,74 @@
+"""The real kube-apiserver admits the Group CRD's spec.assignment and its CEL rules, and
+refuses what the emulator refuses (tests/operator/test_group_assignment.py)."""
+
+from __future__ import annotations
+
+import pathlib
+import time
+import uuid
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def groups_api(real_admin_api: k8s.ApiClient, real_namespace: str) -> k8s.CustomObjectsApi:
+    crd = yaml.safe_load((ROOT / "crds" / "groups.kubecoord.dev.yaml").read_text())
+    extensions = k8s.ApiextensionsV1Api(real_admin_api)
+    try:
+        extensions.create_custom_resource_definition(crd)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        current = extensions.read_custom_resource_definition(crd["metadata"]["name"])
+        crd["metadata"]["resourceVersion"] = current.metadata.resource_version
+        extensions.replace_custom_resource_definition(crd["metadata"]["name"], crd)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        conditions = extensions.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions or []
+        if any(c.type == "Established" and c.status == "True" for c in conditions):
+            break
+        time.sleep(0.2)
+    time.sleep(1.0)  # discovery catches up with a freshly established CRD
+    return k8s.CustomObjectsApi(real_admin_api)
+
+
+def _body(spec: dict[str, Any]) -> dict[str, Any]:
+    name = f"g-{uuid.uuid4().hex[:8]}"
+    return {"apiVersion": "kubecoord.dev/v1alpha1", "kind": "Group", "metadata": {"name": name}, "spec": spec}
+
+
+def test_valid_assignment_is_admitted_and_immutable(groups_api: k8s.CustomObjectsApi, real_namespace: str) -> None:
+    body = _body({"assignment": {"units": 64, "assignor": "cooperative-sticky"}})
+    created = groups_api.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", real_namespace, "groups", body)
+    assert created["spec"]["assignment"] == {
+        "units": 64, "assignor": "cooperative-sticky", "sessionTimeoutSeconds": 10, "rebalanceTimeoutSeconds": 30,
+    }
+    created["spec"]["assignment"]["units"] = 65
+    with pytest.raises(ApiException) as error:
+        groups_api.replace_namespaced_custom_object(
+            "kubecoord.dev", "v1alpha1", real_namespace, "groups", body["metadata"]["name"], created
+        )
+    assert error.value.status == 422 and "immutable" in str(error.value.body)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"assignment": {"units": 4, "unitNames": ["a"]}}, "exactly one of units"),
+        ({"assignment": {"units": 4, "sessionTimeoutSeconds": 20, "rebalanceTimeoutSeconds": 10}}, "at least"),
+        ({"backend": "zookeeper", "zookeeper": {"hosts": ["zk:2181"]}, "assignment": {"units": 4}}, "kubernetes"),
+        ({"assignment": {"units": 4, "assignor": "random"}}, "Unsupported value"),
+    ],
+)
+def test_invalid_assignment_is_refused(
+    groups_api: k8s.CustomObjectsApi, real_namespace: str, spec: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ApiException) as error:
+        groups_api.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", real_namespace, "groups", _body(spec))
+    assert error.value.status == 422 and message in str(error.value.body)
