@@ -26,8 +26,12 @@ Connector = Callable[[BackendSpec], Coordinator]
 
 def default_connector(spec: BackendSpec) -> Coordinator:
     options: dict[str, Any] = dict(spec.options)
-    if spec.backend == "kubernetes" and os.environ.get("KUBECONFIG"):
-        options["kubeconfig"] = os.environ["KUBECONFIG"]
+    if spec.backend == "kubernetes":
+        # One watch of kubecoord's Leases and one of the KV ConfigMaps per namespace, shared
+        # by every resource there (not one per resource), never other applications' Leases.
+        options.setdefault("watch_scope", "managed")
+        if os.environ.get("KUBECONFIG"):
+            options["kubeconfig"] = os.environ["KUBECONFIG"]
     return kubecoord.connect(spec.url, **options)
 
 

@@ -24,6 +24,10 @@ retry_period       2.0          seconds between renewals and member heartbeats
 request_timeout    5.0          read timeout of every API request (capped further by the
                                 time left until the renew deadline while leading)
 max_value_bytes    262144       largest KV value (UTF-8 bytes); at most 1 MiB - 4 KiB
+watch_scope        "object"     "object": one watch per election, group and store shard (works with
+                                RBAC granted by name); "namespace": one watch of all Leases and one
+                                of the KV ConfigMaps per coordinator, shared by every handle;
+                                "managed": the same, Leases labelled by kubecoord only (informers.py)
 kv_shards          1            ConfigMaps a store is spread over when this client creates it
                                 without a KVStore resource (whose sizeLimit decides otherwise);
                                 recorded on the store, so the creator's count wins (sharding.py)
@@ -62,9 +66,9 @@ from kubecoord.backends.kubernetes import config as cluster_config
 from kubecoord.backends.kubernetes.client import KubeClient
 from kubecoord.backends.kubernetes.context import Context
 from kubecoord.backends.kubernetes.coordinator import KubernetesCoordinator
+from kubecoord.backends.kubernetes.informers import InformerPool, check_scope
 from kubecoord.backends.kubernetes.kv import DEFAULT_MAX_VALUE_BYTES, MAX_STORE_BYTES
 from kubecoord.backends.kubernetes.sharding import check_shards
-from kubecoord.backends.kubernetes.watch import InformerPool
 from kubecoord.connect import BackendURL
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import HistoryTarget, open_event_log
@@ -87,6 +91,7 @@ def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -
     request_timeout = options.pop("request_timeout", DEFAULT_REQUEST_TIMEOUT)
     max_value_bytes = options.pop("max_value_bytes", DEFAULT_MAX_VALUE_BYTES)
     kv_shards = check_shards(options.pop("kv_shards", 1))
+    watch_scope = check_scope(options.pop("watch_scope", "object"))
     clock: Clock = options.pop("clock", None) or MonotonicClock()
     if options:
         raise InvalidArgumentError(f"kubernetes backend: unknown options {sorted(options)}")
@@ -106,7 +111,7 @@ def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -
     client = KubeClient(k8s.ApiClient(cluster.configuration), cluster.namespace, request_timeout=float(request_timeout))
     context = Context(
         client=client,
-        informers=InformerPool(client, clock),
+        informers=InformerPool(client, clock, scope=watch_scope),
         clock=clock,
         dispatcher=Dispatcher(f"kubernetes-{cluster.namespace}"),
         events=open_event_log(history, backend="kubernetes", namespace=cluster.namespace),

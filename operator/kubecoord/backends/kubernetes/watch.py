@@ -84,6 +84,15 @@ class Observed:
 Change = tuple[str, "Observed | None", "Observed | None"]
 """(object name, previous observation or None, new observation or None for deleted)."""
 Subscriber = Callable[[list[Change]], None]
+Route = tuple[str, ...]
+"""("name", NAME) or ("label", KEY, VALUE): what a routed subscriber is given."""
+
+
+def _labels(observed: Observed | None) -> set[tuple[str, str]]:
+    if observed is None:
+        return set()
+    labels = (observed.obj.get("metadata") or {}).get("labels") or {}
+    return {(str(key), str(value)) for key, value in labels.items()} if isinstance(labels, dict) else set()
 
 
 def resource_version(obj: dict[str, Any]) -> str:
@@ -134,6 +143,10 @@ class Informer:
         """name -> resourceVersion at (or after) which this informer saw it deleted."""
         self._pending: collections.deque[Change] = collections.deque()
         self._subscribers: list[Subscriber] = []
+        self._routed: dict[Route, list[Subscriber]] = {}
+        """Subscribers of one object name or one label value: given only their changes."""
+        self._labelled: dict[tuple[str, str], set[str]] = {}
+        """(label key, value) -> names of the cached objects carrying it."""
         self._last_rv = ""
         self._started = False
         self._stopped = threading.Event()
@@ -165,6 +178,7 @@ class Informer:
     def stop(self) -> None:
         """Stop watching (the cache stays readable). Idempotent."""
         self._stopped.set()
+        watchdog.unwatch(self)
         stream = self._stream
         if stream is not None:
             stream.close()
@@ -183,14 +197,26 @@ class Informer:
         with self._lock:
             return dict(self._cache)
 
-    def subscribe(self, subscriber: Subscriber) -> None:
+    def labelled(self, key: str, value: str) -> dict[str, Observed]:
+        """The cached objects whose label ``key`` is ``value`` (indexed: no scan)."""
         with self._lock:
-            self._subscribers.append(subscriber)
+            return {name: self._cache[name] for name in self._labelled.get((key, value), ())}
 
-    def unsubscribe(self, subscriber: Subscriber) -> None:
+    def subscribe(self, subscriber: Subscriber, *, route: Route | None = None) -> None:
+        """Deliver every change, or with ``route`` only those of one name / label value."""
         with self._lock:
-            if subscriber in self._subscribers:
-                self._subscribers.remove(subscriber)
+            if route is None:
+                self._subscribers.append(subscriber)
+            else:
+                self._routed.setdefault(route, []).append(subscriber)
+
+    def unsubscribe(self, subscriber: Subscriber, *, route: Route | None = None) -> None:
+        with self._lock:
+            listed = self._subscribers if route is None else self._routed.get(route, [])
+            if subscriber in listed:
+                listed.remove(subscriber)
+            if route is not None and not listed:
+                self._routed.pop(route, None)
 
     # -- feeding the cache from our own requests ----------------------------------------
     def offer(self, obj: dict[str, Any]) -> Observed | None:
@@ -213,6 +239,7 @@ class Informer:
         with self._lock:
             previous = self._cache.pop(name, None)
             if previous is not None:
+                self._index(name, previous, None)
                 self._bury(name, previous.version)
                 self._pending.append((name, previous, None))
         self._drain()
@@ -227,6 +254,7 @@ class Informer:
             if previous is not None and not newer(previous.version, self._last_rv):
                 # The watch has not caught up with the deletion yet: the GET is fresher.
                 del self._cache[name]
+                self._index(name, previous, None)
                 self._bury(name, previous.version)
                 self._pending.append((name, previous, None))
         self._drain()
@@ -238,6 +266,7 @@ class Informer:
         if obj is None:
             if previous is not None and (not version or newer(version, previous.version)):
                 del self._cache[name]
+                self._index(name, previous, None)
                 self._pending.append((name, previous, None))
             self._bury(name, version or (previous.version if previous is not None else ""))
             return
@@ -250,7 +279,20 @@ class Informer:
             return
         observed = Observed(obj, version, self._clock.now())
         self._cache[name] = observed
+        self._index(name, previous, observed)
         self._pending.append((name, previous, observed))
+
+    def _index(self, name: str, old: Observed | None, new: Observed | None) -> None:
+        """Keep the label index in step with the cache (caller holds self._lock)."""
+        before, after = _labels(old), _labels(new)
+        for item in before - after:
+            names = self._labelled.get(item)
+            if names is not None:
+                names.discard(name)
+                if not names:
+                    del self._labelled[item]
+        for item in after - before:
+            self._labelled.setdefault(item, set()).add(name)
 
     def _bury(self, name: str, version: str) -> None:
         """Remember that ``name`` was deleted at ``version`` (caller holds self._lock)."""
@@ -273,12 +315,26 @@ class Informer:
                         return
                     batch = list(self._pending)
                     self._pending.clear()
-                    subscribers = list(self._subscribers)
-                for subscriber in subscribers:
+                    deliveries: list[tuple[Subscriber, list[Change]]] = [(s, batch) for s in self._subscribers]
+                    if self._routed:
+                        deliveries += self._route(batch)
+                for subscriber, changes in deliveries:
                     try:
-                        subscriber(batch)
+                        subscriber(changes)
                     except Exception:  # an internal subscriber bug must not stop the watch
                         log.exception("informer subscriber failed", extra={"informer": self.description})
+
+    def _route(self, batch: list[Change]) -> list[tuple[Subscriber, list[Change]]]:
+        """Each routed subscriber with the changes of its name or label (caller holds self._lock)."""
+        routed: dict[int, tuple[Subscriber, list[Change]]] = {}
+        for change in batch:
+            name, old, new = change
+            routes: set[Route] = {("name", name)}
+            routes.update(("label", key, value) for key, value in _labels(old) | _labels(new))
+            for route in routes:
+                for subscriber in self._routed.get(route, ()):
+                    routed.setdefault(id(subscriber), (subscriber, []))[1].append(change)
+        return list(routed.values())
 
     def _wanted(self, obj: dict[str, Any]) -> bool:
         return self._name is None or object_name(obj) == self._name
@@ -295,6 +351,7 @@ class Informer:
                 # newer than the list (our own write after the list was served).
                 if name not in fresh and not newer(previous.version, version):
                     del self._cache[name]
+                    self._index(name, previous, None)
                     self._bury(name, version)
                     self._pending.append((name, previous, None))
             for buried, at in list(self._tombstones.items()):
@@ -427,14 +484,21 @@ class Watchdog:
         with self._lock:
             self._informers.add(informer)
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="kubecoord-watchdog", daemon=True)
+                self._thread = threading.Thread(target=self._run, name="kubecoord-silence-detector", daemon=True)
                 self._thread.start()
+
+    def unwatch(self, informer: Informer) -> None:
+        with self._lock:
+            self._informers.discard(informer)
 
     def _run(self) -> None:
         while True:
             time.sleep(self.INTERVAL)
             with self._lock:
                 informers = list(self._informers)
+                if not informers:  # ends with the last informer; watch() starts it again
+                    self._thread = None
+                    return
             for informer in informers:
                 try:
                     if informer.silent_for() is not None:
@@ -444,41 +508,3 @@ class Watchdog:
 
 
 watchdog = Watchdog()
-
-
-class InformerPool:
-    """A coordinator's informers, one per (resource, selector), shared by reference count."""
-
-    def __init__(self, client: KubeClient, clock: Clock) -> None:
-        self._client = client
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._informers: dict[tuple[str, str | None, str | None], tuple[Informer, int]] = {}
-
-    def acquire(self, resource: Resource, *, label_selector: str | None = None, name: str | None = None) -> Informer:
-        key = (resource.plural, label_selector, name)
-        with self._lock:
-            informer, count = self._informers.get(key) or (
-                Informer(self._client, resource, clock=self._clock, label_selector=label_selector, name=name),
-                0,
-            )
-            self._informers[key] = (informer, count + 1)
-            return informer
-
-    def release(self, informer: Informer) -> None:
-        with self._lock:
-            for key, (held, count) in list(self._informers.items()):
-                if held is informer:
-                    if count <= 1:
-                        del self._informers[key]
-                        informer.stop()
-                    else:
-                        self._informers[key] = (held, count - 1)
-                    return
-
-    def stop_all(self) -> None:
-        with self._lock:
-            informers = [informer for informer, _ in self._informers.values()]
-            self._informers.clear()
-        for informer in informers:
-            informer.stop()

@@ -12,6 +12,7 @@ from typing import Any
 
 import kopf
 
+from kubecoord.backends.kubernetes import naming
 from kubecoord.operator.model import GROUP
 
 
@@ -24,6 +25,10 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.posting.level = logging.WARNING  # explicit Events only; handler logs stay logs
     settings.peering.standalone = True  # HA is kubecoord's own Lease election (kubecoord.operator.ha)
     settings.watching.server_timeout = 300
+    # Server-side filtering: the member-Lease handler (group.py) needs only Leases that
+    # carry the group label, so kopf never streams other applications' Leases (node
+    # heartbeats, controllers' locks) into the operator.
+    settings.watching.label_selectors["coordination.k8s.io", "leases"] = naming.GROUP_LABEL
     settings.persistence.finalizer = f"{GROUP}/cleanup"
 
 
