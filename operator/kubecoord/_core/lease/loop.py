@@ -1,58 +1,159 @@
-"""A background thread that calls step() again after the delay step() returns, or sooner
-when woken (by a watch event). One per elector and one per joined group, on every backend that runs the lease core."""
+"""Background steps: call step() again after the delay step() returns, or sooner when woken
+(by a watch event). One Loop per elector and one per group handle, on every backend that
+runs the lease core — but not one thread each: every Loop of the process runs on a shared
+scheduler with a few worker threads.
+
+Guarantees: one Loop's steps never overlap (and hold its ``lock``); a wake() during a step
+runs the next step as soon as that one ends; after stop() returns (with ``join``) no step
+of that Loop runs again. Workers: one is kept, more are started while every worker is
+busy and a step is due (a step blocked on a slow API server must not hold up the others'
+renewals), up to MAX_WORKERS; extra workers end after IDLE_SECONDS without work. So the
+thread count follows how many steps are in flight at once, not how many Loops exist.
+
+Not guaranteed: punctuality beyond what the workers can do — MAX_WORKERS steps blocked at
+once delay every other Loop (MAX_SLEEP still bounds how stale a Loop's view gets once a
+worker is free).
+"""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 log = logging.getLogger("kubecoord.lease.loop")
 
 MAX_SLEEP = 5.0
 """Re-check at least this often, whatever step() asked (cheap: step() decides from caches)."""
+MAX_WORKERS = 32
+IDLE_SECONDS = 10.0
+
+
+class _Scheduler:
+    """A heap of due times and a small elastic pool of workers."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Loop]] = []
+        self._order = itertools.count()
+        self._workers = 0
+        self._idle = 0
+
+    def schedule(self, loop: Loop, due: float) -> None:
+        """Run ``loop`` at ``due`` (time.monotonic()); replaces its earlier schedule."""
+        with self._cond:
+            self._push(loop, due)
+
+    def _push(self, loop: Loop, due: float) -> None:
+        """schedule() with self._cond held."""
+        token = next(self._order)
+        loop._token = token
+        heapq.heappush(self._heap, (due, token, loop))
+        if self._workers == 0 or (self._idle == 0 and due <= time.monotonic() and self._workers < MAX_WORKERS):
+            self._start_worker()
+        self._cond.notify()
+
+    def _start_worker(self) -> None:
+        self._workers += 1
+        worker = threading.Thread(target=self._work, name=f"kubecoord-steps-{self._workers}", daemon=True)
+        worker.start()
+
+    def _next(self) -> Loop | None:
+        """The next due Loop (marked running), or None when this worker should end."""
+        with self._cond:
+            idle_since = time.monotonic()
+            while True:
+                now = time.monotonic()
+                while self._heap and self._heap[0][2]._token != self._heap[0][1]:
+                    heapq.heappop(self._heap)  # superseded by a later schedule() or stop()
+                if self._heap and self._heap[0][0] <= now:
+                    _, _, loop = heapq.heappop(self._heap)
+                    loop._token = -1
+                    loop._running = threading.current_thread()
+                    if self._heap and self._heap[0][0] <= now and self._idle == 0 and self._workers < MAX_WORKERS:
+                        self._start_worker()  # more work is due and nobody is free
+                    return loop
+                if self._workers > 1 and now - idle_since > IDLE_SECONDS:
+                    self._workers -= 1
+                    return None
+                wait = min(self._heap[0][0] - now, MAX_SLEEP) if self._heap else MAX_SLEEP
+                self._idle += 1
+                self._cond.wait(wait)
+                self._idle -= 1
+
+    def _work(self) -> None:
+        while True:
+            loop = self._next()
+            if loop is None:
+                return
+            delay = loop._run_step()
+            with self._cond:
+                loop._running = None
+                if loop._stopped:
+                    self._cond.notify_all()  # a stop(join=True) may be waiting for this step
+                    continue
+                due = time.monotonic() + (0.0 if loop._woken else min(max(delay, 0.0), MAX_SLEEP))
+                loop._woken = False
+                self._push(loop, due)
+
+    def wake(self, loop: Loop) -> None:
+        with self._cond:
+            if loop._stopped or not loop._started:
+                return
+            if loop._running is not None:
+                loop._woken = True
+                return
+            self._push(loop, time.monotonic())
+
+    def stop(self, loop: Loop, *, join: bool, timeout: float) -> None:
+        with self._cond:
+            loop._stopped = True
+            loop._token = -1
+            if not join or loop._running is None or loop._running is threading.current_thread():
+                return
+            deadline = time.monotonic() + timeout
+            while loop._running is not None and time.monotonic() < deadline:
+                self._cond.wait(deadline - time.monotonic())
+
+
+_scheduler = _Scheduler()
 
 
 class Loop:
     def __init__(self, name: str, step: Callable[[], float], *, lock: threading.Lock | None = None) -> None:
+        self.name = name
         self._step = step
         self._step_lock = lock or threading.Lock()
-        self._cond = threading.Condition()
+        self._token = -1
+        self._running: threading.Thread | None = None
         self._woken = False
         self._stopped = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._started = False
 
     def start(self) -> None:
-        self._thread.start()
+        self._started = True
+        _scheduler.schedule(self, time.monotonic())
 
     def wake(self) -> None:
-        with self._cond:
-            self._woken = True
-            self._cond.notify()
+        _scheduler.wake(self)
 
     def stop(self, *, join: bool = True, timeout: float = 10.0) -> None:
         """Stop after the current step; with ``join`` wait for it (never from the loop itself)."""
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-        if join and threading.current_thread() is not self._thread and self._thread.is_alive():
-            self._thread.join(timeout)
+        _scheduler.stop(self, join=join, timeout=timeout)
 
     @property
     def stopped(self) -> bool:
         return self._stopped
 
-    def _run(self) -> None:
-        while True:
-            with self._step_lock:
-                if self._stopped:
-                    return
-                try:
-                    delay = self._step()
-                except Exception:  # a bug in one step must not end leadership handling silently
-                    log.exception("background step failed", extra={"loop": self._thread.name})
-                    delay = 1.0
-            with self._cond:
-                if not self._woken and not self._stopped:
-                    self._cond.wait(min(max(delay, 0.0), MAX_SLEEP))
-                self._woken = False
+    def _run_step(self) -> float:
+        with self._step_lock:
+            if self._stopped:
+                return MAX_SLEEP
+            try:
+                return self._step()
+            except Exception:  # a bug in one step must not end leadership handling silently
+                log.exception("background step failed", extra={"loop": self.name})
+                return 1.0
