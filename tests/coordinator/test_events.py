@@ -42,4 +42,4 @@ def test_rebalance_events_carry_generation_and_units(tmp_path: pathlib.Path) -> 
     assert any(e["event"] == "rebalance_started" and e.get("role") == "leader" for e in first)
     second = _events(second_log)
     assert [e["event"] for e in second if e["event"] in ("assigned", "revoked")] == ["assigned", "revoked"]
-    assert all(e["primitive"] == "group" and e["name"] == "g" for e in first + second)
+    assert all(e["primitive"] == "group_coordinator" and e["name"] == "g" for e in first + second)

@@ -14,7 +14,7 @@ from kubecoord.cli import main
 
 TABLES = ("violations", "leadership_intervals", "failover_gaps", "membership_timeline", "membership_churn",
           "heartbeat_to_expiry", "kv_keys", "kv_stores", "elections", "seq_gaps", "malformed_lines",
-          "unreadable_files")
+          "unreadable_files", "unit_holdings", "rebalances")
 
 
 def test_injected_violations_are_found_and_gate_the_exit_status(

@@ -165,4 +165,5 @@ def test_summary_lists_every_violation_type(analysis: Analysis) -> None:
     assert analysis.summary["violations"] == {
         "overlapping_leadership": 0, "epoch_not_increasing": 0, "duplicate_member": 0,
         "version_backwards": 0, "lost_update": 0, "create_race": 0, "stale_epoch_write": 0,
+        "unit_owned_twice": 0, "stale_generation_work": 0,
     }

@@ -80,6 +80,7 @@ def test_counts_per_type(case: Case) -> None:
     assert case.analysis.summary["violations"] == {
         "overlapping_leadership": 1, "epoch_not_increasing": 1, "duplicate_member": 1,
         "version_backwards": 1, "lost_update": 1, "create_race": 0, "stale_epoch_write": 0,
+        "unit_owned_twice": 0, "stale_generation_work": 0,
     }
     assert case.analysis.violation_count == 5
 

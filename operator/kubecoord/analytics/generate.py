@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from kubecoord.analytics.schema import GROUP, KV, LEADER, SCHEMA_VERSION, VIOLATION_TYPES
+from kubecoord.analytics.schema import COORDINATOR, GROUP, KV, LEADER, SCHEMA_VERSION, VIOLATION_TYPES
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import rfc3339
 
@@ -69,6 +69,8 @@ class Spec:
     gzip: bool = False
     inject: dict[str, int] = field(default_factory=dict)
     malformed: int = 0
+    coordinated: int = 1
+    """Group-coordinator groups (rebalance events over 16 units, one rebalance per ~10 min)."""
 
     def check(self) -> None:
         unknown = sorted(set(self.inject) - set(VIOLATION_TYPES))
@@ -216,6 +218,41 @@ def _store(spec: Spec, name: str, rng: random.Random, budget: dict[str, int], en
         t += max(0.5, rng.expovariate(spec.kv_rate))
 
 
+def _coordinated(spec: Spec, name: str, rng: random.Random, budget: dict[str, int], end: float) -> Iterator[Event]:
+    """An eager group coordinator: each generation its leader starts a rebalance, the
+    previous holders revoke, then every member of the generation logs its assignment."""
+    base = {"primitive": COORDINATOR, "name": name}
+    units = [f"u{i}" for i in range(16)]
+    members = [f"c-{i}" for i in range(spec.members)]
+
+    def process(member: str) -> int:
+        return int(member.split("-")[1]) % spec.processes
+
+    held: dict[str, list[str]] = {}
+    t, generation = spec.start + rng.uniform(0, 10), 0
+    while t < end:
+        generation += 1
+        live = sorted(rng.sample(members, rng.randint(1, len(members))))
+        yield t, process(live[0]), {**base, "event": "rebalance_started", "member": live[0], "generation": generation}
+        for member, owned in sorted(held.items()):
+            yield t + 0.05, process(member), {**base, "event": "revoked", "member": member,
+                                               "generation": generation - 1, "units": owned}
+        held = {m: units[i :: len(live)] for i, m in enumerate(live)}
+        for i, member in enumerate(live):
+            yield t + 0.2 + 0.01 * i, process(member), {**base, "event": "assigned", "member": member,
+                                                         "generation": generation, "units": held[member]}
+        if len(live) < len(members) and _take(budget, "unit_owned_twice", rng, 0.3):
+            intruder = next(m for m in members if m not in live)  # takes a unit its holder still has
+            grabbed = {**base, "member": intruder, "generation": generation, "units": held[live[0]][:1]}
+            yield t + 1.0, process(intruder), {**grabbed, "event": "assigned"}
+            yield t + 2.0, process(intruder), {**grabbed, "event": "revoked"}
+        elif generation > 1 and _take(budget, "stale_generation_work", rng, 0.3):
+            # A member starts on the previous generation after this one was assigned.
+            yield t + 1.5, process(live[-1]), {**base, "event": "assigned", "member": live[-1],
+                                                "generation": generation - 1, "units": []}
+        t += max(5.0, rng.expovariate(1 / 600))
+
+
 def _malformed_line(rng: random.Random, process: str) -> str:
     return rng.choice([
         '{"v":1,"ts":"2026-01-01T00:00:00.000000Z","process":"' + process + '",',  # torn line
@@ -240,6 +277,8 @@ def generate(out: Path, spec: Spec) -> Manifest:
         sources.append(_group(spec, f"group-{i}", random.Random(rng.random()), budget, end))
     for i in range(spec.stores):
         sources.append(_store(spec, f"store-{i}", random.Random(rng.random()), budget, end))
+    for i in range(spec.coordinated):
+        sources.append(_coordinated(spec, f"coordinated-{i}", random.Random(rng.random()), budget, end))
     offsets = [rng.uniform(-spec.skew, spec.skew) for _ in range(spec.processes)]
     names = [f"node-{p}" for p in range(spec.processes)]
     out.mkdir(parents=True, exist_ok=True)

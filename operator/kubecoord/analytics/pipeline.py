@@ -21,7 +21,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import clocks, coverage, kv, leadership, membership, schema, violations
+from kubecoord.analytics import clocks, coverage, kv, leadership, membership, rebalance, schema, violations
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.reading import EmptyInputError, Inputs, read_inputs
 from kubecoord.history import rfc3339
@@ -153,7 +153,22 @@ def _kv(ctx: Context) -> Findings:
     )
 
 
-CHECKS: list[Callable[[Context], Findings]] = [_leadership, _membership, _kv]
+def _rebalance(ctx: Context) -> Findings:
+    found = rebalance.analyze(ctx.events, ctx.skew)
+    durations = found.rebalances.persist(StorageLevel.MEMORY_AND_DISK)
+    row = durations.agg(F.countDistinct("namespace", "name").alias("groups"), F.count("*").alias("rebalances")).first()
+    assert row is not None
+    summary = {"groups": row["groups"], "rebalances": row["rebalances"],
+               "duration_seconds": leadership.percentiles(durations, "duration")}
+    return Findings(
+        tables={"unit_holdings": found.holdings, "rebalances": durations},
+        violations=[found.owned_twice, found.stale],
+        summary={"rebalance": summary},
+        persisted=[durations],
+    )
+
+
+CHECKS: list[Callable[[Context], Findings]] = [_leadership, _membership, _kv, _rebalance]
 """The check modules, in report order."""
 
 

@@ -163,7 +163,7 @@ def _parse(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         *(F.col(f"raw_{name}") for name in (*schema.FIELDS, _CORRUPT)),
         _try_cast("raw_ts", "timestamp").alias("ts"),
         _try_cast("raw_valid_until", "timestamp").alias("valid_until_ts"),
-        *(_try_cast(f"raw_{name}", "bigint").alias(name) for name in ("v", "seq", "epoch", "version")),
+        *(_try_cast(f"raw_{name}", "bigint").alias(name) for name in ("v", "seq", "epoch", "version", "generation")),
     )
     with_reason = typed.withColumn("reason", F.when(F.col("blank"), F.lit(_BLANK)).otherwise(_reason()))
     return with_reason.select(
@@ -185,6 +185,8 @@ def _parse(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         (F.unix_micros("valid_until_ts") / 1e6).alias("valid_until"),
         F.col("raw_key").alias("key"),
         "version",
+        "generation",
+        F.col("raw_units").alias("units"),  # JSON text of a list; analytics.rebalance parses it
     )
 
 
@@ -258,7 +260,7 @@ def _reason() -> Column:
     for kind, names in schema.EVENTS.items():
         event_known = event_known | ((primitive == kind) & event.isin(*sorted(names)))
     leader_holder = (primitive == schema.LEADER) & event.isin(*schema.HOLDER_EVENTS)
-    needs_member = leader_holder | (primitive == schema.GROUP)
+    needs_member = leader_holder | primitive.isin(schema.GROUP, schema.COORDINATOR)
     checks: list[tuple[Column, str]] = [(raw(f"raw_{_CORRUPT}").isNotNull(), "invalid JSON")]
     # No v at all is version 1: the first emitters wrote none.
     checks.append((raw("raw_v").isNotNull() & (raw("v").isNull() | (raw("v") != schema.SCHEMA_VERSION)),

@@ -8,17 +8,20 @@ from __future__ import annotations
 SCHEMA_VERSION = 1
 FIELDS = (
     "v", "ts", "seq", "source", "process", "backend", "namespace", "primitive", "name", "event",
-    "member", "epoch", "valid_until", "key", "version",
+    "member", "epoch", "valid_until", "key", "version", "generation", "units",
 )
 REQUIRED = ("ts", "process", "namespace", "primitive", "name", "event")
 
 LEADER = "leader_election"
 GROUP = "group"
 KV = "kv"
+COORDINATOR = "group_coordinator"
+"""The group coordinator's rebalance events (kubecoord.coordinator; checks in analytics.rebalance)."""
 EVENTS: dict[str, frozenset[str]] = {
     LEADER: frozenset({"acquired", "renewed", "lost", "resigned", "observed"}),
     GROUP: frozenset({"joined", "renewed", "left", "expired"}),
     KV: frozenset({"put", "updated", "deleted", "conflict"}),
+    COORDINATOR: frozenset({"rebalance_started", "rebalance_completed", "assigned", "revoked"}),
 }
 HOLDER_EVENTS = ("acquired", "renewed", "lost", "resigned")
 """Leader events logged by the holder itself about its own term: they need an epoch."""
@@ -28,4 +31,4 @@ HEARTBEATS = ("joined", "renewed")
 KV_WRITES = ("put", "updated", "deleted")
 
 VIOLATION_TYPES = ("overlapping_leadership", "epoch_not_increasing", "duplicate_member", "version_backwards",
-                   "lost_update", "create_race", "stale_epoch_write")
+                   "lost_update", "create_race", "stale_epoch_write", "unit_owned_twice", "stale_generation_work")

@@ -500,7 +500,9 @@ class GroupMember(GroupCoordinatorHandle):
             return None
 
     def _record(self, event: str, **fields: Any) -> None:
-        self._events.record(primitive="group", name=self.group, event=event, member=self.member_id, **fields)
+        self._events.record(
+            primitive="group_coordinator", name=self.group, event=event, member=self.member_id, **fields
+        )
 
     def _stable_locked(self) -> bool:
         latest = self._latest

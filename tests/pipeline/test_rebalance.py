@@ -1,0 +1,122 @@
+"""Group coordinator checks (kubecoord.analytics.rebalance): holdings, a unit owned twice,
+work on a stale generation, rebalance durations — on hand-written logs, and on the log
+of a real run of the coordinator (memory backend) where nothing may be found."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kubecoord
+from kubecoord.analytics.pipeline import Analysis, analyze
+from kubecoord.coordinator import UnitsProtocol, decode_units
+from kubecoord.testing import crash
+from tests.helpers import eventually
+
+from .histories import Log, where
+
+COORD = "group_coordinator"
+
+
+def _rows(analysis: Analysis, table: str, kind: str | None = None) -> list[dict[str, Any]]:
+    frame = analysis.tables[table]
+    if kind is not None:
+        frame = frame.filter(f"type = '{kind}'")
+    return [row.asDict(recursive=True) for row in frame.collect()]
+
+
+@pytest.fixture(scope="module")
+def case(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Analysis, Log, Log, dict[str, int]]]:
+    root = tmp_path_factory.mktemp("rebalance")
+    p1, p2 = Log(root / "p1.jsonl", "p1"), Log(root / "p2.jsonl", "p2")
+    lines = {
+        # Generation 1: a holds u0,u1; generation 2: a revokes, b gets u1 (clean handover).
+        "g1_start": p1.add(0, COORD, "clean", "rebalance_started", member="a", generation=1),
+        "g1_a": p1.add(1, COORD, "clean", "assigned", member="a", generation=1, units=["u0", "u1"]),
+        "g2_start": p1.add(10, COORD, "clean", "rebalance_started", member="a", generation=2),
+        "g2_rev": p1.add(11, COORD, "clean", "revoked", member="a", generation=1, units=["u0", "u1"]),
+        "g2_a": p1.add(13, COORD, "clean", "assigned", member="a", generation=2, units=["u0"]),
+        "g2_b": p2.add(14, COORD, "clean", "assigned", member="b", generation=2, units=["u1"]),
+        # A killed member: c holds u9, expires (observed by p2), then d gets u9.
+        "k_c": p1.add(0, COORD, "killed", "assigned", member="c", generation=1, units=["u9"]),
+        "k_exp": p2.group(20, "killed", "expired", "c"),
+        "k_d": p2.add(25, COORD, "killed", "assigned", member="d", generation=2, units=["u9"]),
+        # Owned twice: e holds x, f is given x 5 s before e revokes it.
+        "t_e": p1.add(0, COORD, "twice", "assigned", member="e", generation=3, units=["x"]),
+        "t_f": p2.add(10, COORD, "twice", "assigned", member="f", generation=4, units=["x"]),
+        "t_rev": p1.add(15, COORD, "twice", "revoked", member="e", generation=3, units=["x"]),
+        # Stale: h starts on generation 6 ten seconds after g was assigned generation 7.
+        "s_g": p1.add(0, COORD, "stale", "assigned", member="g", generation=7, units=[]),
+        "s_h": p2.add(10, COORD, "stale", "assigned", member="h", generation=6, units=[]),
+    }
+    p1.write()
+    p2.write()
+    _run_members(root / "real")
+    result = analyze(spark, [str(p1.path), str(p2.path), str(root / "real")], skew=1.0)
+    yield result, p1, p2, lines
+    result.close()
+
+
+def test_violations_found_with_their_evidence(case: tuple[Analysis, Log, Log, dict[str, int]]) -> None:
+    analysis, p1, p2, lines = case
+    counts = analysis.summary["violations"]
+    assert (counts["unit_owned_twice"], counts["stale_generation_work"]) == (1, 1)  # none from the real run
+    (twice,) = _rows(analysis, "violations", "unit_owned_twice")
+    assert (twice["name"], twice["subject"], twice["primitive"]) == ("twice", "x", COORD)
+    assert "given to f" in twice["detail"] and "while e held it" in twice["detail"]
+    assert [(e["file"], e["line"]) for e in twice["evidence"]] == [where(p1, lines["t_e"]), where(p2, lines["t_f"])]
+    (stale,) = _rows(analysis, "violations", "stale_generation_work")
+    assert stale["detail"] == "h started on generation 6 after generation 7 was assigned (g)"
+    assert [(e["file"], e["line"]) for e in stale["evidence"]] == [where(p1, lines["s_g"]), where(p2, lines["s_h"])]
+
+
+def test_holdings_and_durations(case: tuple[Analysis, Log, Log, dict[str, int]]) -> None:
+    analysis = case[0]
+    holdings = {(h["name"], h["member"], h["unit"], h["generation"]): h for h in _rows(analysis, "unit_holdings")}
+    assert holdings[("clean", "a", "u1", 1)]["end_reason"] == "revoked"
+    assert holdings[("clean", "b", "u1", 2)]["end_reason"] == "open"
+    assert holdings[("killed", "c", "u9", 1)]["end_reason"] == "member_gone"
+    durations = {(r["name"], r["generation"]): r["duration"] for r in _rows(analysis, "rebalances")}
+    assert durations[("clean", 1)] == pytest.approx(1.0) and durations[("clean", 2)] == pytest.approx(4.0)
+    summary = analysis.summary["rebalance"]
+    assert summary["groups"] == 2 and summary["duration_seconds"][0]["group"] == "all"
+
+
+def _run_members(directory: Path) -> None:
+    """Members join, leave and crash on memory:// (group "work"), each logging to its own file."""
+    directory.mkdir()
+    url = f"memory://pipeline-{uuid.uuid4().hex[:8]}"
+    units = [f"p{i}" for i in range(8)]
+    coordinators, members = [], []
+    for index in range(3):
+        coordinator = kubecoord.connect(url, session_timeout=1.0, history=str(directory / f"m{index}.jsonl"))
+        member = coordinator.group_coordinator("work", UnitsProtocol(units), member_id=f"m{index}", session_timeout=0.5)
+        member.join()
+        coordinators.append(coordinator)
+        members.append(member)
+    eventually(lambda: all(m.is_stable() for m in members) and len({m.generation for m in members}) == 1, 10)
+    members[2].leave()
+    eventually(lambda: all(m.is_stable() for m in members[:2]) and members[0].generation == members[1].generation, 10)
+    crash(coordinators[1])
+    survivor = members[0]
+    eventually(lambda: survivor.is_stable() and len(decode_units(survivor.assignment or b"")[0]) == 8, 10)
+    for coordinator in (coordinators[0], coordinators[2]):
+        coordinator.close()
+
+
+def test_a_real_coordinator_log_is_clean(case: tuple[Analysis, Log, Log, dict[str, int]]) -> None:
+    """The run of _run_members: no violation, a duration per completed generation."""
+    analysis = case[0]
+    assert [v for v in _rows(analysis, "violations") if v["name"] == "work"] == []
+    durations = [r for r in _rows(analysis, "rebalances") if r["name"] == "work"]
+    assert len(durations) >= 3 and all(r["duration"] >= 0 for r in durations)
+    holdings = [h for h in _rows(analysis, "unit_holdings") if h["name"] == "work"]
+    assert {h["end_reason"] for h in holdings if h["member"] == "m1"} <= {"revoked", "member_gone"}
+    # m0 ends with every unit, until its coordinator closed (left: member_gone).
+    assert {h["unit"] for h in holdings if h["member"] == "m0" and h["end_reason"] == "member_gone"} == {
+        f"p{i}" for i in range(8)
+    }
