@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from kubecoord._core.handles import Handle
 from kubecoord._core.lease.timings import Timings
 from kubecoord._internal.clock import Clock
 from kubecoord._internal.dispatch import Dispatcher
@@ -29,6 +30,7 @@ class Context:
     closed: bool = False
     crashed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    backend: str = "kubernetes"
 
     @property
     def namespace(self) -> str:
@@ -39,23 +41,12 @@ class Context:
             raise ClosedError("this kubernetes coordinator was closed")
 
 
-class HandleBase:
-    """Open/closed state shared by the four handle types."""
+class HandleBase(Handle):
+    """The core's handle scaffolding with this coordinator's context as the owner."""
 
-    _kind = "handle"
-
-    def __init__(self, context: Context) -> None:
+    def __init__(self, context: Context, name: str) -> None:
+        super().__init__(context, name, context.events)
         self._context = context
-        self._closed = False
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClosedError(f"this {self._kind} handle was closed")
-        self._context.check_open()
-
-    def crash(self) -> None:
-        """Stop every background activity without writing anything (simulate_crash)."""
-        self._closed = True
 
 
 class WatchingHandle(HandleBase):
@@ -67,8 +58,8 @@ class WatchingHandle(HandleBase):
 
     _resource: Resource
 
-    def __init__(self, context: Context) -> None:
-        super().__init__(context)
+    def __init__(self, context: Context, name: str) -> None:
+        super().__init__(context, name)
         self._start_lock = threading.Lock()
         self._informer: Informer | None = None
 

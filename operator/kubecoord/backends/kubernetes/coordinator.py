@@ -4,29 +4,28 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import TypeVar
+from typing import Any
 
-from kubecoord import validation
+from kubecoord._core.handles import CoordinatorBase
 from kubecoord.api import Coordinator, GroupMembership, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.kubernetes import binding
-from kubecoord.backends.kubernetes.context import Context, HandleBase
+from kubecoord.backends.kubernetes.context import Context
 from kubecoord.backends.kubernetes.kv import KubeListenerRegistry, KubeStorage
 from kubecoord.backends.kubernetes.leader import KubeLeaderElection
 from kubecoord.backends.kubernetes.membership import KubeGroupMembership
 from kubecoord.history import EventLog
 
-_H = TypeVar("_H", bound=HandleBase)
 _ids = itertools.count(1)
 
 
-class KubernetesCoordinator(Coordinator):
+class KubernetesCoordinator(CoordinatorBase):
     """A coordinator on the Kubernetes API. See kubecoord.backends.kubernetes for options."""
 
     backend = "kubernetes"
 
     def __init__(self, context: Context) -> None:
+        super().__init__(handle_owner=context)
         self._context = context
-        self._handles: list[HandleBase] = []
         self._delegates: dict[str, Coordinator] = {}
         self._lock = threading.Lock()
         self.id = next(_ids)
@@ -40,39 +39,30 @@ class KubernetesCoordinator(Coordinator):
     def namespace(self) -> str:
         return self._context.namespace
 
-    def leader_election(
-        self,
-        service: str,
-        *,
-        lease_duration: float | None = None,
-        renew_deadline: float | None = None,
-        retry_period: float | None = None,
-    ) -> LeaderElection:
-        """A LeaderElection on the Lease ``service``; timings default to the coordinator's."""
-        validation.check_name(service, "service")
+    def check_open(self) -> None:
+        self._context.check_open()
+
+    def _open_leader_election(self, service: str, **timings: Any) -> LeaderElection:
+        """A LeaderElection on the Lease ``service``; timings (lease_duration, renew_deadline,
+        retry_period) default to the coordinator's."""
         bound = binding.lookup(self._context.client, binding.LEADER_ELECTIONS, service)  # binding.py
         if bound is not None and bound.backend != "kubernetes":
             return self._delegate(bound).leader_election(service)
         base = bound.election_timings(self._context.timings) if bound else self._context.timings
-        timings = base.with_overrides(
-            lease_duration=lease_duration, renew_deadline=renew_deadline, retry_period=retry_period
-        )
-        return self._track(KubeLeaderElection(self._context, service, timings))
+        return KubeLeaderElection(self._context, service, base.with_overrides(**timings))
 
-    def group_membership(self, group: str) -> GroupMembership:
-        validation.check_name(group, "group")
+    def _open_group_membership(self, group: str) -> GroupMembership:
         bound = binding.lookup(self._context.client, binding.GROUPS, group)
         if bound is not None and bound.backend != "kubernetes":
             return self._delegate(bound).group_membership(group)
         timings = bound.group_timings(self._context.timings) if bound else self._context.timings
-        return self._track(KubeGroupMembership(self._context, group, timings))
+        return KubeGroupMembership(self._context, group, timings)
 
-    def storage(self, name: str) -> Storage:
-        validation.check_name(name, "store name")
+    def _open_storage(self, name: str) -> Storage:
         bound = binding.lookup(self._context.client, binding.KV_STORES, name)
         if bound is not None and bound.backend != "kubernetes":
             return self._delegate(bound).storage(name)
-        return self._track(KubeStorage(self._context, name, size_limit=bound.size_limit() if bound else None))
+        return KubeStorage(self._context, name, size_limit=bound.size_limit() if bound else None)
 
     def _delegate(self, bound: binding.Binding) -> Coordinator:
         """The coordinator of another backend that a bound resource lives in (closed with this one)."""
@@ -90,28 +80,19 @@ class KubernetesCoordinator(Coordinator):
             coordinator.close()
         return existing
 
-    def listener_registry(self, name: str) -> ListenerRegistry:
-        validation.check_name(name, "store name")
+    def _open_listener_registry(self, name: str) -> ListenerRegistry:
         bound = binding.lookup(self._context.client, binding.KV_STORES, name)
         if bound is not None and bound.backend != "kubernetes":
             return self._delegate(bound).listener_registry(name)
-        return self._track(KubeListenerRegistry(self._context, name))
-
-    def _track(self, handle: _H) -> _H:
-        self._context.check_open()
-        with self._lock:
-            self._handles.append(handle)
-        return handle
+        return KubeListenerRegistry(self._context, name)
 
     def close(self) -> None:
         """Resign every candidate, leave every group (others take over at once), stop watching."""
         with self._context.lock:
             if self._context.closed or self._context.crashed:
                 return
-        with self._lock:
-            handles = list(reversed(self._handles))
-        for handle in handles:
-            handle.close()  # type: ignore[attr-defined]
+        for handle in reversed(self._tracked()):
+            handle.close()
         with self._lock:
             delegates, self._delegates = list(self._delegates.values()), {}
         for delegate in delegates:
@@ -134,9 +115,7 @@ class KubernetesCoordinator(Coordinator):
             self._context.check_open()
             self._context.crashed = True
         self._context.dispatcher.close(timeout=0)
-        with self._lock:
-            handles = list(self._handles)
-        for handle in handles:
+        for handle in self._tracked():
             handle.crash()
         self._context.informers.stop_all()
         self._context.events.close()

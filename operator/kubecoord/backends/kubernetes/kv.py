@@ -45,8 +45,9 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from kubecoord import validation
+from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import KeySetListener, ListenerRegistry, Storage, ValueListener, Versioned
+from kubecoord.api import Versioned
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import CONFIGMAPS, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import Context, HandleBase
@@ -91,7 +92,7 @@ class _StoreHandle(HandleBase):
     """A handle on the store's shards, each fed by a shared informer on that ConfigMap."""
 
     def __init__(self, context: Context, name: str, *, shards: int | None = None) -> None:
-        super().__init__(context)
+        super().__init__(context, name)
         self.name = name
         self._create_shards = shards or context.kv_shards
         """Shard count written if this handle creates the store (a recorded count wins)."""
@@ -176,8 +177,7 @@ class _StoreHandle(HandleBase):
         self.close()
 
 
-class KubeStorage(_StoreHandle, Storage):
-    _kind = "Storage"
+class KubeStorage(_StoreHandle, StorageHandle):
 
     def __init__(self, context: Context, name: str, *, size_limit: int | None = None) -> None:
         super().__init__(context, name, shards=shard_count_for(size_limit) if size_limit else None)
@@ -186,32 +186,26 @@ class KubeStorage(_StoreHandle, Storage):
         """The KVStore resource's sizeLimit for the whole store (binding.py), if bound."""
 
     # -- reads --------------------------------------------------------------------------
-    def fetch(self, key: str) -> Future[str | None]:
+    def _fetch(self, key: str) -> Future[str | None]:
         entry = self._read(key)
         return _done(entry.value if entry is not None else None)
 
-    def fetch_versioned(self, key: str) -> Future[Versioned | None]:
+    def _fetch_versioned(self, key: str) -> Future[Versioned | None]:
         entry = self._read(key)
         return _done(entry.versioned if entry is not None else None)
 
     def _read(self, key: str) -> Entry | None:
-        validation.check_key(key)
-        self._check_open()
         shards = self._layout()
         if shards is None:
             return None
         index = shard_of(key, shards)
         return entries_of(self._informer(index).get(naming.store_shard_name(self.name, index))).get(key)
 
-    def children(self, namespace: str = "") -> set[str]:
-        validation.check_namespace(namespace)
-        self._check_open()
+    def _children(self, namespace: str) -> set[str]:
         return children_of(self._entries(), namespace)
 
     # -- writes -------------------------------------------------------------------------
-    def put(self, key: str, data: str) -> int:
-        validation.check_key(key)
-        validation.check_value(data, max_bytes=self.max_value_bytes)
+    def _put(self, key: str, data: str) -> int:
 
         def create(current: Entry | None) -> Entry:
             if current is not None:
@@ -220,10 +214,7 @@ class KubeStorage(_StoreHandle, Storage):
 
         return self._write(key, create, "put")
 
-    def update(self, key: str, data: str, *, expected_version: int | None = None) -> int:
-        validation.check_key(key)
-        validation.check_value(data, max_bytes=self.max_value_bytes)
-        validation.check_version(expected_version)
+    def _update(self, key: str, data: str, expected_version: int | None) -> int:
 
         def replace(current: Entry | None) -> Entry:
             current = self._expect(key, current, expected_version)
@@ -231,9 +222,7 @@ class KubeStorage(_StoreHandle, Storage):
 
         return self._write(key, replace, "updated", expected_version)
 
-    def delete(self, key: str, *, expected_version: int | None = None) -> None:
-        validation.check_key(key)
-        validation.check_version(expected_version)
+    def _delete(self, key: str, expected_version: int | None) -> None:
 
         def remove(current: Entry | None) -> None:
             self._expect(key, current, expected_version)
@@ -273,9 +262,7 @@ class KubeStorage(_StoreHandle, Storage):
                     fresh = True
                     continue
                 if isinstance(exc, VersionConflictError):
-                    self._context.events.record(
-                        primitive="kv", name=self.name, event="conflict", key=key, version=expected
-                    )
+                    self._record("conflict", key=key, version=expected)
                 raise
             try:
                 if observed is None:
@@ -290,7 +277,7 @@ class KubeStorage(_StoreHandle, Storage):
                 continue
             informer.offer(written)
             version = new.version if new is not None else (current.version if current is not None else 0)
-            self._context.events.record(primitive="kv", name=self.name, event=event, key=key, version=version)
+            self._record(event, key=key, version=version)
             return version
         raise BackendUnavailableError(
             f"store {self.name!r}: gave up after {MAX_ATTEMPTS} conflicting writes of ConfigMap {configmap!r}"
@@ -359,14 +346,10 @@ class KubeStorage(_StoreHandle, Storage):
             )
 
 
-class KubeListenerRegistry(_StoreHandle, ListenerRegistry):
-    _kind = "ListenerRegistry"
-
+class KubeListenerRegistry(_StoreHandle, RegistryHandle):
     def __init__(self, context: Context, name: str) -> None:
         super().__init__(context, name)
         self._lock = threading.Lock()
-        self._value_listeners: dict[str, ListenerSet[str | None]] = {}
-        self._key_set_listeners: dict[str, ListenerSet[set[str]]] = {}
 
     def _on_changes(self, changes: list[Change]) -> None:
         super()._on_changes(changes)
@@ -378,11 +361,13 @@ class KubeListenerRegistry(_StoreHandle, ListenerRegistry):
                 if self._closed:
                     return
                 before, after = entries_of(old), entries_of(new)
-                for key, listeners in self._value_listeners.items():
+                with self._listeners_lock:
+                    values, key_sets = list(self._values.items()), list(self._key_sets.items())
+                for key, listeners in values:
                     if before.get(key) != after.get(key):
                         entry = after.get(key)
                         self._context.dispatcher.notify(listeners, entry.value if entry is not None else None)
-                if not self._key_set_listeners:
+                if not key_sets:
                     continue
                 # A namespace's children span shards: the other shards as cached now, plus
                 # this shard before and after the change.
@@ -390,33 +375,13 @@ class KubeListenerRegistry(_StoreHandle, ListenerRegistry):
                 for other, informer in list(self._informers.items()):
                     if other != index:
                         others.update(entries_of(informer.get(naming.store_shard_name(self.name, other))))
-                for namespace, key_set_listeners in self._key_set_listeners.items():
+                for namespace, key_set_listeners in key_sets:
                     children = children_of({**others, **after}, namespace)
                     if children != children_of({**others, **before}, namespace):
                         self._context.dispatcher.notify(key_set_listeners, children)
 
-    def add_value_change_listener(self, key: str, listener: ValueListener) -> None:
-        validation.check_key(key)
-        self._check_open()
-        with self._lock:
-            self._value_listeners.setdefault(key, ListenerSet()).add(listener)
+    def _value_listener_added(self, key: str, listeners: ListenerSet[str | None], first: bool) -> None:
         self._layout()
 
-    def remove_value_change_listener(self, key: str, listener: ValueListener) -> None:
-        validation.check_key(key)
-        with self._lock:
-            if key in self._value_listeners:
-                self._value_listeners[key].remove(listener)
-
-    def add_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
-        validation.check_namespace(namespace)
-        self._check_open()
-        with self._lock:
-            self._key_set_listeners.setdefault(namespace, ListenerSet()).add(listener)
+    def _key_set_listener_added(self, namespace: str, listeners: ListenerSet[set[str]], first: bool) -> None:
         self._layout()
-
-    def remove_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
-        validation.check_namespace(namespace)
-        with self._lock:
-            if namespace in self._key_set_listeners:
-                self._key_set_listeners[namespace].remove(listener)

@@ -19,10 +19,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from kubecoord import validation
+from kubecoord._core.handles import ElectionHandle
 from kubecoord._core.lease import Elector, Loop, Observation, Timings, expires_at
-from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import Leader, LeaderElection, LeaderListener
+from kubecoord.api import Leader
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import LEASES
 from kubecoord.backends.kubernetes.context import Context, WatchingHandle
@@ -34,19 +33,17 @@ from kubecoord.errors import MemberExistsError
 _UNSET: Any = object()
 
 
-class KubeLeaderElection(WatchingHandle, LeaderElection):
-    _kind = "LeaderElection"
+class KubeLeaderElection(WatchingHandle, ElectionHandle):
     _resource = LEASES
 
     def __init__(self, context: Context, service: str, timings: Timings) -> None:
-        super().__init__(context)
+        super().__init__(context, service)
         self.service = service
         self.timings = timings
         self._lease_name = naming.election_lease_name(service)
         self._lock = threading.Lock()  # electors and the reported leader; a leaf lock
         self._electors: dict[str, Elector] = {}
         self._loops: dict[str, Loop] = {}
-        self._listeners: ListenerSet[str | None] = ListenerSet()
         self._reported: str | None = _UNSET
 
     # -- the shared watch ---------------------------------------------------------------
@@ -83,15 +80,10 @@ class KubeLeaderElection(WatchingHandle, LeaderElection):
             self._reported = current
             self._context.dispatcher.notify(self._listeners, current)
         if current is not None and not leading:
-            self._context.events.record(
-                primitive="leader_election", name=self.service, event="observed", member=current, epoch=epoch
-            )
+            self._record("observed", member=current, epoch=epoch)
 
     # -- the interface ------------------------------------------------------------------
-    def nominate(self, candidate_id: str, data: str = "") -> bool:
-        validation.check_id(candidate_id, "candidate_id")
-        validation.check_data(data)
-        self._check_open()
+    def _nominate(self, candidate_id: str, data: str) -> bool:
         with self._lock:
             if candidate_id in self._electors:
                 raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
@@ -112,8 +104,7 @@ class KubeLeaderElection(WatchingHandle, LeaderElection):
         loop.start()
         return elector.is_leader()
 
-    def get_leader(self) -> Leader | None:
-        self._check_open()
+    def _get_leader(self) -> Leader | None:
         observed = self._watching().get(self._lease_name)
         if observed is None:
             return None
@@ -129,9 +120,7 @@ class KubeLeaderElection(WatchingHandle, LeaderElection):
             return None  # expired in our own observation; whoever takes over will show up
         return Leader(record.holder, record.data, record.transitions)
 
-    def resign(self, candidate_id: str) -> None:
-        validation.check_id(candidate_id, "candidate_id")
-        self._check_open()
+    def _resign(self, candidate_id: str) -> None:
         with self._lock:
             elector = self._electors.get(candidate_id)
         if elector is None or not elector.is_leader():
@@ -161,13 +150,9 @@ class KubeLeaderElection(WatchingHandle, LeaderElection):
             electors = list(self._electors.items())
         return any(e.is_leader() for c, e in electors if candidate_id is None or c == candidate_id)
 
-    def add_listener(self, listener: LeaderListener) -> None:
-        self._listeners.add(listener)
+    def _listener_added(self, first: bool) -> None:
         if not self._closed and not self._context.crashed:
             self._watching()
-
-    def remove_listener(self, listener: LeaderListener) -> None:
-        self._listeners.remove(listener)
 
     def close(self) -> None:
         if self._closed:

@@ -36,10 +36,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from kubecoord import validation
+from kubecoord._core.handles import GroupHandle
 from kubecoord._core.lease import LeaderRecord, Loop, Timings, expires_at, from_unix
-from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import GroupMembership, MembershipListener
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import Context, WatchingHandle
@@ -66,19 +64,17 @@ def member_of(observed: Observed) -> tuple[str, str, float] | None:
     return member_id, annotations.get(naming.MEMBER_DATA_ANNOTATION, ""), expires_at(observation(observed))
 
 
-class KubeGroupMembership(WatchingHandle, GroupMembership):
-    _kind = "GroupMembership"
+class KubeGroupMembership(WatchingHandle, GroupHandle):
     _resource = LEASES
 
     def __init__(self, context: Context, group: str, timings: Timings) -> None:
-        super().__init__(context)
+        super().__init__(context, group)
         self.group = group
         self.timings = timings
         self._lock = threading.Lock()  # a leaf lock: never held while calling the informer's writers
         self._mine: dict[str, str] = {}  # member id -> data
         self._next_beat = 0.0
         self._reaped: set[tuple[str, str]] = set()
-        self._listeners: ListenerSet[set[str]] = ListenerSet()
         self._reported: set[str] = _UNSET
         self._loop: Loop | None = None
 
@@ -174,7 +170,7 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
             if self._mine.pop(member_id, None) is None:
                 return
         log.warning("member expelled", extra={"group": self.group, "member": member_id, "reason": reason})
-        self._context.events.record(primitive="group", name=self.group, event="expired", member=member_id)
+        self._record("expired", member=member_id)
 
     def _reap(self, informer: Informer, name: str, observed: Observed, member_id: str) -> None:
         self._reaped.add((name, observed.version))
@@ -188,7 +184,7 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
             log.info("deleting an expired member failed", extra={"group": self.group, "error": str(exc)})
             return
         informer.forget(name)
-        self._context.events.record(primitive="group", name=self.group, event="expired", member=member_id)
+        self._record("expired", member=member_id)
 
     def _lease_body(self, member_id: str, data: str, *, base: dict[str, Any] | None = None) -> dict[str, Any]:
         """A member Lease (new, or ``base`` renewed), written by the same converter as an
@@ -210,10 +206,7 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
         )
 
     # -- the interface ------------------------------------------------------------------
-    def join(self, member_id: str, data: str = "") -> None:
-        validation.check_id(member_id, "member_id")
-        validation.check_data(data)
-        self._check_open()
+    def _join(self, member_id: str, data: str) -> None:
         with self._lock:
             if member_id in self._mine:
                 raise MemberExistsError(f"member {member_id!r} is already joined through this handle")
@@ -242,12 +235,10 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
         informer.offer(written)  # before the heartbeat loop can look for it
         with self._lock:
             self._mine[member_id] = data
-        self._context.events.record(primitive="group", name=self.group, event="joined", member=member_id)
+        self._record("joined", member=member_id)
         self._report()
 
-    def leave(self, member_id: str) -> None:
-        validation.check_id(member_id, "member_id")
-        self._check_open()
+    def _leave(self, member_id: str) -> None:
         with self._lock:
             if member_id not in self._mine:
                 raise MemberNotFoundError(f"member {member_id!r} was not joined through this handle")
@@ -272,23 +263,15 @@ class KubeGroupMembership(WatchingHandle, GroupMembership):
             except NotFound:
                 break
         informer.forget(name)
-        self._context.events.record(primitive="group", name=self.group, event="left", member=member_id)
+        self._record("left", member=member_id)
 
-    def membership(self) -> dict[str, str]:
-        self._check_open()
+    def _membership(self) -> dict[str, str]:
         self._watching()
         return self._live()
 
-    def membership_list(self) -> set[str]:
-        return set(self.membership())
-
-    def add_listener(self, listener: MembershipListener) -> None:
-        self._listeners.add(listener)
+    def _listener_added(self, first: bool) -> None:
         if not self._closed and not self._context.crashed:
             self._watching()
-
-    def remove_listener(self, listener: MembershipListener) -> None:
-        self._listeners.remove(listener)
 
     def close(self) -> None:
         if self._closed:

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import threading
-from typing import Any, TypeVar
+from typing import Any
 
-from kubecoord import validation
+from kubecoord._core.handles import CoordinatorBase
 from kubecoord._core.lease import Timings
 from kubecoord._internal.dispatch import Dispatcher, ListenerSet
-from kubecoord.api import Coordinator, GroupMembership, LeaderElection, ListenerRegistry, Storage
-from kubecoord.backends.memory.handle import Handle
+from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.memory.kv import MemoryListenerRegistry, MemoryStorage
 from kubecoord.backends.memory.leader import MemoryLeaderElection
 from kubecoord.backends.memory.membership import MemoryGroupMembership
 from kubecoord.backends.memory.state import Session, State, Subscription
-from kubecoord.errors import ClosedError
+from kubecoord.errors import ClosedError, InvalidArgumentError
 from kubecoord.history import EventLog
-
-_H = TypeVar("_H", bound=Handle)
 
 # An election's lease timings as fractions of session_timeout (the lease duration): a
 # leader renews every 0.4 of it and counts as leader until 0.9 of it after its last
@@ -35,51 +31,44 @@ def lease_timings(session_timeout: float) -> Timings:
     )
 
 
-class MemoryCoordinator(Coordinator):
+class MemoryCoordinator(CoordinatorBase):
     """A coordinator on an in-process state. See kubecoord.backends.memory for options."""
 
     backend = "memory"
 
     def __init__(self, state: State, *, session_timeout: float, max_value_bytes: int, events: EventLog) -> None:
+        super().__init__()
         self.state = state
         self.session = Session(timeout=session_timeout)
         self.timings = lease_timings(session_timeout)
         self.events = events
         self.max_value_bytes = max_value_bytes
         self._dispatcher = Dispatcher(f"memory-{self.session.id}")
-        self._handles: list[Handle] = []
-        self._lock = threading.Lock()
 
     @property
     def crashed(self) -> bool:
         return self.session.crashed_at is not None
 
     # -- handles ------------------------------------------------------------------
-    def leader_election(self, service: str) -> LeaderElection:
-        return self._track(MemoryLeaderElection(self, validation.check_name(service, "service")))
+    def _open_leader_election(self, service: str, **options: Any) -> LeaderElection:
+        if options:
+            raise InvalidArgumentError(f"memory backend: leader_election takes no options, got {sorted(options)}")
+        return MemoryLeaderElection(self, service)
 
-    def group_membership(self, group: str) -> GroupMembership:
-        return self._track(MemoryGroupMembership(self, validation.check_name(group, "group")))
+    def _open_group_membership(self, group: str) -> GroupMembership:
+        return MemoryGroupMembership(self, group)
 
-    def storage(self, name: str) -> Storage:
-        return self._track(MemoryStorage(self, validation.check_name(name, "store name")))
+    def _open_storage(self, name: str) -> Storage:
+        return MemoryStorage(self, name)
 
-    def listener_registry(self, name: str) -> ListenerRegistry:
-        return self._track(MemoryListenerRegistry(self, validation.check_name(name, "store name")))
-
-    def _track(self, handle: _H) -> _H:
-        self.check_open()
-        with self._lock:
-            self._handles.append(handle)
-        return handle
+    def _open_listener_registry(self, name: str) -> ListenerRegistry:
+        return MemoryListenerRegistry(self, name)
 
     # -- lifecycle ----------------------------------------------------------------
     def close(self) -> None:
         if self.session.closed or self.crashed:
             return
-        with self._lock:
-            handles = list(reversed(self._handles))
-        for handle in handles:
+        for handle in reversed(self._tracked()):
             handle.close()
         with self.state.lock:
             self.session.closed = True
@@ -95,8 +84,7 @@ class MemoryCoordinator(Coordinator):
         hook, the in-process analogue of kill -9.
         """
         self.check_open()
-        with self._lock:
-            handles = list(self._handles)
+        handles = self._tracked()
         for handle in handles:
             if isinstance(handle, MemoryLeaderElection):
                 handle.crash()

@@ -1,30 +1,19 @@
-"""What every memory handle shares: its coordinator, state and event log, and being closed."""
+"""What every memory handle shares beyond the core's scaffolding: its coordinator, state and
+event log."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kubecoord.errors import ClosedError
+from kubecoord._core.handles import Handle
 
 if TYPE_CHECKING:
     from kubecoord.backends.memory.coordinator import MemoryCoordinator
 
 
-class Handle:
-    def __init__(self, coordinator: MemoryCoordinator) -> None:
+class MemoryHandle(Handle):
+    def __init__(self, coordinator: MemoryCoordinator, name: str) -> None:
+        super().__init__(coordinator, name, coordinator.events)
         self._coordinator = coordinator
         self._state = coordinator.state
         self._events = coordinator.events
-        self._closed = False
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClosedError(f"this {type(self).__name__.removeprefix('Memory')} handle was closed")
-        self._coordinator.check_open()
-
-    def close(self) -> None:
-        self._closed = True
-
-    def crash(self) -> None:
-        """Stop as kill -9 would (the coordinator's simulate_crash)."""
-        self._closed = True

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kubecoord import validation
+from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import KeySetListener, ListenerRegistry, Storage, ValueListener, Versioned
-from kubecoord.backends.memory.handle import Handle
+from kubecoord.api import Versioned
+from kubecoord.backends.memory.handle import MemoryHandle
 from kubecoord.backends.memory.state import Store, Subscription, notify
 from kubecoord.errors import KeyExistsError, KeyNotFoundError, VersionConflictError
 
@@ -27,34 +27,27 @@ def _done(value: T) -> Future[T]:
     return future
 
 
-class MemoryStorage(Handle, Storage):
+class MemoryStorage(MemoryHandle, StorageHandle):
     def __init__(self, coordinator: MemoryCoordinator, name: str) -> None:
-        super().__init__(coordinator)
+        super().__init__(coordinator, name)
         self.name = name
         self.max_value_bytes = coordinator.max_value_bytes
 
-    def fetch(self, key: str) -> Future[str | None]:
+    def _fetch(self, key: str) -> Future[str | None]:
         versioned = self._read(key)
         return _done(versioned.value if versioned else None)
 
-    def fetch_versioned(self, key: str) -> Future[Versioned | None]:
+    def _fetch_versioned(self, key: str) -> Future[Versioned | None]:
         return _done(self._read(key))
 
     def _read(self, key: str) -> Versioned | None:
-        validation.check_key(key)
-        self._check_open()
         with self._state.lock:
             return self._state.store(self.name).entries.get(key)
 
-    def put(self, key: str, data: str) -> int:
-        validation.check_key(key)
-        validation.check_value(data, max_bytes=self.max_value_bytes)
+    def _put(self, key: str, data: str) -> int:
         return self._write(key, lambda current: self._create(key, current, data), "put")
 
-    def update(self, key: str, data: str, *, expected_version: int | None = None) -> int:
-        validation.check_key(key)
-        validation.check_value(data, max_bytes=self.max_value_bytes)
-        validation.check_version(expected_version)
+    def _update(self, key: str, data: str, expected_version: int | None) -> int:
 
         def replace(current: Versioned | None) -> Versioned:
             self._expect(key, current, expected_version)
@@ -63,18 +56,14 @@ class MemoryStorage(Handle, Storage):
 
         return self._write(key, replace, "updated")
 
-    def delete(self, key: str, *, expected_version: int | None = None) -> None:
-        validation.check_key(key)
-        validation.check_version(expected_version)
+    def _delete(self, key: str, expected_version: int | None) -> None:
 
         def remove(current: Versioned | None) -> None:
             self._expect(key, current, expected_version)
 
         self._write(key, remove, "deleted")
 
-    def children(self, namespace: str = "") -> set[str]:
-        validation.check_namespace(namespace)
-        self._check_open()
+    def _children(self, namespace: str) -> set[str]:
         with self._state.lock:
             return self._state.store(self.name).children(namespace)
 
@@ -88,9 +77,7 @@ class MemoryStorage(Handle, Storage):
         if current is None:
             raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
         if expected is not None and current.version != expected:
-            self._events.record(
-                primitive="kv", name=self.name, event="conflict", ts=self._state.wall(), key=key, version=expected
-            )
+            self._record("conflict", ts=self._state.wall(), key=key, version=expected)
             raise VersionConflictError(f"key {key!r} is at version {current.version}, not {expected}")
 
     def _write(self, key: str, change: Callable[[Versioned | None], Versioned | None], event: str) -> int:
@@ -113,59 +100,53 @@ class MemoryStorage(Handle, Storage):
                     notify(store.key_set_subscriptions[namespace], after, now)
             version = new.version if new else (current.version if current else 0)
             # Under the lock, so one key's events carry increasing timestamps.
-            self._events.record(
-                primitive="kv", name=self.name, event=event, ts=self._state.wall(now), key=key, version=version
-            )
+            self._record(event, ts=self._state.wall(now), key=key, version=version)
         return version
 
 
-class MemoryListenerRegistry(Handle, ListenerRegistry):
+class MemoryListenerRegistry(MemoryHandle, RegistryHandle):
     def __init__(self, coordinator: MemoryCoordinator, name: str) -> None:
-        super().__init__(coordinator)
+        super().__init__(coordinator, name)
         self.name = name
-        self._value_listeners: dict[str, ListenerSet[str | None]] = {}
-        self._key_set_listeners: dict[str, ListenerSet[set[str]]] = {}
+        self._subscriptions: list[Subscription] = []
 
-    def add_value_change_listener(self, key: str, listener: ValueListener) -> None:
-        validation.check_key(key)
-        self._add(self._value_listeners, key, listener, lambda store: store.value_subscriptions)
+    def _value_listener_added(self, key: str, listeners: ListenerSet[str | None], first: bool) -> None:
+        if first:
+            self._subscribe(listeners, key, lambda store: store.value_subscriptions)
 
-    def remove_value_change_listener(self, key: str, listener: ValueListener) -> None:
-        validation.check_key(key)
-        if key in self._value_listeners:
-            self._value_listeners[key].remove(listener)
+    def _key_set_listener_added(self, namespace: str, listeners: ListenerSet[set[str]], first: bool) -> None:
+        if first:
+            self._subscribe(listeners, namespace, lambda store: store.key_set_subscriptions)
 
-    def add_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
-        validation.check_namespace(namespace)
-        self._add(self._key_set_listeners, namespace, listener, lambda store: store.key_set_subscriptions)
-
-    def remove_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
-        validation.check_namespace(namespace)
-        if namespace in self._key_set_listeners:
-            self._key_set_listeners[namespace].remove(listener)
-
-    def _add(
-        self,
-        mine: dict[str, ListenerSet[Any]],
-        path: str,
-        listener: Callable[[Any], None],
-        table: Callable[[Store], dict[str, list[Subscription]]],
+    def _subscribe(
+        self, listeners: ListenerSet[Any], path: str, table: Callable[[Store], dict[str, list[Subscription]]]
     ) -> None:
-        self._check_open()
+        subscription = self._coordinator.subscribe(listeners)
         with self._state.lock:
-            if path not in mine:
-                mine[path] = ListenerSet()
-                subscription = self._coordinator.subscribe(mine[path])
-                table(self._state.store(self.name)).setdefault(path, []).append(subscription)
-            mine[path].add(listener)
+            table(self._state.store(self.name)).setdefault(path, []).append(subscription)
+            self._subscriptions.append(subscription)
+
+    def _value_listeners_gone(self, key: str) -> None:
+        self._unsubscribe(lambda store: store.value_subscriptions)
+
+    def _key_set_listeners_gone(self, namespace: str) -> None:
+        self._unsubscribe(lambda store: store.key_set_subscriptions)
+
+    def _unsubscribe(self, table: Callable[[Store], dict[str, list[Subscription]]] | None = None) -> None:
+        """Drop this handle's subscriptions whose listener sets are no longer in use."""
+        with self._state.lock:
+            live = {id(ls) for ls in [*self._values.values(), *self._key_sets.values()]}
+            gone = {id(s) for s in self._subscriptions if id(s.listeners) not in live}
+            self._subscriptions = [s for s in self._subscriptions if id(s) not in gone]
+            store = self._state.store(self.name)
+            tables = [table(store)] if table is not None else [store.value_subscriptions, store.key_set_subscriptions]
+            for subscriptions_by_path in tables:
+                for path, subscriptions in subscriptions_by_path.items():
+                    subscriptions_by_path[path] = [s for s in subscriptions if id(s) not in gone]
 
     def close(self) -> None:
         if self._closed:
             return
-        with self._state.lock:
-            store = self._state.store(self.name)
-            mine = {id(ls) for ls in [*self._value_listeners.values(), *self._key_set_listeners.values()]}
-            for table in (store.value_subscriptions, store.key_set_subscriptions):
-                for path, subscriptions in table.items():
-                    table[path] = [s for s in subscriptions if id(s.listeners) not in mine]
+        self._clear_listeners()
+        self._unsubscribe()
         super().close()

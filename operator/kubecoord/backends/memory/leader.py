@@ -18,12 +18,11 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from kubecoord import validation
+from kubecoord._core.handles import ElectionHandle
 from kubecoord._core.lease import Elector, Loop, Timings, expires_at
 from kubecoord._internal.clock import Clock
-from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import Leader, LeaderElection, LeaderListener
-from kubecoord.backends.memory.handle import Handle
+from kubecoord.api import Leader
+from kubecoord.backends.memory.handle import MemoryHandle
 from kubecoord.backends.memory.records import TableView
 from kubecoord.errors import MemberExistsError
 
@@ -73,19 +72,18 @@ class Candidate:
             self.loop.wake()
 
 
-class MemoryLeaderElection(Handle, LeaderElection):
+class MemoryLeaderElection(MemoryHandle, ElectionHandle):
     def __init__(self, coordinator: MemoryCoordinator, service: str) -> None:
-        super().__init__(coordinator)
+        super().__init__(coordinator, service)
         self.service = service
         self.timings = coordinator.timings
-        self._record = f"elections/{service}"
+        self._record_name = f"elections/{service}"
         self._lock = threading.Lock()  # candidates and the reported leader; a leaf lock
         self._candidates: dict[str, Candidate] = {}
-        self._listeners: ListenerSet[str | None] = ListenerSet()
-        self._observer = TableView(self._state.records, self._record, self._state.lease_clock)
+        self._observer = TableView(self._state.records, self._record_name, self._state.lease_clock)
         self._observer.deliver()
         self._reported: str | None = self._current()
-        self._state.records.subscribe(self._record, self._on_write)
+        self._state.records.subscribe(self._record_name, self._on_write)
 
     # -- the watch ----------------------------------------------------------------------
     def _on_write(self) -> None:
@@ -104,7 +102,7 @@ class MemoryLeaderElection(Handle, LeaderElection):
         leading = [c for c, s in self._candidates.items() if s.elector.is_leader()]
         if leading:
             return leading[0]
-        current = self._state.records.read(self._record)
+        current = self._state.records.read(self._record_name)
         holder = current[0].holder if current is not None else ""
         return None if not holder or holder in self._candidates else holder
 
@@ -120,14 +118,11 @@ class MemoryLeaderElection(Handle, LeaderElection):
         self._coordinator.deliver(self._listeners, current)
 
     # -- the interface ------------------------------------------------------------------
-    def nominate(self, candidate_id: str, data: str = "") -> bool:
-        validation.check_id(candidate_id, "candidate_id")
-        validation.check_data(data)
-        self._check_open()
+    def _nominate(self, candidate_id: str, data: str) -> bool:
         with self._lock:
             if candidate_id in self._candidates:
                 raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
-        view = TableView(self._state.records, self._record, self._state.lease_clock)
+        view = TableView(self._state.records, self._record_name, self._state.lease_clock)
         view.deliver()
         elector = Elector(
             service=self.service, candidate=candidate_id, data=data, store=view, timings=self.timings,
@@ -150,9 +145,8 @@ class MemoryLeaderElection(Handle, LeaderElection):
         self._report()
         return elector.is_leader()
 
-    def get_leader(self) -> Leader | None:
-        self._check_open()
-        current = self._state.records.read(self._record)
+    def _get_leader(self) -> Leader | None:
+        current = self._state.records.read(self._record_name)
         if current is None or not current[0].holder:
             return None
         record = current[0]
@@ -165,9 +159,7 @@ class MemoryLeaderElection(Handle, LeaderElection):
             return None  # expired in our own observation; whoever takes over will show up
         return Leader(record.holder, record.data, record.transitions)
 
-    def resign(self, candidate_id: str) -> None:
-        validation.check_id(candidate_id, "candidate_id")
-        self._check_open()
+    def _resign(self, candidate_id: str) -> None:
         with self._lock:
             candidate = self._candidates.get(candidate_id)
         if candidate is None or not candidate.elector.is_leader():
@@ -197,24 +189,18 @@ class MemoryLeaderElection(Handle, LeaderElection):
             candidates = list(self._candidates.items())
         return any(s.elector.is_leader() for c, s in candidates if candidate_id is None or c == candidate_id)
 
-    def add_listener(self, listener: LeaderListener) -> None:
-        self._listeners.add(listener)
-
-    def remove_listener(self, listener: LeaderListener) -> None:
-        self._listeners.remove(listener)
-
     def close(self) -> None:
         if self._closed:
             return
         for candidate_id in list(self._candidates):
             self._withdraw(candidate_id)
         self._report()
-        self._state.records.unsubscribe(self._record, self._on_write)
+        self._state.records.unsubscribe(self._record_name, self._on_write)
         super().close()
 
     def crash(self) -> None:
         """Stop as kill -9 would: a last heartbeat, then no release and no more steps."""
-        self._state.records.unsubscribe(self._record, self._on_write)
+        self._state.records.unsubscribe(self._record_name, self._on_write)
         for candidate_id in list(self._candidates):
             self._withdraw(candidate_id, release=False)
         super().close()

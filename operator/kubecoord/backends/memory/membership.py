@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kubecoord import validation
-from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import GroupMembership, MembershipListener
-from kubecoord.backends.memory.handle import Handle
+from kubecoord._core.handles import GroupHandle
+from kubecoord.backends.memory.handle import MemoryHandle
 from kubecoord.backends.memory.state import Member, notify
 from kubecoord.errors import MemberExistsError, MemberNotFoundError
 
@@ -20,19 +18,15 @@ if TYPE_CHECKING:
     from kubecoord.backends.memory.coordinator import MemoryCoordinator
 
 
-class MemoryGroupMembership(Handle, GroupMembership):
+class MemoryGroupMembership(MemoryHandle, GroupHandle):
     def __init__(self, coordinator: MemoryCoordinator, group: str) -> None:
-        super().__init__(coordinator)
+        super().__init__(coordinator, group)
         self.group = group
-        self._listeners: ListenerSet[set[str]] = ListenerSet()
         self._mine: set[str] = set()
         with self._state.lock:
             self._state.group(group).subscriptions.append(coordinator.subscribe(self._listeners))
 
-    def join(self, member_id: str, data: str = "") -> None:
-        validation.check_id(member_id, "member_id")
-        validation.check_data(data)
-        self._check_open()
+    def _join(self, member_id: str, data: str) -> None:
         with self._state.lock:
             self._state.expire_sessions()
             group = self._state.group(self.group)
@@ -41,13 +35,9 @@ class MemoryGroupMembership(Handle, GroupMembership):
             group.members[member_id] = Member(self._coordinator.session, data, self._events)
             self._mine.add(member_id)
             notify(group.subscriptions, set(group.members), self._state.clock.now())
-            self._events.record(
-                primitive="group", name=self.group, event="joined", ts=self._state.wall(), member=member_id
-            )
+            self._record("joined", ts=self._state.wall(), member=member_id)
 
-    def leave(self, member_id: str) -> None:
-        validation.check_id(member_id, "member_id")
-        self._check_open()
+    def _leave(self, member_id: str) -> None:
         with self._state.lock:
             if member_id not in self._mine:
                 raise MemberNotFoundError(f"member {member_id!r} was not joined through this handle")
@@ -60,24 +50,12 @@ class MemoryGroupMembership(Handle, GroupMembership):
         if member is not None and member.session is self._coordinator.session:
             del group.members[member_id]
             notify(group.subscriptions, set(group.members), self._state.clock.now())
-            self._events.record(
-                primitive="group", name=self.group, event="left", ts=self._state.wall(), member=member_id
-            )
+            self._record("left", ts=self._state.wall(), member=member_id)
 
-    def membership(self) -> dict[str, str]:
-        self._check_open()
+    def _membership(self) -> dict[str, str]:
         with self._state.lock:
             self._state.expire_sessions()
             return {mid: m.data for mid, m in self._state.group(self.group).members.items()}
-
-    def membership_list(self) -> set[str]:
-        return set(self.membership())
-
-    def add_listener(self, listener: MembershipListener) -> None:
-        self._listeners.add(listener)
-
-    def remove_listener(self, listener: MembershipListener) -> None:
-        self._listeners.remove(listener)
 
     def close(self) -> None:
         if self._closed:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import itertools
 import re
 import threading
-from typing import TypeVar
+from typing import Any
 
 from kubecoord import validation
+from kubecoord._core.handles import CoordinatorBase
 from kubecoord._internal.dispatch import Dispatcher
-from kubecoord.api import Coordinator, GroupMembership, LeaderElection, ListenerRegistry, Storage
+from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.zookeeper.election import ZooKeeperElection
 from kubecoord.backends.zookeeper.errors import translating
-from kubecoord.backends.zookeeper.handle import Handle
 from kubecoord.backends.zookeeper.kv import ZooKeeperListenerRegistry, ZooKeeperStorage
 from kubecoord.backends.zookeeper.membership import ZooKeeperGroup
 from kubecoord.backends.zookeeper.options import Options
@@ -23,7 +23,6 @@ from kubecoord.history import EventLog
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?$")
 _numbers = itertools.count(1)
 
-H = TypeVar("H", bound=Handle)
 
 
 def check_hosts(location: str) -> str:
@@ -36,10 +35,11 @@ def check_hosts(location: str) -> str:
     return ",".join(hosts)
 
 
-class ZooKeeperCoordinator(Coordinator):
+class ZooKeeperCoordinator(CoordinatorBase):
     backend = "zookeeper"
 
     def __init__(self, hosts: str, chroot: str, options: Options, events: EventLog) -> None:
+        super().__init__()
         self.chroot = chroot
         self.options = options
         self.events = events
@@ -47,7 +47,6 @@ class ZooKeeperCoordinator(Coordinator):
         self.dispatcher = Dispatcher(f"zookeeper-{number}")
         self.session = Session(hosts, options, name=str(number))
         self._lock = threading.Lock()
-        self._handles: list[Handle] = []
         self._closed = False
         try:
             self.session.start()
@@ -57,17 +56,19 @@ class ZooKeeperCoordinator(Coordinator):
             self.events.close()
             raise
 
-    def leader_election(self, service: str) -> LeaderElection:
-        return self._track(ZooKeeperElection(self, validation.check_name(service, "service")))
+    def _open_leader_election(self, service: str, **options: Any) -> LeaderElection:
+        if options:
+            raise InvalidArgumentError(f"zookeeper backend: leader_election takes no options, got {sorted(options)}")
+        return ZooKeeperElection(self, service)
 
-    def group_membership(self, group: str) -> GroupMembership:
-        return self._track(ZooKeeperGroup(self, validation.check_name(group, "group")))
+    def _open_group_membership(self, group: str) -> GroupMembership:
+        return ZooKeeperGroup(self, group)
 
-    def storage(self, name: str) -> Storage:
-        return self._track(ZooKeeperStorage(self, validation.check_name(name, "store name")))
+    def _open_storage(self, name: str) -> Storage:
+        return ZooKeeperStorage(self, name)
 
-    def listener_registry(self, name: str) -> ListenerRegistry:
-        return self._track(ZooKeeperListenerRegistry(self, validation.check_name(name, "store name")))
+    def _open_listener_registry(self, name: str) -> ListenerRegistry:
+        return ZooKeeperListenerRegistry(self, name)
 
     def purge(self, primitive: str, name: str) -> int:
         """Delete every znode of one election, group or store; returns how many went.
@@ -90,14 +91,6 @@ class ZooKeeperCoordinator(Coordinator):
             client.delete(path, recursive=True)
         return count
 
-    def _track(self, handle: H) -> H:
-        with self._lock:
-            if self._closed:
-                handle.close()
-                raise ClosedError("this zookeeper coordinator was closed")
-            self._handles.append(handle)
-        return handle
-
     def check_open(self) -> None:
         if self._closed:
             raise ClosedError("this zookeeper coordinator was closed")
@@ -112,8 +105,7 @@ class ZooKeeperCoordinator(Coordinator):
             if self._closed:
                 return
             self._closed = True
-            handles = list(reversed(self._handles))
-        for handle in handles:
+        for handle in reversed(self._tracked()):
             handle.close()
         self.session.close()
         self.dispatcher.close()

@@ -46,11 +46,10 @@ from typing import TYPE_CHECKING
 from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from kubecoord import validation
-from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import Leader, LeaderElection, LeaderListener
+from kubecoord._core.handles import ElectionHandle
+from kubecoord.api import Leader
 from kubecoord.backends.zookeeper.errors import translating
-from kubecoord.backends.zookeeper.handle import Handle
+from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
 from kubecoord.backends.zookeeper.session import CONNECTED, LOST
 from kubecoord.backends.zookeeper.watches import read_children
 from kubecoord.errors import MemberExistsError
@@ -95,25 +94,19 @@ class _Candidate:
     """The session generation in which leadership was last confirmed by a read."""
 
 
-class ZooKeeperElection(Handle, LeaderElection):
-    kind = "leader election"
-
+class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
     def __init__(self, coordinator: ZooKeeperCoordinator, service: str) -> None:
-        super().__init__(coordinator)
+        super().__init__(coordinator, service)
         self.service = service
         self.path = f"{self._root}/elections/{service}"
         self._lock = threading.RLock()
         self._candidates: dict[str, _Candidate] = {}
-        self._listeners: ListenerSet[str | None] = ListenerSet()
         self._view: str | None = None
         self._identities: dict[str, tuple[str, str, int]] = {}
         self._session.subscribe(self._on_state)
 
     # -- interface ------------------------------------------------------------------
-    def nominate(self, candidate_id: str, data: str = "") -> bool:
-        validation.check_id(candidate_id, "candidate_id")
-        validation.check_data(data)
-        self._check_open()
+    def _nominate(self, candidate_id: str, data: str) -> bool:
         with self._lock, translating():
             if candidate_id in self._candidates:
                 raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
@@ -123,8 +116,7 @@ class ZooKeeperElection(Handle, LeaderElection):
             self._evaluate_or_retry()
             return self._holds(candidate)
 
-    def get_leader(self) -> Leader | None:
-        self._check_open()
+    def _get_leader(self) -> Leader | None:
         with translating():
             for _ in range(_MAX_ROUNDS):
                 order = contenders(read_children(self._session, self.path))
@@ -137,9 +129,7 @@ class ZooKeeperElection(Handle, LeaderElection):
                 return Leader(candidate_id, data, epoch)
             raise ConnectionLoss("election kept changing while reading it")
 
-    def resign(self, candidate_id: str) -> None:
-        validation.check_id(candidate_id, "candidate_id")
-        self._check_open()
+    def _resign(self, candidate_id: str) -> None:
         with self._lock, translating():
             candidate = self._candidates.get(candidate_id)
             if candidate is None or not candidate.leading:
@@ -147,7 +137,7 @@ class ZooKeeperElection(Handle, LeaderElection):
             self._delete_node(candidate)
             del self._candidates[candidate_id]
             candidate.leading = False
-        self._record("resigned", candidate)
+        self._record_candidate("resigned", candidate)
 
     def is_leader(self, candidate_id: str | None = None) -> bool:
         if self._closed:
@@ -157,16 +147,11 @@ class ZooKeeperElection(Handle, LeaderElection):
         candidates = list(self._candidates.values())
         return any(self._holds(c) for c in candidates if candidate_id is None or c.id == candidate_id)
 
-    def add_listener(self, listener: LeaderListener) -> None:
-        first = not self._listeners
-        self._listeners.add(listener)
+    def _listener_added(self, first: bool) -> None:
         if first and not self._closed:
             # The current leader is the baseline; listeners hear of changes from here on.
             with self._lock:
                 self._evaluate_or_retry(notify=False)
-
-    def remove_listener(self, listener: LeaderListener) -> None:
-        self._listeners.remove(listener)
 
     def close(self) -> None:
         if self._closed:
@@ -178,7 +163,7 @@ class ZooKeeperElection(Handle, LeaderElection):
                 if candidate.node is not None:
                     self._delete_on_close(f"{self.path}/{candidate.node}")
                 if candidate.leading:
-                    self._record("resigned", candidate)
+                    self._record_candidate("resigned", candidate)
             self._candidates.clear()
         super().close()
 
@@ -263,7 +248,7 @@ class ZooKeeperElection(Handle, LeaderElection):
                     continue
                 if candidate.leading:  # only a sequence wrap-around could put a node below ours
                     candidate.leading = False
-                    self._record("lost", candidate)
+                    self._record_candidate("lost", candidate)
                 predecessor = f"{self.path}/{order[index - 1]}"
                 if self._session.read(client.exists_async, predecessor, watch=self._on_watch) is None:
                     stable = False  # it left between the two reads
@@ -282,12 +267,12 @@ class ZooKeeperElection(Handle, LeaderElection):
         event = "renewed" if candidate.leading else "acquired"
         candidate.leading = True
         candidate.confirmed = generation
-        self._record(event, candidate, valid_until=started + self._session.session_timeout)
+        self._record_candidate(event, candidate, valid_until=started + self._session.session_timeout)
 
     def _lose(self, candidate: _Candidate) -> None:
         if candidate.leading:
             candidate.leading = False
-            self._record("lost", candidate)
+            self._record_candidate("lost", candidate)
         candidate.node = None
 
     def _observe(self, order: list[str], notify: bool) -> bool:
@@ -312,9 +297,7 @@ class ZooKeeperElection(Handle, LeaderElection):
         if notify:
             self._dispatcher.notify(self._listeners, leader_id)
         if leader_id is not None and leader_id not in self._candidates:
-            self._events.record(
-                primitive="leader_election", name=self.service, event="observed", member=leader_id, epoch=epoch
-            )
+            self._record("observed", member=leader_id, epoch=epoch)
 
     def _on_state(self, state: str) -> None:
         with self._lock:
@@ -329,8 +312,10 @@ class ZooKeeperElection(Handle, LeaderElection):
             if self._listeners:  # SUSPENDED or LOST: the leader is not known any more
                 self._set_view(None, 0, notify=True)
 
-    def _record(self, event: str, candidate: _Candidate, valid_until: float | None = None) -> None:
-        self._events.record(
-            primitive="leader_election", name=self.service, event=event,
-            member=candidate.id, epoch=candidate.epoch, valid_until=valid_until,
-        )
+    def _record_candidate(self, event: str, candidate: _Candidate, valid_until: float | None = None) -> None:
+        """The history event and the client metrics of a change of one candidate's leadership."""
+        self._record(event, member=candidate.id, epoch=candidate.epoch, valid_until=valid_until)
+        if event == "acquired":
+            self._leadership(candidate.id, True)
+        elif event in ("lost", "resigned"):
+            self._leadership(candidate.id, False)

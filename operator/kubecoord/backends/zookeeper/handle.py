@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from kubecoord.errors import ClosedError
+from kubecoord._core.handles import Handle
 
 if TYPE_CHECKING:
     from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
@@ -20,21 +20,16 @@ RETRY_DELAY = 0.5
 """Seconds before background work that failed while connected is tried again."""
 
 
-class Handle:
-    kind = "handle"
+class ZooKeeperHandle(Handle):
+    """The core's handle scaffolding plus the session, dispatcher and chroot of a coordinator."""
 
-    def __init__(self, coordinator: ZooKeeperCoordinator) -> None:
+    def __init__(self, coordinator: ZooKeeperCoordinator, name: str) -> None:
+        super().__init__(coordinator, name, coordinator.events)
         self._coordinator = coordinator
         self._session = coordinator.session
         self._events = coordinator.events
         self._dispatcher = coordinator.dispatcher
         self._root = coordinator.chroot
-        self._closed = False
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClosedError(f"this zookeeper {self.kind} handle was closed")
-        self._coordinator.check_open()
 
     def _retry_later(self, task_key: object, task: object) -> None:
         """Post ``task`` again after RETRY_DELAY if the session is still connected."""
@@ -56,6 +51,3 @@ class Handle:
             pass
         except (KazooException, KazooTimeoutError):
             log.warning("could not delete a node on close; it goes with the session", extra={"path": path})
-
-    def close(self) -> None:
-        self._closed = True

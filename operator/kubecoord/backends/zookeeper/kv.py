@@ -34,11 +34,12 @@ from typing import TYPE_CHECKING, Any
 from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError, NotEmptyError
 
 from kubecoord import validation
+from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import KeySetListener, ListenerRegistry, Storage, ValueListener, Versioned
+from kubecoord.api import Versioned
 from kubecoord.backends.zookeeper import record
 from kubecoord.backends.zookeeper.errors import translate, translating
-from kubecoord.backends.zookeeper.handle import Handle
+from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
 from kubecoord.backends.zookeeper.naming import decode_name, key_path
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children, read_data
 from kubecoord.errors import BackendUnavailableError, KeyExistsError, KeyNotFoundError, VersionConflictError
@@ -50,25 +51,21 @@ _MAX_ROUNDS = 50
 """Read-CAS rounds a write retries while implicit parents come and go under it."""
 
 
-class ZooKeeperStorage(Handle, Storage):
-    kind = "storage"
-
+class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
     def __init__(self, coordinator: ZooKeeperCoordinator, name: str) -> None:
-        super().__init__(coordinator)
+        super().__init__(coordinator, name)
         self.name = name
         self.root = f"{self._root}/kv/{name}"
         self.max_value_bytes = coordinator.options.max_value_bytes
 
     # -- reads ------------------------------------------------------------------------
-    def fetch(self, key: str) -> Future[str | None]:
-        return self._fetch(key, lambda versioned: versioned.value if versioned else None)
+    def _fetch(self, key: str) -> Future[str | None]:
+        return self._read(key, lambda versioned: versioned.value if versioned else None)
 
-    def fetch_versioned(self, key: str) -> Future[Versioned | None]:
-        return self._fetch(key, lambda versioned: versioned)
+    def _fetch_versioned(self, key: str) -> Future[Versioned | None]:
+        return self._read(key, lambda versioned: versioned)
 
-    def _fetch(self, key: str, convert: Callable[[Versioned | None], Any]) -> Future[Any]:
-        validation.check_key(key)
-        self._check_open()
+    def _read(self, key: str, convert: Callable[[Versioned | None], Any]) -> Future[Any]:
         future: Future[Any] = Future()
         if not self._session.connected:
             # kazoo would queue the request until it reconnects, with no deadline: fail now.
@@ -88,17 +85,12 @@ class ZooKeeperStorage(Handle, Storage):
         self._session.client.get_async(key_path(self.root, key)).rawlink(complete)
         return future
 
-    def children(self, namespace: str = "") -> set[str]:
-        validation.check_namespace(namespace)
-        self._check_open()
+    def _children(self, namespace: str) -> set[str]:
         with translating():
             return {decode_name(name) for name in read_children(self._session, key_path(self.root, namespace))}
 
     # -- writes -----------------------------------------------------------------------
-    def put(self, key: str, data: str) -> int:
-        validation.check_key(key)
-        validation.check_value(data, max_bytes=self.max_value_bytes)
-        self._check_open()
+    def _put(self, key: str, data: str) -> int:
         path = key_path(self.root, key)
         client = self._session.client
         with translating():
@@ -124,11 +116,7 @@ class ZooKeeperStorage(Handle, Storage):
                     continue
             raise ConnectionLoss(f"put of {key!r} kept racing with concurrent writes")
 
-    def update(self, key: str, data: str, *, expected_version: int | None = None) -> int:
-        validation.check_key(key)
-        validation.check_value(data, max_bytes=self.max_value_bytes)
-        validation.check_version(expected_version)
-        self._check_open()
+    def _update(self, key: str, data: str, expected_version: int | None) -> int:
 
         def write(path: str, raw: bytes, zk_version: int) -> None:
             self._session.call(
@@ -137,10 +125,7 @@ class ZooKeeperStorage(Handle, Storage):
 
         return self._done("updated", key, self._compare_and_set(key, expected_version, write) + 1)
 
-    def delete(self, key: str, *, expected_version: int | None = None) -> None:
-        validation.check_key(key)
-        validation.check_version(expected_version)
-        self._check_open()
+    def _delete(self, key: str, expected_version: int | None) -> None:
         client = self._session.client
 
         def remove(path: str, raw: bytes, zk_version: int) -> None:
@@ -177,7 +162,7 @@ class ZooKeeperStorage(Handle, Storage):
             raise ConnectionLoss(f"write of {key!r} kept racing with concurrent writes")
 
     def _conflict(self, key: str, expected: int, actual: int | None) -> None:
-        self._events.record(primitive="kv", name=self.name, event="conflict", key=key, version=expected)
+        self._record("conflict", key=key, version=expected)
         now = f"at version {actual}" if actual is not None else "changed concurrently"
         raise VersionConflictError(f"key {key!r} is {now}, not at version {expected}")
 
@@ -198,89 +183,64 @@ class ZooKeeperStorage(Handle, Storage):
                 parent = validation.parent_of(parent)
 
     def _done(self, event: str, key: str, version: int) -> int:
-        self._events.record(primitive="kv", name=self.name, event=event, key=key, version=version)
+        self._record(event, key=key, version=version)
         return version
 
 
-class ZooKeeperListenerRegistry(Handle, ListenerRegistry):
+class ZooKeeperListenerRegistry(ZooKeeperHandle, RegistryHandle):
     """Value listeners watch a key's znode (its data); key-set listeners its children."""
 
-    kind = "listener registry"
-
     def __init__(self, coordinator: ZooKeeperCoordinator, name: str) -> None:
-        super().__init__(coordinator)
+        super().__init__(coordinator, name)
         self.name = name
         self.root = f"{self._root}/kv/{name}"
         self._lock = threading.Lock()
-        self._values: dict[str, tuple[ListenerSet[str | None], Watch[str | None]]] = {}
-        self._key_sets: dict[str, tuple[ListenerSet[set[str]], Watch[frozenset[str]]]] = {}
+        self._watches: dict[tuple[str, str], Watch[Any]] = {}
 
-    def add_value_change_listener(self, key: str, listener: ValueListener) -> None:
-        validation.check_key(key)
+    def _value_listener_added(self, key: str, listeners: ListenerSet[str | None], first: bool) -> None:
+        if not first:
+            return
         path = key_path(self.root, key)
 
         def read(watch: WatchFn) -> str | None:
             return record.value_of(read_data(self._session, path, watch))
 
-        self._add(self._values, key, listener, read, lambda listeners, value: self._dispatcher.notify(listeners, value))
+        self._start(("value", key), read, lambda value: self._dispatcher.notify(listeners, value))
 
-    def remove_value_change_listener(self, key: str, listener: ValueListener) -> None:
-        validation.check_key(key)
-        self._remove(self._values, key, listener)
-
-    def add_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
-        validation.check_namespace(namespace)
+    def _key_set_listener_added(self, namespace: str, listeners: ListenerSet[set[str]], first: bool) -> None:
+        if not first:
+            return
         path = key_path(self.root, namespace)
 
         def read(watch: WatchFn) -> frozenset[str]:
             return frozenset(decode_name(name) for name in read_children(self._session, path, watch))
 
-        self._add(
-            self._key_sets, namespace, listener, read,
-            lambda listeners, names: self._dispatcher.notify(listeners, set(names)),
-        )
+        self._start(("key_set", namespace), read, lambda names: self._dispatcher.notify(listeners, set(names)))
 
-    def remove_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
-        validation.check_namespace(namespace)
-        self._remove(self._key_sets, namespace, listener)
-
-    def _add(
-        self,
-        table: dict[str, tuple[ListenerSet[Any], Watch[Any]]],
-        path: str,
-        listener: Callable[[Any], None],
-        read: Callable[[WatchFn], Any],
-        deliver: Callable[[ListenerSet[Any], Any], None],
-    ) -> None:
-        self._check_open()
+    def _start(self, what: tuple[str, str], read: Callable[[WatchFn], Any], deliver: Callable[[Any], None]) -> None:
+        watch: Watch[Any] = Watch(self._session, read, deliver)
+        watch.start()
         with self._lock:
-            if path not in table:
-                listeners: ListenerSet[Any] = ListenerSet()
-                watch: Watch[Any] = Watch(self._session, read, lambda state: deliver(listeners, state))
-                watch.start()
-                table[path] = (listeners, watch)
-            table[path][0].add(listener)
+            self._watches[what] = watch
 
-    def _remove(
-        self, table: dict[str, tuple[ListenerSet[Any], Watch[Any]]], path: str, listener: Callable[[Any], None]
-    ) -> None:
+    def _value_listeners_gone(self, key: str) -> None:
+        self._stop(("value", key))
+
+    def _key_set_listeners_gone(self, namespace: str) -> None:
+        self._stop(("key_set", namespace))
+
+    def _stop(self, what: tuple[str, str]) -> None:
         with self._lock:
-            if path not in table:
-                return
-            listeners, watch = table[path]
-            listeners.remove(listener)
-            if not listeners:
-                watch.stop()
-                del table[path]
+            watch = self._watches.pop(what, None)
+        if watch is not None:
+            watch.stop()
 
     def close(self) -> None:
         if self._closed:
             return
+        self._clear_listeners()
         with self._lock:
-            watches: list[Watch[Any]] = [w for _, w in self._values.values()]
-            watches += [w for _, w in self._key_sets.values()]
-            for watch in watches:
-                watch.stop()
-            self._values.clear()
-            self._key_sets.clear()
+            watches, self._watches = list(self._watches.values()), {}
+        for watch in watches:
+            watch.stop()
         super().close()

@@ -29,11 +29,9 @@ from typing import TYPE_CHECKING
 from kazoo.exceptions import ConnectionLoss, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from kubecoord import validation
-from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import GroupMembership, MembershipListener
+from kubecoord._core.handles import GroupHandle
 from kubecoord.backends.zookeeper.errors import translating
-from kubecoord.backends.zookeeper.handle import Handle
+from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
 from kubecoord.backends.zookeeper.naming import decode_name, encode_name
 from kubecoord.backends.zookeeper.session import CONNECTED, LOST
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children
@@ -45,48 +43,38 @@ if TYPE_CHECKING:
 log = logging.getLogger("kubecoord.zookeeper")
 
 
-class ZooKeeperGroup(Handle, GroupMembership):
-    kind = "group membership"
-
+class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
     def __init__(self, coordinator: ZooKeeperCoordinator, group: str) -> None:
-        super().__init__(coordinator)
+        super().__init__(coordinator, group)
         self.group = group
         self.path = f"{self._root}/groups/{group}"
         self._lock = threading.RLock()
         self._mine: dict[str, str] = {}
-        self._listeners: ListenerSet[set[str]] = ListenerSet()
         self._watch: Watch[frozenset[str]] | None = None
         self._session.subscribe(self._on_state)
 
-    def join(self, member_id: str, data: str = "") -> None:
-        validation.check_id(member_id, "member_id")
-        validation.check_data(data)
-        self._check_open()
+    def _join(self, member_id: str, data: str) -> None:
         with self._lock, translating():
             if member_id in self._mine:
                 raise MemberExistsError(f"member {member_id!r} already joined group {self.group!r} on this handle")
             if not self._create(member_id, data):
                 raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}")
             self._mine[member_id] = data
-        self._record("joined", member_id)
+        self._record_member("joined", member_id)
 
-    def leave(self, member_id: str) -> None:
-        validation.check_id(member_id, "member_id")
-        self._check_open()
+    def _leave(self, member_id: str) -> None:
         with self._lock, translating():
             if member_id not in self._mine:
                 raise MemberNotFoundError(f"member {member_id!r} was not joined through this handle")
             self._delete(member_id)
             del self._mine[member_id]
-        self._record("left", member_id)
+        self._record_member("left", member_id)
 
-    def membership_list(self) -> set[str]:
-        self._check_open()
+    def _membership_list(self) -> set[str]:
         with translating():
             return {decode_name(name) for name in read_children(self._session, self.path)}
 
-    def membership(self) -> dict[str, str]:
-        self._check_open()
+    def _membership(self) -> dict[str, str]:
         client = self._session.client
         with translating():
             names = read_children(self._session, self.path)
@@ -101,19 +89,15 @@ class ZooKeeperGroup(Handle, GroupMembership):
                 members[decode_name(name)] = raw.decode("utf-8")
             return members
 
-    def add_listener(self, listener: MembershipListener) -> None:
+    def _listener_added(self, first: bool) -> None:
         self._check_open()
         with self._lock:
-            self._listeners.add(listener)
             if self._watch is None:
                 watch: Watch[frozenset[str]] = Watch(
                     self._session, self._read_members, lambda ids: self._dispatcher.notify(self._listeners, set(ids))
                 )
                 watch.start()
                 self._watch = watch
-
-    def remove_listener(self, listener: MembershipListener) -> None:
-        self._listeners.remove(listener)
 
     def close(self) -> None:
         if self._closed:
@@ -125,7 +109,7 @@ class ZooKeeperGroup(Handle, GroupMembership):
                 self._watch.stop()
             for member_id in self._mine:
                 self._delete_on_close(self._node(member_id))
-                self._record("left", member_id)
+                self._record_member("left", member_id)
             self._mine.clear()
         super().close()
 
@@ -165,7 +149,7 @@ class ZooKeeperGroup(Handle, GroupMembership):
                 return
             if state == LOST:
                 for member_id in self._mine:
-                    self._record("expired", member_id)
+                    self._record_member("expired", member_id)
             elif state == CONNECTED:
                 self._rejoin()
 
@@ -178,7 +162,7 @@ class ZooKeeperGroup(Handle, GroupMembership):
                 if self._owned(member_id):
                     continue
                 if self._create(member_id, data):
-                    self._record("joined", member_id)
+                    self._record_member("joined", member_id)
                 else:
                     log.warning("member id taken by another session after session loss; dropped",
                                 extra={"group": self.group, "member": member_id})
@@ -192,5 +176,5 @@ class ZooKeeperGroup(Handle, GroupMembership):
             if not self._closed:
                 self._rejoin()
 
-    def _record(self, event: str, member_id: str) -> None:
-        self._events.record(primitive="group", name=self.group, event=event, member=member_id)
+    def _record_member(self, event: str, member_id: str) -> None:
+        self._record(event, member=member_id)

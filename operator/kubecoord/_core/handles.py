@@ -1,0 +1,416 @@
+"""The handle scaffolding every backend shares, written once: a backend implements only its
+storage operations (the ``_``-prefixed hooks) and inherits the rest.
+
+- Closed checks: a closed handle, or a handle of a closed coordinator, raises ClosedError
+  from every call that would do something (``_check_open``), with one wording.
+- Input validation: every public method checks its arguments (kubecoord.validation) before
+  the backend sees them, so every backend refuses bad input with the same typed error and
+  before any request.
+- Listener sets: each handle type keeps its listeners in ListenerSets and tells the
+  backend when one is added (``_listener_added``), e.g. to start a watch.
+- History events: ``_record(event, **fields)`` stamps the primitive and the name.
+- Client metrics: ``_leadership(candidate, leading)`` updates kubecoord.metrics for the
+  handle's backend (the lease core's elector reports on its own).
+- Handle tracking: CoordinatorBase validates names, opens handles through the backend's
+  hooks and keeps them, newest last, for close().
+
+What the hooks promise is the backend's business; what the public methods promise is
+kubecoord.api's docstrings.
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, ClassVar, Protocol, TypeVar
+
+from kubecoord import metrics, validation
+from kubecoord._internal.dispatch import ListenerSet
+from kubecoord.api import (
+    Coordinator,
+    GroupMembership,
+    KeySetListener,
+    Leader,
+    LeaderElection,
+    LeaderListener,
+    ListenerRegistry,
+    MembershipListener,
+    Storage,
+    ValueListener,
+    Versioned,
+)
+from kubecoord.errors import ClosedError
+from kubecoord.history import EventLog
+
+
+class Owner(Protocol):
+    """What a handle needs from its coordinator."""
+
+    @property
+    def backend(self) -> str: ...
+
+    def check_open(self) -> None:
+        """Raise ClosedError if the coordinator was closed (or crashed)."""
+
+
+class Handle:
+    """Closed state, the open check, history events and metrics of one handle."""
+
+    kind: ClassVar[str] = "handle"
+    primitive: ClassVar[str] = ""
+
+    def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
+        self._owner = owner
+        self._name = name
+        self._history = events
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"this {self._owner.backend} {self.kind} handle was closed")
+        self._owner.check_open()
+
+    def _record(self, event: str, **fields: Any) -> None:
+        """One history event of this handle's primitive and name."""
+        self._history.record(primitive=self.primitive, name=self._name, event=event, **fields)
+
+    def _leadership(self, candidate: str, leading: bool) -> None:
+        """Client metrics: ``candidate`` acquired (True) or lost (False) leadership."""
+        metrics.leadership(self._owner.backend, self._name, candidate, leading)
+
+    def close(self) -> None:
+        self._closed = True
+
+    def crash(self) -> None:
+        """Stop every background activity without writing anything (simulate_crash)."""
+        self._closed = True
+
+
+class ElectionHandle(Handle, LeaderElection):
+    kind = "leader election"
+    primitive = "leader_election"
+
+    def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
+        super().__init__(owner, name, events)
+        self._listeners: ListenerSet[str | None] = ListenerSet()
+
+    def nominate(self, candidate_id: str, data: str = "") -> bool:
+        validation.check_id(candidate_id, "candidate_id")
+        validation.check_data(data)
+        self._check_open()
+        return self._nominate(candidate_id, data)
+
+    def get_leader(self) -> Leader | None:
+        self._check_open()
+        return self._get_leader()
+
+    def resign(self, candidate_id: str) -> None:
+        validation.check_id(candidate_id, "candidate_id")
+        self._check_open()
+        self._resign(candidate_id)
+
+    def add_listener(self, listener: LeaderListener) -> None:
+        first = not self._listeners
+        self._listeners.add(listener)
+        self._listener_added(first)
+
+    def remove_listener(self, listener: LeaderListener) -> None:
+        self._listeners.remove(listener)
+
+    @abc.abstractmethod
+    def _nominate(self, candidate_id: str, data: str) -> bool: ...
+
+    @abc.abstractmethod
+    def _get_leader(self) -> Leader | None: ...
+
+    @abc.abstractmethod
+    def _resign(self, candidate_id: str) -> None: ...
+
+    def _listener_added(self, first: bool) -> None:
+        """A listener was added (``first``: the set was empty)."""
+
+
+class GroupHandle(Handle, GroupMembership):
+    kind = "group membership"
+    primitive = "group"
+
+    def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
+        super().__init__(owner, name, events)
+        self._listeners: ListenerSet[set[str]] = ListenerSet()
+
+    def join(self, member_id: str, data: str = "") -> None:
+        validation.check_id(member_id, "member_id")
+        validation.check_data(data)
+        self._check_open()
+        self._join(member_id, data)
+
+    def leave(self, member_id: str) -> None:
+        validation.check_id(member_id, "member_id")
+        self._check_open()
+        self._leave(member_id)
+
+    def membership(self) -> dict[str, str]:
+        self._check_open()
+        return self._membership()
+
+    def membership_list(self) -> set[str]:
+        self._check_open()
+        return self._membership_list()
+
+    def add_listener(self, listener: MembershipListener) -> None:
+        first = not self._listeners
+        self._listeners.add(listener)
+        self._listener_added(first)
+
+    def remove_listener(self, listener: MembershipListener) -> None:
+        self._listeners.remove(listener)
+
+    @abc.abstractmethod
+    def _join(self, member_id: str, data: str) -> None: ...
+
+    @abc.abstractmethod
+    def _leave(self, member_id: str) -> None: ...
+
+    @abc.abstractmethod
+    def _membership(self) -> dict[str, str]: ...
+
+    def _membership_list(self) -> set[str]:
+        return set(self._membership())
+
+    def _listener_added(self, first: bool) -> None:
+        """A listener was added (``first``: the set was empty)."""
+
+
+class StorageHandle(Handle, Storage):
+    kind = "storage"
+    primitive = "kv"
+
+    max_value_bytes: int
+    """Largest value put/update accept (UTF-8 bytes); the backend sets it."""
+
+    def fetch(self, key: str) -> Future[str | None]:
+        validation.check_key(key)
+        self._check_open()
+        return self._fetch(key)
+
+    def fetch_versioned(self, key: str) -> Future[Versioned | None]:
+        validation.check_key(key)
+        self._check_open()
+        return self._fetch_versioned(key)
+
+    def put(self, key: str, data: str) -> int:
+        validation.check_key(key)
+        validation.check_value(data, max_bytes=self.max_value_bytes)
+        self._check_open()
+        return self._put(key, data)
+
+    def update(self, key: str, data: str, *, expected_version: int | None = None) -> int:
+        validation.check_key(key)
+        validation.check_value(data, max_bytes=self.max_value_bytes)
+        validation.check_version(expected_version)
+        self._check_open()
+        return self._update(key, data, expected_version)
+
+    def delete(self, key: str, *, expected_version: int | None = None) -> None:
+        validation.check_key(key)
+        validation.check_version(expected_version)
+        self._check_open()
+        self._delete(key, expected_version)
+
+    def children(self, namespace: str = "") -> set[str]:
+        validation.check_namespace(namespace)
+        self._check_open()
+        return self._children(namespace)
+
+    def _fetch(self, key: str) -> Future[str | None]:
+        """The value only; by default from _fetch_versioned."""
+        versioned = self._fetch_versioned(key)
+        value: Future[str | None] = Future()
+
+        def done(future: Future[Versioned | None]) -> None:
+            error = future.exception()
+            if error is not None:
+                value.set_exception(error)
+            else:
+                result = future.result()
+                value.set_result(result.value if result is not None else None)
+
+        versioned.add_done_callback(done)
+        return value
+
+    @abc.abstractmethod
+    def _fetch_versioned(self, key: str) -> Future[Versioned | None]: ...
+
+    @abc.abstractmethod
+    def _put(self, key: str, data: str) -> int: ...
+
+    @abc.abstractmethod
+    def _update(self, key: str, data: str, expected_version: int | None) -> int: ...
+
+    @abc.abstractmethod
+    def _delete(self, key: str, expected_version: int | None) -> None: ...
+
+    @abc.abstractmethod
+    def _children(self, namespace: str) -> set[str]: ...
+
+
+class RegistryHandle(Handle, ListenerRegistry):
+    """Listener sets per key and per namespace; the backend watches what they name."""
+
+    kind = "listener registry"
+    primitive = "kv"
+
+    def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
+        super().__init__(owner, name, events)
+        self._values: dict[str, ListenerSet[str | None]] = {}
+        self._key_sets: dict[str, ListenerSet[set[str]]] = {}
+        self._listeners_lock = threading.Lock()
+
+    def add_value_change_listener(self, key: str, listener: ValueListener) -> None:
+        validation.check_key(key)
+        self._check_open()
+        self._add(self._values, key, listener, self._value_listener_added)
+
+    def remove_value_change_listener(self, key: str, listener: ValueListener) -> None:
+        validation.check_key(key)
+        self._remove(self._values, key, listener, self._value_listeners_gone)
+
+    def add_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
+        validation.check_namespace(namespace)
+        self._check_open()
+        self._add(self._key_sets, namespace, listener, self._key_set_listener_added)
+
+    def remove_key_set_change_listener(self, namespace: str, listener: KeySetListener) -> None:
+        validation.check_namespace(namespace)
+        self._remove(self._key_sets, namespace, listener, self._key_set_listeners_gone)
+
+    _T = TypeVar("_T")
+
+    def _add(
+        self,
+        table: dict[str, ListenerSet[_T]],
+        path: str,
+        listener: Callable[[_T], None],
+        added: Callable[[str, ListenerSet[_T], bool], None],
+    ) -> None:
+        with self._listeners_lock:
+            listeners = table.get(path)
+            first = listeners is None
+            if listeners is None:
+                listeners = table[path] = ListenerSet()
+            listeners.add(listener)
+        try:
+            added(path, listeners, first)
+        except BaseException:
+            if first:  # nothing watches the path: the next listener must try again
+                with self._listeners_lock:
+                    if table.get(path) is listeners:
+                        del table[path]
+            raise
+
+    def _remove(
+        self,
+        table: dict[str, ListenerSet[_T]],
+        path: str,
+        listener: Callable[[_T], None],
+        gone: Callable[[str], None],
+    ) -> None:
+        with self._listeners_lock:
+            listeners = table.get(path)
+            if listeners is None:
+                return
+            listeners.remove(listener)
+            if listeners:
+                return
+            del table[path]
+        gone(path)
+
+    def _clear_listeners(self) -> tuple[list[str], list[str]]:
+        """Forget every listener (close); the keys and namespaces that had some."""
+        with self._listeners_lock:
+            keys, namespaces = list(self._values), list(self._key_sets)
+            self._values.clear()
+            self._key_sets.clear()
+        return keys, namespaces
+
+    @abc.abstractmethod
+    def _value_listener_added(self, key: str, listeners: ListenerSet[str | None], first: bool) -> None:
+        """A listener of ``key`` was added to ``listeners`` (``first``: start watching it)."""
+
+    @abc.abstractmethod
+    def _key_set_listener_added(self, namespace: str, listeners: ListenerSet[set[str]], first: bool) -> None:
+        """A listener of ``namespace``'s key set was added (``first``: start watching it)."""
+
+    def _value_listeners_gone(self, key: str) -> None:
+        """The last listener of ``key`` went."""
+
+    def _key_set_listeners_gone(self, namespace: str) -> None:
+        """The last listener of ``namespace`` went."""
+
+
+H = TypeVar("H", bound=Handle)
+
+
+class CoordinatorBase(Coordinator):
+    """Name validation, handle tracking and the open check of a coordinator; the backend
+    opens its handles in the ``_open_*`` hooks (which may return another coordinator's
+    handle, e.g. a binding to another backend: only this coordinator's own are tracked)."""
+
+    backend: str
+
+    def __init__(self, handle_owner: Owner | None = None) -> None:
+        self._handles: list[Handle] = []
+        self._handles_lock = threading.Lock()
+        self._handle_owner: object = handle_owner if handle_owner is not None else self
+        """What this coordinator's own handles name as their owner (itself unless given)."""
+
+    def leader_election(self, service: str, **options: Any) -> LeaderElection:
+        validation.check_name(service, "service")
+        self.check_open()
+        return self._track(self._open_leader_election(service, **options))
+
+    def group_membership(self, group: str) -> GroupMembership:
+        validation.check_name(group, "group")
+        self.check_open()
+        return self._track(self._open_group_membership(group))
+
+    def storage(self, name: str) -> Storage:
+        validation.check_name(name, "store name")
+        self.check_open()
+        return self._track(self._open_storage(name))
+
+    def listener_registry(self, name: str) -> ListenerRegistry:
+        validation.check_name(name, "store name")
+        self.check_open()
+        return self._track(self._open_listener_registry(name))
+
+    _A = TypeVar("_A")
+
+    def _track(self, handle: _A) -> _A:
+        if isinstance(handle, Handle) and handle._owner is self._handle_owner:
+            with self._handles_lock:
+                self._handles.append(handle)
+        return handle
+
+    def _tracked(self) -> list[Handle]:
+        """This coordinator's handles, oldest first."""
+        with self._handles_lock:
+            return list(self._handles)
+
+    @abc.abstractmethod
+    def check_open(self) -> None:
+        """Raise ClosedError if this coordinator was closed (or crashed)."""
+
+    @abc.abstractmethod
+    def _open_leader_election(self, service: str, **options: Any) -> LeaderElection: ...
+
+    @abc.abstractmethod
+    def _open_group_membership(self, group: str) -> GroupMembership: ...
+
+    @abc.abstractmethod
+    def _open_storage(self, name: str) -> Storage: ...
+
+    @abc.abstractmethod
+    def _open_listener_registry(self, name: str) -> ListenerRegistry: ...
