@@ -106,7 +106,14 @@ def test_leader_election_role_is_limited_to_the_operator_lease(render: Render) -
             "resources": ["leases"],
             "resourceNames": ["my-lease"],
             "verbs": ["get", "list", "watch", "update", "patch"],
-        }
+        },
+        # its election binds by name: the LeaderElection of that name, if any (404: none)
+        {
+            "apiGroups": ["kubecoord.dev"],
+            "resources": ["leaderelections"],
+            "resourceNames": ["my-lease"],
+            "verbs": ["get"],
+        },
     ]
     env = {e["name"]: e.get("value") for e in container(objects)["env"]}
     assert env["KUBECOORD_OPERATOR_LEASE"] == "my-lease"

@@ -73,6 +73,7 @@ class Cluster(abc.ABC):
         rbac.create_namespaced_role(self.namespace, {"metadata": {"name": role}, "rules": [
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"]},
             {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]},
+            {"apiGroups": ["kubecoord.dev"], "resources": ["*"], "verbs": ["get"]},
         ]})
         rbac.create_namespaced_role_binding(self.namespace, {
             "metadata": {"name": role},

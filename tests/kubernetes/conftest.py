@@ -57,6 +57,9 @@ def admin_api(kubeconfig_path: pathlib.Path) -> k8s.ApiClient:
 def grant(admin_api: k8s.ApiClient, service_account: str, rules: list[dict[str, Any]]) -> None:
     """Bind a new Role with ``rules`` in "default" to the ServiceAccount default/``service_account``."""
     rbac = k8s.RbacAuthorizationV1Api(admin_api)
+    # Binding reads the kubecoord resource of a handle's name; a 403 there is an error (not
+    # a fallback), so a client needs it whenever the CRDs are installed (as tests/operator does).
+    rules = [*rules, {"apiGroups": ["kubecoord.dev"], "resources": ["*"], "verbs": ["get"]}]
     rbac.create_namespaced_role("default", {"metadata": {"name": service_account}, "rules": rules})
     rbac.create_namespaced_role_binding(
         "default",

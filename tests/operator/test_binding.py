@@ -13,7 +13,8 @@ import pytest
 import kubecoord
 from kubecoord.api import Coordinator
 from kubecoord.backends.kubernetes import naming
-from kubecoord.errors import StoreFullError
+from kubecoord.errors import BackendUnavailableError, PermissionDeniedError, StoreFullError
+from kubecoord.testing import ApiEmulator
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from tests.operator.conftest import NAMESPACE
 
@@ -80,3 +81,46 @@ def test_a_zookeeper_resource_hands_out_zookeeper_handles(
     assert naming.election_lease_name(name) not in {
         lease.metadata.name for lease in kubernetes.client.CoordinationV1Api(k8s).list_namespaced_lease(NAMESPACE).items
     }
+
+
+def _outsider(api: ApiEmulator, k8s: kubernetes.client.ApiClient, directory: pathlib.Path) -> pathlib.Path:
+    """A ServiceAccount that may use every Lease of the namespace but may not read kubecoord resources."""
+    account = f"outsider-{uuid.uuid4().hex[:6]}"
+    rbac = kubernetes.client.RbacAuthorizationV1Api(k8s)
+    rbac.create_namespaced_role(NAMESPACE, {"metadata": {"name": account}, "rules": [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"]}]})
+    rbac.create_namespaced_role_binding(NAMESPACE, {
+        "metadata": {"name": account},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}],
+    })
+    token = api.token_for_service_account(NAMESPACE, account)
+    return api.write_kubeconfig(directory / account, token=token, namespace=NAMESPACE)
+
+
+def test_a_resource_it_may_not_read_is_an_error_not_a_fallback_to_defaults(
+    api_emulator: ApiEmulator, k8s: kubernetes.client.ApiClient, tmp_path: pathlib.Path
+) -> None:
+    name = f"denied-{uuid.uuid4().hex[:6]}"
+    _create(k8s, "leaderelections", "LeaderElection", name, {"leaseDurationSeconds": 7, "renewDeadlineSeconds": 5})
+    config = _outsider(api_emulator, k8s, tmp_path)
+    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(config)) as coordinator:
+        with pytest.raises(PermissionDeniedError, match="leaderelections"):
+            coordinator.leader_election(name)
+        with pytest.raises(PermissionDeniedError):
+            coordinator.storage(name)
+    leases = kubernetes.client.CoordinationV1Api(k8s).list_namespaced_lease(NAMESPACE).items
+    assert naming.election_lease_name(name) not in {lease.metadata.name for lease in leases}
+
+
+def test_a_resource_that_cannot_be_read_in_time_is_backend_unavailable(
+    api_emulator: ApiEmulator, kubeconfig_path: pathlib.Path
+) -> None:
+    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(kubeconfig_path),
+                           request_timeout=0.5) as coordinator:
+        api_emulator.hang()
+        try:
+            with pytest.raises(BackendUnavailableError):
+                coordinator.leader_election(f"slow-{uuid.uuid4().hex[:6]}")
+        finally:
+            api_emulator.hang(False)

@@ -15,12 +15,14 @@ what a cluster's garbage collector removes at once.
 
 from __future__ import annotations
 
+import json
 import pathlib
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -61,23 +63,33 @@ def installed(helm: pathlib.Path, real_api: RealApiServer, release_namespace: st
              "--kubeconfig", str(real_api.admin_kubeconfig), "--timeout", "60s")
 
 
+@dataclass
+class Operator:
+    process: subprocess.Popen[bytes]
+    log: pathlib.Path
+
+    def records(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+
 @pytest.fixture(scope="module")
 def operator_process(installed: str, release_namespace: str, mint_kubeconfig: MintKubeconfig,
-                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[bytes]]:
+                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     """``kubecoord operator`` as the chart's Deployment runs it, with its ServiceAccount's token."""
     account = f"{RELEASE}-kubecoord"
     kubeconfig = mint_kubeconfig(release_namespace, account, create=False)
     log = tmp_path_factory.mktemp("operator") / "operator.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "kubecoord.cli", "operator", "--all-namespaces", "--kubeconfig", str(kubeconfig),
+            [sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "operator", "--all-namespaces",
+             "--kubeconfig", str(kubeconfig),
              "--lease-namespace", release_namespace, "--identity", "operator-0",
              "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1",
              "--health-port", str(free_port()), "--metrics-port", "0", "--bind", "127.0.0.1"],
             stdout=out, stderr=subprocess.STDOUT,
         )
     try:
-        yield process
+        yield Operator(process, log)
     finally:
         process.terminate()
         try:
@@ -109,10 +121,7 @@ def _granted(rbac: k8s.RbacAuthorizationV1Api, namespace: str, kind: str, name: 
 
 
 @pytest.fixture(scope="module")
-def resources(operator_process: subprocess.Popen[bytes], real_admin_api: k8s.ApiClient,
-              real_namespace: str) -> dict[str, str]:
-    custom = k8s.CustomObjectsApi(real_admin_api)
-    rbac = k8s.RbacAuthorizationV1Api(real_admin_api)
+def resources(operator_process: Operator, real_admin_api: k8s.ApiClient, real_namespace: str) -> dict[str, str]:
     names = {kind: f"{kind.lower()}-{uuid.uuid4().hex[:6]}" for kind in KINDS}
     specs = {
         "LeaderElection": {"leaseDurationSeconds": 4, "renewDeadlineSeconds": 3, "retryPeriodSeconds": 1},
@@ -120,15 +129,30 @@ def resources(operator_process: subprocess.Popen[bytes], real_admin_api: k8s.Api
         "KVStore": {"sizeLimit": "64Ki"},
     }
     for kind, name in names.items():
-        custom.create_namespaced_custom_object(GROUP, VERSION, real_namespace, KINDS[kind],
-                                               _resource(kind, name, {**specs[kind], "clients": ["app"]}))
-    for kind, name in names.items():
-        def ready(kind: str = kind, name: str = name) -> bool:
-            assert operator_process.poll() is None, "the operator exited"
-            return _ready(custom, real_namespace, kind, name) and _granted(rbac, real_namespace, kind, name)
-
-        eventually(ready, timeout=90, interval=0.2)
+        _create_and_wait(operator_process, real_admin_api, real_namespace, kind, name, specs[kind])
     return names
+
+
+def _create_and_wait(operator: Operator, admin: k8s.ApiClient, namespace: str, kind: str, name: str,
+                     spec: dict[str, Any]) -> None:
+    custom, rbac = k8s.CustomObjectsApi(admin), k8s.RbacAuthorizationV1Api(admin)
+    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, KINDS[kind],
+                                           _resource(kind, name, {**spec, "clients": ["app"]}))
+
+    def ready() -> bool:
+        assert operator.process.poll() is None, "the operator exited"
+        return _ready(custom, namespace, kind, name) and _granted(rbac, namespace, kind, name)
+
+    eventually(ready, timeout=90, interval=0.2)
+
+
+def _status(admin: k8s.ApiClient, namespace: str, kind: str, name: str) -> dict[str, Any]:
+    body = k8s.CustomObjectsApi(admin).get_namespaced_custom_object(GROUP, VERSION, namespace, KINDS[kind], name)
+    return dict(body.get("status") or {})
+
+
+def _condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    return next((c for c in status.get("conditions") or [] if c["type"] == kind), None)
 
 
 def _connect(kubeconfig: pathlib.Path, namespace: str) -> kubecoord.Coordinator:
@@ -189,9 +213,119 @@ def test_an_unlisted_service_account_is_denied_and_writes_nothing(
     assert accepted == []
 
 
+def test_a_same_named_lease_it_did_not_create_is_left_alone_and_reported(
+    operator_process: Operator, real_admin_api: k8s.ApiClient, real_namespace: str
+) -> None:
+    """A client-go application's Lease with the resource's name: not adopted, relabelled or deleted."""
+    name = f"foreign-{uuid.uuid4().hex[:6]}"
+    leases = k8s.CoordinationV1Api(real_admin_api)
+    leases.create_namespaced_lease(real_namespace, {
+        "metadata": {"name": name, "labels": {"app": "go-controller"}},
+        "spec": {"holderIdentity": "go-controller-0", "leaseDurationSeconds": 15, "leaseTransitions": 3},
+    })
+    before = real_admin_api.sanitize_for_serialization(leases.read_namespaced_lease(name, real_namespace))
+    _create_and_wait(operator_process, real_admin_api, real_namespace, "LeaderElection", name, {})
+
+    def reported() -> bool:
+        condition = _condition(_status(real_admin_api, real_namespace, "LeaderElection", name), "BackingObjects")
+        return condition is not None and condition["status"] == "False" and condition["reason"] == "NotOwned"
+
+    eventually(reported, timeout=30, interval=0.2)
+    after = real_admin_api.sanitize_for_serialization(leases.read_namespaced_lease(name, real_namespace))
+    assert after["metadata"].get("ownerReferences") is None
+    assert after["metadata"]["labels"] == before["metadata"]["labels"]
+    assert after["spec"]["holderIdentity"] == "go-controller-0"
+    k8s.CustomObjectsApi(real_admin_api).delete_namespaced_custom_object(
+        GROUP, VERSION, real_namespace, "leaderelections", name)
+    eventually(lambda: not _exists(real_admin_api, real_namespace, "LeaderElection", name), timeout=30)
+    kept = real_admin_api.sanitize_for_serialization(leases.read_namespaced_lease(name, real_namespace))
+    assert kept["metadata"]["resourceVersion"] == after["metadata"]["resourceVersion"]  # not even touched
+
+
+def _exists(admin: k8s.ApiClient, namespace: str, kind: str, name: str) -> bool:
+    try:
+        k8s.CustomObjectsApi(admin).get_namespaced_custom_object(GROUP, VERSION, namespace, KINDS[kind], name)
+    except ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return True
+
+
+def test_a_deleted_lease_is_recreated_and_epochs_never_go_backwards(
+    operator_process: Operator, real_admin_api: k8s.ApiClient, real_namespace: str, mint_kubeconfig: MintKubeconfig
+) -> None:
+    name = f"drift-{uuid.uuid4().hex[:6]}"
+    _create_and_wait(operator_process, real_admin_api, real_namespace, "LeaderElection", name,
+                     {"leaseDurationSeconds": 4, "renewDeadlineSeconds": 3, "retryPeriodSeconds": 1})
+    config = mint_kubeconfig(real_namespace, "app")
+    epochs = []
+    for candidate in ("a", "b"):
+        with _connect(config, real_namespace) as coordinator:
+            election = coordinator.leader_election(name)
+            assert election.nominate(candidate)
+            leader = election.get_leader()
+            assert leader is not None
+            epochs.append(leader.epoch)
+            eventually(lambda: _status(real_admin_api, real_namespace, "LeaderElection", name).get("epoch")
+                       == epochs[-1], timeout=30, interval=0.2)
+    leases = k8s.CoordinationV1Api(real_admin_api)
+    leases.delete_namespaced_lease(name, real_namespace)
+
+    def recreated() -> bool:
+        try:
+            lease = leases.read_namespaced_lease(name, real_namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return bool(lease.metadata.owner_references)
+
+    eventually(recreated, timeout=60, interval=0.3)  # drift repair (no client may create it)
+    with _connect(config, real_namespace) as coordinator:
+        election = coordinator.leader_election(name)
+        assert election.nominate("c")
+        leader = election.get_leader()
+        assert leader is not None
+        assert leader.epoch > max(epochs), (epochs, leader.epoch)
+    k8s.CustomObjectsApi(real_admin_api).delete_namespaced_custom_object(
+        GROUP, VERSION, real_namespace, "leaderelections", name)
+    eventually(lambda: not _exists(real_admin_api, real_namespace, "LeaderElection", name), timeout=30)
+
+
+def test_a_spec_edit_takes_effect_before_observed_generation_advances(
+    resources: dict[str, str], real_admin_api: k8s.ApiClient, real_namespace: str, mint_kubeconfig: MintKubeconfig
+) -> None:
+    name = resources["KVStore"]
+    custom = k8s.CustomObjectsApi(real_admin_api)
+    edited = custom.patch_namespaced_custom_object(GROUP, VERSION, real_namespace, "kvstores", name,
+                                                   {"spec": {"sizeLimit": "128Ki"}})
+    generation = edited["metadata"]["generation"]
+    with _connect(mint_kubeconfig(real_namespace, "app"), real_namespace) as coordinator:
+        coordinator.storage(name).put(f"wake/{uuid.uuid4().hex[:6]}", "x")  # a change for the mirror to see
+
+    def observed() -> bool:
+        status = _status(real_admin_api, real_namespace, "KVStore", name)
+        if status.get("observedGeneration") != generation:
+            return False
+        assert status["sizeLimitBytes"] == 128 * 1024, status  # the new spec is the one in use
+        return True
+
+    eventually(observed, timeout=60, interval=0.2)
+
+
+def test_the_operator_logs_one_readable_line_per_event_at_info(operator_process: Operator) -> None:
+    records = operator_process.records()  # every line is one JSON object
+    assert records
+    assert not [r for r in records if "settings" in r], "kopf's settings dumped into a log record"
+    loud = [r for r in records if r["level"] in ("WARNING", "ERROR", "CRITICAL")]
+    assert loud == [], loud[:3]
+    assert any(r.get("object", "").startswith("LeaderElection ") for r in records)
+
+
 def test_deleting_the_resources_and_uninstalling_leave_nothing_behind(
-    resources: dict[str, str], helm: pathlib.Path, real_api: RealApiServer, real_admin_api: k8s.ApiClient,
-    real_namespace: str, release_namespace: str,
+    operator_process: Operator, resources: dict[str, str], helm: pathlib.Path, real_api: RealApiServer,
+    real_admin_api: k8s.ApiClient, real_namespace: str, release_namespace: str,
 ) -> None:
     custom = k8s.CustomObjectsApi(real_admin_api)
     uids = {}
@@ -201,23 +335,25 @@ def test_deleting_the_resources_and_uninstalling_leave_nothing_behind(
         custom.delete_namespaced_custom_object(GROUP, VERSION, real_namespace, KINDS[kind], name)
 
     def gone() -> bool:
-        return all(
-            not custom.list_namespaced_custom_object(GROUP, VERSION, real_namespace, plural)["items"]
-            for plural in KINDS.values()
-        )
+        return not any(_exists(real_admin_api, real_namespace, kind, name) for kind, name in resources.items())
 
     eventually(gone, timeout=60, interval=0.2)  # finalizers finished: deletion never hangs
+    loud = [r for r in operator_process.records() if r["level"] in ("WARNING", "ERROR", "CRITICAL")]
+    assert loud == [], loud[:3]  # deleting resources is normal operation: no warnings
     dead = set(uids.values())
     core, leases, rbac = (k8s.CoreV1Api(real_admin_api), k8s.CoordinationV1Api(real_admin_api),
                           k8s.RbacAuthorizationV1Api(real_admin_api))
     left = [*leases.list_namespaced_lease(real_namespace).items, *core.list_namespaced_config_map(real_namespace).items,
             *rbac.list_namespaced_role(real_namespace).items, *rbac.list_namespaced_role_binding(real_namespace).items]
-    orphans = [
-        f"{type(obj).__name__} {obj.metadata.name}" for obj in left
-        if (obj.metadata.labels or {}).get("app.kubernetes.io/managed-by") == "kubecoord"
-        and not {ref.uid for ref in obj.metadata.owner_references or []} & dead
-    ]
+    # Whatever kubecoord made carries an ownerReference (GC removes it with its owner); the
+    # deleted resources' objects are all of that kind.
+    orphans = [f"{type(obj).__name__} {obj.metadata.name}" for obj in left
+               if (obj.metadata.labels or {}).get("app.kubernetes.io/managed-by") == "kubecoord"
+               and not obj.metadata.owner_references]
     assert orphans == []
+    owned_by_deleted = [obj for obj in left if {ref.uid for ref in obj.metadata.owner_references or []} & dead]
+    assert all((obj.metadata.labels or {}).get("app.kubernetes.io/managed-by") == "kubecoord"
+               for obj in owned_by_deleted)
 
     result = run_helm(helm, "uninstall", RELEASE, "--namespace", release_namespace,
                       "--kubeconfig", str(real_api.admin_kubeconfig), "--wait", "--timeout", "60s")

@@ -11,13 +11,29 @@ the backend names them (kubecoord.backends.kubernetes.naming).
   ``create``. The shard count comes from spec.sizeLimit when shard 0 is first created and is
   recorded on it (backends/kubernetes/sharding.py); later sizeLimit changes never change it.
 
+Ownership: the operator creates these objects and changes or deletes only objects that
+carry an ownerReference to the resource (its uid). A same-named object without one — a
+client-go application's own Lease, a ConfigMap somebody made — is never adopted,
+relabelled or deleted: ``ensure_owned`` reports it as foreign, and the resource shows the
+condition BackingObjects=False (NotOwned). Member Leases are the exception the design
+asks for: kubecoord clients create them with the group's label and member annotation,
+and the operator adopts exactly those.
+
+Epochs never go backwards: the epoch is the Lease's leaseTransitions and every
+acquisition adds 1 to what it finds. A Lease the operator (re-)creates starts at the
+resource's status.epoch — the last epoch the operator observed — so after someone deletes
+the Lease the next leader's epoch is still above every earlier one. (A Lease deleted
+before the operator observed its latest change could repeat that one epoch: the status
+is written on every change of leader, so the window is one status write.)
+
 Guarantee: after a resource is deleted, its finalizer removes every object of it that
 carries no ownerReference yet (a member that joined after the last adoption), so a
-deleted resource leaves nothing behind.
+deleted resource leaves nothing behind; objects it did not create stay.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubecoord.backends.kubernetes import naming
@@ -40,7 +56,48 @@ def _metadata(body: dict[str, Any], name: str, labels: dict[str, str]) -> dict[s
 
 def election_lease(body: dict[str, Any]) -> dict[str, Any]:
     name = naming.election_lease_name(body["metadata"]["name"])
-    return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {})}
+    # Start at the last observed epoch: the next acquisition makes it one more (see above).
+    epoch = int((body.get("status") or {}).get("epoch") or 0)
+    return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {}),
+            "spec": {"leaseTransitions": epoch}}
+
+
+def owned(obj: dict[str, Any], body: dict[str, Any]) -> bool:
+    """Whether ``obj`` carries an ownerReference to the resource ``body`` (by uid)."""
+    uid = body["metadata"].get("uid")
+    return any(ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or [])
+
+
+@dataclass
+class Ensured:
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    """The backing objects the resource needs (owned or not)."""
+    foreign: list[str] = field(default_factory=list)
+    """"Kind name" of same-named objects the operator did not create (left untouched)."""
+
+
+async def _create_or_check(obj: dict[str, Any], body: dict[str, Any]) -> bool:
+    """Create ``obj`` if absent; True when an object of that name exists that is not ours."""
+    path = kubeapi.object_path(obj)
+    try:
+        existing = await kubeapi.acall("GET", path.item)
+    except kubeapi.ApiException as error:
+        if error.status != 404:
+            raise
+        try:
+            await kubeapi.acall("POST", path.collection, obj)
+            return False
+        except kubeapi.ApiException as conflict:
+            if conflict.status != 409:
+                raise
+            existing = await kubeapi.acall("GET", path.item)
+    if not owned(existing or {}, body):
+        return True
+    labels = (existing.get("metadata") or {}).get("labels") or {}
+    if any(labels.get(key) != value for key, value in obj["metadata"]["labels"].items()):
+        patch = {"metadata": {"labels": obj["metadata"]["labels"]}}
+        await kubeapi.acall("PATCH", path.item, patch, content_type=kubeapi.MERGE_PATCH)
+    return False
 
 
 def store_configmap(body: dict[str, Any], index: int = 0) -> dict[str, Any]:
@@ -51,18 +108,25 @@ def store_configmap(body: dict[str, Any], index: int = 0) -> dict[str, Any]:
 
 
 async def ensure(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """Create (or adopt) the objects a resource needs up front; returns them."""
+    """Create the objects a resource needs up front (never adopting others'); returns them."""
+    return (await ensure_owned(body)).objects
+
+
+async def ensure_owned(body: dict[str, Any]) -> Ensured:
+    """Create what is missing (drift repair too); report same-named objects that are not ours."""
     kind = body["kind"]
     if kind == "KVStore":
-        objects = await _ensure_store(body)
-    else:
-        objects = [election_lease(body)] if kind == "LeaderElection" else []
-        for obj in objects:
-            await kubeapi.apply(obj)
-    return objects
+        return await _ensure_store(body)
+    result = Ensured()
+    if kind == "LeaderElection":
+        lease = election_lease(body)
+        result.objects.append(lease)
+        if await _create_or_check(lease, body):
+            result.foreign.append(f"Lease {lease['metadata']['name']}")
+    return result
 
 
-async def _ensure_store(body: dict[str, Any]) -> list[dict[str, Any]]:
+async def _ensure_store(body: dict[str, Any]) -> Ensured:
     """Shard 0 first (recording the shard count only if it creates it), then the others."""
     zero = store_configmap(body, 0)
     planned = shard_count_for(size_limit_bytes(dict(body.get("spec") or {})))
@@ -76,13 +140,15 @@ async def _ensure_store(body: dict[str, Any]) -> list[dict[str, Any]]:
             raise
         existing = await kubeapi.acall("GET", path.item)
         shards = recorded_shards(existing or {})  # never changed once recorded (keys would move)
-        await kubeapi.acall("PATCH", path.item, {"metadata": zero["metadata"]}, content_type=kubeapi.MERGE_PATCH)
-    objects = [zero]
+        if not owned(existing or {}, body):  # somebody else's ConfigMap: leave it, and the rest
+            return Ensured(objects=[zero], foreign=[f"ConfigMap {zero['metadata']['name']}"])
+    result = Ensured(objects=[zero])
     for index in range(1, shards):
         shard = store_configmap(body, index)
-        await kubeapi.apply(shard)
-        objects.append(shard)
-    return objects
+        if await _create_or_check(shard, body):
+            result.foreign.append(f"ConfigMap {shard['metadata']['name']}")
+        result.objects.append(shard)
+    return result
 
 
 async def member_leases(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -115,9 +181,19 @@ async def delete_all(body: dict[str, Any]) -> int:
     deleted = 0
     kind, name = body["kind"], body["metadata"]["name"]
     if kind == "LeaderElection":
-        deleted += await kubeapi.delete(election_lease(body))
+        lease = election_lease(body)
+        try:
+            existing = await kubeapi.acall("GET", kubeapi.object_path(lease).item)
+        except kubeapi.ApiException as error:
+            if error.status != 404:
+                raise
+            existing = None
+        if existing is not None and owned(existing, body):
+            deleted += await kubeapi.delete(lease)
     elif kind == "Group":
         for lease in await member_leases(body):
+            if member_id(lease) is None:  # labelled like a member, but not made by a kubecoord client
+                continue
             obj = {
                 "apiVersion": LEASES[0],
                 "kind": "Lease",
@@ -127,6 +203,8 @@ async def delete_all(body: dict[str, Any]) -> int:
     elif kind == "KVStore":
         selector = naming.store_selector(name)
         for configmap in await kubeapi.list_objects(*CONFIGMAPS, body["metadata"]["namespace"], selector):
+            if not owned(configmap, body):
+                continue
             obj = {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",

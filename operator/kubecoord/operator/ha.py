@@ -66,7 +66,7 @@ def run_when_leading(
             return 0
     health.role = "leader"
     metrics.IS_LEADER.set(1)
-    log.warning("leading: starting reconciliation", extra={"identity": identity})
+    log.info("leading: starting reconciliation", extra={"identity": identity})
 
     def watchdog() -> None:
         while not stop.wait(WATCHDOG_SECONDS):

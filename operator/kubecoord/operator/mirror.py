@@ -127,6 +127,25 @@ class LeaderMirror(Mirror):
         self._election.close()
 
 
+STATUS_MEMBERS_BYTES = 256 * 1024
+"""Budget of status.members. An object is at most ~1.5 MiB in etcd and a member's data up
+to 64 KiB, so a large group listed whole would make every status write fail (413/422):
+members past the budget are left out of the list (memberCount stays the full count, so
+``len(members) < memberCount`` says the list is cut)."""
+
+
+def status_members(membership: dict[str, str]) -> list[dict[str, str]]:
+    """Members in id order, as many as fit in STATUS_MEMBERS_BYTES."""
+    listed: list[dict[str, str]] = []
+    used = 0
+    for member in sorted(membership):
+        used += len(member.encode()) + len(membership[member].encode()) + 32  # JSON punctuation
+        if used > STATUS_MEMBERS_BYTES:
+            break
+        listed.append({"id": member, "data": membership[member]})
+    return listed
+
+
 class GroupMirror(Mirror):
     """status.members, memberCount and generation of one group."""
 
@@ -145,7 +164,7 @@ class GroupMirror(Mirror):
         self._generation += len(joined) + len(gone)
         self._members = current
         status = {
-            "members": [{"id": member, "data": membership[member]} for member in sorted(membership)],
+            "members": status_members(membership),
             "memberCount": len(membership),
             "generation": self._generation,
         }

@@ -14,11 +14,18 @@
   StoreFullError.
 
 So application code carries no timing constants. Precedence: per-handle keyword
-arguments, then the resource's spec, then the connect() options. Without the resource —
-no operator, no CRDs, or no ``get`` permission on it (the operator grants it to
-``spec.clients``) — the connect() options apply (client-go's defaults: 15 s, 10 s, 2 s).
-Guarantee: looking a resource up never fails a handle; an unreadable resource is treated
-as absent and logged at debug level. Not guaranteed: that a handle follows later changes
+arguments, then the resource's spec, then the connect() options. Only a 404 means "no
+resource": API discovery says kubecoord.dev/v1alpha1 is not served (no CRDs, no operator;
+discovery is readable by every authenticated user, so no extra right is needed), or the
+object does not exist. Then the connect() options apply (client-go's defaults: 15 s,
+10 s, 2 s). Discovery comes first because RBAC answers 403, not 404, to a user without
+rights asking for a resource type the server does not have.
+
+Binding is not a fallback: a 403 (the ServiceAccount is not in ``spec.clients``), a
+timeout or a 5xx while reading the resource raises PermissionDeniedError or
+BackendUnavailableError from the call that makes the handle. Silently using another
+backend or default timings would let two clients of one resource disagree on its
+timings, or on where its data lives. Not guaranteed: that a handle follows later changes
 of the spec (it reads the resource once, when created).
 """
 
@@ -33,7 +40,6 @@ from kubernetes import client as k8s
 
 from kubecoord._core.lease.timings import Timings
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
-from kubecoord.errors import CoordinationError
 
 log = logging.getLogger("kubecoord.kubernetes.binding")
 
@@ -104,12 +110,16 @@ def _seconds(value: Any) -> float | None:
 
 
 def lookup(client: KubeClient, resource: Resource, name: str) -> Binding | None:
-    """The Binding of the resource ``name``, or None (absent or unreadable)."""
-    try:
-        obj = client.get(resource, name)
-    except CoordinationError as exc:  # no CRDs, no permission, API trouble: use the defaults
-        log.debug("no binding", extra={"resource": resource.plural, "object": name, "error": str(exc)})
+    """The Binding of the resource ``name``; None only when the API answers 404.
+
+    Raises PermissionDeniedError (403) or BackendUnavailableError (timeout, 5xx): the
+    caller sees them, nothing falls back to defaults.
+    """
+    if not client.served(GROUP, VERSION):
+        log.debug("no binding: kubecoord.dev not served", extra={"resource": resource.plural, "object": name})
         return None
+    obj = client.get(resource, name)
     if obj is None:
+        log.debug("no binding", extra={"resource": resource.plural, "object": name})
         return None
     return Binding(spec=dict(obj.get("spec") or {}))

@@ -155,6 +155,24 @@ class KubeClient:
         )
         return WatchStream(response, resource.plural)
 
+    def served(self, group: str, version: str, *, timeout: float | None = None) -> bool:
+        """Whether the API server serves ``group/version`` (discovery, which RBAC's default
+        system:discovery role lets every authenticated user read): False on 404 only."""
+        read_timeout = max(0.05, timeout if timeout is not None else self.request_timeout)
+        try:
+            limits = (min(CONNECT_TIMEOUT, read_timeout), read_timeout)
+            k8s.CustomObjectsApi(self._api_client).get_api_resources(
+                group, version, _preload_content=False, _request_timeout=limits
+            )
+        except k8s.ApiException as exc:
+            if exc.status == 404:
+                return False
+            what = f"{group}/{version}"
+            raise translate_status(exc.status, exc.body, "discover", what, None, self.namespace) from None
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            raise BackendUnavailableError(f"cannot discover {group}/{version}: {type(exc).__name__}: {exc}") from None
+        return True
+
     # -- plumbing -----------------------------------------------------------------------
     def _api(self, resource: Resource) -> Any:
         with self._lock:

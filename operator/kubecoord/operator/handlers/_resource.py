@@ -11,8 +11,24 @@
 Guarantees: the daemon is the only writer of ``status``; a status write happens only when
 the status differs from the last one written; the backend being down turns
 BackendReachable and Ready False (with the error as message) and is retried with backoff,
-never crashing the daemon. Not guaranteed: status while the operator is down (a standby
-takes over within the lease duration and re-reads the live state).
+never crashing the daemon. A status write the API refuses (422, 413, 429, 5xx, timeouts)
+is logged and retried with backoff; it never ends the daemon either.
+
+Spec edits: the update handler wakes the daemon, which re-opens its mirror with the new
+spec (backend, timings, sizeLimit, ZooKeeper hosts) before it writes anything more;
+``observedGeneration`` is always the generation of the spec the running mirror uses.
+
+Drift repair (kubernetes backend): every DRIFT_SECONDS, and on every wake, the daemon
+checks the backing Lease or ConfigMaps and re-creates any that someone deleted. It never
+touches an object of the same name that it did not create (no ownerReference to this
+resource, e.g. a client-go application's own Lease): the condition BackingObjects turns
+False with reason NotOwned instead, and the object is left as it is.
+
+Stopping: the daemon exits when kopf asks it to (resource deleted, operator stopping);
+kopf cancels it only if it has not within STOP_SECONDS.
+
+Not guaranteed: status while the operator is down (a standby takes over within the
+lease duration and re-reads the live state).
 """
 
 from __future__ import annotations
@@ -41,6 +57,12 @@ log = logging.getLogger("kubecoord.operator")
 RESYNC_SECONDS = 300.0
 """A backstop re-read when no listener fired for this long (watches drive everything else)."""
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
+DRIFT_SECONDS = 10.0
+"""How often a kubernetes-backed resource's backing objects are checked (one GET each)."""
+STOP_SECONDS = 5.0
+
+_wakers: dict[tuple[str, str, str], Callable[[], None]] = {}
+"""(plural, namespace, name) -> wake the running daemon (the spec-update handler's way in)."""
 
 MirrorFactory = Callable[[Coordinator, dict[str, Any], Callable[[], None]], Mirror]
 """(coordinator, resource body, wake) -> mirror; runs in a worker thread."""
@@ -112,14 +134,34 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
             metrics.ERRORS.labels(kind, "reconcile").inc()
             raise
         metrics.RECONCILES.labels(kind, "ok").inc()
+        waker = _wakers.get((plural, body["metadata"]["namespace"], body["metadata"]["name"]))
+        if waker is not None:  # a spec edit: the daemon re-opens its mirror with the new spec
+            waker()
 
-    @kopf.daemon(GROUP, VERSION, plural, id="mirror", cancellation_timeout=1.0, backoff=2.0)
-    async def mirror(body: kopf.Body, spec: kopf.Spec, namespace: str | None, **_: Any) -> None:
+    @kopf.daemon(GROUP, VERSION, plural, id="mirror", cancellation_backoff=STOP_SECONDS,
+                 cancellation_timeout=1.0, backoff=2.0)
+    async def mirror(body: kopf.Body, stopped: kopf.DaemonStopped, **_: Any) -> None:
         metrics.MIRRORED.labels(kind).inc()
+        key = (plural, body["metadata"]["namespace"], body["metadata"]["name"])
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+
+        def notify() -> None:
+            loop.call_soon_threadsafe(wake.set)
+
+        _wakers[key] = notify
+        watcher = asyncio.create_task(_wake_when_stopped(stopped, wake))
         try:
-            backend = BackendSpec.from_spec(dict(spec), namespace=str(namespace))
-            await _mirror_loop(kind, plural, body, backend, factory, after_snapshot)
+            while not stopped:
+                spec = dict(body.get("spec") or {})
+                generation = body["metadata"].get("generation")
+                backend = BackendSpec.from_spec(spec, namespace=key[1])
+                await _mirror_loop(kind, plural, body, backend, factory, after_snapshot,
+                                   _Run(spec, generation, wake, notify, stopped))
         finally:
+            watcher.cancel()
+            if _wakers.get(key) is notify:
+                del _wakers[key]
             metrics.MIRRORED.labels(kind).dec()
 
     @kopf.on.delete(GROUP, VERSION, plural, id="cleanup")
@@ -174,6 +216,72 @@ def _delete_every_key(coordinator: Coordinator, name: str) -> int:
     return deleted
 
 
+async def _wake_when_stopped(stopped: kopf.DaemonStopped, wake: asyncio.Event) -> None:
+    await stopped.wait()
+    wake.set()
+
+
+@dataclass
+class _Run:
+    """One run of the mirror loop: the spec it runs with, and how it is woken or stopped."""
+
+    spec: dict[str, Any]
+    generation: int | None
+    wake: asyncio.Event
+    notify: Callable[[], None]
+    stopped: kopf.DaemonStopped
+
+    def over(self, body: kopf.Body) -> bool:
+        """Stop this run: kopf asked the daemon to exit, or the spec changed under it."""
+        return bool(self.stopped) or dict(body.get("spec") or {}) != self.spec
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep up to ``seconds``; a wake (a change, a spec edit, a stop) ends it early."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wake.wait(), timeout=seconds)
+
+
+class _StatusWriter:
+    """Writes status when it changed; a refused write is logged and retried, never raised."""
+
+    def __init__(self, kind: str, plural: str, namespace: str, name: str) -> None:
+        self.kind, self.plural, self.namespace, self.name = kind, plural, namespace, name
+        self.written: dict[str, Any] | None = None
+        self.failures = 0
+
+    async def write(self, status: dict[str, Any]) -> bool:
+        """True when the API has the status (now or already); False after a refused write."""
+        if status == self.written:
+            return True
+        try:
+            await kubeapi.patch_status(self.plural, self.namespace, self.name, status)
+        except Exception as error:  # 422/413 (too large, invalid), 429, 5xx, timeouts: retried
+            metrics.ERRORS.labels(self.kind, "status").inc()
+            self.failures += 1
+            log.warning("status write failed; will retry", extra={
+                "kind": self.kind, "resource": f"{self.namespace}/{self.name}",
+                "status_code": getattr(error, "status", None), "error": f"{type(error).__name__}: {error}"[:500],
+            })
+            return False
+        self.written, self.failures = status, 0
+        return True
+
+    @property
+    def retry_in(self) -> float:
+        return RETRY_SECONDS[min(self.failures, len(RETRY_SECONDS)) - 1] if self.failures else RESYNC_SECONDS
+
+
+async def _repair_drift(body: kopf.Body, backend: BackendSpec) -> list[str]:
+    """Re-create deleted backing objects; the names of same-named objects that are not ours."""
+    if backend.backend != "kubernetes":
+        return []
+    try:
+        return (await backing.ensure_owned(dict(body))).foreign
+    except (kubeapi.ApiException, OSError) as error:
+        log.info("drift check failed", extra={"resource": body["metadata"]["name"], "error": str(error)[:300]})
+        return []
+
+
 async def _mirror_loop(
     kind: str,
     plural: str,
@@ -181,58 +289,59 @@ async def _mirror_loop(
     backend: BackendSpec,
     factory: MirrorFactory,
     after_snapshot: AfterSnapshot | None,
+    run: _Run,
 ) -> None:
     name, namespace = body["metadata"]["name"], body["metadata"]["namespace"]
-    loop = asyncio.get_running_loop()
-    wake = asyncio.Event()
     conditions: list[dict[str, Any]] = list((body.get("status") or {}).get("conditions") or [])
-    written: dict[str, Any] | None = None
+    writer = _StatusWriter(kind, plural, namespace, name)
     failures = 0
-
-    def notify() -> None:
-        loop.call_soon_threadsafe(wake.set)
-
-    async def write(status: dict[str, Any]) -> None:
-        nonlocal written
-        if status != written:
-            await kubeapi.patch_status(plural, namespace, name, status)
-            written = status
+    generation = run.generation
 
     async def unreachable(error: Exception) -> None:
         nonlocal conditions, failures
         metrics.ERRORS.labels(kind, "mirror").inc()
         message = f"{type(error).__name__}: {error}"
-        generation = body["metadata"].get("generation")
         conditions = set_condition(
             conditions, "BackendReachable", False, "BackendUnavailable", message, generation=generation
         )
         conditions = set_condition(conditions, "Ready", False, "BackendUnavailable", message, generation=generation)
-        await write({"conditions": conditions})
-        await asyncio.sleep(RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)])
+        await writer.write({"conditions": conditions})
+        run.wake.clear()
+        await run.pause(RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)])
         failures += 1
 
     while True:  # connect, retrying while the backend is down
+        if run.over(body):
+            return
         try:
             coordinator = await connections.acquire(backend)
             break
         except CoordinationError as error:
             await unreachable(error)
     try:
-        mirror = await asyncio.to_thread(factory, coordinator, dict(body), notify)
+        mirror = await asyncio.to_thread(factory, coordinator, dict(body), run.notify)
+    except CoordinationError as error:
+        await connections.release(backend)
+        await unreachable(error)
+        return  # the daemon starts the next run
     except BaseException:
         await connections.release(backend)
         raise
     context = Context(body=body, backend=backend, mirror=mirror)
+    last_drift_check = -DRIFT_SECONDS
+    foreign: list[str] = []
     try:
-        while True:
-            wake.clear()
+        while not run.over(body):
+            run.wake.clear()
             try:
                 snapshot = await asyncio.to_thread(mirror.snapshot)
             except CoordinationError as error:
                 await unreachable(error)
                 continue
             failures = 0
-            generation = body["metadata"].get("generation")
+            if time.monotonic() - last_drift_check >= DRIFT_SECONDS:
+                last_drift_check = time.monotonic()
+                foreign = await _repair_drift(body, backend)
             ready, reason, message = snapshot.ready
             conditions = set_condition(
                 conditions,
@@ -242,8 +351,17 @@ async def _mirror_loop(
                 f"{backend.backend} backend reachable",
                 generation=generation,
             )
+            if foreign:
+                conditions = set_condition(
+                    conditions, "BackingObjects", False, "NotOwned",
+                    f"{', '.join(foreign)} exists and was not created for this {kind}; the operator leaves it "
+                    "untouched (rename the resource or remove that object)", generation=generation,
+                )
+            elif backend.backend == "kubernetes":
+                conditions = set_condition(conditions, "BackingObjects", True, "Owned",
+                                           "backing objects present and owned", generation=generation)
             conditions = set_condition(conditions, "Ready", ready, reason, message, generation=generation)
-            await write({**snapshot.status, "observedGeneration": generation, "conditions": conditions})
+            await writer.write({**snapshot.status, "observedGeneration": generation, "conditions": conditions})
             if snapshot.changed_at is not None:
                 metrics.STATUS_LAG.labels(kind).observe(time.monotonic() - snapshot.changed_at)
             for notice in snapshot.notices:
@@ -256,8 +374,8 @@ async def _mirror_loop(
                     log.warning(
                         "after-snapshot step failed", extra={"kind": kind, "resource": name, "error": str(error)}
                     )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=RESYNC_SECONDS)
+            pause = min(writer.retry_in, DRIFT_SECONDS if backend.backend == "kubernetes" else RESYNC_SECONDS)
+            await run.pause(pause)
     finally:
         await asyncio.to_thread(mirror.close)
         await connections.release(backend)
