@@ -180,7 +180,7 @@ def test_unreachable_api_server_is_backend_unavailable(connect: Connect, tmp_pat
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
     }))
     coordinator = connect(kubeconfig=str(config))
-    with pytest.raises(BackendUnavailableError, match="discover kubecoord.dev|list leases"):  # binding first
+    with pytest.raises(BackendUnavailableError, match=r"discover kubecoord\.dev|list leases"):  # binding first
         coordinator.leader_election(name).nominate("a")
     with pytest.raises(BackendUnavailableError):
         coordinator.storage(name).put("k", "v")
