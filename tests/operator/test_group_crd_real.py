@@ -72,3 +72,20 @@ def test_invalid_assignment_is_refused(
     with pytest.raises(ApiException) as error:
         groups_api.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", real_namespace, "groups", _body(spec))
     assert error.value.status == 422 and message in str(error.value.body)
+
+
+def test_the_partitions_example_is_admitted(
+    groups_api: k8s.CustomObjectsApi, real_admin_api: k8s.ApiClient, real_namespace: str
+) -> None:
+    """examples/partitions/deployment.yaml as kubectl apply would send it (server-side
+    validation of every object; no Pods run on a bare API server)."""
+    from kubernetes import utils
+
+    docs = list(yaml.safe_load_all((ROOT / "examples" / "partitions" / "deployment.yaml").read_text()))
+    for doc in docs:
+        if doc["kind"] == "Group":
+            groups_api.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", real_namespace, "groups", doc)
+        else:
+            utils.create_from_dict(real_admin_api, doc, namespace=real_namespace)
+    apps = k8s.AppsV1Api(real_admin_api)
+    assert apps.read_namespaced_deployment("partition-worker", real_namespace).spec.replicas == 3
