@@ -47,6 +47,12 @@ class BackendUnavailableError(CoordinationError):
     """The backend cannot be reached (network, server down, session lost)."""
 
 
+class NamespaceNotFoundError(BackendUnavailableError):
+    """The Kubernetes namespace of a kubernetes:// coordinator does not exist: raised by the
+    first write (put, join, nominate), at once, instead of retrying something that cannot
+    succeed until somebody creates the namespace."""
+
+
 class PermissionDeniedError(CoordinationError):
     """The backend refused the call (HTTP 401/403, ZooKeeper NoAuth)."""
 

@@ -26,6 +26,7 @@ WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
 class Cluster(abc.ABC):
     kind: str
+    admin_user: str
     namespace: str
     admin_kubeconfig: pathlib.Path
     admin_api: k8s.ApiClient
@@ -91,6 +92,7 @@ class Cluster(abc.ABC):
 
 class EmulatorCluster(Cluster):
     kind = "emulator"
+    admin_user = "kubernetes-admin"
 
     def __init__(self, api: ApiEmulator, admin_kubeconfig: pathlib.Path, admin_api: k8s.ApiClient,
                  namespace: str = "default") -> None:
@@ -111,6 +113,7 @@ class EmulatorCluster(Cluster):
 
 class RealCluster(Cluster):
     kind = "real"
+    admin_user = "admin"
 
     def __init__(self, server: RealApiServer, admin_api: k8s.ApiClient, namespace: str) -> None:
         self.server, self.admin_api, self.namespace = server, admin_api, namespace

@@ -464,3 +464,23 @@ def test_a_member_whose_lease_is_deleted_is_out_until_it_joins_again(
     assert group.membership_list() == set()
     group.join("w1")
     seen.wait_last({"w1"})
+
+
+def test_a_token_the_in_cluster_refresher_cannot_read_is_backend_unavailable(
+    api_emulator: ApiEmulator, tmp_path: pathlib.Path
+) -> None:
+    """The in-cluster loader re-reads the token from inside each request (a refresh hook); an
+    empty token file raises its ConfigException there, which used to escape untranslated."""
+    from kubernetes.config.config_exception import ConfigException
+
+    from kubecoord.backends.kubernetes.client import LEASES, KubeClient
+
+    def rotating_token_gone(configuration: k8s.Configuration) -> None:
+        raise ConfigException("Token file exists but empty.")
+
+    configuration = k8s.Configuration(host=api_emulator.url)
+    configuration.api_key = {"BearerToken": "bearer expired"}
+    configuration.refresh_api_key_hook = rotating_token_gone
+    client = KubeClient(k8s.ApiClient(configuration), "default", request_timeout=2.0)
+    with pytest.raises(BackendUnavailableError, match="credentials unavailable"):
+        client.get(LEASES, "anything")

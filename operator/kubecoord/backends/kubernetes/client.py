@@ -36,11 +36,13 @@ from typing import Any, cast
 
 import urllib3
 from kubernetes import client as k8s
+from kubernetes.config.config_exception import ConfigException
 
 from kubecoord.errors import (
     BackendUnavailableError,
     CoordinationError,
     InvalidArgumentError,
+    NamespaceNotFoundError,
     PermissionDeniedError,
 )
 
@@ -120,6 +122,11 @@ class KubeClient:
             return cast(dict[str, Any], created)
         except Conflict as exc:
             raise AlreadyExists(str(exc)) from None
+        except NotFound:
+            # A create has no object to miss: a 404 means the namespace is not there.
+            raise NamespaceNotFoundError(
+                f"namespace {self.namespace!r} does not exist (create {resource.plural} {name!r} answered 404)"
+            ) from None
 
     def replace(
         self, resource: Resource, name: str, body: dict[str, Any], *, timeout: float | None = None
@@ -209,6 +216,12 @@ class KubeClient:
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
             raise BackendUnavailableError(
                 f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: {type(exc).__name__}: {exc}"
+            ) from None
+        except ConfigException as exc:
+            # The in-cluster loader re-reads the service-account token inside the request (its
+            # refresh hook); an empty or unreadable token surfaces here, mid-call.
+            raise BackendUnavailableError(
+                f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: credentials unavailable: {exc}"
             ) from None
 
 

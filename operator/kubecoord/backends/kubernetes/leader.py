@@ -101,6 +101,11 @@ class KubeLeaderElection(WatchingHandle, ElectionHandle):
             self._loops[candidate_id] = loop
         with elector.step_lock:
             elector.step()  # the first attempt in the caller's thread: nominate() answers it
+        if store.fatal is not None:  # no namespace: a clear error now, not retries forever
+            with self._lock:
+                self._electors.pop(candidate_id, None)
+                self._loops.pop(candidate_id, None)
+            raise store.fatal
         loop.start()
         return elector.is_leader()
 

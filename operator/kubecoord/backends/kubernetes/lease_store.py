@@ -13,6 +13,7 @@ from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict
 from kubecoord.backends.kubernetes.context import Context
 from kubecoord.backends.kubernetes.lease_record import lease_with_record, record_from_lease
 from kubecoord.backends.kubernetes.watch import Informer, Observed
+from kubecoord.errors import NamespaceNotFoundError
 
 
 def observation(observed: Observed) -> Observation:
@@ -26,6 +27,8 @@ class LeaseStore:
         self._context = context
         self._informer = informer
         self._name = name
+        self.fatal: NamespaceNotFoundError | None = None
+        """Set when a create found no namespace: retrying cannot help until someone creates it."""
 
     def observed(self) -> Observation | None:
         current = self._informer.get(self._name)
@@ -44,6 +47,9 @@ class LeaseStore:
             written = self._context.client.create(LEASES, body, timeout=timeout)
         except AlreadyExists:
             raise RecordConflict(self._name) from None
+        except NamespaceNotFoundError as exc:
+            self.fatal = exc  # nominate() raises it instead of retrying (leader.py)
+            raise
         return self._mine(written)
 
     def update(self, record: LeaderRecord, version: str, timeout: float) -> Observation:
