@@ -6,7 +6,7 @@ scheduler with a few worker threads.
 Guarantees: one Loop's steps never overlap (and hold its ``lock``); a wake() during a step
 runs the next step as soon as that one ends; after stop() returns (with ``join``) no step
 of that Loop runs again. Workers: one is kept, more are started while every worker is
-busy and a step is due (a step blocked on a slow API server must not hold up the others'
+busy and a step is overdue by OVERDUE (a step blocked on a slow API server must not hold up the others'
 renewals), up to MAX_WORKERS; extra workers end after IDLE_SECONDS without work. So the
 thread count follows how many steps are in flight at once, not how many Loops exist.
 
@@ -29,6 +29,9 @@ log = logging.getLogger("kubecoord.lease.loop")
 MAX_SLEEP = 5.0
 """Re-check at least this often, whatever step() asked (cheap: step() decides from caches)."""
 MAX_WORKERS = 32
+OVERDUE = 0.25
+"""A step this late with every worker busy starts another worker (steps are mostly quick
+cache decisions; a slow one is blocked on the API server)."""
 IDLE_SECONDS = 10.0
 
 
@@ -52,9 +55,16 @@ class _Scheduler:
         token = next(self._order)
         loop._token = token
         heapq.heappush(self._heap, (due, token, loop))
-        if self._workers == 0 or (self._idle == 0 and due <= time.monotonic() and self._workers < MAX_WORKERS):
+        if self._workers == 0 or self._starved():
             self._start_worker()
         self._cond.notify()
+
+    def _starved(self) -> bool:
+        """Every worker busy while a step is overdue: time for one more (self._cond held)."""
+        return (
+            self._idle == 0 and self._workers < MAX_WORKERS and bool(self._heap)
+            and self._heap[0][0] < time.monotonic() - OVERDUE
+        )
 
     def _start_worker(self) -> None:
         self._workers += 1
@@ -73,8 +83,8 @@ class _Scheduler:
                     _, _, loop = heapq.heappop(self._heap)
                     loop._token = -1
                     loop._running = threading.current_thread()
-                    if self._heap and self._heap[0][0] <= now and self._idle == 0 and self._workers < MAX_WORKERS:
-                        self._start_worker()  # more work is due and nobody is free
+                    if self._starved():
+                        self._start_worker()
                     return loop
                 if self._workers > 1 and now - idle_since > IDLE_SECONDS:
                     self._workers -= 1

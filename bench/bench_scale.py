@@ -1,0 +1,390 @@
+"""Scale benchmarks on the real kube-apiserver (tests/fixtures/real_apiserver.RealApiServer).
+
+    python bench/bench_scale.py kv        # bytes per single-key update vs store size (~2 min)
+    python bench/bench_scale.py client    # one process, 1,000 election handles + 100 stores
+    python bench/bench_scale.py operator  # 5,000 LeaderElections + 1,000 Groups + 1,000 KVStores
+
+Each prints its figures, the load average before and after (the machine is shared: read
+absolute times with it) and exits 0; without the kube-apiserver binaries it says why and
+exits 0 without figures (a fresh machine). API requests are counted from the server's own
+``apiserver_request_total`` (every client; the bench subtracts the requests it made
+itself), threads and RSS from /proc.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import json
+import os
+import pathlib
+import re
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import kubernetes.client
+import kubernetes.config
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fixtures.real_apiserver import BinariesNotFound, RealApiServer, find_binaries  # noqa: E402
+
+import kubecoord  # noqa: E402
+from kubecoord.backends.kubernetes.sharding import SHARD_BYTES, shard_count_for  # noqa: E402
+
+GROUP, VERSION = "kubecoord.dev", "v1alpha1"
+
+
+# -- measuring -----------------------------------------------------------------------------
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} CPUs"
+
+
+def rss_and_threads(pid: int) -> tuple[float, int]:
+    fields = dict(line.split(":", 1) for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines())
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+
+def ms(values: list[float]) -> str:
+    return (f"p50 {statistics.median(values) * 1000:.0f} ms, p99 {percentile(values, 0.99) * 1000:.0f} ms, "
+            f"max {max(values) * 1000:.0f} ms (n={len(values)})")
+
+
+class RequestCounter:
+    """The API server's apiserver_request_total summed over resource requests."""
+
+    def __init__(self, server: RealApiServer) -> None:
+        self._url = f"{server.url}/metrics"
+        self._context = ssl.create_default_context(cafile=str(server.pki / "ca.crt"))
+        self._context.load_cert_chain(str(server.pki / "admin.crt"), str(server.pki / "admin.key"))
+
+    def total(self, verb: str | None = None) -> int:
+        with urllib.request.urlopen(self._url, context=self._context, timeout=30) as response:
+            text = response.read().decode()
+        count = 0
+        for line in text.splitlines():
+            if not line.startswith("apiserver_request_total{"):
+                continue
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+            if not labels.get("resource") or (verb and labels.get("verb") != verb):
+                continue
+            count += int(float(line.rsplit(" ", 1)[1]))
+        return count
+
+
+@contextlib.contextmanager
+def real_server() -> Iterator[RealApiServer | None]:
+    try:
+        binaries = find_binaries(ROOT)
+    except BinariesNotFound as exc:
+        print(f"skipped: no real kube-apiserver here ({exc})")
+        yield None
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp,
+        RealApiServer(binaries, pathlib.Path(tmp)) as server,
+    ):
+        yield server
+
+
+def admin(server: RealApiServer) -> kubernetes.client.ApiClient:
+    configuration = kubernetes.client.Configuration()
+    kubernetes.config.load_kube_config(config_file=str(server.admin_kubeconfig), client_configuration=configuration)
+    configuration.connection_pool_maxsize = 16
+    return kubernetes.client.ApiClient(configuration)
+
+
+def namespace(api: kubernetes.client.ApiClient, name: str) -> str:
+    with contextlib.suppress(kubernetes.client.ApiException):
+        kubernetes.client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+    return name
+
+
+# -- KV: bytes per single-key update ----------------------------------------------------------
+class BodyMeter:
+    """Counts the bytes of every ConfigMap body a coordinator's client sends."""
+
+    def __init__(self, coordinator: kubecoord.Coordinator) -> None:
+        self.sent: list[int] = []
+        client = coordinator._context.client  # type: ignore[attr-defined]
+        for verb in ("create", "replace"):
+            original = getattr(client, verb)
+
+            def wrapped(*args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
+                body = kwargs.get("body", args[-1])
+                self.sent.append(len(json.dumps(body, separators=(",", ":")).encode()))
+                return _original(*args, **kwargs)
+
+            setattr(client, verb, wrapped)
+
+
+def bench_kv(server: RealApiServer) -> None:
+    print("KV: bytes sent by one single-key update, by store size (value 1 KiB; same store, other keys fill it)")
+    print("| store size | shards | sharded: bytes per update | one ConfigMap: bytes per update | ratio |")
+    print("| --- | --- | --- | --- | --- |")
+    sizes = [1 << 10, 16 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20]
+    for size in sizes:
+        results: dict[str, str] = {}
+        figures: dict[str, int] = {}
+        for design, shards in (("sharded", shard_count_for(size)), ("one", 1)):
+            store = f"kv-{design}-{size}"
+            with kubecoord.connect(
+                "kubernetes://default", kubeconfig=str(server.admin_kubeconfig), kv_shards=shards,
+                max_value_bytes=64 * 1024,
+            ) as coord:
+                kv = coord.storage(store)
+                chunk = min(size, 60 * 1024)
+                filled, index = 0, 0
+                try:
+                    while filled + chunk <= size:
+                        kv.put(f"fill/{index}", "f" * (chunk - 64))
+                        filled += chunk
+                        index += 1
+                    kv.put("hot", "x" * 1024)
+                    meter = BodyMeter(coord)
+                    for round_ in range(5):
+                        kv.update("hot", str(round_) * 1024)
+                    figures[design] = int(statistics.median(meter.sent))
+                    results[design] = f"{figures[design]:,}"
+                except kubecoord.StoreFullError:
+                    results[design] = f"refused at {filled:,} bytes (StoreFullError: one ConfigMap holds 1 MiB)"
+        ratio = f"{figures['one'] / figures['sharded']:.1f}x" if len(figures) == 2 else "—"
+        print(f"| {size // 1024:,} KiB | {shard_count_for(size)} | {results['sharded']} | {results['one']} | {ratio} |")
+    print(f"(a shard holds at most {SHARD_BYTES:,} bytes; every watcher of the store receives the same bytes)")
+
+
+# -- client: 1,000 election handles and 100 stores in one process -----------------------------
+def bench_client(server: RealApiServer, elections: int, stores: int, handovers: int) -> None:
+    counter = RequestCounter(server)
+    ns = namespace(admin(server), "bench-client")
+    options: dict[str, Any] = {
+        "kubeconfig": str(server.admin_kubeconfig), "watch_scope": "namespace",
+    }  # client-go's default timings: leaders renew every 2 s
+    base_rss, base_threads = rss_and_threads(os.getpid())
+    before, started = counter.total(), time.monotonic()
+    time.sleep(20)
+    baseline = (counter.total() - before) / (time.monotonic() - started)  # the API server's own clients
+    with kubecoord.connect(f"kubernetes://{ns}", **options) as coord:
+        handles = [coord.leader_election(f"svc-{i:04d}") for i in range(elections)]
+        for handle in handles:
+            handle.get_leader()
+        kv = [coord.storage(f"store-{i:03d}") for i in range(stores)]
+        for i, store in enumerate(kv):
+            store.put("config", str(i))
+        leaders = 0
+        for i in range(0, elections, 10):  # a candidate in every tenth election: 100 leaders renewing
+            leaders += handles[i].nominate(f"pod-{i}")
+        time.sleep(3)
+        rss, threads = rss_and_threads(os.getpid())
+        informers = coord._context.informers.open_informers  # type: ignore[attr-defined]
+        print(f"client: {elections} election handles ({leaders} leading), {stores} stores, watch_scope=namespace")
+        kinds: dict[str, int] = {}
+        for thread in threading.enumerate():
+            kind = re.sub(r"[-_]?\d+$", "", thread.name.split("[")[0])
+            kinds[kind] = kinds.get(kind, 0) + 1
+        print(f"  threads {threads} ({threads - base_threads} more than before connecting: "
+              f"{', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}), open watches {informers}, "
+              f"RSS {rss:.0f} MiB (+{rss - base_rss:.0f} MiB)")
+        for handle in handles[::10]:
+            handle.close()  # resign: the rest only observe
+        time.sleep(2)
+        before, started = counter.total(), time.monotonic()
+        time.sleep(30)
+        idle = (counter.total() - before) / (time.monotonic() - started)
+        print(f"  idle (observing only): {max(0.0, idle - baseline):.2f} API requests/s from this process "
+              f"({idle:.2f} at the server, {baseline:.2f} before connecting: the server's own clients)")
+
+        # Handover: a second process-like coordinator takes over when the first resigns.
+        with kubecoord.connect(f"kubernetes://{ns}", **options) as other:
+            times: list[float] = []
+            for i in range(handovers):
+                name = f"hand-{i:03d}"
+                mine, theirs = coord.leader_election(name), other.leader_election(name)
+                assert mine.nominate("a")
+                theirs.nominate("b")
+                took = threading.Event()
+                theirs.add_listener(lambda leader, took=took: took.set() if leader == "b" else None)
+                started = time.monotonic()
+                mine.resign("a")
+                took.wait(30)
+                times.append(time.monotonic() - started)
+                mine.close()
+                theirs.close()
+            print(f"  handover, resign -> the other process leads: {ms(times)}")
+
+
+# -- operator: 5,000 LeaderElections + 1,000 Groups + 1,000 KVStores --------------------------
+class ReadyWatch:
+    """Watches the three kinds in every namespace: which are Ready, when status.leader changed."""
+
+    def __init__(self, server: RealApiServer) -> None:
+        self.ready: set[tuple[str, str, str]] = set()
+        self.leader_seen: dict[tuple[str, str, str | None], float] = {}
+        self._cond = threading.Condition()
+        for plural in ("leaderelections", "groups", "kvstores"):
+            threading.Thread(target=self._run, args=(server, plural), daemon=True).start()
+
+    def _run(self, server: RealApiServer, plural: str) -> None:
+        api = kubernetes.client.CustomObjectsApi(admin(server))
+        version = ""
+        while True:
+            with contextlib.suppress(Exception):
+                response = api.list_cluster_custom_object(
+                    GROUP, VERSION, plural, watch=True, resource_version=version, timeout_seconds=300,
+                    _preload_content=False,
+                )
+                for line in response:
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":
+                        version = ""
+                        break
+                    obj = event["object"]
+                    version = obj["metadata"].get("resourceVersion", version)
+                    status, now = obj.get("status") or {}, time.monotonic()
+                    key = (plural, obj["metadata"]["namespace"], obj["metadata"]["name"])
+                    with self._cond:
+                        self.leader_seen.setdefault((*key[1:], status.get("leader")), now)  # type: ignore[arg-type]
+                        if any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or []):
+                            self.ready.add(key)
+                        self._cond.notify_all()
+
+    def wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 1.0))
+        return True
+
+
+def bench_operator(server: RealApiServer, elections: int, groups: int, stores: int, namespaces: int,
+                   changes: int) -> None:
+    api = admin(server)
+    for path in sorted((ROOT / "crds").glob("*.yaml")):
+        kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition(yaml.safe_load(path.read_text()))
+    time.sleep(3)  # CRDs established
+    spaces = [namespace(api, f"bench-{i}") for i in range(namespaces)]
+    namespace(api, "kubecoord-system")
+    counter = RequestCounter(server)
+    env = {**os.environ, "KUBECONFIG": str(server.admin_kubeconfig), "KUBECOORD_LOG_LEVEL": "WARNING"}
+    operator = subprocess.Popen(
+        [sys.executable, "-m", "kubecoord.cli", "operator", "--all-namespaces", "--lease-namespace",
+         "kubecoord-system", "--health-port", "0", "--metrics-port", "0", "--bind", "127.0.0.1"],
+        env=env, stdout=subprocess.DEVNULL, stderr=open(server.workdir / "logs" / "operator.log", "w"),  # noqa: SIM115
+    )  # fmt: skip
+    try:
+        watch = ReadyWatch(server)
+        time.sleep(5)
+        idle_rss, idle_threads = rss_and_threads(operator.pid)
+        print(f"operator idle: RSS {idle_rss:.0f} MiB, {idle_threads} threads")
+        custom = kubernetes.client.CustomObjectsApi(api)
+        timings = {"leaseDurationSeconds": 6, "renewDeadlineSeconds": 4, "retryPeriodSeconds": 1}
+        plan: list[tuple[str, str, str, dict[str, Any]]] = []
+        for i in range(elections):
+            plan.append(("leaderelections", "LeaderElection", f"le-{i:05d}", timings))
+        for i in range(groups):
+            plan.append(("groups", "Group", f"grp-{i:04d}", {}))
+        for i in range(stores):
+            plan.append(("kvstores", "KVStore", f"kv-{i:04d}", {}))
+
+        def create(index: int) -> None:
+            plural, kind, name, spec = plan[index]
+            body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": name}, "spec": spec}
+            custom.create_namespaced_custom_object(GROUP, VERSION, spaces[index % namespaces], plural, body)
+
+        before = counter.total()
+        started = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(create, range(len(plan))))
+        created = time.monotonic()
+        total = len(plan)
+        done = watch.wait(lambda: len(watch.ready) >= total, timeout=1800)
+        ready_at = time.monotonic()
+        operator_requests = counter.total() - before - total - 6  # minus our creates and watch opens
+        print(f"created {total} resources in {created - started:.1f} s ({total / (created - started):.0f}/s); "
+              f"{'all' if done else len(watch.ready)} Ready {ready_at - created:.1f} s after the last create")
+        print(f"  operator API requests per resource: {operator_requests / total:.1f} ({operator_requests} in all)")
+        time.sleep(10)
+        rss, threads = rss_and_threads(operator.pid)
+        print(f"  operator with {total} resources: RSS {rss:.0f} MiB, {threads} threads; {load()}")
+
+        # Status lag: a client's new leader -> the resource's status shows it.
+        lags: list[float] = []
+        ns0 = spaces[0]
+        names = [plan[i][2] for i in range(0, elections, namespaces)][:changes]
+        with kubecoord.connect(f"kubernetes://{ns0}", kubeconfig=str(server.admin_kubeconfig),
+                               lease_duration=6.0, renew_deadline=4.0, retry_period=1.0) as coord:
+            for index in range(changes):
+                name = names[index % len(names)]
+                election = coord.leader_election(name)
+                candidate = f"c{index}"
+                if not election.nominate(candidate):
+                    election.close()
+                    continue
+                chosen = time.monotonic()
+                watch.wait(lambda n=name, c=candidate: (ns0, n, c) in watch.leader_seen, timeout=60)
+                seen = watch.leader_seen.get((ns0, name, candidate))
+                if seen is not None:
+                    lags.append(max(0.0, seen - chosen))
+                election.close()
+                watch.wait(lambda n=name: (ns0, n, None) in watch.leader_seen, timeout=60)
+                with watch._cond:
+                    for key in [k for k in watch.leader_seen if k[1] == name and k[0] == ns0]:
+                        del watch.leader_seen[key]
+        print(f"  status lag, nominate() -> status.leader (over {total} resources): {ms(lags)}")
+        rss, threads = rss_and_threads(operator.pid)
+        print(f"  operator after the changes: RSS {rss:.0f} MiB, {threads} threads")
+    finally:
+        operator.terminate()
+        try:
+            operator.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            operator.kill()
+            operator.wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=["kv", "client", "operator"])
+    parser.add_argument("--elections", type=int, default=None)
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--stores", type=int, default=None)
+    parser.add_argument("--namespaces", type=int, default=10)
+    parser.add_argument("--changes", type=int, default=200)
+    args = parser.parse_args()
+    print(f"before: {load()}")
+    with real_server() as server:
+        if server is None:
+            return 0
+        if args.what == "kv":
+            bench_kv(server)
+        elif args.what == "client":
+            bench_client(server, args.elections or 1000, args.stores or 100, min(args.changes, 100))
+        else:
+            bench_operator(server, args.elections or 5000, args.groups, args.stores or 1000, args.namespaces,
+                           args.changes)
+    print(f"after: {load()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
