@@ -32,7 +32,6 @@ of the spec (it reads the resource once, when created).
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,13 +39,10 @@ from kubernetes import client as k8s
 
 from kubecoord._core.lease.timings import Timings
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
+from kubecoord.resources import GROUP, VERSION, BackendSpec, election_timing_overrides, member_timings, parse_quantity
 
 log = logging.getLogger("kubecoord.kubernetes.binding")
 
-GROUP = "kubecoord.dev"
-VERSION = "v1alpha1"
-_QUANTITY = re.compile(r"^([1-9][0-9]*)(Ki|Mi|Gi)?$")
-_UNITS = {None: 1, "Ki": 1024, "Mi": 1024**2, "Gi": 1024**3}
 
 
 def _custom_resource(plural: str, suffix: str) -> Resource:
@@ -79,34 +75,23 @@ class Binding:
         return str(self.spec.get("backend", "kubernetes"))
 
     def zookeeper(self) -> tuple[str, dict[str, Any]]:
-        """connect() URL and options of the resource's ZooKeeper ensemble."""
-        zookeeper = self.spec.get("zookeeper") or {}
-        chroot = str(zookeeper.get("chroot", "/kubecoord")).strip("/")
-        url = f"zookeeper://{','.join(zookeeper.get('hosts') or [])}/{chroot}"
-        return url, {"session_timeout": float(zookeeper.get("sessionTimeoutSeconds", 10))}
+        """connect() URL and options of the resource's ZooKeeper ensemble (the resource model's)."""
+        backend = BackendSpec.from_spec({**self.spec, "backend": "zookeeper"}, namespace="")
+        return backend.url, dict(backend.options)
 
     def election_timings(self, base: Timings) -> Timings:
-        return base.with_overrides(
-            lease_duration=_seconds(self.spec.get("leaseDurationSeconds")),
-            renew_deadline=_seconds(self.spec.get("renewDeadlineSeconds")),
-            retry_period=_seconds(self.spec.get("retryPeriodSeconds")),
-        )
+        return base.with_overrides(**election_timing_overrides(self.spec))
 
     def group_timings(self, base: Timings) -> Timings:
-        lease = _seconds(self.spec.get("leaseDurationSeconds")) or base.lease_duration
-        retry = _seconds(self.spec.get("renewIntervalSeconds")) or base.retry_period
+        lease, retry = member_timings(self.spec)
         # A member has no renew deadline of its own; keep the invariant the Timings check
         # (lease > deadline > 1.2 x retry) with a deadline between the two.
         deadline = base.renew_deadline if lease > base.renew_deadline > 1.2 * retry else (lease + 1.2 * retry) / 2
         return Timings(lease_duration=lease, renew_deadline=deadline, retry_period=retry)
 
     def size_limit(self) -> int | None:
-        match = _QUANTITY.match(str(self.spec.get("sizeLimit", "")))
-        return int(match.group(1)) * _UNITS[match.group(2)] if match else None
-
-
-def _seconds(value: Any) -> float | None:
-    return None if value is None else float(value)
+        """spec.sizeLimit in bytes; None without one (or an unreadable one: the shards' room applies)."""
+        return parse_quantity(self.spec["sizeLimit"]) if "sizeLimit" in self.spec else None
 
 
 def lookup(client: KubeClient, resource: Resource, name: str) -> Binding | None:

@@ -1,0 +1,40 @@
+"""One model of the kubecoord.dev custom resources (LeaderElection, Group, KVStore), used
+by the client binding (backends/kubernetes/binding.py) and the operator (operator/model.py).
+
+- ``names``: group, version, kinds and plurals.
+- ``quantities``: the one parser of ``sizeLimit`` quantities and the kubectl-style printer.
+- ``specs``: what a spec says, with the CRD's defaults as the one fallback for a field a
+  resource lacks (written before the default existed, or not admitted by an API server):
+  the backend and its connect() URL, election and member timings, the size limit.
+
+Pure functions of the resources' JSON: no client library, no backend, no operator.
+"""
+
+from kubecoord.resources.names import API_VERSION, GROUP, KINDS, PLURALS, VERSION
+from kubecoord.resources.quantities import human_bytes, parse_quantity
+from kubecoord.resources.specs import (
+    DEFAULT_LEASE_DURATION_SECONDS,
+    DEFAULT_RENEW_INTERVAL_SECONDS,
+    DEFAULT_SIZE_LIMIT,
+    BackendSpec,
+    election_timing_overrides,
+    member_timings,
+    size_limit_bytes,
+)
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_LEASE_DURATION_SECONDS",
+    "DEFAULT_RENEW_INTERVAL_SECONDS",
+    "DEFAULT_SIZE_LIMIT",
+    "GROUP",
+    "KINDS",
+    "PLURALS",
+    "VERSION",
+    "BackendSpec",
+    "election_timing_overrides",
+    "human_bytes",
+    "member_timings",
+    "parse_quantity",
+    "size_limit_bytes",
+]

@@ -1,0 +1,79 @@
+"""What the spec of a LeaderElection, Group or KVStore says.
+
+The API server has validated and defaulted a spec already; where a field is absent (a
+resource written before its default existed, or stored without admission) the CRD's
+default applies, here and nowhere else. Unknown fields are ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubecoord.errors import InvalidArgumentError
+from kubecoord.resources.quantities import parse_quantity
+
+# The CRDs' defaults (crds/*.yaml).
+DEFAULT_LEASE_DURATION_SECONDS = 15.0
+DEFAULT_RENEW_INTERVAL_SECONDS = 5.0
+DEFAULT_SIZE_LIMIT = "1Mi"
+DEFAULT_ZOOKEEPER_CHROOT = "/kubecoord"
+DEFAULT_ZOOKEEPER_SESSION_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class BackendSpec:
+    """Which backend a resource lives in, as a connect() URL plus options."""
+
+    backend: str
+    url: str
+    options: tuple[tuple[str, Any], ...] = field(default=())
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any], *, namespace: str) -> BackendSpec:
+        """The backend of ``spec``; InvalidArgumentError for one that cannot be connected to."""
+        backend = spec.get("backend", "kubernetes")
+        if backend == "kubernetes":
+            return cls(backend=backend, url=f"kubernetes://{namespace}")
+        if backend == "zookeeper":
+            zookeeper = spec.get("zookeeper") or {}
+            hosts = ",".join(zookeeper.get("hosts") or [])
+            if not hosts:
+                raise InvalidArgumentError("spec.zookeeper.hosts is required when spec.backend is zookeeper")
+            chroot = str(zookeeper.get("chroot", DEFAULT_ZOOKEEPER_CHROOT)).strip("/")
+            timeout = float(zookeeper.get("sessionTimeoutSeconds", DEFAULT_ZOOKEEPER_SESSION_TIMEOUT))
+            return cls(backend=backend, url=f"zookeeper://{hosts}/{chroot}", options=(("session_timeout", timeout),))
+        raise InvalidArgumentError(f"spec.backend: unsupported backend {backend!r}")
+
+
+def election_timing_overrides(spec: dict[str, Any]) -> dict[str, float | None]:
+    """A LeaderElection's timings as Timings.with_overrides() arguments: seconds, or None
+    where the spec does not say (the client's own timings apply)."""
+    return {
+        "lease_duration": _seconds(spec.get("leaseDurationSeconds")),
+        "renew_deadline": _seconds(spec.get("renewDeadlineSeconds")),
+        "retry_period": _seconds(spec.get("retryPeriodSeconds")),
+    }
+
+
+def member_timings(spec: dict[str, Any]) -> tuple[float, float]:
+    """A Group member's (lease duration, renew interval) in seconds."""
+    lease = _seconds(spec.get("leaseDurationSeconds"))
+    interval = _seconds(spec.get("renewIntervalSeconds"))
+    return (
+        DEFAULT_LEASE_DURATION_SECONDS if lease is None else lease,
+        DEFAULT_RENEW_INTERVAL_SECONDS if interval is None else interval,
+    )
+
+
+def size_limit_bytes(spec: dict[str, Any]) -> int:
+    """A KVStore's spec.sizeLimit in bytes; InvalidArgumentError if it is not a quantity."""
+    raw = spec.get("sizeLimit", DEFAULT_SIZE_LIMIT)
+    limit = parse_quantity(raw)
+    if limit is None:
+        raise InvalidArgumentError(f"spec.sizeLimit: {raw!r} is not a quantity like 512Ki or 1Mi")
+    return limit
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)
