@@ -96,7 +96,9 @@ def _assert_no_overlap(intervals: list[tuple[float, float, str]]) -> None:
 
 
 def _history(folder: pathlib.Path) -> list[dict[str, Any]]:
-    events = [json.loads(line) for path in folder.glob("*.jsonl") for line in path.read_text().splitlines()]
+    # A line is complete once its newline is written; a writer may be half-way through the last one.
+    lines = [line for path in folder.glob("*.jsonl") for line in path.read_text().split("\n")[:-1]]
+    events = [json.loads(line) for line in lines if line]
     return sorted(events, key=lambda e: (e["ts"], e["seq"]))
 
 
@@ -207,9 +209,16 @@ def test_sigterm_releases_and_a_follower_takes_over_without_waiting_for_expiry(
         successor = _wait_leader(cluster, service, live, other_than=leader.name)
         # Without the release the successor would wait out a Lease it last saw renewed at
         # the leader's last renewal: it took over before that Lease could have expired.
-        history = _history(tmp_path)
-        renewals = [e for e in history if e["member"] == leader.name and e["event"] in ("acquired", "renewed")]
-        acquired = [e for e in history if e["member"] == successor.name and e["event"] == "acquired"]
+        # The event log is written by a background thread: the successor may hold the Lease
+        # a moment before its "acquired" line reaches the file.
+        deadline = time.monotonic() + 10
+        while True:
+            history = _history(tmp_path)
+            renewals = [e for e in history if e["member"] == leader.name and e["event"] in ("acquired", "renewed")]
+            acquired = [e for e in history if e["member"] == successor.name and e["event"] == "acquired"]
+            if (renewals and acquired) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert renewals and acquired
         assert _seconds(acquired[-1]["ts"]) < _seconds(renewals[-1]["ts"]) + TERM_LEASE, (renewals[-1], acquired)
         leader = successor

@@ -33,6 +33,7 @@ import kubecoord
 from kubecoord import PermissionDeniedError
 from tests.chart import conftest as chart_fixtures
 from tests.chart.conftest import CHART, run_helm
+from tests.fixtures import real_kubernetes
 from tests.fixtures.real_apiserver import RealApiServer, free_port
 from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace
 from tests.helpers import eventually
@@ -45,6 +46,26 @@ TIMINGS = {"lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 1.0}
 RELEASE = "kc"
 
 helm = chart_fixtures.helm  # the Makefile's helm (installed from its pinned wheel when missing)
+
+
+# The install path starts on a cluster of its own: other modules create the CRDs without
+# Helm's ownership metadata, which `helm install` rightly refuses to adopt. These three
+# override the session fixtures of tests/fixtures/real_kubernetes.py for this module.
+@pytest.fixture(scope="module")
+def real_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealApiServer]:
+    yield from real_kubernetes.serve(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def real_admin_api(real_api: RealApiServer) -> Iterator[k8s.ApiClient]:
+    yield from real_kubernetes.admin_client(real_api)
+
+
+@pytest.fixture(scope="module")
+def mint_kubeconfig(
+    real_api: RealApiServer, real_admin_api: k8s.ApiClient, tmp_path_factory: pytest.TempPathFactory
+) -> MintKubeconfig:
+    return real_kubernetes.minter(real_api, real_admin_api, tmp_path_factory.mktemp("sa-kubeconfigs"))
 
 
 @pytest.fixture(scope="module")
