@@ -95,3 +95,32 @@ def test_cooperative_sticky_never_gives_a_unit_another_member_owns(seed: int) ->
     # Everything withheld is exactly what moves from one owner to another.
     withheld = {u for m, got in target.items() for u in got} - {u for got in result.values() for u in got}
     assert withheld == {u for m, got in target.items() for u in got if owners[u] not in (None, m)}
+
+
+def test_eager_members_stay_sticky_through_their_revocation() -> None:
+    """An eager member gives its units up before it reports its metadata; it reports them
+    as ``previous`` so the sticky assignor keeps them where they were."""
+    from kubecoord.coordinator import UnitsProtocol, decode_subscription, encode_units
+
+    protocol = UnitsProtocol(UNITS)
+    protocol.on_join_complete(3, "a", "sticky", encode_units(UNITS[:5]))
+    protocol.on_join_prepare(3, "a")
+    assert protocol.owned == []
+    (_, data), = protocol.metadata()
+    subscription = decode_subscription(data)
+    assert subscription.owned == () and subscription.previous == tuple(UNITS[:5])
+    result = StickyAssignor().assign(UNITS, {"a": subscription, "b": Subscription()})
+    assert result["a"] == UNITS[:5]
+
+
+def test_the_operator_withholds_only_what_is_still_owned() -> None:
+    from kubecoord.coordinator import decode_units, encode_units
+    from kubecoord.operator.assignment import AssignmentSpec, assign_units
+
+    spec = AssignmentSpec(units=tuple(UNITS), assignor="sticky")
+    eager = {"a": encode_units([], 1, previous=UNITS), "b": encode_units([], -1)}
+    got = {m: decode_units(data)[0] for m, data in assign_units(spec, eager).items()}
+    assert len(got["a"]) == len(got["b"]) == 5  # released units move at once
+    cooperative = {"a": encode_units(UNITS, 1), "b": encode_units([], -1)}
+    got = {m: decode_units(data)[0] for m, data in assign_units(spec, cooperative).items()}
+    assert len(got["a"]) == 5 and got["b"] == []  # still owned by a: withheld until released

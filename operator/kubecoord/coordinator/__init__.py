@@ -31,7 +31,7 @@ from kubecoord.coordinator.assignors import (
     moved,
 )
 from kubecoord.coordinator.member import GroupMember
-from kubecoord.coordinator.units import UnitsProtocol, decode_units, encode_units
+from kubecoord.coordinator.units import UnitsProtocol, decode_subscription, decode_units, encode_units
 
 __all__ = [
     "ASSIGNORS",
@@ -43,6 +43,7 @@ __all__ = [
     "StickyAssignor",
     "Subscription",
     "UnitsProtocol",
+    "decode_subscription",
     "decode_units",
     "encode_units",
     "minimum_moves",

@@ -28,10 +28,16 @@ from kubecoord.api import RebalanceProtocol
 
 @dataclass(frozen=True)
 class Subscription:
-    """What a member reports at a rebalance: the units it owns now, and since when."""
+    """What a member reports at a rebalance: the units it owns now, and since when.
+
+    ``previous``: what an eager member held before it gave everything up for this
+    rebalance (Kafka's StickyAssignor user data): sticky assignors keep units there,
+    but nobody works on them any more, so no one has to wait for their release.
+    """
 
     owned: tuple[str, ...] = ()
     generation: int = -1
+    previous: tuple[str, ...] = ()
 
 
 Assignment = dict[str, list[str]]
@@ -83,7 +89,7 @@ def _claims(units: Sequence[str], members: Mapping[str, Subscription]) -> dict[s
     owner: dict[str, tuple[int, str]] = {}
     for member in sorted(members):
         sub = members[member]
-        for unit in sub.owned:
+        for unit in sub.owned or sub.previous:
             if unit in valid and (unit not in owner or sub.generation > owner[unit][0]):
                 owner[unit] = (sub.generation, member)
     return {unit: member for unit, (_, member) in owner.items()}

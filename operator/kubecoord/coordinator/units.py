@@ -38,17 +38,31 @@ log = logging.getLogger("kubecoord.coordinator")
 UnitsCallback = Callable[[list[str]], None]
 
 
-def encode_units(units: Sequence[str], generation: int = -1) -> bytes:
-    return json.dumps({"units": list(units), "generation": generation}, separators=(",", ":")).encode()
+def encode_units(units: Sequence[str], generation: int = -1, previous: Sequence[str] = ()) -> bytes:
+    fields: dict[str, object] = {"units": list(units), "generation": generation}
+    if previous:
+        fields["previous"] = list(previous)
+    return json.dumps(fields, separators=(",", ":")).encode()
 
 
 def decode_units(data: bytes) -> tuple[list[str], int]:
+    """(units, generation) of an assignment or of a member's metadata."""
+    subscription = decode_subscription(data)
+    return list(subscription.owned), subscription.generation
+
+
+def decode_subscription(data: bytes) -> Subscription:
+    """A member's metadata: the units it owns, since which generation, and what it held
+    before an eager revocation (for stickiness)."""
     if not data:
-        return [], -1
+        return Subscription()
     try:
         raw = json.loads(data)
-        return [str(u) for u in raw["units"]], int(raw.get("generation", -1))
-    except (ValueError, KeyError, TypeError) as exc:
+        return Subscription(
+            tuple(str(u) for u in raw["units"]), int(raw.get("generation", -1)),
+            tuple(str(u) for u in raw.get("previous", ())),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise GroupProtocolError(f"malformed units metadata: {exc}") from None
 
 
@@ -88,6 +102,7 @@ class UnitsProtocol(GroupProtocol):
         self._on_lost = on_lost or on_revoked
         self._lock = threading.Lock()
         self._owned: list[str] = []
+        self._previous: list[str] = []
         self._generation = -1
         self._rejoin = False
 
@@ -104,7 +119,7 @@ class UnitsProtocol(GroupProtocol):
 
     def metadata(self) -> list[tuple[str, bytes]]:
         with self._lock:
-            data = encode_units(self._owned, self._generation)
+            data = encode_units(self._owned, self._generation, self._previous)
         return [(name, data) for name in self.assignors]
 
     def on_join_prepare(self, generation: int, member_id: str) -> None:
@@ -112,14 +127,14 @@ class UnitsProtocol(GroupProtocol):
             with self._lock:
                 self._rejoin = False  # this is the rebalance that was asked for
             return  # KIP-429: keep working; revocations come with the new assignment
+        with self._lock:
+            if self._owned:
+                self._previous = list(self._owned)  # remembered for the sticky assignor
         self._revoke_all(self._on_revoked)
 
     def perform_assignment(self, leader_id: str, protocol: str, members_metadata: dict[str, bytes]) -> dict[str, bytes]:
         assignor = self.assignors.get(protocol) or StickyAssignor()
-        subscriptions = {}
-        for member, data in members_metadata.items():
-            owned, generation = decode_units(data)
-            subscriptions[member] = Subscription(tuple(owned), generation)
+        subscriptions = {member: decode_subscription(data) for member, data in members_metadata.items()}
         result = assignor.assign(self.units, subscriptions)
         return {member: encode_units(result.get(member, [])) for member in members_metadata}
 
@@ -133,6 +148,7 @@ class UnitsProtocol(GroupProtocol):
             self._call(self._on_revoked, revoked)
         with self._lock:
             self._owned = list(assigned)
+            self._previous = []
             self._generation = generation
             # KIP-429: what was taken away is handed on only in a follow-up rebalance.
             self._rejoin = self.rebalance_protocol == "cooperative" and bool(revoked)

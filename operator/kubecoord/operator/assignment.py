@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubecoord.api import Coordinator
-from kubecoord.coordinator.assignors import ASSIGNORS, Subscription
+from kubecoord.coordinator.assignors import ASSIGNORS
 from kubecoord.coordinator.leading import Decision, LeaderTimers, decide
 from kubecoord.coordinator.record import (
     REBALANCING,
@@ -42,7 +42,7 @@ from kubecoord.coordinator.record import (
     derived_name,
     encode_state,
 )
-from kubecoord.coordinator.units import decode_units, encode_units
+from kubecoord.coordinator.units import decode_subscription, decode_units, encode_units
 from kubecoord.errors import GroupProtocolError, KeyExistsError, KeyNotFoundError, VersionConflictError
 from kubecoord.operator.mirror import GroupMirror, Notice, Snapshot
 
@@ -77,10 +77,7 @@ class AssignmentSpec:
 def assign_units(spec: AssignmentSpec, metadata: dict[str, bytes]) -> dict[str, bytes]:
     """The spec's assignor over the members' reported ownership, then the cooperative
     rule: nothing goes to a member while another reports owning it."""
-    subscriptions = {}
-    for member, data in metadata.items():
-        owned, generation = decode_units(data)
-        subscriptions[member] = Subscription(tuple(owned), generation)
+    subscriptions = {member: decode_subscription(data) for member, data in metadata.items()}
     target = ASSIGNORS[spec.assignor]().assign(list(spec.units), subscriptions)
     claimed: dict[str, set[str]] = {}
     for member, sub in subscriptions.items():
