@@ -23,6 +23,7 @@ Wall-clock figures on a shared machine are noisy: compare ratios, not absolutes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import random
 import tempfile
@@ -197,6 +198,7 @@ def set_partitioner(hosts: str, rounds: int, time_boundary: float) -> None:
 
     path = f"/bench-partitioner-{uuid.uuid4().hex[:8]}"
     party: dict[str, tuple[KazooClient, Any, threading.Event]] = {}
+    drivers: dict[str, threading.Thread] = {}
     serial = 0
 
     def drive(partitioner: Any, stop: threading.Event) -> None:
@@ -220,8 +222,17 @@ def set_partitioner(hosts: str, rounds: int, time_boundary: float) -> None:
         client.start(timeout=15)
         partitioner = client.SetPartitioner(path, set=UNITS, time_boundary=time_boundary, identifier=f"p{serial}")
         stop = threading.Event()
-        threading.Thread(target=drive, args=(partitioner, stop), daemon=True).start()
+        drivers[f"p{serial}"] = threading.Thread(target=drive, args=(partitioner, stop), daemon=True)
+        drivers[f"p{serial}"].start()
         party[f"p{serial}"] = (client, partitioner, stop)
+
+    def finish(name: str, client: KazooClient, partitioner: Any, stop: threading.Event) -> None:
+        stop.set()
+        drivers[name].join(5)
+        with contextlib.suppress(Exception):  # kazoo's finish() can trip over its own lock list
+            partitioner.finish()
+        client.stop()
+        client.close()
 
     def holdings() -> dict[str, list[str]]:
         return {name: list(p) if p.acquired else [] for name, (_, p, _) in party.items()}
@@ -246,10 +257,7 @@ def set_partitioner(hosts: str, rounds: int, time_boundary: float) -> None:
                 name = sorted(party)[0]
                 client, partitioner, stop = party.pop(name)
                 if kind == "leave":
-                    partitioner.finish()
-                    stop.set()
-                    client.stop()
-                    client.close()
+                    finish(name, client, partitioner, stop)
                 else:  # as kill -9: the socket drops, no CloseSession
                     stop.set()
                     client._stopped.set()
@@ -262,11 +270,8 @@ def set_partitioner(hosts: str, rounds: int, time_boundary: float) -> None:
             moved = sum(1 for m, units in after.items() for u in units if u not in owners.get(m, set()))
             subs = {m: Subscription(tuple(before.get(m, ())), 1) for m in after}
             moves.append((moved, minimum_moves(UNITS, subs)))
-    for client, partitioner, stop in party.values():
-        stop.set()
-        partitioner.finish()
-        client.stop()
-        client.close()
+    for name, (client, partitioner, stop) in party.items():
+        finish(name, client, partitioner, stop)
     for kind, values in samples.items():
         print(f"{'kazoo-set':<11} {kind:<6} rebalance p50 {pct(values, 50) * 1000:8.1f} ms  "
               f"p99 {pct(values, 99) * 1000:8.1f} ms  (n={len(values)}, time_boundary {time_boundary} s)", flush=True)
