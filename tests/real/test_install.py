@@ -20,6 +20,7 @@ import pathlib
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -88,6 +89,7 @@ def installed(helm: pathlib.Path, real_api: RealApiServer, release_namespace: st
 class Operator:
     process: subprocess.Popen[bytes]
     log: pathlib.Path
+    health_port: int
 
     def records(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
@@ -100,17 +102,18 @@ def operator_process(installed: str, release_namespace: str, mint_kubeconfig: Mi
     account = f"{RELEASE}-kubecoord"
     kubeconfig = mint_kubeconfig(release_namespace, account, create=False)
     log = tmp_path_factory.mktemp("operator") / "operator.log"
+    health_port = free_port()
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "operator", "--all-namespaces",
              "--kubeconfig", str(kubeconfig),
              "--lease-namespace", release_namespace, "--identity", "operator-0",
              "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1",
-             "--health-port", str(free_port()), "--metrics-port", "0", "--bind", "127.0.0.1"],
+             "--health-port", str(health_port), "--metrics-port", "0", "--bind", "127.0.0.1"],
             stdout=out, stderr=subprocess.STDOUT,
         )
     try:
-        yield Operator(process, log)
+        yield Operator(process, log, health_port)
     finally:
         process.terminate()
         try:
@@ -342,6 +345,9 @@ def test_the_operator_logs_one_readable_line_per_event_at_info(operator_process:
     loud = [r for r in records if r["level"] in ("WARNING", "ERROR", "CRITICAL")]
     assert loud == [], loud[:3]
     assert any(r.get("object", "").startswith("LeaderElection ") for r in records)
+    # kopf's loop ticks: the active replica's /healthz is 200 (it turns 503 when the loop stalls).
+    with urllib.request.urlopen(f"http://127.0.0.1:{operator_process.health_port}/healthz", timeout=5) as answer:
+        assert answer.status == 200 and json.load(answer) == {"role": "leader", "ok": True}
 
 
 def test_deleting_the_resources_and_uninstalling_leave_nothing_behind(

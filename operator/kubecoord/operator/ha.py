@@ -77,7 +77,10 @@ def run_when_leading(
 
     threading.Thread(target=watchdog, name="kubecoord-operator-watchdog", daemon=True).start()
     try:
-        (run_operator or run_kopf)(scope, stop)
+        if run_operator is not None:
+            run_operator(scope, stop)
+        else:
+            run_kopf(scope, stop, health)
     finally:
         metrics.IS_LEADER.set(0)
         health.stopping = True
@@ -86,8 +89,9 @@ def run_when_leading(
     return 1 if lost.is_set() else 0
 
 
-def run_kopf(scope: Scope, stop: threading.Event) -> None:
-    """kopf's operator in this thread's own event loop until ``stop`` is set."""
+def run_kopf(scope: Scope, stop: threading.Event, health: HealthState | None = None) -> None:
+    """kopf's operator in this thread's own event loop until ``stop`` is set; ``health``
+    gets a beat from that loop every WATCHDOG_SECONDS (its /healthz turns 503 when they stop)."""
     import kopf  # only the active replica needs kopf
 
     import kubecoord.operator.handlers  # noqa: F401  (registers the handlers)
@@ -106,6 +110,8 @@ def run_kopf(scope: Scope, stop: threading.Event) -> None:
             )
         )
         while not running.done():
+            if health is not None:
+                health.beat()  # runs on kopf's loop: it stops when that loop stops progressing
             if stop.is_set():
                 flag.set()
             await asyncio.wait({running}, timeout=WATCHDOG_SECONDS)

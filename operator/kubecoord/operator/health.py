@@ -5,20 +5,45 @@ waiting for the operator Lease is healthy, not dead; the body says which role it
 kopf's own liveness endpoint exists only while kopf runs, i.e. on the active replica, so
 it cannot serve the standbys' probes.
 
-Guarantee: 200 while the replica's main loop is running, 503 once it is shutting down.
+Guarantee: 200 while the replica's main loop is running, 503 once it is shutting down,
+and 503 on the active replica when kopf's event loop has not ticked for STALL_SECONDS
+(a handler that blocks the loop, a deadlock): kopf is stuck, and the kubelet's liveness
+probe restarts the pod, whose standby takes over. The tick is a task on kopf's own loop
+(kubecoord.operator.ha), so it stops exactly when the loop stops making progress.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+STALL_SECONDS = 30.0
+"""Longer than any handler may block kopf's loop; shorter than the probe's failure budget
+(3 x 10 s in the chart) plus a restart."""
 
 
 class HealthState:
-    def __init__(self) -> None:
+    def __init__(self, *, stall_seconds: float = STALL_SECONDS) -> None:
         self.role = "starting"
         self.stopping = False
+        self.stall_seconds = stall_seconds
+        self.last_beat: float | None = None
+        """monotonic time of kopf's loop's last tick (None: kopf not running here)."""
+
+    def beat(self) -> None:
+        self.last_beat = time.monotonic()
+
+    def problem(self) -> str | None:
+        """Why this replica is unhealthy, or None."""
+        if self.stopping:
+            return "stopping"
+        if self.role == "leader" and self.last_beat is not None:
+            silent = time.monotonic() - self.last_beat
+            if silent > self.stall_seconds:
+                return f"kopf's event loop has not ticked for {silent:.0f} s"
+        return None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -28,8 +53,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.split("?")[0] not in ("/healthz", "/readyz"):
             self.send_error(404)
             return
-        code = 503 if self.state.stopping else 200
-        body = json.dumps({"role": self.state.role, "ok": code == 200}).encode()
+        problem = self.state.problem()
+        code = 503 if problem else 200
+        answer: dict[str, object] = {"role": self.state.role, "ok": code == 200}
+        if problem:
+            answer["problem"] = problem
+        body = json.dumps(answer).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

@@ -5,8 +5,12 @@
 - a daemon per resource: opens a status mirror (kubecoord listeners, so driven by the
   backend's watches), writes status and conditions whenever the mirror wakes, posts
   Events, and lets the kind's ``after_snapshot`` hook act (member GC).
-- delete: the finalizer removes backend state that ownerReferences cannot (znodes, and
-  member Leases not adopted yet).
+- delete: on the zookeeper backend a finalizer purges the znodes, bounded (CLEANUP_SECONDS
+  per try, CLEANUP_RETRIES tries, then kopf removes the finalizer and logs the failure);
+  the way out of a finalizer that must not wait is
+  ``kubectl patch KIND NAME --type=merge -p '{"metadata":{"finalizers":null}}'``. The
+  kubernetes backend needs no finalizer: ownerReferences let the garbage collector remove
+  the backing objects, and the operator deletes its own at once when it sees the deletion.
 
 Guarantees: the daemon is the only writer of ``status``; a status write happens only when
 the status differs from the last one written; the backend being down turns
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -60,6 +65,9 @@ RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
 DRIFT_SECONDS = 10.0
 """How often a kubernetes-backed resource's backing objects are checked (one GET each)."""
 STOP_SECONDS = 5.0
+CLEANUP_SECONDS = 10.0
+CLEANUP_RETRIES = 3
+CLEANUP_BACKOFF_SECONDS = 3.0
 
 _wakers: dict[tuple[str, str, str], Callable[[], None]] = {}
 """(plural, namespace, name) -> wake the running daemon (the spec-update handler's way in)."""
@@ -164,20 +172,67 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
                 del _wakers[key]
             metrics.MIRRORED.labels(kind).dec()
 
-    @kopf.on.delete(GROUP, VERSION, plural, id="cleanup")
-    async def cleanup(body: kopf.Body, spec: kopf.Spec, name: str, namespace: str | None, **_: Any) -> None:
+    _without_finalizer(mirror)
+
+    @kopf.on.delete(GROUP, VERSION, plural, id="cleanup", when=_outside_kubernetes,
+                    retries=CLEANUP_RETRIES, backoff=CLEANUP_BACKOFF_SECONDS)
+    async def cleanup(body: kopf.Body, spec: kopf.Spec, name: str, namespace: str | None, retry: int,
+                      **_: Any) -> None:
+        # The finalizer's handler, only where Kubernetes cannot clean up (ZooKeeper znodes).
+        # Bounded: CLEANUP_SECONDS per try, CLEANUP_RETRIES tries; then kopf gives up, logs the
+        # failure and removes the finalizer, so a dead ensemble never blocks deletion forever.
         namespace = str(namespace)
         backend = BackendSpec.from_spec(dict(spec), namespace=namespace)
         try:
-            if backend.backend == "kubernetes":
-                deleted = await backing.delete_all(dict(body))
-            else:
-                deleted = await _purge(backend, kind, name)
-        except Exception:
+            deleted = await asyncio.wait_for(_purge(backend, kind, name), timeout=CLEANUP_SECONDS)
+        except Exception as error:
             metrics.ERRORS.labels(kind, "delete").inc()
+            last = retry + 1 >= CLEANUP_RETRIES
+            log.log(logging.ERROR if last else logging.INFO,
+                    "cleanup gave up: znodes may remain" if last else "cleanup failed; will retry",
+                    extra={"kind": kind, "resource": f"{namespace}/{name}", "try": retry + 1,
+                           "error": f"{type(error).__name__}: {error}"[:300]})
             raise
         metrics.forget(namespace, name)
         log.info("cleaned up", extra={"kind": kind, "resource": f"{namespace}/{name}", "deleted": deleted})
+
+    @kopf.on.delete(GROUP, VERSION, plural, id="cleanup-owned", when=_on_kubernetes, optional=True)
+    async def cleanup_owned(body: kopf.Body, name: str, namespace: str | None, **_: Any) -> None:
+        # No finalizer on the kubernetes backend: every backing object carries an
+        # ownerReference, so Kubernetes' garbage collector removes it with the resource. When
+        # the operator happens to see the deletion it also deletes what is its own at once.
+        namespace = str(namespace)
+        try:
+            deleted = await backing.delete_all(dict(body))
+        except (kubeapi.ApiException, OSError) as error:
+            log.info("cleanup left to the garbage collector", extra={"kind": kind, "error": str(error)[:300]})
+            deleted = 0
+        metrics.forget(namespace, name)
+        log.info("cleaned up", extra={"kind": kind, "resource": f"{namespace}/{name}", "deleted": deleted})
+
+
+def _without_finalizer(fn: Callable[..., Any]) -> None:
+    """Let ``fn``'s daemon run without kopf's finalizer.
+
+    kopf puts a finalizer on every object a daemon serves so that it can stop the daemon
+    before the object goes; with the operator uninstalled or down, that finalizer blocks the
+    deletion forever (and ``helm uninstall`` with crds.keep=false waits on it). The mirror
+    needs no such guarantee: kopf stops it on the DELETED event all the same, and a status
+    write to a deleted object is a 404 that patch_status ignores. kopf (pinned) has no
+    option for this, so the registered handler is replaced by a copy without the flag.
+    """
+    spawning = kopf.get_default_registry()._spawning
+    for index, handler in enumerate(spawning._handlers):
+        if handler.fn is fn:
+            spawning._handlers[index] = dataclasses.replace(handler, requires_finalizer=False)
+
+
+def _on_kubernetes(spec: kopf.Spec, **_: Any) -> bool:
+    return bool(spec.get("backend", "kubernetes") == "kubernetes")
+
+
+def _outside_kubernetes(spec: kopf.Spec, **_: Any) -> bool:
+    return not _on_kubernetes(spec)
 
 
 async def _purge(backend: BackendSpec, kind: str, name: str) -> int:
