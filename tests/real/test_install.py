@@ -16,9 +16,12 @@ what a cluster's garbage collector removes at once.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -27,8 +30,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
 
 import kubecoord
 from kubecoord import PermissionDeniedError
@@ -348,6 +353,98 @@ def test_the_operator_logs_one_readable_line_per_event_at_info(operator_process:
     # kopf's loop ticks: the active replica's /healthz is 200 (it turns 503 when the loop stalls).
     with urllib.request.urlopen(f"http://127.0.0.1:{operator_process.health_port}/healthz", timeout=5) as answer:
         assert answer.status == 200 and json.load(answer) == {"role": "leader", "ok": True}
+
+
+APP = pathlib.Path(__file__).resolve().parents[2] / "examples" / "leader-app"
+
+
+class App:
+    """examples/leader-app/app.py as one pod would run it (its ServiceAccount's token, POD_NAME)."""
+
+    def __init__(self, pod: str, kubeconfig: pathlib.Path, namespace: str, election: str) -> None:
+        env = {**os.environ, "POD_NAME": pod, "APP_ELECTION": election, "KUBECONFIG": str(kubeconfig),
+               "KUBECOORD_URL": f"kubernetes://{namespace}"}
+        self.process = subprocess.Popen([sys.executable, str(APP / "app.py")], stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=env)
+        self.lines: list[dict[str, Any]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            self.lines.append(json.loads(raw))
+
+    def saw(self, event: str) -> dict[str, Any] | None:
+        return next((line for line in list(self.lines) if line["event"] == event), None)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self._reader.join(5)
+
+
+def test_the_app_waits_for_its_rolebinding_then_leads_fences_and_hands_over_on_sigterm(
+    operator_process: Operator, real_admin_api: k8s.ApiClient, real_namespace: str, mint_kubeconfig: MintKubeconfig
+) -> None:
+    name = f"billing-{uuid.uuid4().hex[:6]}"
+    account = f"{name}-app"
+    apps = [App(f"{name}-pod-a", mint_kubeconfig(real_namespace, account), real_namespace, name)]
+    try:
+        # Started before its resources and their RoleBindings exist: it waits, it does not crash.
+        eventually(lambda: apps[0].saw("waiting_for_permission") is not None, timeout=60, interval=0.2)
+        assert apps[0].process.poll() is None
+        custom = k8s.CustomObjectsApi(real_admin_api)
+        for kind, spec in (("LeaderElection", {"leaseDurationSeconds": 4, "renewDeadlineSeconds": 3,
+                                               "retryPeriodSeconds": 1}), ("KVStore", {"sizeLimit": "64Ki"})):
+            custom.create_namespaced_custom_object(GROUP, VERSION, real_namespace, KINDS[kind],
+                                                   _resource(kind, name, {**spec, "clients": [account]}))
+        eventually(lambda: apps[0].saw("wrote") is not None, timeout=90, interval=0.2)
+        first = apps[0].saw("leading")
+        assert first is not None
+        apps.append(App(f"{name}-pod-b", mint_kubeconfig(real_namespace, account), real_namespace, name))
+        eventually(lambda: apps[1].saw("candidate") is not None, timeout=60, interval=0.2)
+        assert apps[1].saw("leading") is None  # a standby while pod-a leads
+
+        apps[0].process.send_signal(signal.SIGTERM)  # a rollout
+        assert apps[0].process.wait(30) == 0
+        apps[0].stop()
+        assert apps[0].saw("released") is not None
+        eventually(lambda: apps[1].saw("wrote") is not None, timeout=20, interval=0.1)  # no lease wait
+        second = apps[1].saw("leading")
+        assert second is not None and second["epoch"] > first["epoch"]
+        # The fence: a result of the old epoch cannot replace the new leader's.
+        with _connect(mint_kubeconfig(real_namespace, account), real_namespace) as coordinator:
+            store = coordinator.storage(name)
+            stored = json.loads(store.fetch("output").result(10))
+            assert stored["epoch"] == second["epoch"]
+            sys.path.insert(0, str(APP))
+            try:
+                from app import Fenced, write_fenced  # type: ignore[import-not-found]
+            finally:
+                sys.path.remove(str(APP))
+            with pytest.raises(Fenced):
+                write_fenced(store, first["epoch"], "late write of the old leader")
+    finally:
+        for app in apps:
+            app.stop()
+
+
+def test_the_example_deployment_is_admitted_and_carries_app_py(real_admin_api: k8s.ApiClient,
+                                                                real_namespace: str) -> None:
+    documents = [d for d in yaml.safe_load_all((APP / "deployment.yaml").read_text()) if d]
+    (configmap,) = [d for d in documents if d["kind"] == "ConfigMap"]
+    assert configmap["data"]["app.py"] == (APP / "app.py").read_text()
+    namespace = create_namespace(real_admin_api, "example-app")
+    dynamic = DynamicClient(real_admin_api)
+    for document in documents:  # as kubectl apply would send them; the real server validates
+        resource = dynamic.resources.get(api_version=document["apiVersion"], kind=document["kind"])
+        resource.create(body=document, namespace=namespace)
+    deployment = k8s.AppsV1Api(real_admin_api).read_namespaced_deployment("billing", namespace)
+    env = {e.name: e for e in deployment.spec.template.spec.containers[0].env}
+    assert env["POD_NAME"].value_from.field_ref.field_path == "metadata.name"
+    assert deployment.spec.template.spec.service_account_name == "billing"
 
 
 def test_deleting_the_resources_and_uninstalling_leave_nothing_behind(

@@ -1,0 +1,115 @@
+"""A leader-elected application in a Kubernetes cluster: the in-cluster story end to end.
+
+    POD_NAME=$(hostname) APP_ELECTION=billing python app.py     # kubernetes:// = the pod's namespace
+
+- Identity: POD_NAME (the downward API in deployment.yaml) is the candidate id, so the
+  LeaderElection's status and the Lease name the pod that leads.
+- Rights: the pod's serviceAccountName is listed in spec.clients of the LeaderElection and
+  of the KVStore; the operator turns that into a Role and RoleBinding. Until they exist
+  the app gets PermissionDeniedError: it logs one clear line ("waiting for permission")
+  and retries with backoff (1 s doubling to 30 s), never crashes; the kubelet has nothing
+  to restart.
+- SIGTERM (a rollout, a drain): the app stops working, then close() releases the Lease,
+  so a standby replica takes over at once instead of after the lease duration.
+- Fencing: the leader's epoch rises on every change of leader. Every result goes to the
+  KVStore key "output" with a compare-and-set that refuses to replace a result written
+  under a higher epoch, so a paused or partitioned old leader cannot overwrite its
+  successor's work however late it wakes.
+
+Each line on stdout is one JSON object with an "event".
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import kubecoord
+from kubecoord import KeyExistsError, PermissionDeniedError, VersionConflictError
+
+T = TypeVar("T")
+stopping = threading.Event()
+
+
+def log(event: str, **fields: Any) -> None:
+    print(json.dumps({"ts": time.time(), "event": event, **fields}), flush=True)
+
+
+def until_permitted(what: str, action: Callable[[], T]) -> T:
+    """``action()``, retried while RBAC refuses it (the RoleBinding may not exist yet)."""
+    delay = 1.0
+    while True:
+        try:
+            return action()
+        except PermissionDeniedError as error:
+            log("waiting_for_permission", action=what, retry_in=delay,
+                hint="is this pod's ServiceAccount in spec.clients of the resource?", error=str(error)[:300])
+            if stopping.wait(delay):
+                raise SystemExit(0) from None
+            delay = min(delay * 2, 30.0)
+
+
+class Fenced(Exception):
+    """A result from a newer epoch is already stored: this replica is no longer the leader."""
+
+
+def write_fenced(store: kubecoord.Storage, epoch: int, result: str) -> None:
+    """Store ``result`` unless a result of a higher epoch is there (compare-and-set)."""
+    value = json.dumps({"epoch": epoch, "result": result})
+    while True:
+        current = store.fetch_versioned("output").result()
+        if current is None:
+            try:
+                store.put("output", value)
+                return
+            except KeyExistsError:
+                continue
+        if json.loads(current.value)["epoch"] > epoch:
+            raise Fenced(f"epoch {epoch} is stale")
+        try:
+            store.update("output", value, expected_version=current.version)
+            return
+        except VersionConflictError:
+            continue
+
+
+def main() -> int:
+    me = os.environ.get("POD_NAME") or f"{os.uname().nodename}-{os.getpid()}"
+    name = os.environ.get("APP_ELECTION", "billing")
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    with kubecoord.connect(os.environ.get("KUBECOORD_URL", "kubernetes://")) as coordinator:
+        election = until_permitted("bind LeaderElection", lambda: coordinator.leader_election(name))
+        store = until_permitted("bind KVStore", lambda: coordinator.storage(name))
+        until_permitted("nominate", lambda: election.nominate(me))
+        log("candidate", id=me)
+        runs = 0
+        while not stopping.wait(0.5):
+            leader = election.get_leader()
+            if not election.is_leader(me) or leader is None:
+                continue
+            if runs == 0:
+                log("leading", id=me, epoch=leader.epoch)
+            runs += 1
+            epoch, result = leader.epoch, f"{me} run {runs}"
+            try:
+                until_permitted("write", functools.partial(write_fenced, store, epoch, result))
+            except Fenced as stale:
+                log("fenced", id=me, epoch=epoch, reason=str(stale))
+                election.resign(me)
+                runs = 0
+                continue
+            log("wrote", id=me, epoch=epoch, run=runs)
+        log("stopping", id=me)
+    log("released", id=me)  # leaving the with-block closed the coordinator: the Lease is free
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
