@@ -201,6 +201,10 @@ def test_sigterm_releases_and_a_follower_takes_over_without_waiting_for_expiry(
     live = [spawn() for _ in range(3)]
     leader = _wait_leader(cluster, service, live)
     for _ in range(3):
+        # Every follower must be running for election before the release it should act on
+        # (a process just spawned on a loaded machine may still be importing).
+        for child in live:
+            child.wait_for(lambda line: line["event"] == "nominated", timeout=60)
         leader.signal(signal.SIGTERM)
         assert leader.process.wait(30) == 0
         leader.wait_for(lambda line: line["event"] == "closed", timeout=5)
