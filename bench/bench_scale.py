@@ -326,6 +326,11 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
         time.sleep(10)
         rss, threads = rss_and_threads(operator.pid)
         print(f"  operator with {total} resources: RSS {rss:.0f} MiB, {threads} threads; {load()}")
+        before, quiet = counter.total(), time.monotonic()
+        time.sleep(30)
+        idle = (counter.total() - before) / (time.monotonic() - quiet)
+        print(f"  idle: {idle:.1f} API requests/s at the server ({idle / total * 1000:.2f} per 1,000 resources; "
+              "the server's own clients included)")
 
         # Status lag: a client's new leader -> the resource's status shows it.
         lags: list[float] = []

@@ -33,6 +33,7 @@ deleted resource leaves nothing behind; objects it did not create stay.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,22 @@ def owned(obj: dict[str, Any], body: dict[str, Any]) -> bool:
     """Whether ``obj`` carries an ownerReference to the resource ``body`` (by uid)."""
     uid = body["metadata"].get("uid")
     return any(ref.get("uid") == uid for ref in (obj.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def cached_and_owned(body: dict[str, Any], observed: Callable[[str, str], dict[str, Any] | None]) -> bool:
+    """Whether every backing object of ``body`` is in the operator's watch cache and owned by
+    it, so that a drift check needs no request (``observed(plural, name)``: the cache)."""
+    kind, name = body["kind"], body["metadata"]["name"]
+    if kind == "LeaderElection":
+        lease = observed("leases", naming.election_lease_name(name))
+        return lease is not None and owned(lease, body)
+    if kind == "KVStore":
+        zero = observed("configmaps", naming.store_shard_name(name, 0))
+        if zero is None:
+            return False
+        shards = naming.store_shard_names(name, recorded_shards(zero))
+        return all((cm := observed("configmaps", shard)) is not None and owned(cm, body) for shard in shards)
+    return bool(kind == "Group")  # members create their own Leases: nothing to repair
 
 
 @dataclass

@@ -64,6 +64,12 @@ class KubernetesCoordinator(CoordinatorBase):
             return self._delegate(bound).storage(name)
         return KubeStorage(self._context, name, size_limit=bound.size_limit() if bound else None)
 
+    def observed(self, plural: str, name: str) -> dict[str, Any] | None:
+        """The Lease or ConfigMap ``name`` as this coordinator's shared namespace watch last
+        saw it (watch_scope namespace/managed), without a request; None when not known that
+        way. For the operator's drift checks: a cached, owned object needs no GET."""
+        return self._context.informers.observed(plural, name)
+
     def _delegate(self, bound: binding.Binding) -> Coordinator:
         """The coordinator of another backend that a bound resource lives in (closed with this one)."""
         from kubecoord.connect import connect  # through the entry points: backends never import each other

@@ -173,6 +173,19 @@ class InformerPool:
         for informer in informers:
             informer.stop()
 
+    def observed(self, plural: str, name: str) -> dict[str, Any] | None:
+        """``name`` as the shared namespace informer of ``plural`` holds it; None when that
+        informer does not exist (object scope, or not started) or has not seen the object."""
+        shared = self._selectors.get(plural)
+        if shared is None:
+            return None
+        with self._lock:
+            entry = self._informers.get((plural, "scope", shared))
+        if entry is None:
+            return None
+        observed = entry[0].get(name)
+        return observed.obj if observed is not None else None
+
     @property
     def open_informers(self) -> int:
         """How many list+watch informers are held (each one watch connection, one thread)."""

@@ -326,10 +326,13 @@ class _StatusWriter:
         return RETRY_SECONDS[min(self.failures, len(RETRY_SECONDS)) - 1] if self.failures else RESYNC_SECONDS
 
 
-async def _repair_drift(body: kopf.Body, backend: BackendSpec) -> list[str]:
+async def _repair_drift(body: kopf.Body, backend: BackendSpec, coordinator: Coordinator) -> list[str]:
     """Re-create deleted backing objects; the names of same-named objects that are not ours."""
     if backend.backend != "kubernetes":
         return []
+    observed = getattr(coordinator, "observed", None)
+    if observed is not None and backing.cached_and_owned(dict(body), observed):
+        return []  # all there and ours, as the shared watch shows: no request (thousands of resources)
     try:
         return (await backing.ensure_owned(dict(body))).foreign
     except (kubeapi.ApiException, OSError) as error:
@@ -396,7 +399,7 @@ async def _mirror_loop(
             failures = 0
             if time.monotonic() - last_drift_check >= DRIFT_SECONDS:
                 last_drift_check = time.monotonic()
-                foreign = await _repair_drift(body, backend)
+                foreign = await _repair_drift(body, backend, coordinator)
             ready, reason, message = snapshot.ready
             conditions = set_condition(
                 conditions,
