@@ -287,7 +287,8 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
     counter = RequestCounter(server)
     env = {**os.environ, "KUBECONFIG": str(server.admin_kubeconfig), "KUBECOORD_LOG_LEVEL": "WARNING"}
     operator = subprocess.Popen(
-        [sys.executable, "-m", "kubecoord.cli", "operator", "--all-namespaces", "--lease-namespace",
+        [sys.executable, *(os.environ.get("BENCH_OPERATOR_PROGRAM") or "-m kubecoord.cli").split(), "operator",
+         "--all-namespaces", "--lease-namespace",
          "kubecoord-system", "--health-port", "0", "--metrics-port", "0", "--bind", "127.0.0.1"],
         env=env, stdout=subprocess.DEVNULL, stderr=open(server.workdir / "logs" / "operator.log", "w"),  # noqa: SIM115
     )  # fmt: skip
