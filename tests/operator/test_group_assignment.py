@@ -11,6 +11,7 @@ import pytest
 
 import kubecoord
 from kubecoord.coordinator import GroupMember, UnitsProtocol, decode_units
+from kubecoord.testing import ApiEmulator
 from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE, Resources
 
@@ -119,3 +120,37 @@ def test_invalid_assignment_is_refused(
     with pytest.raises(kubernetes.client.exceptions.ApiException) as error:
         custom.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", NAMESPACE, "groups", body)
     assert error.value.status == 422 and message in str(error.value.body)
+
+
+def test_a_client_of_the_group_runs_the_coordinator_with_only_its_role(
+    resources: Resources, api: ApiEmulator, unique: str, tmp_path: pathlib.Path
+) -> None:
+    """spec.clients is enough: the Group's Role covers the members' Leases, the election
+    NAME-gc and the record's ConfigMap (created by the operator); another account is denied."""
+    name = f"rbac-gc-{unique}"
+    account = f"gc-{unique}"
+    resources.core.create_namespaced_service_account(NAMESPACE, {"metadata": {"name": account}})
+    resources.create("groups", "Group", name, {"leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5,
+                                               "clients": [account]})
+    resources.wait_ready("groups", name)
+    eventually(lambda: f"kubecoord-kv.{name}-gc" in resources.configmap_names(), timeout=20)
+    eventually(lambda: f"kubecoord-group-{name}" in resources.role_names(), timeout=20)
+    allowed = api.write_kubeconfig(
+        tmp_path / "allowed", namespace=NAMESPACE, token=api.token_for_service_account(NAMESPACE, account)
+    )
+    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(allowed), **FAST) as coordinator:
+        member = coordinator.group_coordinator(name, UnitsProtocol(["a", "b"]), member_id="m", session_timeout=1.0)
+        member.join(timeout=30)
+        assert decode_units(member.assignment or b"")[0] == ["a", "b"]
+        member.leave()
+    denied = api.write_kubeconfig(
+        tmp_path / "denied", namespace=NAMESPACE, token=api.token_for_service_account(NAMESPACE, f"other-{unique}")
+    )
+    with (
+        kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(denied), **FAST) as coordinator,
+        pytest.raises(kubecoord.PermissionDeniedError),
+    ):
+        coordinator.group_coordinator(name, UnitsProtocol(["a"]), member_id="x", session_timeout=1.0).join()
+    resources.delete("groups", name)
+    eventually(lambda: resources.get("groups", name) is None, timeout=30)
+    eventually(lambda: f"kubecoord-kv.{name}-gc" not in resources.configmap_names(), timeout=30)

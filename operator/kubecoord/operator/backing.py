@@ -5,7 +5,10 @@ the backend names them (kubecoord.backends.kubernetes.naming).
   resource, so Kubernetes' garbage collector deletes it with the resource.
 - Group NAME: one Lease per member, created by the members themselves; the operator
   adopts each (adds the ownerReference). Expired members' Leases are reaped by the
-  backend's observers, the operator's own membership handle among them.
+  backend's observers, the operator's own membership handle among them. Also the
+  ConfigMap kubecoord-kv.NAME-gc (one shard) that holds the group coordinator's
+  generation record, created up front so that clients granted it by name never need
+  ``create``; one that members made before the Group existed is used as it is.
 - KVStore NAME: its ConfigMaps (shards) kubecoord-kv.NAME, kubecoord-kv.NAME.1, ..., all
   created up front with an ownerReference, so that clients granted them by name never need
   ``create``. The shard count comes from spec.sizeLimit when shard 0 is first created and is
@@ -39,6 +42,7 @@ from typing import Any
 
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.sharding import recorded_shards, shard_count_for
+from kubecoord.coordinator.record import derived_name
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import owner_reference, size_limit_bytes
 
@@ -124,6 +128,14 @@ def store_configmap(body: dict[str, Any], index: int = 0) -> dict[str, Any]:
     return {"apiVersion": CONFIGMAPS[0], "kind": "ConfigMap", "metadata": _metadata(body, name, labels)}
 
 
+def coordinator_configmap(body: dict[str, Any]) -> dict[str, Any]:
+    """The one-shard store of a Group's generation record (kubecoord.coordinator)."""
+    store = derived_name(body["metadata"]["name"])
+    metadata = _metadata(body, naming.store_shard_name(store, 0), {naming.STORE_LABEL: store})
+    metadata["annotations"] = {naming.KV_SHARDS_ANNOTATION: "1"}
+    return {"apiVersion": CONFIGMAPS[0], "kind": "ConfigMap", "metadata": metadata}
+
+
 async def ensure(body: dict[str, Any]) -> list[dict[str, Any]]:
     """Create the objects a resource needs up front (never adopting others'); returns them."""
     return (await ensure_owned(body)).objects
@@ -135,6 +147,10 @@ async def ensure_owned(body: dict[str, Any]) -> Ensured:
     if kind == "KVStore":
         return await _ensure_store(body)
     result = Ensured()
+    if kind == "Group":
+        record = coordinator_configmap(body)
+        result.objects.append(record)
+        await _create_or_check(record, body)  # members may have made it first: theirs is fine
     if kind == "LeaderElection":
         lease = election_lease(body)
         result.objects.append(lease)
@@ -208,6 +224,15 @@ async def delete_all(body: dict[str, Any]) -> int:
         if existing is not None and owned(existing, body):
             deleted += await kubeapi.delete(lease)
     elif kind == "Group":
+        record = coordinator_configmap(body)
+        try:
+            existing = await kubeapi.acall("GET", kubeapi.object_path(record).item)
+        except kubeapi.ApiException as error:
+            if error.status != 404:
+                raise
+            existing = None
+        if existing is not None and owned(existing, body):
+            deleted += await kubeapi.delete(record)
         for lease in await member_leases(body):
             if member_id(lease) is None:  # labelled like a member, but not made by a kubecoord client
                 continue

@@ -10,7 +10,10 @@ LeaderElection  leases NAME: get, list, watch, update, patch (the Lease exists: 
 Group           leases: create, get, list, watch, update, patch, delete — members create
                 their own Lease, whose name RBAC cannot know in advance (resourceNames
                 cannot restrict ``create`` or a label selector), so this rule covers the
-                namespace's Leases
+                namespace's Leases (the group coordinator's election NAME-gc too);
+                configmaps kubecoord-kv.NAME-gc (the group coordinator's record, created
+                by the operator): get, list, watch, update, patch; get on the
+                leaderelection and kvstore NAME-gc (clients look them up; 404 is fine)
 KVStore         configmaps kubecoord-kv.NAME and its other shards kubecoord-kv.NAME.I (by
                 name: the operator creates every shard): get, list, watch, update, patch;
                 clients list and watch each with the field selector metadata.name=NAME,
@@ -28,6 +31,7 @@ from typing import Any
 
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.sharding import shard_count_for
+from kubecoord.coordinator.record import derived_name
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import GROUP, PLURALS, owner_reference, size_limit_bytes
 
@@ -49,6 +53,12 @@ def rules(body: dict[str, Any], *, kv_shards: int | None = None) -> list[dict[st
         result.append(_rule("coordination.k8s.io", "leases", READ_WRITE, naming.election_lease_name(name)))
     elif kind == "Group":
         result.append(_rule("coordination.k8s.io", "leases", ["create", *READ_WRITE, "delete"]))
+        # The group coordinator (kubecoord.coordinator): its election and store NAME-gc. A
+        # client looks each name up as a resource first (404: no binding), hence the gets.
+        coordinator = derived_name(name)
+        result.append(_rule("", "configmaps", READ_WRITE, naming.store_shard_name(coordinator, 0)))
+        result.append(_rule(GROUP, "leaderelections", ["get"], coordinator))
+        result.append(_rule(GROUP, "kvstores", ["get"], coordinator))
     elif kind == "KVStore":
         shards = kv_shards or shard_count_for(size_limit_bytes(dict(body.get("spec") or {})))
         result.append(_rule("", "configmaps", READ_WRITE, *naming.store_shard_names(name, shards)))
