@@ -88,3 +88,20 @@ def test_lease_loops_share_a_few_threads(connect: Connect, name: str) -> None:
     eventually(lambda: all(group.membership_list() == {"w"} for group in groups))
     # 30 heartbeat/expiry loops (each used to be a thread of its own).
     assert _threads("kubecoord-steps") - before <= 8
+
+
+def test_coordinators_of_one_process_share_the_namespace_watches(
+    api_emulator: ApiEmulator, connect: Connect, name: str
+) -> None:
+    first = connect(watch_scope="namespace")
+    first.leader_election(f"{name}-a").get_leader()
+    api_emulator.reset_requests()
+    second = connect(watch_scope="namespace")
+    seen: Recorder[str | None] = Recorder()
+    second.leader_election(f"{name}-b").add_listener(seen)
+    assert not [r for r in api_emulator.requests if r.resource == "leases" and r.verb == "list" and not r.watch]
+    # The first coordinator's crash does not take the shared watch from the second.
+    first.simulate_crash()  # type: ignore[attr-defined]
+    writer = connect()
+    assert writer.leader_election(f"{name}-b").nominate("pod-w")
+    seen.wait_last("pod-w")

@@ -97,6 +97,16 @@ class KubeClient:
     def close(self) -> None:
         self._api_client.rest_client.pool_manager.clear()
 
+    @property
+    def identity(self) -> tuple[str, ...]:
+        """Who this client is, where: server, credentials and namespace. Two clients with the
+        same identity see the same objects (informers.py shares watches between them)."""
+        configuration = self._api_client.configuration
+        return (
+            str(configuration.host), repr(sorted((configuration.api_key or {}).items())),
+            str(configuration.cert_file or ""), str(configuration.username or ""), self.namespace,
+        )
+
     # -- verbs --------------------------------------------------------------------------
     def get(self, resource: Resource, name: str, *, timeout: float | None = None) -> dict[str, Any] | None:
         """The object, or None if it does not exist."""

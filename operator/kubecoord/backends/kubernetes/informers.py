@@ -19,18 +19,23 @@ Two scopes (the ``watch_scope`` connect option):
     client-go Lease that kubecoord did not create carries no kubecoord label, so
     ``managed`` does not see it until a kubecoord process has written it.
 
+The namespace informers are shared by every coordinator of the process that has the
+same server, credentials, namespace, scope and clock (so a process pays one watch per
+kind and namespace however many coordinators it opens); the first coordinator's client
+serves them, and they stop when the last coordinator using them closes or crashes.
+
 Guarantees: a view answers get/items/subscribe exactly as an informer of its own
 selector would (same changes, same order), and reference counts close an informer when
-its last handle lets go. Not shared: informers of different coordinators (each has its
-own credentials and clock).
+its last handle lets go. Object-scope informers are per coordinator.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from kubecoord._internal.clock import Clock
+from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
 from kubecoord.backends.kubernetes.watch import Informer, Observed, Route, Subscriber
@@ -116,6 +121,31 @@ class InformerView(Informer):
         return self._matches(self._shared.refresh(name, timeout=timeout))
 
 
+_process_lock = threading.Lock()
+_process_informers: dict[tuple[object, ...], tuple[Informer, int]] = {}
+"""Namespace informers of the whole process: (identity, clock, plural, selector) -> (informer, users)."""
+
+
+def _process_hold(key: tuple[object, ...], make: Callable[[], Informer]) -> Informer:
+    with _process_lock:
+        informer, count = _process_informers.get(key) or (make(), 0)
+        _process_informers[key] = (informer, count + 1)
+        return informer
+
+
+def _process_release(key: tuple[object, ...]) -> None:
+    with _process_lock:
+        entry = _process_informers.get(key)
+        if entry is None:
+            return
+        informer, count = entry
+        if count > 1:
+            _process_informers[key] = (informer, count - 1)
+            return
+        del _process_informers[key]
+    informer.stop()
+
+
 class InformerPool:
     """A coordinator's informers, one per (resource, selector), shared by reference count."""
 
@@ -126,13 +156,31 @@ class InformerPool:
         self._lock = threading.Lock()
         self._informers: dict[tuple[str, str | None, str | None], tuple[Informer, int]] = {}
         self._views: dict[int, tuple[str, str | None, str | None]] = {}
+        self._process_keys: dict[tuple[str, str | None, str | None], tuple[object, ...]] = {}
 
     def acquire(self, resource: Resource, *, label_selector: str | None = None, name: str | None = None) -> Informer:
         shared = self._selectors.get(resource.plural)
         label = _simple_label(label_selector)
         if shared is not None and (name is not None or label is not None):
             key: tuple[str, str | None, str | None] = (resource.plural, "scope", shared)
-            informer = self._hold(key, resource, label_selector=shared or None, name=None)
+            with self._lock:
+                held = self._informers.get(key)
+                if held is not None:
+                    self._informers[key] = (held[0], held[1] + 1)
+                    informer = held[0]
+            if held is None:
+                # Every MonotonicClock reads the same time; a test clock is shared only with itself.
+                clock = "monotonic" if type(self._clock) is MonotonicClock else id(self._clock)
+                process_key = (*self._client.identity, clock, resource.plural, shared)
+                informer = _process_hold(process_key, lambda: Informer(
+                    self._client, resource, clock=self._clock, label_selector=shared or None
+                ))
+                with self._lock:
+                    held = self._informers.get(key)
+                    self._informers[key] = (informer, (held[1] if held else 0) + 1)
+                    self._process_keys[key] = process_key
+                if held is not None:
+                    _process_release(process_key)  # another thread of this pool got there first
             view = InformerView(informer, name=name, label=None if name is not None else label)
             with self._lock:
                 self._views[id(view)] = key
@@ -163,15 +211,24 @@ class InformerPool:
                 self._informers[key] = (held, count - 1)
                 return
             del self._informers[key]
-        held.stop()
+            process_key = self._process_keys.pop(key, None)
+        if process_key is not None:
+            _process_release(process_key)
+        else:
+            held.stop()
 
     def stop_all(self) -> None:
         with self._lock:
-            informers = [informer for informer, _ in self._informers.values()]
+            entries = list(self._informers.items())
+            process_keys = dict(self._process_keys)
             self._informers.clear()
             self._views.clear()
-        for informer in informers:
-            informer.stop()
+            self._process_keys.clear()
+        for key, (informer, _) in entries:
+            if key in process_keys:
+                _process_release(process_keys[key])
+            else:
+                informer.stop()
 
     def observed(self, plural: str, name: str) -> dict[str, Any] | None:
         """``name`` as the shared namespace informer of ``plural`` holds it; None when that
