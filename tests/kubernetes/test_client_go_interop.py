@@ -188,7 +188,7 @@ def test_a_mixed_fleet_never_has_two_leaders(
     cluster: Cluster, fleet: Children, le_candidate: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     """Two kubecoord and two client-go candidates; the leader exits (alternately released
-    and killed) and is replaced by a candidate of its kind, six times."""
+    and killed) and is replaced by a candidate of its kind, four times."""
     lease = f"fleet-{uuid.uuid4().hex[:8]}"
     candidates = Fleet(fleet, le_candidate, lease, tmp_path)
     live = [candidates.start(kind) for kind in ("kubecoord", "client-go", "kubecoord", "client-go")]
@@ -196,7 +196,7 @@ def test_a_mixed_fleet_never_has_two_leaders(
         candidates.wait_ready(child)
     leader = candidates.wait_leader(cluster, live)
     leaders = []
-    for how in ("term", "kill", "term", "kill", "term", "kill"):
+    for how in ("term", "kill", "term", "kill"):
         leaders.append(candidates.kinds[leader.name])
         _exit(leader, how)
         live.remove(leader)
@@ -204,7 +204,7 @@ def test_a_mixed_fleet_never_has_two_leaders(
         candidates.wait_ready(live[-1])
         leader = candidates.wait_leader(cluster, live)
     candidates.assert_never_two_leaders()
-    assert len(candidates.intervals()) >= 7
+    assert len(candidates.intervals()) >= 5
 
 
 @pytest.mark.xfail(strict=True, reason="emulator disagreement: it answers 415 to protobuf request bodies, "
