@@ -17,7 +17,10 @@ Guarantees:
   member that renewed meanwhile is never deleted.
 - join() with the id of a live member raises MemberExistsError (create is atomic: two
   sessions racing for one id cannot both succeed); an expired holder of the id is
-  replaced. leave() deletes the member's Lease.
+  replaced, and so is one that nobody renewed for one and a half renew intervals (a
+  crashed process restarting under the same id, e.g. a StatefulSet pod, rejoins at once
+  instead of after a whole lease, as client-go renews its own holder at once); a live
+  duplicate is therefore refused after that short wait. leave() deletes the member's Lease.
 - One watch (label selector) per group per coordinator, shared by every use of the handle.
 
 - A member whose Lease was deleted under it (reaped after it stopped renewing, or removed
@@ -222,9 +225,11 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
                     continue  # deleted between our create and our read: try again
                 member = member_of(existing)
                 expiry = member[2] if member is not None else existing.seen_at + self.timings.lease_duration_seconds
-                if self._context.clock.now() < expiry:
+                if self._context.clock.now() < expiry and self._still_renewed(name, existing.version):
                     raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}") from None
-                # Expired in our observation: delete exactly that version, then create.
+                # Expired in our observation, or nobody renews it (its process crashed and
+                # restarts under the same id, as client-go's candidates renew their own
+                # holder at once): delete exactly that version, then create.
                 try:
                     self._context.client.delete(LEASES, name, resource_version=existing.version)
                     informer.forget(name)
@@ -237,6 +242,21 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
             self._mine[member_id] = data
         self._record("joined", member=member_id)
         self._report()
+
+    def _still_renewed(self, name: str, version: str) -> bool:
+        """Whether the member Lease ``name`` changes (a live member renews it) within one and
+        a half renew intervals of ``version``. A live duplicate id is refused; a Lease nobody
+        renews belongs to a crashed process and is taken over without waiting out a lease."""
+        deadline = self._context.clock.now() + 1.5 * self.timings.retry_period
+        informer = self._watching()
+        while self._context.clock.now() < deadline:
+            time.sleep(min(0.1, max(0.0, deadline - self._context.clock.now())))
+            current = informer.refresh(name)
+            if current is None:
+                return False  # it left meanwhile: the join creates the Lease
+            if current.version != version:
+                return True
+        return False
 
     def _leave(self, member_id: str) -> None:
         with self._lock:
