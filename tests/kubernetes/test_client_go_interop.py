@@ -1,10 +1,8 @@
 """kubecoord and client-go's leaderelection (LeaseLock, the ``le-candidate`` binary built
-from Kubernetes' own tree) running for one Lease, on the real server.
+from Kubernetes' own tree) running for one Lease, on the emulator and the real server.
 
-On the emulator client-go reads Leases but cannot write one: its typed clients send
-request bodies as protobuf, which the emulator does not parse (415). That disagreement is
-pinned by a strict xfail at the end, which turns into a failure the day the emulator
-learns protobuf, so that these tests then move to both servers.
+client-go's typed clients write Leases as protobuf; the emulator decodes those
+(kubecoord.testing.emulator.protobuf) since these tests found it answering 415.
 
 Both sides use lease 2 s / renew deadline 1.5 s; kubecoord retries every 0.5 s, client-go
 every 0.4 s (with client-go's jitter, up to 0.88 s). A leader's term, from its own point
@@ -25,12 +23,11 @@ from collections.abc import Iterator
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
-import kubecoord
 from kubecoord.testing import ApiEmulator
-from tests.fixtures.real_apiserver import RealApiServer
 
-from .clusters import Cluster, RealCluster
+from .clusters import Cluster, EmulatorCluster, RealCluster
 from .processes import Child, Children
 
 pytestmark = pytest.mark.slow
@@ -45,10 +42,22 @@ HANDOVER_TIMINGS = {"kubecoord": f"{HANDOVER_LEASE:g},4.5,0.5",
                                   "--retry-period", "0.4s")}
 
 
-@pytest.fixture(scope="module")
-def cluster(real_api: RealApiServer, real_admin_api: k8s.ApiClient, real_namespace: str) -> Cluster:
-    """The real server only: on the emulator client-go cannot write a Lease (see the xfail below)."""
-    return RealCluster(real_api, real_admin_api, real_namespace)
+@pytest.fixture(scope="module", params=["emulator", "real"])
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """As tests/kubernetes/conftest.py's, but the emulator is one of this module's own that
+    treats a request without credentials as admin: client-go (like kubectl) sends no bearer
+    token over plain HTTP, and the emulator serves no TLS. The kubecoord candidates still
+    act as their ServiceAccounts there; on the real server both kinds do."""
+    if request.param == "real":
+        yield RealCluster(request.getfixturevalue("real_api"), request.getfixturevalue("real_admin_api"),
+                          request.getfixturevalue("real_namespace"))
+        return
+    with ApiEmulator(anonymous_admin=True) as api:
+        kubeconfig = api.write_kubeconfig(tmp_path_factory.mktemp("interop") / "kubeconfig")
+        configuration = k8s.Configuration()
+        k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+        with k8s.ApiClient(configuration) as admin:
+            yield EmulatorCluster(api, kubeconfig, admin)
 
 
 @pytest.fixture(scope="module")
@@ -205,23 +214,3 @@ def test_a_mixed_fleet_never_has_two_leaders(
         leader = candidates.wait_leader(cluster, live)
     candidates.assert_never_two_leaders()
     assert len(candidates.intervals()) >= 5
-
-
-@pytest.mark.xfail(strict=True, reason="emulator disagreement: it answers 415 to protobuf request bodies, "
-                   "which client-go's typed clients send for Lease writes; the real server accepts them")
-def test_client_go_takes_a_released_lease_on_the_emulator(le_candidate: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    # anonymous_admin: client-go (like kubectl) sends no bearer token over plain HTTP.
-    with ApiEmulator(anonymous_admin=True) as api:
-        kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
-        coordinator = kubecoord.connect("kubernetes://default", kubeconfig=str(kubeconfig), lease_duration=2,
-                                        renew_deadline=1.5, retry_period=0.5)
-        assert coordinator.leader_election("handover").nominate("kc")
-        go = Child("go", [], None, argv=[str(le_candidate), "--kubeconfig", str(kubeconfig), "--namespace",
-                                         "default", "--lease", "handover", "--id", "go", *CLIENT_GO_TIMINGS])
-        try:
-            go.wait_for(lambda line: line["event"] == "new_leader", timeout=60)
-            coordinator.close()
-            go.wait_for(lambda line: line["event"] == "started_leading", timeout=5)
-        finally:
-            go.kill()
-            coordinator.close()

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubecoord.testing.emulator import auth, discovery, status, tables, watching
+from kubecoord.testing.emulator import auth, discovery, protobuf, status, tables, watching
 from kubecoord.testing.emulator.registry import ListOptions, Registry
 from kubecoord.testing.emulator.requestinfo import RecordedRequest, RequestInfo, parse
 from kubecoord.testing.emulator.resources import ResourceType
@@ -150,7 +150,10 @@ class Router:
         if not raw:
             return None
         if "protobuf" in content_type:
-            raise status.unsupported_media_type(content_type)
+            try:  # client-go's Lease writes (leader election); other kinds stay 415
+                return protobuf.decode(raw)
+            except protobuf.Unsupported:
+                raise status.unsupported_media_type(content_type) from None
         try:
             return yaml.safe_load(raw) if "yaml" in content_type else json.loads(raw)
         except (ValueError, yaml.YAMLError) as error:
