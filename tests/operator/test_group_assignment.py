@@ -154,3 +154,28 @@ def test_a_client_of_the_group_runs_the_coordinator_with_only_its_role(
     resources.delete("groups", name)
     eventually(lambda: resources.get("groups", name) is None, timeout=30)
     eventually(lambda: f"kubecoord-kv.{name}-gc" not in resources.configmap_names(), timeout=30)
+
+
+def test_operator_assignment_with_cooperative_members(resources: Resources, connect: object, unique: str) -> None:
+    """KIP-429 under the operator: a newcomer gets units only after their owners revoked
+    them (their follow-up rejoin), and the first members never lose what stays."""
+    name = f"coop-{unique}"
+    spec = {
+        "leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5,
+        "assignment": {"units": 6, "assignor": "cooperative-sticky", "sessionTimeoutSeconds": 1,
+                       "rebalanceTimeoutSeconds": 10},
+    }
+    resources.create("groups", "Group", name, spec)
+    resources.wait_ready("groups", name)
+    first = [_member(connect, name, m, ["cooperative-sticky"]) for m in ("a", "b")]
+    eventually(lambda: all(m.is_stable() for m in first) and sorted(len(_units(m)) for m in first) == [3, 3], 30)
+    kept = {m.member_id: set(_units(m)) for m in first}
+    third = _member(connect, name, "c", ["cooperative-sticky"])
+    everyone = [*first, third]
+    eventually(lambda: all(m.is_stable() for m in everyone) and [len(_units(m)) for m in everyone] == [2, 2, 2], 30)
+    for member in first:
+        assert set(_units(member)) <= kept[member.member_id]
+    assert sorted(u for m in everyone for u in _units(m)) == [str(i) for i in range(6)]
+    for member in everyone:
+        member.leave()
+    resources.delete("groups", name)
