@@ -64,3 +64,20 @@ def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "took over (epoch 1 -> 2)" in out
     assert "a stale write was refused" in out
+
+
+def test_a_live_leader_renews_through_a_long_advance_of_the_manual_clock() -> None:
+    """Lease semantics under a ManualClock: the jump is walked, so the live leader renews
+    every 0.4 x session_timeout and never lets its lease lapse; the follower never takes over."""
+    clock = ManualClock()
+    url = "memory://walked-renewals"
+    with kubecoord.connect(url, clock=clock, session_timeout=5) as a, kubecoord.connect(
+        url, clock=clock, session_timeout=5
+    ) as b:
+        assert a.leader_election("svc").nominate("a")
+        follower = b.leader_election("svc")
+        assert not follower.nominate("b")
+        clock.advance(60)  # twelve lease durations
+        leader = follower.get_leader()
+        assert leader is not None and (leader.id, leader.epoch) == ("a", 1)
+        assert not follower.is_leader()

@@ -49,17 +49,19 @@ class HandleBase(Handle):
         self._context = context
 
 
-class WatchingHandle(HandleBase):
-    """A handle fed by one of the coordinator's shared informers, started on first use.
+class Watching:
+    """What makes a handle fed by one of the coordinator's shared informers, started on
+    first use (a mixin: the handle calls ``_init_watching`` from its constructor).
 
     Subclasses name what they watch (``_resource`` and ``_selector``), may receive changes
     in ``_on_changes`` and may start their own activity in ``_on_watching``.
     """
 
     _resource: Resource
+    _context: Context
 
-    def __init__(self, context: Context, name: str) -> None:
-        super().__init__(context, name)
+    def _init_watching(self, context: Context) -> None:
+        self._context = context
         self._start_lock = threading.Lock()
         self._informer: Informer | None = None
 
@@ -95,3 +97,11 @@ class WatchingHandle(HandleBase):
         if informer is not None:
             informer.unsubscribe(self._on_changes)
             self._context.informers.release(informer)
+
+
+class WatchingHandle(HandleBase, Watching):
+    """A handle fed by one of the coordinator's shared informers, started on first use."""
+
+    def __init__(self, context: Context, name: str) -> None:
+        super().__init__(context, name)
+        self._init_watching(context)
