@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 EXTRAS := all,test,dev
 HELM := $(VENV)/bin/helm
 
-.PHONY: install system-deps test lint demo bench chart-lint chart-crds helm e2e image clean
+.PHONY: install system-deps test lint demo soak bench chart-lint chart-crds helm e2e image clean
 
 install: $(INSTALLED)
 
@@ -33,6 +33,16 @@ lint: install
 
 demo: install
 	$(PY) -m kubecoord.demos
+
+# The long soak: every backend (the real kube-apiserver when ../shared/k8s has it), seeded
+# faults, then the pipeline; exit 3 on a safety violation. SOAK_SECONDS is per backend.
+SOAK_SECONDS ?= 1200
+SOAK_SEED ?= 1
+SOAK_BACKENDS ?= $(shell $(PY) -c 'from tests.fixtures.real_apiserver import find_binaries as f; f()' 2>/dev/null \
+	&& echo zookeeper,emulator,kubernetes || echo zookeeper,emulator)
+SOAK_OUT ?= soak-out
+soak: install system-deps
+	$(PY) -m kubecoord.cli soak --backend $(SOAK_BACKENDS) --duration $(SOAK_SECONDS) --seed $(SOAK_SEED) --out $(SOAK_OUT)
 
 bench: install system-deps
 	@for script in bench/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

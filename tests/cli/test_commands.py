@@ -26,7 +26,9 @@ def test_top_level_help_says_what_the_tool_is_for(plain_cli: Cli) -> None:
         "members",
         "kv",
         "watch",
+        "group",
         "status",
+        "soak",
         "demo",
         "emulator",
         "operator",
@@ -38,7 +40,7 @@ def test_top_level_help_says_what_the_tool_is_for(plain_cli: Cli) -> None:
     assert plain_cli().returncode == exits.USAGE
 
 
-@pytest.mark.parametrize("command", ["demo", "emulator", "operator", "analyze", "generate-history"])
+@pytest.mark.parametrize("command", ["demo", "emulator", "operator", "analyze", "generate-history", "soak"])
 def test_existing_subcommands_still_answer(plain_cli: Cli, command: str) -> None:
     result = plain_cli(command, "--help")
     assert result.returncode == 0, result.stderr

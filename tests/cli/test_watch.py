@@ -124,3 +124,35 @@ def test_members_view_in_a_pipe_prints_one_json_document_per_change(
     states = [d["members"] for d in documents]
     assert all(a != b for a, b in itertools.pairwise(states))
     assert "\x1b[" not in "".join(lines)
+
+
+def test_kv_view_follows_new_keys_and_rewrites(zk_cli: Cli, zk_url: str) -> None:
+    import kubecoord
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubecoord.cli", "watch", "kv", "conf", "-o", "json", "--interval", "5"],
+        env=zk_cli.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+
+    def keys() -> list[tuple[str, str]]:
+        return [(e["key"], e["value"]) for e in json.loads(lines[-1])["keys"]] if lines else []
+
+    try:
+        eventually(lambda: len(lines) >= 1, timeout=60)
+        with kubecoord.connect(zk_url) as coord:
+            storage = coord.storage("conf")
+            storage.put("a", "1")
+            eventually(lambda: keys() == [("a", "1")], timeout=4)  # within the interval: a listener fired
+            storage.update("a", "2")
+            eventually(lambda: keys() == [("a", "2")], timeout=4)  # a rewrite, not only a new key
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(30)
+        reader.join(5)
+    assert code == 0

@@ -48,6 +48,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("kubecoord.cli.watch", "a live table of a leader, a group or a store, redrawn in place"),
     "group": ("kubecoord.cli.group", "describe a group coordinator: generation, leader, assignment"),
     "status": ("kubecoord.cli.status", "every LeaderElection, Group and KVStore of a namespace, with health"),
+    "soak": (
+        "kubecoord.soak.cli",
+        "client processes under a seeded fault schedule, then the pipeline; exit 3 on violations",
+    ),
     "demo": ("kubecoord.demos.cli", "run the demo scenario"),
     "emulator": ("kubecoord.testing.emulator.cli", "run the Kubernetes API emulator in the foreground"),
     "operator": ("kubecoord.operator.cli", "run the operator (kopf) for the kubecoord.dev CRDs"),
@@ -55,7 +59,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "generate-history": ("kubecoord.analytics.generate", "write synthetic coordination event logs"),
 }
 
-STATE_COMMANDS = frozenset({"leader", "members", "kv", "watch", "status", "group"})
+QUIET_COMMANDS = frozenset({"leader", "members", "kv", "watch", "status", "group", "soak"})
+"""Commands whose own output says what failed: the clients' warnings would only repeat it."""
 
 
 def build_parser(selected: str | None) -> argparse.ArgumentParser:
@@ -104,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(arguments)
     # A state command reports its failure in one line; the client's own warnings (a
     # refused connection, a retry) would only repeat it.
-    level = args.log_level or ("ERROR" if args.command in STATE_COMMANDS else "WARNING")
+    level = args.log_level or ("ERROR" if args.command in QUIET_COMMANDS else "WARNING")
     logs.configure(level, args.log_format)
     try:
         return int(args._run(args))

@@ -126,8 +126,11 @@ class ApiEmulator:
         self._stopping = asyncio.Event()
         self._released = asyncio.Event()
         self._released.set()
-        store = Store(history_limit=self._history_limit)
-        self._registry = Registry(store, on_change=self._schedule_gc)
+        # stop() then start() is a restart: the objects survive (as etcd keeps them when
+        # a kube-apiserver restarts); open watches and connections do not.
+        if self._registry is None:
+            self._registry = Registry(Store(history_limit=self._history_limit), on_change=self._schedule_gc)
+        store = self._registry.store
         router = Router(
             self._registry,
             self._tokens,

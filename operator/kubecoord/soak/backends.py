@@ -1,0 +1,295 @@
+"""The servers a soak runs against, each behind fault proxies, and their restarts.
+
+=====================  ==========================================  =======================
+backend                servers (all on 127.0.0.1)                  restarts
+=====================  ==========================================  =======================
+zookeeper              a 3-node ensemble (Debian's jars)           a follower, the leader
+                                                                   (kill -9, start again)
+emulator               the API emulator (kubernetes://)            the emulator (stop and
+                                                                   start: objects kept)
+kubernetes             kube-apiserver + etcd (../shared/k8s,       kube-apiserver; etcd
+                       the RealApiServer starter of tests/)        (then the apiserver)
+=====================  ==========================================  =======================
+
+Clients reach every server through a ThreadedFaultProxy, so a proxy fault hits all of
+them; the soak's own observer (who leads now?) and the deleter connect directly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubecoord.soak.schedule import DELETE_CONFIGMAP, DELETE_LEASE
+from kubecoord.testing.fault_proxy import ThreadedFaultProxy
+
+ZK_FOLLOWER_RESTART = "zookeeper_follower_restart"
+ZK_LEADER_RESTART = "zookeeper_leader_restart"
+EMULATOR_RESTART = "emulator_restart"
+APISERVER_RESTART = "apiserver_restart"
+ETCD_RESTART = "etcd_restart"
+
+
+class SoakBackend:
+    name = ""
+    scheme = ""
+    lease = 4.0
+    """Seconds: the lease / session a client may outlive a fault by."""
+    extra_kinds: tuple[str, ...] = ()
+
+    def __init__(self, workdir: Path, seed: int) -> None:
+        self.workdir = workdir
+        self.seed = seed
+        self.proxies: list[ThreadedFaultProxy] = []
+        self.election = ""
+        self.group = ""
+        self.store = ""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        for proxy in self.proxies:
+            proxy.close()
+
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def direct_url(self) -> str:
+        """The same backend without the proxies (the observer's view)."""
+        return self.url
+
+    def options(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def direct_options(self) -> dict[str, Any]:
+        return self.options()
+
+    def inject(self, kind: str, pick: int) -> str:
+        """Perform one of ``extra_kinds`` (blocking until it is over); what was done."""
+        raise NotImplementedError(kind)
+
+    def close_clients(self) -> None:
+        """Release what inject() opened (a deleter's client)."""
+
+
+class ZooKeeperBackend(SoakBackend):
+    name = scheme = "zookeeper"
+    lease = 4.0
+    extra_kinds = (ZK_FOLLOWER_RESTART, ZK_LEADER_RESTART)
+
+    def start(self) -> None:
+        from kubecoord.testing.zookeeper_server import ZooKeeperServer
+
+        self.ensemble = ZooKeeperServer.ensemble(self.workdir / "zookeeper", 3)
+        self.ensemble.start()
+        for server in self.ensemble.servers:
+            self.proxies.append(ThreadedFaultProxy(("127.0.0.1", server.client_port)).start())
+        self.chroot = f"soak-{self.seed}"
+
+    def stop(self) -> None:
+        super().stop()
+        self.ensemble.stop()
+
+    @property
+    def url(self) -> str:
+        return f"zookeeper://{','.join(proxy.address for proxy in self.proxies)}/{self.chroot}"
+
+    @property
+    def direct_url(self) -> str:
+        return f"zookeeper://{self.ensemble.hosts}/{self.chroot}"
+
+    def options(self) -> dict[str, Any]:
+        return {"session_timeout": self.lease, "connect_timeout": 30.0}
+
+    def inject(self, kind: str, pick: int) -> str:
+        from kubecoord.testing.zookeeper_server import ZooKeeperServer
+
+        if kind == ZK_LEADER_RESTART:
+            server = self.ensemble.leader()
+        else:
+            followers = [s for s in self.ensemble.servers if s.running and s.mode() == "follower"]
+            if not followers:
+                return "nothing (no follower serving)"
+            server = followers[pick % len(followers)]
+        role = "leader" if kind == ZK_LEADER_RESTART else "follower"
+        server.kill()
+        time.sleep(1.0)
+        server.start()
+        ZooKeeperServer.wait_ready([server], timeout=90)
+        return f"{role} on port {server.client_port} killed -9 and started again"
+
+
+class _KubernetesBase(SoakBackend):
+    scheme = "kubernetes"
+    lease = 4.0
+    namespace = "default"
+    extra_kinds: tuple[str, ...] = (DELETE_LEASE, DELETE_CONFIGMAP)
+
+    def __init__(self, workdir: Path, seed: int) -> None:
+        super().__init__(workdir, seed)
+        self._deleter: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"kubernetes://{self.namespace}"
+
+    def _timings(self) -> dict[str, Any]:
+        return {"lease_duration": self.lease, "renew_deadline": 3.0, "retry_period": 0.75, "request_timeout": 2.5}
+
+    def options(self) -> dict[str, Any]:
+        return {**self._timings(), "kubeconfig": str(self.proxied_kubeconfig)}
+
+    def direct_options(self) -> dict[str, Any]:
+        return {**self._timings(), "kubeconfig": str(self.control_kubeconfig)}
+
+    def _front(self, admin: Path, upstream: tuple[str, int]) -> None:
+        """The clients' proxy (faulted) and the soak's own (never faulted: it follows the
+        server to a new port after a restart, so the observer and the deleter keep working)."""
+        proxy = ThreadedFaultProxy(upstream).start()
+        self.proxies.append(proxy)
+        self.control = ThreadedFaultProxy(upstream).start()
+        self.proxied_kubeconfig = self._write_proxied(admin, proxy, "kubeconfig-proxied")
+        self.control_kubeconfig = self._write_proxied(admin, self.control, "kubeconfig-control")
+
+    def _write_proxied(self, admin: Path, proxy: ThreadedFaultProxy, name: str) -> Path:
+        config = yaml.safe_load(admin.read_text())
+        for cluster in config["clusters"]:
+            scheme = cluster["cluster"]["server"].split("://", 1)[0]
+            cluster["cluster"]["server"] = f"{scheme}://{proxy.address}"
+        path = self.workdir / name
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+        return path
+
+    def _follow(self, upstream: tuple[str, int]) -> None:
+        for proxy in (*self.proxies, self.control):
+            proxy.set_upstream(upstream)
+
+    def stop(self) -> None:
+        self.close_clients()
+        super().stop()
+        self.control.close()
+
+    def inject(self, kind: str, pick: int) -> str:
+        if kind in (DELETE_LEASE, DELETE_CONFIGMAP):
+            from kubecoord.soak.deletions import Deleter
+
+            if self._deleter is None:
+                self._deleter = Deleter(self.control_kubeconfig, self.namespace)
+            if kind == DELETE_LEASE:
+                return str(self._deleter.delete_lease(election=self.election, group=self.group, pick=pick))
+            return str(self._deleter.delete_configmap(store=self.store, pick=pick))
+        return self._restart(kind, pick)
+
+    def _restart(self, kind: str, pick: int) -> str:
+        raise NotImplementedError(kind)
+
+    def close_clients(self) -> None:
+        if self._deleter is not None:
+            self._deleter.close()
+            self._deleter = None
+
+
+class EmulatorBackend(_KubernetesBase):
+    name = "emulator"
+    extra_kinds = (*_KubernetesBase.extra_kinds, EMULATOR_RESTART)
+
+    def start(self) -> None:
+        from kubecoord.testing import ApiEmulator
+
+        self.api = ApiEmulator().start()
+        self._front(self.api.write_kubeconfig(self.workdir / "kubeconfig"), ("127.0.0.1", self.api.port))
+
+    def stop(self) -> None:
+        super().stop()
+        self.api.stop()
+
+    def _restart(self, kind: str, pick: int) -> str:
+        self.api.stop()
+        time.sleep(1.0)
+        self.api.start()
+        return f"emulator stopped and started again on port {self.api.port} (objects kept)"
+
+
+class RealKubernetesBackend(_KubernetesBase):
+    name = "kubernetes"
+    extra_kinds = (*_KubernetesBase.extra_kinds, APISERVER_RESTART, ETCD_RESTART)
+    lease = 5.0
+
+    def _timings(self) -> dict[str, Any]:
+        return {"lease_duration": self.lease, "renew_deadline": 3.5, "retry_period": 1.0, "request_timeout": 3.0}
+
+    def start(self) -> None:
+        starter = real_apiserver_module()
+        self.server = starter.RealApiServer(starter.find_binaries(), self.workdir / "real-apiserver")
+        self.server.__enter__()
+        self._front(self.server.admin_kubeconfig, _address(self.server.url))
+
+    def stop(self) -> None:
+        super().stop()
+        self.server.stop()
+
+    def _restart(self, kind: str, pick: int) -> str:
+        # RealApiServer keeps [etcd, kube-apiserver] in _processes and starts each on new
+        # ports; the proxy then sends new connections to the new apiserver port.
+        server = self.server
+        apiserver = server._processes.pop()
+        apiserver.popen.kill()
+        apiserver.stop()
+        done = "kube-apiserver killed -9"
+        if kind == ETCD_RESTART:
+            etcd = server._processes.pop()
+            etcd.popen.kill()
+            etcd.stop()
+            time.sleep(0.5)
+            server._start_etcd(starter_etcd_binary())
+            done = "etcd killed -9 and started again on its data; " + done
+        server._start_apiserver()
+        self._follow(_address(server.url))
+        return done + f" and started again ({server.url})"
+
+
+def _address(url: str) -> tuple[str, int]:
+    host_port = url.split("://", 1)[1].rstrip("/")
+    host, port = host_port.rsplit(":", 1)
+    return host, int(port)
+
+
+def real_apiserver_module() -> Any:
+    """tests/fixtures/real_apiserver.py of this checkout (it is test tooling, not packaged)."""
+    root = Path(os.environ.get("KUBECOORD_PROJECT_ROOT", Path(__file__).resolve().parents[3]))
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module("tests.fixtures.real_apiserver")
+    except ImportError as exc:
+        raise RuntimeError(
+            f"the real API server starter (tests/fixtures/real_apiserver.py) is not under {root}: run the "
+            "kubernetes soak from a checkout, or set KUBECOORD_PROJECT_ROOT"
+        ) from exc
+    return module
+
+
+def starter_etcd_binary() -> Any:
+    return real_apiserver_module().etcd_binary()
+
+
+def describe(options: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in options.items() if k != "kubeconfig"}, sort_keys=True)
+
+
+BACKENDS: dict[str, type[SoakBackend]] = {
+    "zookeeper": ZooKeeperBackend,
+    "emulator": EmulatorBackend,
+    "kubernetes": RealKubernetesBackend,
+}

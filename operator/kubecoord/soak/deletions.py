@@ -1,0 +1,65 @@
+"""Kubernetes objects deleted behind the clients' backs, as an operator or a careless
+``kubectl delete`` would: an election's Lease, a member's Lease, a store's ConfigMap.
+
+The one soak module that imports the kubernetes client (import-linter allows it here).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+GROUP_LABEL = "kubecoord.dev/group"
+STORE_LABEL = "kubecoord.dev/store"
+
+
+class Deleter:
+    def __init__(self, kubeconfig: Path, namespace: str) -> None:
+        configuration = k8s.Configuration()
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(kubeconfig), client_configuration=configuration
+        )
+        self._api = k8s.ApiClient(configuration)
+        self._leases = k8s.CoordinationV1Api(self._api)
+        self._core = k8s.CoreV1Api(self._api)
+        self.namespace = namespace
+
+    def close(self) -> None:
+        self._api.close()  # type: ignore[no-untyped-call]
+
+    def delete_lease(self, *, election: str, group: str, pick: int) -> str:
+        """The election's Lease (even picks) or one member's Lease; returns what was deleted."""
+        names = [election] if pick % 2 == 0 else []
+        if not names:
+            members = self._leases.list_namespaced_lease(self.namespace, label_selector=f"{GROUP_LABEL}={group}")
+            names = sorted(_name(item) for item in members.items)
+        if not names:
+            return "nothing (no member Lease)"
+        name = names[pick % len(names)]
+        try:
+            self._leases.delete_namespaced_lease(name, self.namespace)
+        except k8s.ApiException as exc:
+            if exc.status != 404:
+                raise
+            return f"lease/{name} (already gone)"
+        return f"lease/{name}"
+
+    def delete_configmap(self, *, store: str, pick: int) -> str:
+        found = self._core.list_namespaced_config_map(self.namespace, label_selector=f"{STORE_LABEL}={store}")
+        names = sorted(_name(item) for item in found.items)
+        if not names:
+            return "nothing (no ConfigMap yet)"
+        name = names[pick % len(names)]
+        try:
+            self._core.delete_namespaced_config_map(name, self.namespace)
+        except k8s.ApiException as exc:
+            if exc.status != 404:
+                raise
+            return f"configmap/{name} (already gone)"
+        return f"configmap/{name}"
+
+
+def _name(item: object) -> str:
+    return str(getattr(getattr(item, "metadata", None), "name", ""))

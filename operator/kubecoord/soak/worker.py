@@ -1,0 +1,182 @@
+"""One soak client process: ``python -m kubecoord.soak.worker ROLE ...``.
+
+Roles:
+
+- ``candidate``: nominates itself in one election and stays; while leading it resigns
+  after a random 4-12 s (a handover) and nominates itself again a moment later;
+- ``member``: joins one group and stays; now and then leaves and joins again;
+- ``writer``: read-modify-write increments of a few shared counters by compare-and-set
+  (fetch_versioned, then update with expected_version, or put when absent), retrying on
+  conflicts: the pipeline checks that no acknowledged write is lost.
+
+Every process writes its own event log (kubecoord.history) to ``--history``. SIGTERM
+closes the coordinator (resign, leave) and exits 0; kill -9 and SIGSTOP are the faults.
+
+``--clock-offset SECONDS`` shifts this process's wall clock (time.time, hence every
+timestamp of its log and every valid_until it reports) as a skewed host's clock would
+be; monotonic time, which the library uses for its own deadlines, is untouched. SIGUSR1
+moves the offset to the next value of ``--clock-jumps`` (a clock stepped by NTP).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+
+_real_time = time.time
+_offset = [0.0]
+
+
+def _skewed_time() -> float:
+    return _real_time() + _offset[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kubecoord.soak.worker")
+    parser.add_argument("role", choices=["candidate", "member", "writer"])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--id", required=True)
+    parser.add_argument("--name", required=True, help="election, group or store name")
+    parser.add_argument("--history", required=True)
+    parser.add_argument("--options", default="{}", help="JSON: keyword options of kubecoord.connect")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--clock-offset", type=float, default=0.0)
+    parser.add_argument("--clock-jumps", default="", help="comma-separated offsets SIGUSR1 steps through")
+    parser.add_argument("--keys", type=int, default=3, help="writer: counters shared by the writers")
+    args = parser.parse_args(argv)
+
+    # Before kubecoord is imported, so that every wall-clock reading of the library sees it.
+    _offset[0] = args.clock_offset
+    time.time = _skewed_time
+    jumps = [float(value) for value in args.clock_jumps.split(",") if value]
+
+    def jump(signum: int, frame: FrameType | None) -> None:
+        if jumps:
+            _offset[0] = jumps.pop(0)
+
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    signal.signal(signal.SIGINT, lambda signum, frame: stopping.set())
+    signal.signal(signal.SIGUSR1, jump)
+
+    import kubecoord
+    from kubecoord.errors import CoordinationError
+
+    rng = random.Random(f"{args.seed}:{args.id}")
+    options = json.loads(args.options)
+    coord = None
+    while coord is None and not stopping.is_set():
+        try:
+            coord = kubecoord.connect(args.url, history=args.history, **options)
+        except CoordinationError as exc:  # the server may be down for a restart: try again
+            print(f"{args.id}: connect failed: {exc}", file=sys.stderr, flush=True)
+            stopping.wait(1.0)
+    if coord is None:
+        return 0
+    print(f"{args.id}: ready", flush=True)
+    try:
+        if args.role == "candidate":
+            _candidate(coord, args, rng, stopping)
+        elif args.role == "member":
+            _member(coord, args, rng, stopping)
+        else:
+            _writer(coord, args, rng, stopping)
+    finally:
+        coord.close()
+    return 0
+
+
+def _candidate(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
+    from kubecoord.api import Coordinator
+    from kubecoord.errors import CoordinationError
+
+    assert isinstance(coord, Coordinator)
+    election = coord.leader_election(args.name)
+    nominated = False
+    lead_until: float | None = None
+    while not stopping.is_set():
+        try:
+            if not nominated:
+                election.nominate(args.id)
+                nominated = True
+            if election.is_leader(args.id):
+                now = time.monotonic()
+                lead_until = lead_until or now + rng.uniform(4, 12)
+                if now >= lead_until:
+                    election.resign(args.id)
+                    nominated, lead_until = False, None
+                    stopping.wait(rng.uniform(0.5, 2))
+                    continue
+            else:
+                lead_until = None
+        except CoordinationError as exc:
+            print(f"{args.id}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        stopping.wait(0.2)
+
+
+def _member(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
+    from kubecoord.api import Coordinator
+    from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
+
+    assert isinstance(coord, Coordinator)
+    group = coord.group_membership(args.name)
+    joined = False
+    next_change = time.monotonic() + rng.uniform(8, 20)
+    while not stopping.is_set():
+        try:
+            if joined and args.id not in group.membership_list():
+                # Expired (a pause, a partition) or its Lease deleted: an application joins again.
+                joined = False
+            if not joined:
+                group.join(args.id, data=f"pid={os.getpid()}")
+                joined = True
+            elif time.monotonic() >= next_change:
+                group.leave(args.id)
+                joined = False
+                next_change = time.monotonic() + rng.uniform(8, 20)
+                stopping.wait(rng.uniform(0.5, 2))
+                continue
+        except MemberExistsError:
+            joined = True  # our own earlier join went through after all
+        except MemberNotFoundError:
+            joined = False
+        except CoordinationError as exc:
+            print(f"{args.id}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        stopping.wait(0.5)
+
+
+def _writer(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
+    from kubecoord.api import Coordinator
+    from kubecoord.errors import (
+        CoordinationError,
+        KeyExistsError,
+        KeyNotFoundError,
+        VersionConflictError,
+    )
+
+    assert isinstance(coord, Coordinator)
+    storage = coord.storage(args.name)
+    while not stopping.is_set():
+        key = f"counters/c{rng.randrange(args.keys)}"
+        try:
+            current = storage.fetch_versioned(key).result(30)
+            if current is None:
+                storage.put(key, "1")
+            else:
+                storage.update(key, str(int(current.value) + 1), expected_version=current.version)
+        except (VersionConflictError, KeyExistsError, KeyNotFoundError):
+            pass  # another writer won, or the store was deleted: read again
+        except (CoordinationError, TimeoutError) as exc:
+            print(f"{args.id}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        stopping.wait(rng.uniform(0.1, 0.4))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
