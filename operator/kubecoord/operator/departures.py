@@ -19,7 +19,9 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from kubecoord._core.lease import Observation, expires_at
 from kubecoord.backends.kubernetes import naming
+from kubecoord.backends.kubernetes.lease_record import record_from_lease
 
 _REMEMBERED = 10_000
 _SLACK = 0.5
@@ -30,8 +32,8 @@ view, which can be a little earlier than in ours."""
 class Departures:
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._seen: dict[tuple[str, str], tuple[float, str, float]] = {}
-        """(namespace, lease name) -> (monotonic time of the last change, resourceVersion, duration)."""
+        self._seen: dict[tuple[str, str], Observation] = {}
+        """(namespace, lease name) -> the Lease's last change as observed here (monotonic clock)."""
         self._verdicts: OrderedDict[tuple[str, str, str], bool] = OrderedDict()
 
     def observe(self, event_type: str | None, lease: dict[str, Any]) -> None:
@@ -39,20 +41,20 @@ class Departures:
         metadata = lease.get("metadata") or {}
         key = (str(metadata.get("namespace")), str(metadata.get("name")))
         version = str(metadata.get("resourceVersion"))
-        duration = float((lease.get("spec") or {}).get("leaseDurationSeconds") or 0)
         now = time.monotonic()
         with self._cond:
             seen = self._seen.get(key)
             if event_type != "DELETED":
-                if seen is None or seen[1] != version:
-                    self._seen[key] = (now, version, duration)
+                if seen is None or seen.version != version:
+                    self._seen[key] = Observation(record_from_lease(lease), version, now)
                 return
             self._seen.pop(key, None)
             group = (metadata.get("labels") or {}).get(naming.GROUP_LABEL)
             member = (metadata.get("annotations") or {}).get(naming.MEMBER_ID_ANNOTATION)
             if group is None or member is None:
                 return
-            expired = seen is not None and now - seen[0] >= seen[2] - _SLACK
+            # The lease core's one expiry rule, less the slack between observers.
+            expired = seen is not None and now >= expires_at(seen) - _SLACK
             self._verdicts[(key[0], group, member)] = expired
             while len(self._verdicts) > _REMEMBERED:
                 self._verdicts.popitem(last=False)
