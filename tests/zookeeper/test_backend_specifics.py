@@ -126,3 +126,19 @@ def test_bad_urls_and_options_are_rejected_before_connecting(url_tail: str, opti
 def test_bad_host_list_is_rejected() -> None:
     with pytest.raises(kubecoord.InvalidArgumentError):
         kubecoord.connect("zookeeper://host:port:extra/x")
+
+
+def test_elections_export_the_leadership_metrics(coord: Coordinator) -> None:
+    from prometheus_client import REGISTRY
+
+    service = f"metrics-{uuid.uuid4().hex[:8]}"
+
+    def is_leader() -> float | None:
+        labels = {"backend": "zookeeper", "service": service, "candidate": "pod-a"}
+        return REGISTRY.get_sample_value("kubecoord_client_is_leader", labels)
+
+    election = coord.leader_election(service)
+    assert election.nominate("pod-a")
+    assert is_leader() == 1.0
+    election.resign("pod-a")
+    assert is_leader() == 0.0
