@@ -14,7 +14,7 @@ from kubecoord.testing import crash
 
 from .clusters import Cluster
 
-TIMINGS = {"lease_duration": 30.0, "renew_deadline": 20.0, "retry_period": 1.0}
+TIMINGS = {"lease_duration": 30.0, "renew_deadline": 20.0, "retry_period": 2.0}
 
 
 def test_a_crashed_member_rejoins_under_its_id_without_waiting_out_its_lease(cluster: Cluster) -> None:

@@ -17,7 +17,7 @@ Guarantees:
   member that renewed meanwhile is never deleted.
 - join() with the id of a live member raises MemberExistsError (create is atomic: two
   sessions racing for one id cannot both succeed); an expired holder of the id is
-  replaced, and so is one that nobody renewed for one and a half renew intervals (a
+  replaced, and so is one that nobody renewed for two renew intervals (a
   crashed process restarting under the same id, e.g. a StatefulSet pod, rejoins at once
   instead of after a whole lease, as client-go renews its own holder at once); a live
   duplicate is therefore refused after that short wait. leave() deletes the member's Lease.
@@ -244,10 +244,10 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         self._report()
 
     def _still_renewed(self, name: str, version: str) -> bool:
-        """Whether the member Lease ``name`` changes (a live member renews it) within one and
-        a half renew intervals of ``version``. A live duplicate id is refused; a Lease nobody
+        """Whether the member Lease ``name`` changes (a live member renews it) within two
+        renew intervals of ``version`` (one missed renewal on a loaded machine is no crash). A live duplicate id is refused; a Lease nobody
         renews belongs to a crashed process and is taken over without waiting out a lease."""
-        deadline = self._context.clock.now() + 1.5 * self.timings.retry_period
+        deadline = self._context.clock.now() + 2 * self.timings.retry_period
         informer = self._watching()
         while self._context.clock.now() < deadline:
             time.sleep(min(0.1, max(0.0, deadline - self._context.clock.now())))

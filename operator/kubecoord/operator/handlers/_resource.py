@@ -429,9 +429,12 @@ async def _mirror_loop(
                     await after_snapshot(context, snapshot)
                 except (CoordinationError, kubeapi.ApiException, OSError) as error:
                     metrics.ERRORS.labels(kind, "mirror").inc()
-                    log.warning(
-                        "after-snapshot step failed", extra={"kind": kind, "resource": name, "error": str(error)}
-                    )
+                    # 404/409: an object went or changed meanwhile (a member left, a Lease was
+                    # deleted and is being re-created): normal operation, retried next wake.
+                    race = getattr(error, "status", None) in (404, 409)
+                    log.log(logging.INFO if race else logging.WARNING, "after-snapshot step failed",
+                            extra={"kind": kind, "resource": name, "status_code": getattr(error, "status", None),
+                                   "error": str(error)[:500]})
             pause = min(writer.retry_in, DRIFT_SECONDS if backend.backend == "kubernetes" else RESYNC_SECONDS)
             await run.pause(pause)
     finally:
