@@ -245,8 +245,9 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
 
     def _still_renewed(self, name: str, version: str) -> bool:
         """Whether the member Lease ``name`` changes (a live member renews it) within two
-        renew intervals of ``version`` (one missed renewal on a loaded machine is no crash). A live duplicate id is refused; a Lease nobody
-        renews belongs to a crashed process and is taken over without waiting out a lease."""
+        renew intervals of ``version`` (one missed renewal on a loaded machine is no crash).
+        A live duplicate id is refused; a Lease nobody renews belongs to a crashed process
+        and is taken over without waiting out a lease."""
         deadline = self._context.clock.now() + 2 * self.timings.retry_period
         informer = self._watching()
         while self._context.clock.now() < deadline:
