@@ -1,14 +1,22 @@
-"""Throughput of the analysis pipeline on generated histories, on local[2].
+"""The analysis against Spark's own scan-and-parse of the same files, side by side.
 
-Usage: .venv/bin/python bench/bench_pipeline.py [--events N ...] [--keep DIR]
+Usage: .venv/bin/python bench/bench_pipeline.py [--events N ...] [--standalone-events N ...] [--keep DIR]
 
 For each target size (default 1M and 10M events) it generates a 24-hour history (one
-file per process), runs what ``kubecoord analyze`` runs (read, check, compute, write
-the Parquet tables, summary and report) and prints events per second, the Spark
-version and settings, and the peak memory of the driver: the JVM's heap high-water
-mark, the JVM process's peak resident set (VmHWM) and the Python driver's peak RSS.
-Progress goes to stderr. Wall time on this shared 2-core machine is noisy: the
-figures are for orders of magnitude, not for asserting.
+file per process) and, in one Spark session with exactly the settings ``kubecoord
+analyze --master local[2]`` uses (build_session with no extra conf: default 1 GiB
+driver, shuffle partitions sized by the pipeline itself):
+1. scan: ``spark.read.schema(...).json(files)`` and one aggregate over every field (so
+   every line is read and fully parsed) — what Spark itself needs to look at the data;
+2. the whole analysis: what the command runs (read, check, compute, write the Parquet
+   tables, summary and report);
+3. the scan again (so neither side has the JIT's warm-up alone),
+and prints both times, the ratio analysis / mean scan (the target is at most 3), events
+per second, the Spark jobs and tasks the analysis ran, the driver's peak memory (JVM heap
+pools' peaks, JVM peak RSS, Python peak RSS) and the load average (the machine is shared).
+With ``--standalone-events`` the same comparison runs on a Spark standalone master and
+two workers (1 core, 1 GiB each) on 127.0.0.1, started from the pyspark installation.
+Wall time on a shared machine is noisy: these are figures, not assertions.
 """
 
 from __future__ import annotations
@@ -23,18 +31,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubecoord.analytics import output
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from kubecoord.analytics import output, schema
 from kubecoord.analytics.generate import Spec, generate
 from kubecoord.analytics.pipeline import analyze
 from kubecoord.analytics.progress import Progress
-from kubecoord.analytics.session import BASE_CONF, build_session
+from kubecoord.analytics.session import build_session
+from kubecoord.analytics.standalone import StandaloneCluster
 
 HOURS = 24.0
 PROCESSES = 8
-BENCH_CONF = {
-    "spark.sql.shuffle.partitions": "8",
-    "spark.default.parallelism": "2",
-    "spark.driver.memory": "2g",
+CLUSTER_CONF = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.executor.memory": "512m",
+    "spark.cores.max": "2",
 }
 
 
@@ -63,55 +76,105 @@ def jvm_memory(spark: Any) -> tuple[float, float]:
     return peak_heap / 2**20, hwm_kib / 1024
 
 
+def scan(spark: Any, logs: Path) -> float:
+    """Spark's own read and full parse of every line: the floor for any analysis."""
+    fields = T.StructType([T.StructField(name, T.StringType()) for name in schema.FIELDS])
+    started = time.monotonic()
+    frame = spark.read.schema(fields).json(str(logs))
+    frame.select(*(F.count(name).alias(name) for name in schema.FIELDS)).collect()
+    return time.monotonic() - started
+
+
+def jobs_and_tasks(spark: Any, group: str) -> tuple[int, int]:
+    tracker = spark.sparkContext.statusTracker()
+    jobs = tracker.getJobIdsForGroup(group)
+    tasks = 0
+    for job in jobs:
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info else []:
+            stage_info = tracker.getStageInfo(stage)
+            tasks += stage_info.numTasks if stage_info else 0
+    return len(jobs), tasks
+
+
+def compare(spark: Any, label: str, logs: Path, out: Path, events: int, progress: Progress) -> None:
+    progress.step(f"{label}: scan")
+    first = scan(spark, logs)
+    progress.step(f"{label}: analysis")
+    group = f"analysis-{label}-{events}"
+    spark.sparkContext.setJobGroup(group, "kubecoord analyze")
+    started = time.monotonic()
+    analysis = analyze(spark, [str(logs)], progress=progress)
+    output.write(analysis, out, progress=progress, spark=spark)
+    elapsed = time.monotonic() - started
+    analysis.close()
+    spark.sparkContext.setJobGroup("scan", "scan")
+    jobs, tasks = jobs_and_tasks(spark, group)
+    progress.step(f"{label}: scan again")
+    second = scan(spark, logs)
+    baseline = (first + second) / 2
+    heap, rss = jvm_memory(spark)
+    python_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    print(f"[{label}] {analysis.summary['inputs']['events']:>11,} events  analysis {elapsed:7.1f} s  "
+          f"scan {first:5.1f} s / {second:5.1f} s  ratio {elapsed / baseline:4.1f}x (target <= 3)  "
+          f"{events / elapsed:>9,.0f} events/s  {jobs} jobs, {tasks:,} tasks, {partitions} shuffle partitions  "
+          f"violations {analysis.violation_count}  peak JVM heap {heap:,.0f} MiB  peak JVM RSS {rss:,.0f} MiB  "
+          f"peak Python RSS {python_rss:,.0f} MiB  load average {load} on {os.cpu_count()} cores", flush=True)
+    if analysis.violation_count:
+        print(f"violations by type: {analysis.summary['violations']}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--events", type=int, nargs="*", default=[1_000_000, 10_000_000])
+    parser.add_argument("--standalone-events", type=int, nargs="*", default=[1_000_000],
+                        help="sizes to run on a standalone master and two workers too")
     parser.add_argument("--keep", type=Path, help="keep the last run's output (report, plots) here")
-    parser.add_argument("--driver-memory", default=BENCH_CONF["spark.driver.memory"], help="spark.driver.memory")
+    parser.add_argument("--logs", type=Path, help="generate histories here and reuse them on later runs")
     args = parser.parse_args()
     progress = Progress("bench_pipeline")
     work = Path(tempfile.mkdtemp(prefix="kubecoord-bench-"))
-    spark = None
+    logs_root = args.logs or work
+    sizes = sorted(set(args.events) | set(args.standalone_events))
     try:
-        for target in args.events:
-            logs, out = work / f"logs-{target}", work / f"out-{target}"
+        histories = {}
+        for target in sizes:
+            logs = logs_root / f"logs-{target}"
             spec = spec_for(target)
-            progress.step(f"generating ~{target:,} events ({spec.elections} elections, {spec.groups} groups, "
-                          f"{spec.stores} stores, {spec.processes} processes, {spec.hours:g} h)")
-            started = time.monotonic()
-            manifest = generate(logs, spec)
-            generated = time.monotonic() - started
+            if not (logs / "_manifest.json").exists():
+                progress.step(f"generating ~{target:,} events ({spec.elections} elections, {spec.groups} groups, "
+                              f"{spec.stores} stores, {spec.processes} processes, {spec.hours:g} h)")
+                generate(logs, spec)
             size = sum(p.stat().st_size for p in logs.iterdir())
-            progress.step(f"generated {manifest.events:,} events, {size / 2**20:.0f} MiB, in {generated:.0f} s")
-            if spark is None:
-                progress.step("starting Spark")
-                BENCH_CONF["spark.driver.memory"] = args.driver_memory
-                spark = build_session(master="local[2]", conf=BENCH_CONF, app_name="kubecoord-bench")
-                settings = {**BASE_CONF, **BENCH_CONF}
-                print(f"Spark {spark.version} on local[2], default JVM options; settings {settings}")
-            started = time.monotonic()
-            analysis = analyze(spark, [str(logs)], progress=progress)
-            output.write(analysis, out, progress=progress)
-            elapsed = time.monotonic() - started
-            analysis.close()
-            heap, rss = jvm_memory(spark)
-            python_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-            print(f"{manifest.events:>11,} events  {elapsed:7.1f} s  {manifest.events / elapsed:>9,.0f} events/s  "
-                  f"violations {analysis.violation_count}  peak JVM heap (sum of pool peaks) {heap:,.0f} MiB  "
-                  f"peak JVM RSS {rss:,.0f} MiB  peak Python RSS {python_rss:,.0f} MiB  (generation {generated:.0f} s; "
-                  f"load average {load} on {os.cpu_count()} cores)",
-                  flush=True)
-            if analysis.violation_count:
-                print(f"violations by type: {analysis.summary['violations']}", flush=True)
-            if args.keep:
+            progress.step(f"history of ~{target:,} events: {size / 2**20:,.0f} MiB")
+            histories[target] = logs
+        if args.events:
+            spark = build_session(master="local[2]", app_name="kubecoord-bench")
+            print(f"Spark {spark.version} on local[2], the command's settings (driver memory "
+                  f"{spark.sparkContext.getConf().get('spark.driver.memory', '1g (default)')})", flush=True)
+            try:
+                for target in args.events:
+                    compare(spark, "local[2]", histories[target], work / f"out-{target}", target, progress)
+            finally:
+                spark.stop()
+        if args.standalone_events:
+            with StandaloneCluster(workers=2, cores=1, memory="1g", log_dir=work / "standalone") as cluster:
+                spark = build_session(master=cluster.url, conf=CLUSTER_CONF, app_name="kubecoord-bench")
+                print(f"Spark standalone {cluster.url}: 2 workers x 1 core, executors 512m", flush=True)
+                try:
+                    for target in args.standalone_events:
+                        compare(spark, "standalone", histories[target], work / f"cluster-{target}", target,
+                                progress)
+                finally:
+                    spark.stop()
+        if args.keep:
+            last = sorted(work.glob("out-*")) or sorted(work.glob("cluster-*"))
+            if last:
                 shutil.rmtree(args.keep, ignore_errors=True)
-                shutil.copytree(out, args.keep)
-            shutil.rmtree(logs)
-            shutil.rmtree(out)
+                shutil.copytree(last[-1], args.keep)
     finally:
-        if spark is not None:
-            spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -58,7 +58,7 @@ def test_a_malformed_share_above_the_threshold_has_its_own_exit_status(
 
     status = main(["analyze", str(log.path), "--out", str(tmp_path / "out"), "--quiet"])
 
-    assert status == 5
+    assert status == 7
     captured = capsys.readouterr()
     assert "99.0% of the lines are malformed (more than --max-malformed 1.0%)" in captured.err
     assert "no safety violations" in captured.out  # the verdict is printed, but does not pass
@@ -76,15 +76,17 @@ def test_a_pattern_that_matches_nothing_is_an_error(
     assert not (tmp_path / "out").exists()
 
 
-def test_a_line_without_v_is_version_1(spark: Any, tmp_path: Path) -> None:
+def test_a_line_without_v_is_version_1_and_coordinator_events_are_valid(spark: Any, tmp_path: Path) -> None:
     log = history(tmp_path, "p", events=2)
     legacy = {"ts": "2026-01-01T00:00:09.000000Z", "seq": 3, "process": "p", "namespace": "ns",
               "primitive": "group", "name": "g", "event": "left", "member": "m-p"}
     log.raw(json.dumps(legacy))
+    # The group coordinator's rebalance events are valid events (for its own checks).
+    log.add(10, "group_coordinator", "g", "assigned", member="m-p", generation=2, units=["u1"], protocol="eager")
     log.write()
     result = analyze(spark, [str(log.path)])
     try:
-        assert (result.summary["inputs"]["events"], result.summary["inputs"]["malformed_lines"]) == (3, 0)
+        assert (result.summary["inputs"]["events"], result.summary["inputs"]["malformed_lines"]) == (4, 0)
         assert result.summary["membership"]["leaves"] == 1
     finally:
         result.close()

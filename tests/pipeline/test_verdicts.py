@@ -6,13 +6,19 @@ Times given to Log are true times; a Log with clock_offset stamps them off by th
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kubecoord.analytics import output
 from kubecoord.analytics.pipeline import Analysis, analyze
+from kubecoord.analytics.progress import Progress
 
 from .histories import T0, Log
 
@@ -186,3 +192,56 @@ def test_summary_lists_violation_details(analysis: Analysis) -> None:
     split = next(d for d in details if d["namespace"] == "split")
     assert split["ts"] == "2026-01-01T00:00:24.100000Z"
     assert [e["process"] for e in split["evidence"]] == ["s1", "s1", "s2", "s2"]
+
+
+@pytest.fixture(scope="module")
+def written(analysis: Analysis, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The analysis written by a driver whose local time zone is not UTC."""
+    out = tmp_path_factory.mktemp("written") / "out"
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = "America/New_York"
+    time.tzset()
+    try:
+        output.write(analysis, str(out), progress=Progress("test", enabled=False))
+    finally:
+        if saved is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = saved
+        time.tzset()
+    yield out
+
+
+def test_times_are_utc_whatever_the_drivers_zone(written: Path) -> None:
+    html = (written / "report.html").read_text()
+    assert "2026-01-01T00:00:24.100000Z" in html  # the split brain's takeover, in UTC
+    assert "2026-12-31 19:00" not in html and "2025-12-31 19:00" not in html
+    summary = json.loads((written / "summary.json").read_text())
+    assert summary["violation_details"][0]["ts"].endswith("Z")
+    assert summary["leadership"]["worst_failovers"][0]["to_start"].startswith("2026-01-01T00:")
+
+
+def test_the_report_has_worst_failovers_time_without_a_leader_and_elections(
+    analysis: Analysis, written: Path
+) -> None:
+    lead = analysis.summary["leadership"]
+    assert lead["worst_failovers"][0]["gap"] == pytest.approx(20.0)  # a's own re-acquisition
+    assert lead["leaderless_seconds"] == pytest.approx(20.1)  # 0.1 (handover) + 20 (reacquire) + 0 (memory)
+    rows = {r["namespace"]: r for r in analysis.tables["elections"].collect()}
+    assert (rows["split"]["violations"], rows["handover"]["leaderless_seconds"]) == (1, pytest.approx(0.1))
+    html = (written / "report.html").read_text()
+    for heading in ("Worst failovers", "Per election", "time without a leader", "Lost coverage", "Clocks"):
+        assert heading in html
+
+
+def test_the_timeline_shows_elections_with_violations_first(analysis: Analysis) -> None:
+    from kubecoord.analytics import report
+
+    chosen = report.timeline_elections(analysis)
+    assert [namespace for namespace, _, _ in chosen[:2]] == ["reacquire", "split"]
+
+
+def test_small_tables_are_single_files(written: Path) -> None:
+    for table in (written / "tables").iterdir():
+        parts = [p for p in table.iterdir() if p.name.startswith("part-")]
+        assert len(parts) == 1, table.name

@@ -53,8 +53,25 @@ APPROX_ACCURACY = 10_000
 def intervals(events: DataFrame) -> DataFrame:
     """One row per term: TERM, backend, start/end (seconds and timestamps), end_reason, evidence."""
     held = events.filter((F.col("primitive") == schema.LEADER) & F.col("event").isin(*schema.HOLDER_EVENTS))
-    own_order = Window.partitionBy(*HOLDER).orderBy("seq", "tu", "line").rowsBetween(Window.unboundedPreceding, 0)
-    held = held.withColumn("acquisition", F.sum((F.col("event") == "acquired").cast("int")).over(own_order))
+    held = held.withColumn("pos", F.coalesce("seq", "tu"))  # the process's own order
+    # Each event's acquisition: the latest ``acquired`` of its holder at or before it in
+    # the process's order. Acquisitions are few (one per term): they are numbered in a
+    # small window and broadcast, so the events themselves are never sorted.
+    own = Window.partitionBy(*HOLDER).orderBy("pos")
+    acquisitions = held.filter(F.col("event") == "acquired").select(
+        *(F.col(c).alias(f"a_{c}") for c in HOLDER),
+        F.col("pos").alias("a_pos"),
+        F.row_number().over(own).alias("acquisition"),
+        F.lead("pos").over(own).alias("a_next"),
+    )
+    matches = [F.col(c) == F.col(f"a_{c}") for c in HOLDER]
+    within = (F.col("a_pos") <= F.col("pos")) & (F.col("a_next").isNull() | (F.col("pos") < F.col("a_next")))
+    condition = matches[0]
+    for match in [*matches[1:], within]:
+        condition = condition & match
+    held = held.join(F.broadcast(acquisitions), condition, "left").select(
+        held["*"], F.coalesce("acquisition", F.lit(0)).alias("acquisition")
+    )
     is_end = F.col("event").isin(*schema.TERM_ENDS)
     row = F.struct("seq", "t", evidence().alias("ev"))
     terms = held.groupBy(*TERM).agg(

@@ -49,7 +49,9 @@ def _window(*partition: str, ascending: bool) -> WindowSpec:
 
 
 def analyze(events: DataFrame, skew: float) -> Membership:
-    group_events = events.filter(F.col("primitive") == schema.GROUP)
+    group_events = events.filter(
+        (F.col("primitive") == schema.GROUP) & F.col("event").isin(*schema.MEMBERSHIP_CHANGES, *schema.HEARTBEATS)
+    )
     before, after = _window(*MEMBER, ascending=True), _window(*MEMBER, ascending=False)
     own_before, own_after = _window(*MEMBER, "process", ascending=True), _window(*MEMBER, "process", ascending=False)
     event, t = F.col("event"), F.col("t")

@@ -203,18 +203,20 @@ def analyze(
     findings = [check(context) for check in CHECKS]
     found = violations.union([v for f in findings for v in f.violations]).persist(StorageLevel.MEMORY_AND_DISK)
     by_type = {row["type"]: row["count"] for row in found.groupBy("type").count().collect()}
-    gaps = covered.gaps.persist(StorageLevel.MEMORY_AND_DISK)
+    findings_of_coverage = covered.findings.persist(StorageLevel.MEMORY_AND_DISK)
+    coverage_summary, copies = _coverage_summary(findings_of_coverage)
+    gaps = covered.gaps
     summary: dict[str, Any] = {
         "schema_version": schema.SCHEMA_VERSION,
         "skew_tolerance_seconds": skew,
         "clocks": estimated.summary(),
-        "inputs": _inputs_summary(read, deduped),
-        "coverage": _coverage_summary(gaps, deduped),
+        "inputs": _inputs_summary(read, copies),
+        "coverage": coverage_summary,
         "violations": {kind: int(by_type.get(kind, 0)) for kind in schema.VIOLATION_TYPES},
         "violation_details": _details(found),
     }
     tables: dict[str, DataFrame] = {"violations": found}
-    persisted = [found, gaps, deduped, read.lines]
+    persisted = [found, findings_of_coverage, deduped, read.lines]
     for finding in findings:
         summary.update(finding.summary)
         tables.update(finding.tables)
@@ -227,9 +229,9 @@ def analyze(
     return Analysis(tables=tables, summary=summary, events=events, overlaps=overlaps, unpersist=persisted)
 
 
-def _inputs_summary(read: Inputs, deduped: DataFrame) -> dict[str, Any]:
+def _inputs_summary(read: Inputs, copies: int) -> dict[str, Any]:
     counts = read.counts
-    kept = deduped.count()
+    kept = counts["events"] - copies
     return {
         "files": len(read.files),
         "unreadable_files": [_plain(r) for r in read.unreadable.collect()],
@@ -246,22 +248,29 @@ def _inputs_summary(read: Inputs, deduped: DataFrame) -> dict[str, Any]:
     }
 
 
-def _coverage_summary(gaps: DataFrame, events: DataFrame) -> dict[str, Any]:
-    row = gaps.agg(F.count("*").alias("gaps"), F.sum("missing").alias("missing"),
-                   F.countDistinct("process").alias("processes")).first()
-    assert row is not None
-    late = events.filter(F.col("seq").isNotNull()).groupBy("process").agg(F.min("seq").alias("first_seq")).filter(
-        F.col("first_seq") > 1).orderBy("process").collect()
-    worst = gaps.orderBy(F.col("missing").desc(), "process").limit(COVERAGE_GAPS).select(
-        "process", "after_seq", "before_seq", "missing", _utc("from_ts").alias("from"), _utc("to_ts").alias("to"),
-        "file").collect()
-    return {
-        "seq_gaps": row["gaps"],
-        "missing_events": row["missing"] or 0,
-        "processes_with_gaps": row["processes"],
-        "largest_gaps": [_plain(r) for r in worst],
-        "logs_starting_late": {r["process"]: r["first_seq"] for r in late},
+def _coverage_summary(findings: DataFrame) -> tuple[dict[str, Any], int]:
+    """The coverage part of the summary, and the number of copies dropped."""
+    per_kind = {
+        row["kind"]: row
+        for row in findings.groupBy("kind").agg(
+            F.count("*").alias("n"), F.sum("missing").alias("missing"), F.countDistinct("process").alias("processes"),
+            F.collect_list(F.when(F.col("kind") == coverage.LATE, F.struct("process", "before_seq"))).alias("late"),
+        ).collect()
     }
+    gaps = per_kind.get(coverage.GAP)
+    worst = findings.filter(F.col("kind") == coverage.GAP).orderBy(F.col("missing").desc(), "process").limit(
+        COVERAGE_GAPS).select("process", "after_seq", "before_seq", "missing", _utc("from_ts").alias("from"),
+                              _utc("to_ts").alias("to"), "file").collect() if gaps else []
+    late = per_kind.get(coverage.LATE)
+    copies = per_kind.get(coverage.COPY)
+    summary = {
+        "seq_gaps": gaps["n"] if gaps else 0,
+        "missing_events": (gaps["missing"] or 0) if gaps else 0,
+        "processes_with_gaps": gaps["processes"] if gaps else 0,
+        "largest_gaps": [_plain(r) for r in worst],
+        "logs_starting_late": {r["process"]: r["before_seq"] for r in sorted(late["late"])} if late else {},
+    }
+    return summary, int(copies["n"]) if copies else 0
 
 
 def _details(found: DataFrame) -> list[dict[str, Any]]:

@@ -37,7 +37,6 @@ TIMELINE_ELECTIONS = 6
 TIMELINE_TERMS = 400
 VIOLATION_ROWS = 100
 ELECTION_ROWS = 50
-UTC_TEXT = "yyyy-MM-dd HH:mm:ss.SSSSSS"
 
 
 def write(analysis: Analysis, out: Path) -> None:
@@ -81,12 +80,17 @@ def _gap_cdf(analysis: Analysis, path: Path) -> str | None:
     return _save(fig, path)
 
 
-def _timelines(analysis: Analysis, path: Path) -> str | None:
-    elections_table = analysis.tables["elections"]
-    chosen_rows = elections_table.orderBy(
+def timeline_elections(analysis: Analysis) -> list[tuple[str, str, int]]:
+    """(namespace, name, violations) of the elections to draw: most violations first, then
+    the longest gap."""
+    rows = analysis.tables["elections"].orderBy(
         F.col("violations").desc(), F.col("gap_max").desc_nulls_last(), "namespace", "name"
     ).limit(TIMELINE_ELECTIONS).select("namespace", "name", "violations").collect()
-    elections = [(r["namespace"], r["name"], r["violations"]) for r in chosen_rows]
+    return [(r["namespace"], r["name"], r["violations"]) for r in rows]
+
+
+def _timelines(analysis: Analysis, path: Path) -> str | None:
+    elections = timeline_elections(analysis)
     if not elections:
         return None
     keys = [F.struct(F.lit(ns), F.lit(n)) for ns, n, _ in elections]
@@ -171,19 +175,12 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _text(column: str) -> Any:
-    """A timestamp as UTC text, rendered by Spark (session time zone UTC)."""
-    return F.date_format(column, UTC_TEXT)
-
-
 def _html(analysis: Analysis, plots: list[str]) -> str:
     s = analysis.summary
-    found = analysis.tables["violations"].orderBy("ts").limit(VIOLATION_ROWS).select(
-        "type", "namespace", "name", "subject", _text("ts").alias("ts"), "detail", "evidence"
-    ).collect()
+    found = s["violation_details"][:VIOLATION_ROWS]  # the first ones by time, already collected
     violation_rows = [
-        {**row.asDict(), "evidence": "; ".join(f"{e['file'].rsplit('/', 1)[-1]}:{e['line']} {e['event']}"
-                                               for e in row["evidence"] if e is not None)}
+        {**row, "evidence": "; ".join(f"{e['file'].rsplit('/', 1)[-1]}:{e['line']} {e['event']}"
+                                      for e in row["evidence"] if e is not None)}
         for row in found
     ]
     elections = [r.asDict() for r in analysis.tables["elections"].orderBy(

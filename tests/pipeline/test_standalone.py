@@ -1,0 +1,54 @@
+"""The command on a real Spark standalone cluster (a master and two workers on 127.0.0.1)
+gives the same tables and summary as local mode; the executors write the tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubecoord.analytics.generate import Spec, generate
+from kubecoord.analytics.schema import VIOLATION_TYPES
+from kubecoord.cli import main
+
+CLUSTER_CONF = [
+    "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+    "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2", "--conf", "spark.driver.memory=512m",
+]
+
+
+def rows(spark: Any, path: Path) -> list[str]:
+    return sorted(str(tuple(row)) for row in spark.read.parquet(str(path)).collect())
+
+
+@pytest.mark.timeout(600)  # two Spark drivers and a cluster: ~1 min on a quiet machine, far more under load
+def test_a_standalone_cluster_gives_the_same_results_as_local_mode(
+    spark: Any, spark_standalone: Any, tmp_path: Path
+) -> None:
+    manifest = generate(tmp_path / "logs", Spec(elections=3, groups=2, stores=2, hours=0.5, malformed=2,
+                                                inject={kind: 1 for kind in VIOLATION_TYPES}))
+    local_out, cluster_out = tmp_path / "local", tmp_path / "cluster"
+
+    assert main(["analyze", str(tmp_path / "logs"), "--out", str(local_out), "--quiet"]) == 3
+    command = [sys.executable, "-m", "kubecoord.analytics", str(tmp_path / "logs"),
+               "--out", cluster_out.as_uri(), "--master", spark_standalone.url, "--quiet", *CLUSTER_CONF]
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=500, env=env)
+
+    assert finished.returncode == 3, finished.stderr[-3000:]
+    local, cluster = (json.loads((out / "summary.json").read_text()) for out in (local_out, cluster_out))
+    assert cluster["violations"] == manifest.injected
+    assert cluster == local
+    tables = sorted(p.name for p in (local_out / "tables").iterdir())
+    assert tables == sorted(p.name for p in (cluster_out / "tables").iterdir())
+    for table in tables:
+        assert rows(spark, cluster_out / "tables" / table) == rows(spark, local_out / "tables" / table), table
+    status = spark_standalone.status()
+    assert status is not None and status["aliveworkers"] == 2
+    completed = status["completedapps"]
+    assert len(completed) >= 1 and completed[-1]["name"] == "kubecoord-analyze"
