@@ -201,6 +201,13 @@ class Storage(_Closeable):
     name: str
     max_value_bytes: int
     """The largest value (UTF-8 bytes) this backend stores; larger raise ValueTooLargeError."""
+    fencing_epoch: int | None
+    """The leader epoch this handle writes under, None by default. Set it to the epoch of
+    the leadership you hold (``store.fencing_epoch = election.get_leader().epoch``) and
+    every put/update/delete of this handle is logged with it (the history's ``epoch``),
+    so ``kubecoord analyze`` finds a deposed leader's writes after its successor wrote
+    (stale_epoch_write). The log only: the backend does not reject stale epochs. Setting
+    anything but None or an int >= 0 raises InvalidArgumentError."""
 
     @abc.abstractmethod
     def fetch(self, key: str) -> Future[str | None]:

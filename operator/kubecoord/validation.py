@@ -117,6 +117,15 @@ def check_version(version: object) -> int | None:
     return version
 
 
+def check_epoch(epoch: object) -> int | None:
+    """A fencing epoch is None or an int >= 0 (a Lease's first holder has 0 transitions)."""
+    if epoch is None:
+        return None
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise InvalidArgumentError(f"fencing_epoch must be None or an int >= 0, got {epoch!r}")
+    return epoch
+
+
 def parent_of(key: str) -> str:
     """The namespace a key lives in: 'a/b/c' -> 'a/b', 'a' -> ''."""
     head, _, _ = key.rpartition("/")

@@ -30,7 +30,7 @@ def rows(spark: Any, path: Path) -> list[str]:
 def test_a_standalone_cluster_gives_the_same_results_as_local_mode(
     spark: Any, spark_standalone: Any, tmp_path: Path
 ) -> None:
-    manifest = generate(tmp_path / "logs", Spec(elections=3, groups=2, stores=2, hours=0.5, malformed=2,
+    manifest = generate(tmp_path / "logs", Spec(elections=3, groups=2, stores=2, hours=1.5, malformed=2,
                                                 inject={kind: 1 for kind in VIOLATION_TYPES}))
     local_out, cluster_out = tmp_path / "local", tmp_path / "cluster"
 

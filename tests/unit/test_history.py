@@ -200,3 +200,22 @@ def test_memory_backend_events_follow_the_schema(tmp_path: Path) -> None:
 
 def _wait_for(predicate: Any) -> None:
     eventually(predicate, timeout=30)
+
+
+def test_writes_under_a_fencing_epoch_carry_it(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    with kubecoord.connect("memory://fencing-epoch", history=path) as coord:
+        store = coord.storage("config")
+        store.put("a", "1")
+        store.fencing_epoch = 4
+        store.update("a", "2")
+        store.delete("a")
+        with pytest.raises(kubecoord.InvalidArgumentError):
+            store.fencing_epoch = -1
+        with pytest.raises(kubecoord.InvalidArgumentError):
+            store.fencing_epoch = True  # type: ignore[assignment]
+        assert store.fencing_epoch == 4
+        store.fencing_epoch = None
+        store.put("a", "3")
+    kv = [(line["event"], line.get("epoch")) for line in read_lines(path) if line["primitive"] == "kv"]
+    assert kv == [("put", None), ("updated", 4), ("deleted", 4), ("put", None)]

@@ -183,12 +183,30 @@ class GroupHandle(Handle, GroupMembership):
         """A listener was added (``first``: the set was empty)."""
 
 
+_WRITES = frozenset({"put", "updated", "deleted"})
+
+
 class StorageHandle(Handle, Storage):
     kind = "storage"
     primitive = "kv"
 
     max_value_bytes: int
     """Largest value put/update accept (UTF-8 bytes); the backend sets it."""
+    _fencing_epoch: int | None = None
+
+    @property
+    def fencing_epoch(self) -> int | None:
+        return self._fencing_epoch
+
+    @fencing_epoch.setter
+    def fencing_epoch(self, epoch: int | None) -> None:
+        self._fencing_epoch = validation.check_epoch(epoch)
+
+    def _record(self, event: str, **fields: Any) -> None:
+        # A write made under a leader's epoch carries it into the log (kubecoord.api.Storage).
+        if self._fencing_epoch is not None and event in _WRITES:
+            fields.setdefault("epoch", self._fencing_epoch)
+        super()._record(event, **fields)
 
     def fetch(self, key: str) -> Future[str | None]:
         validation.check_key(key)
