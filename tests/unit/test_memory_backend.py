@@ -81,3 +81,18 @@ def test_a_live_leader_renews_through_a_long_advance_of_the_manual_clock() -> No
         leader = follower.get_leader()
         assert leader is not None and (leader.id, leader.epoch) == ("a", 1)
         assert not follower.is_leader()
+
+
+def test_under_a_manual_clock_the_first_nominated_follower_takes_over() -> None:
+    """The walk steps candidates due at the same moment in nomination order: deterministic."""
+    for attempt in range(20):
+        clock = ManualClock()
+        url = f"memory://takeover-order-{attempt}"
+        coords = [kubecoord.connect(url, clock=clock, session_timeout=5) for _ in range(4)]
+        elections = [c.leader_election("svc") for c in coords]
+        assert [e.nominate(f"pod-{i}") for i, e in enumerate(elections)] == [True, False, False, False]
+        crash(coords[0])
+        clock.advance(6)
+        assert elections[1].is_leader("pod-1"), attempt
+        for coord in coords[1:]:
+            coord.close()

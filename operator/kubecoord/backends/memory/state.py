@@ -122,7 +122,9 @@ class State:
         self.groups: dict[str, Group] = {}
         self.stores: dict[str, Store] = {}
         self.crashed: list[Session] = []
-        self._runners: set[Runner] = set()
+        # Nomination order: candidates due at the same moment step in the order they were
+        # nominated, so a walk is deterministic (the first nominated follower takes over).
+        self._runners: dict[Runner, None] = {}
         self._walk_lock = threading.Lock()  # the runner set
         self._walking = threading.Lock()  # one walk at a time
         self._walked = clock.now()
@@ -144,11 +146,11 @@ class State:
     # -- electors -----------------------------------------------------------------
     def add_runner(self, runner: Runner) -> None:
         with self._walk_lock:
-            self._runners.add(runner)
+            self._runners[runner] = None
 
     def remove_runner(self, runner: Runner) -> None:
         with self._walk_lock:
-            self._runners.discard(runner)
+            self._runners.pop(runner, None)
 
     def _advanced(self) -> None:
         self.walk()
