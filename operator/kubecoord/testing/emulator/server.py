@@ -80,6 +80,8 @@ class ApiEmulator:
     def start(self) -> ApiEmulator:
         if self._thread is not None:
             raise RuntimeError("the emulator is already started")
+        self._ready.clear()  # a restart waits for its own readiness, not the first start's
+        self._startup_error = None
         self._thread = threading.Thread(target=self._run, name="kubecoord-api-emulator", daemon=True)
         self._thread.start()
         self._ready.wait()
