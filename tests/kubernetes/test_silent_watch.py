@@ -1,0 +1,114 @@
+"""A watch whose connection goes silent (a middlebox that stops forwarding one flow while
+new connections work): the observer must notice and resume on a new connection before
+its members look expired — not drop live members (issue 9, item 5)."""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import socket
+import threading
+import time
+
+import yaml
+
+from kubecoord.testing import ApiEmulator
+
+from ..helpers import Recorder
+from .conftest import Connect
+
+
+class FreezingProxy:
+    """127.0.0.1 TCP proxy; freeze() stops forwarding on the flows that are streaming now
+    (kept open, silent) and resets idle ones; later connections are forwarded."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._lock = threading.Lock()
+        self._flows: list[dict[str, object]] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            flow: dict[str, object] = {"frozen": False, "last_down": 0.0, "sockets": (client, server)}
+            with self._lock:
+                self._flows.append(flow)
+            threading.Thread(target=self._pipe, args=(client, server, flow, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, flow, True), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, target: socket.socket, flow: dict[str, object], down: bool) -> None:
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if flow["frozen"]:
+                    continue  # swallowed: the flow looks alive and says nothing
+                if down:
+                    flow["last_down"] = time.monotonic()
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            if not flow["frozen"]:
+                for sock in flow["sockets"]:  # type: ignore[attr-defined]
+                    with contextlib.suppress(OSError):
+                        sock.close()
+
+    def freeze(self) -> int:
+        frozen = 0
+        now = time.monotonic()
+        with self._lock:
+            for flow in self._flows:
+                if now - float(flow["last_down"]) < 1.5:  # type: ignore[arg-type]
+                    flow["frozen"] = True
+                    frozen += 1
+                else:
+                    for sock in flow["sockets"]:  # type: ignore[attr-defined]
+                        with contextlib.suppress(OSError):
+                            sock.close()
+        return frozen
+
+    def close(self) -> None:
+        self._server.close()
+        with self._lock:
+            for flow in self._flows:
+                for sock in flow["sockets"]:  # type: ignore[attr-defined]
+                    with contextlib.suppress(OSError):
+                        sock.close()
+
+
+def test_an_observer_whose_watch_goes_silent_keeps_live_members(
+    api_emulator: ApiEmulator, connect: Connect, name: str, tmp_path: pathlib.Path
+) -> None:
+    timings = {"lease_duration": 8.0, "renew_deadline": 6.0, "retry_period": 0.5}
+    path = api_emulator.write_kubeconfig(tmp_path / "kubeconfig")
+    config = yaml.safe_load(path.read_text())
+    server = config["clusters"][0]["cluster"]["server"]
+    host, port = server.rsplit("//", 1)[1].rsplit(":", 1)
+    proxy = FreezingProxy((host, int(port)))
+    try:
+        config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{proxy.port}"
+        proxied = tmp_path / "proxied"
+        proxied.write_text(yaml.safe_dump(config))
+        member = connect(**timings)
+        member.group_membership(name).join("alive", data="1")
+        observer = connect(kubeconfig=str(proxied), **timings).group_membership(name)
+        seen: Recorder[set[str]] = Recorder()
+        observer.add_listener(seen)
+        seen.wait_last({"alive"})
+        time.sleep(2)  # the watch has a steady rhythm of renewals
+        assert proxy.freeze() >= 1
+        time.sleep(2 * timings["lease_duration"])  # two lease durations of silence on that flow
+        assert observer.membership_list() == {"alive"}
+        after = seen.calls[seen.calls.index({"alive"}):]
+        assert set() not in after, seen.calls  # never told the live member was gone
+    finally:
+        proxy.close()
