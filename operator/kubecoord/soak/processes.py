@@ -25,7 +25,15 @@ class Worker:
     incarnation: int
     id: str
     process: subprocess.Popen[bytes]
+    output: Path | None = None
     paused: bool = False
+
+    def ready(self) -> bool:
+        """The worker said "ready": its signal handlers are set (SIGUSR1's default kills)."""
+        try:
+            return self.output is not None and f"{self.id}: ready" in self.output.read_text(errors="replace")
+        except OSError:
+            return False
 
 
 @dataclass
@@ -80,10 +88,16 @@ class WorkerPool:
         errors.mkdir(exist_ok=True)
         stderr = open(errors / f"{worker_id}.txt", "ab")  # noqa: SIM115 - the child holds it
         try:
-            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, env=self.env)
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                env=self.env,
+            )
         finally:
             stderr.close()
-        worker = Worker(slot, spec.role, incarnation, worker_id, process)
+        worker = Worker(slot, spec.role, incarnation, worker_id, process, output=errors / f"{worker_id}.txt")
         self.workers[slot] = worker
         return worker
 
@@ -121,7 +135,8 @@ class WorkerPool:
         """SIGCONT + SIGTERM every live process, wait (SIGKILL after ``timeout``); exit codes by id."""
         for worker in self.workers.values():
             self.resume(worker)
-            self.signal(worker, signal.SIGTERM)
+            # One still starting has no SIGTERM handler yet and nothing to clean up.
+            self.signal(worker, signal.SIGTERM if worker.ready() else signal.SIGKILL)
         codes: dict[str, int | None] = {}
         for worker in self.workers.values():
             try:

@@ -207,6 +207,8 @@ def _inject(fault: Fault, backend: SoakBackend, pool: WorkerPool, election: Any,
         skewed = [w for w in pool.workers.values() if w.slot == "candidate-2" and w.process.poll() is None]
         if not skewed:
             return "nothing (no skewed process)"
+        if not skewed[0].ready():
+            return f"nothing ({skewed[0].id} is still starting)"
         pool.signal(skewed[0], signal.SIGUSR1)
         return f"stepped the wall clock of {skewed[0].id} (SIGUSR1)"
     if kind in (kinds.DELAY, kinds.DROP, kinds.HOLD, kinds.CUT):
