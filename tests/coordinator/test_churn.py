@@ -191,6 +191,7 @@ ACTIONS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize(("backend", "assignors"), CASES, ids=[f"{b}-{a[0]}" for b, a in CASES])
 def test_join_leave_kill_loop(
@@ -223,6 +224,7 @@ def test_join_leave_kill_loop(
         member.leave()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_paused_member_is_fenced_before_its_units_move(spawners: Callable[[str, list[str]], Spawn]) -> None:
     """SIGSTOP a member past its session: the others take its units; once it runs
