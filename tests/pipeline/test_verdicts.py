@@ -99,6 +99,23 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     f1.add(8, "kv", "s", "updated", key="k1", version=3, epoch=3)  # stale: 3 s after epoch 4's first write
     f2.add(20, "kv", "s", "put", key="k3", version=1, epoch=4)
     f1.add(20.2, "kv", "s", "updated", key="k3", version=2, epoch=3)  # stale by the key's version order
+    # A clock stepped during the log (as soak tests step them): +0.8 s, then -0.6 s. The
+    # evidence of the two periods contradicts a constant offset: that pair gets no bound
+    # (the tolerance applies) and the other pairs keep theirs.
+    j1, j2 = log("j1", "stepped"), log("j2", "stepped", clock_offset=0.8)
+    j1.leader(0, "svc", "acquired", "a", 1, valid_until=15)
+    j2.add(0.01, "leader_election", "svc", "observed", member="a", epoch=1)
+    j1.leader(10, "svc", "resigned", "a", 1)
+    j2.leader(10.1, "svc", "acquired", "b", 2, valid_until=25.1)
+    j1.add(10.11, "leader_election", "svc", "observed", member="b", epoch=2)
+    j2.leader(20, "svc", "resigned", "b", 2)
+    j2.clock_offset = -0.6
+    j1.leader(20.1, "svc", "acquired", "a", 3, valid_until=35.1)
+    j2.add(20.11, "leader_election", "svc", "observed", member="a", epoch=3)
+    j1.leader(30, "svc", "resigned", "a", 3)
+    j2.leader(30.1, "svc", "acquired", "b", 4, valid_until=45.1)
+    j1.add(30.11, "leader_election", "svc", "observed", member="b", epoch=4)
+    j2.leader(40, "svc", "resigned", "b", 4)
     for each in logs:
         each.write()
     (root / "archive").mkdir()
@@ -138,6 +155,13 @@ def test_a_real_split_brain_of_0_9_s_is_an_overlap(analysis: Analysis) -> None:
     assert found["type"] == "overlapping_leadership"
     assert "0.900 s of overlap" in found["detail"]
     assert gaps(analysis, "split") == []
+
+
+def test_a_clock_stepped_during_the_log_raises_no_false_overlap(analysis: Analysis) -> None:
+    assert violations(analysis, "stepped") == []
+    assert [g for _, _, g in gaps(analysis, "stepped")] == pytest.approx([0.1, 0.1, 0.1], abs=0.81)
+    clocks = analysis.summary["clocks"]
+    assert clocks["pairs_with_stepped_clocks"] == [["j1", "j2"]] and not clocks["inconsistent_evidence"]
 
 
 def test_a_member_re_acquiring_its_own_epoch_starts_a_second_term(analysis: Analysis) -> None:
@@ -226,7 +250,8 @@ def test_the_report_has_worst_failovers_time_without_a_leader_and_elections(
 ) -> None:
     lead = analysis.summary["leadership"]
     assert lead["worst_failovers"][0]["gap"] == pytest.approx(20.0)  # a's own re-acquisition
-    assert lead["leaderless_seconds"] == pytest.approx(20.1)  # 0.1 (handover) + 20 (reacquire) + 0 (memory)
+    # 0.1 (handover) + 20 (reacquire) + 0 (memory) + 0.9 (stepped: uncorrected, 0.1 + the 0.8 step)
+    assert lead["leaderless_seconds"] == pytest.approx(21.0)
     rows = {r["namespace"]: r for r in analysis.tables["elections"].collect()}
     assert (rows["split"]["violations"], rows["handover"]["leaderless_seconds"]) == (1, pytest.approx(0.1))
     html = (written / "report.html").read_text()

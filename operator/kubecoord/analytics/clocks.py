@@ -22,8 +22,10 @@ What the checks get (``Clocks``):
   clean handover into an overlap and a 0.9 s overlap between clocks known to within
   0.01 s is not hidden by a 1 s tolerance.
 Guarantees: only causally certain pairs are used, so with a linearizable backend the
-bounds hold. Evidence that contradicts itself (a negative cycle: a broken backend or
-a log stamped after the fact) is discarded and said so in the summary.
+bounds hold. A pair of processes whose evidence contradicts a constant offset (a clock
+stepped during the log) gets no bound (the tolerance applies to it) and is named in the
+summary; evidence contradicting itself across more processes (a negative cycle) is
+discarded entirely and said so.
 Not guaranteed: offsets that drift during the log (one constant per process is assumed).
 """
 
@@ -53,6 +55,9 @@ class Clocks:
     bounds: list[dict[str, Any]] = field(default_factory=list)
     """Per pair with evidence: a, b, low, high (bounds of offset(b) - offset(a)) and pairs."""
     inconsistent: bool = False
+    """Evidence contradicted itself across processes (a cycle): none of it was used."""
+    contradicted: list[tuple[str, str]] = field(default_factory=list)
+    """Pairs whose evidence contradicts a constant offset (a stepped clock): not used."""
 
     def offset_column(self, process: Column) -> Column:
         """This process's estimated offset in seconds (0 when unknown)."""
@@ -83,6 +88,7 @@ class Clocks:
             "pairs_with_evidence": len(self.bounds),
             "largest_skews": widest[:REPORTED_PAIRS],
             "inconsistent_evidence": self.inconsistent,
+            "pairs_with_stepped_clocks": [list(pair) for pair in self.contradicted],
         }
 
 
@@ -149,6 +155,14 @@ def estimate(events: DataFrame, tolerance: float) -> Clocks:
         i, j = index[r["a"]], index[r["b"]]
         hi[i][j] = min(hi[i][j], float(r["hi"]))
         count[i][j] += int(r["pairs"])
+    # A pair whose two directions contradict a constant offset (a clock stepped or
+    # jumping during the log, as soak tests make them) gives no bound at all; the other
+    # pairs keep theirs.
+    for i in range(n):
+        for j in range(i + 1, n):
+            if hi[i][j] + hi[j][i] < 0:
+                hi[i][j] = hi[j][i] = inf
+                clocks.contradicted.append((names[i], names[j]))
     if n <= MAX_PROCESSES:
         for k in range(n):
             row_k = hi[k]
