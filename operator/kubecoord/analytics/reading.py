@@ -39,6 +39,8 @@ _BLANK = "blank"
 _FAILED_FILE = re.compile(r"Encountered error while reading file (\S+?)\.?\s+SQLSTATE")
 MAX_UNREADABLE = 1000
 BYTES_PER_SHUFFLE_PARTITION = 128 * 2**20
+SPLIT_BYTES = 32 * 2**20
+SPARK_DEFAULT_SPLIT = ("134217728b", "134217728", "128m", "128MB")
 COMPRESSION = 8
 """How much larger than its .gz a JSON Lines log is, roughly (for sizing shuffles)."""
 """Give up after this many unreadable files (each costs one retry of the scan)."""
@@ -159,6 +161,10 @@ def _size_shuffles(spark: SparkSession, input_bytes: int) -> None:
     """Shuffle partitions sized to the data (unless the caller set them): one per
     BYTES_PER_SHUFFLE_PARTITION of text, at least one per core. Spark's 200 gave 7,026
     tasks for 197k events; every check shuffles a fraction of the events by its key."""
+    if spark.conf.get("spark.sql.files.maxPartitionBytes") in SPARK_DEFAULT_SPLIT:
+        # Every split's parsed lines are cached as one block, built in memory before it can
+        # spill: Spark's 128 MiB splits ran a 1 GiB driver out of heap at 10M events.
+        spark.conf.set("spark.sql.files.maxPartitionBytes", str(SPLIT_BYTES))
     if spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
         return
     cores = spark.sparkContext.defaultParallelism
