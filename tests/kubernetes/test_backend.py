@@ -484,3 +484,22 @@ def test_a_token_the_in_cluster_refresher_cannot_read_is_backend_unavailable(
     client = KubeClient(k8s.ApiClient(configuration), "default", request_timeout=2.0)
     with pytest.raises(BackendUnavailableError, match="credentials unavailable"):
         client.get(LEASES, "anything")
+
+
+def test_a_lease_deleted_behind_the_candidates_backs_never_sends_the_epoch_backwards(
+    admin_api: k8s.ApiClient, connect: Connect, name: str
+) -> None:
+    first, second = connect().leader_election(name), connect().leader_election(name)
+    assert first.nominate("pod-a")
+    assert not second.nominate("pod-b")
+    first.resign("pod-a")
+    eventually(lambda: second.is_leader("pod-b"), timeout=10)
+    leader = second.get_leader()
+    assert leader is not None and leader.epoch == 2
+    deleted = time.monotonic()
+    k8s.CoordinationV1Api(admin_api).delete_namespaced_lease(name, "default")
+    eventually(lambda: second.is_leader("pod-b") and (second.get_leader() or leader).epoch > 2, timeout=30)
+    # It waited a whole lease from the deletion (the old holder's view may last that long)
+    # and carried on from the epoch it had seen, not from 1.
+    assert time.monotonic() - deleted >= FAST["lease_duration"]
+    assert second.get_leader() == kubecoord.Leader("pod-b", "", 3)

@@ -29,7 +29,12 @@ Guarantees:
   the loss and does not write again as leader; is_leader() turns False at that instant
   by itself — a process resumed after SIGSTOP sees False before any thread runs a write.
 - The epoch is the record's transitions: +1 on every acquisition (kubecoord also counts a
-  re-acquisition by the same id after a loss as a new term).
+  re-acquisition by the same id after a loss as a new term). A record deleted behind the
+  candidates' backs does not reset it: a candidate that saw the record carries on from the
+  highest epoch it saw, and waits a whole lease from when it noticed the deletion (the
+  last holder may still believe it leads until its renew deadline). A process that never
+  saw the record cannot know its epoch; the operator re-creates deleted Leases at their
+  last epoch for that case.
 
 Not guaranteed: that the leader's work stops in time — use the epoch as a fencing token.
 """
@@ -102,6 +107,8 @@ class Elector:
         self._version = ""
         self._record: LeaderRecord | None = None
         self._sent = 0.0
+        self._highest_epoch = 0
+        self._vanished_at: float | None = None
 
     # -- the holder's own view ----------------------------------------------------------
     def is_leader(self) -> bool:
@@ -175,6 +182,16 @@ class Elector:
     def _step_following(self) -> float:
         now = self._clock.now()
         observed = self._store.observed()
+        if observed is not None:
+            self._highest_epoch = max(self._highest_epoch, observed.record.transitions)
+            self._vanished_at = None
+        elif self._highest_epoch:
+            # 5a. The record we saw was deleted: its holder may lead until its renew
+            #     deadline, so wait a whole lease from when we noticed.
+            if self._vanished_at is None:
+                self._vanished_at = now
+            if now < self._vanished_at + self._timings.lease_duration:
+                return self._vanished_at + self._timings.lease_duration - now
         # 5. Held by someone whose lease has not expired in our own observation: wait
         #    until it would expire (a watch event wakes us earlier).
         if observed is not None and observed.record.held:
@@ -183,7 +200,7 @@ class Elector:
                 return expires - now
         # 6. Free (released, never held) or expired: try to acquire over what we observed.
         wall = self._now_wall()
-        transitions = observed.record.transitions + 1 if observed is not None else 1
+        transitions = self._highest_epoch + 1  # never backwards, even over a re-created record
         record = LeaderRecord(
             holder=self.candidate, lease_duration_seconds=self._timings.lease_duration,
             acquire_time=wall, renew_time=wall, transitions=transitions, data=self.data,
@@ -260,6 +277,7 @@ class Elector:
     def _confirm(self, written: Observation, *, sent: float) -> None:
         self._version = written.version
         self._record = replace(written.record, data=self.data)
+        self._highest_epoch = max(self._highest_epoch, written.record.transitions)
         self._sent = sent
         self._valid_until = sent + self._timings.renew_deadline
         self._next_renew = sent + self._timings.retry_period
