@@ -188,7 +188,10 @@ def analyze(
         raise EmptyInputError(f"no valid events in {len(read.files)} file(s){detail}")
 
     covered = coverage.deduplicate(read.events)
-    deduped = covered.events.persist(StorageLevel.MEMORY_AND_DISK)
+    # On disk, streamed: the dedup pass is partitioned by process, so one cached block
+    # holds a whole process's events (1.25M at 10M events), which a 1 GiB driver cannot
+    # build in memory.
+    deduped = covered.events.persist(StorageLevel.DISK_ONLY)
     progress.step("estimating clock offsets")
     estimated = clocks.estimate(deduped, skew)
     offset = estimated.offset_column(F.col("process"))
