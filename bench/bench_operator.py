@@ -34,6 +34,7 @@ import kubernetes.config
 import yaml
 
 import kubecoord
+from kubecoord._internal import processes
 from kubecoord.testing import ApiEmulator
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -175,12 +176,7 @@ def main() -> int:
             total = len(names) + len(samples)
             print(f"status lag, {total} resources: {percentiles(lags_busy)} ({len(lags_busy)} changes)")
         finally:
-            operator.terminate()
-            try:
-                operator.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                operator.kill()
-                operator.wait()
+            processes.stop(operator, 60)
     return 0
 
 

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 from tests.fixtures.real_apiserver import BinariesNotFound, RealApiServer, find_binaries  # noqa: E402
 
 import kubecoord  # noqa: E402
+from kubecoord._internal import processes  # noqa: E402
 from kubecoord.backends.kubernetes.sharding import SHARD_BYTES, shard_count_for  # noqa: E402
 
 GROUP, VERSION = "kubecoord.dev", "v1alpha1"
@@ -360,12 +361,7 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
         rss, threads = rss_and_threads(operator.pid)
         print(f"  operator after the changes: RSS {rss:.0f} MiB, {threads} threads")
     finally:
-        operator.terminate()
-        try:
-            operator.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            operator.kill()
-            operator.wait()
+        processes.stop(operator, 60)
 
 
 def main() -> int:

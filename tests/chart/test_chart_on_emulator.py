@@ -18,6 +18,7 @@ from kubernetes.client import ApiClient, ApiException
 from kubernetes.dynamic import DynamicClient
 
 import kubecoord
+from kubecoord._internal import processes
 from kubecoord.testing import ApiEmulator
 from tests.chart.conftest import Render
 from tests.helpers import eventually
@@ -329,12 +330,7 @@ def test_the_operator_reconciles_with_only_the_charts_permissions(
         )
         assert holder.spec.holder_identity == "kc-kubecoord-0"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()  # a graceful stop is the operator's own tests' business
-            process.wait()
+        processes.stop(process, 5)  # a graceful stop is the operator's own tests' business
         log.close()
     operator_requests = [r for r in cluster.requests if (r.user or "").startswith("system:serviceaccount:")]
     assert operator_requests

@@ -37,6 +37,7 @@ from kubernetes.dynamic import DynamicClient
 
 import kubecoord
 from kubecoord import PermissionDeniedError
+from kubecoord._internal import processes
 from tests.chart import conftest as chart_fixtures
 from tests.chart.conftest import CHART, run_helm
 from tests.fixtures import real_kubernetes
@@ -120,12 +121,7 @@ def operator_process(installed: str, release_namespace: str, mint_kubeconfig: Mi
     try:
         yield Operator(process, log, health_port)
     finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        processes.stop(process, 30)
         print(log.read_text(errors="replace")[-4000:])
 
 

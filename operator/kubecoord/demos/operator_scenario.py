@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 import kubecoord
+from kubecoord._internal import processes
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import API_VERSION, PLURALS
 
@@ -178,15 +179,7 @@ class Processes:
         self.children[name].wait(timeout=30)
 
     def stop_all(self) -> None:
-        for child in self.children.values():
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        for child in self.children.values():
-            try:
-                child.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+        processes.stop_all(self.children.values(), 15)
 
 
 def _worker(role: str, name: str, identity: str, namespace: str, kubeconfig: str) -> list[str]:

@@ -31,6 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from kubecoord._internal import processes
+
 JARS_DIR = Path(os.environ.get("KUBECOORD_ZOOKEEPER_JARS", "/usr/share/java"))
 STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -124,17 +126,8 @@ class ServerProcess:
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL after ``timeout``; always reaped."""
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.send_signal(signal.SIGCONT)
-                self.process.terminate()
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.process.wait()
+        if self.process is not None:
+            processes.stop(self.process, timeout)
 
     def log_tail(self, lines: int = 30) -> str:
         with contextlib.suppress(OSError):
