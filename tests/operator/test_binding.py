@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import kubernetes.client
 import pytest
+from kopf.testing import KopfRunner
 
 import kubecoord
 from kubecoord.api import Coordinator
@@ -16,6 +17,7 @@ from kubecoord.backends.kubernetes import naming
 from kubecoord.errors import BackendUnavailableError, PermissionDeniedError, StoreFullError
 from kubecoord.testing import ApiEmulator
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE
 
 
@@ -38,11 +40,13 @@ def _lease_seconds(k8s: kubernetes.client.ApiClient, name: str) -> int:
 
 
 def test_election_takes_timings_from_its_resource_and_defaults_without(
-    k8s: kubernetes.client.ApiClient, coord: Coordinator
+    k8s: kubernetes.client.ApiClient, coord: Coordinator, operator: KopfRunner
 ) -> None:
     bound, unbound = f"bound-{uuid.uuid4().hex[:6]}", f"free-{uuid.uuid4().hex[:6]}"
     _create(k8s, "leaderelections", "LeaderElection", bound, {"leaseDurationSeconds": 7, "renewDeadlineSeconds": 5})
-    assert coord.leader_election(bound).nominate("pod-a")
+    election = coord.leader_election(bound)
+    election.nominate("pod-a")  # its Lease is the operator's to create: a bound client waits for it
+    eventually(lambda: election.is_leader("pod-a"), timeout=20)
     assert coord.leader_election(unbound).nominate("pod-a")
     assert _lease_seconds(k8s, naming.election_lease_name(bound)) == 7
     assert _lease_seconds(k8s, naming.election_lease_name(unbound)) == 15  # client-go's default
@@ -110,7 +114,9 @@ def test_a_resource_it_may_not_read_is_an_error_not_a_fallback_to_defaults(
         with pytest.raises(PermissionDeniedError):
             coordinator.storage(name)
     leases = kubernetes.client.CoordinationV1Api(k8s).list_namespaced_lease(NAMESPACE).items
-    assert naming.election_lease_name(name) not in {lease.metadata.name for lease in leases}
+    # Nothing written by the client: the Lease, if there, is the operator's, never held.
+    lease = next((item for item in leases if item.metadata.name == naming.election_lease_name(name)), None)
+    assert lease is None or not lease.spec.holder_identity
 
 
 def test_a_resource_that_cannot_be_read_in_time_is_backend_unavailable(

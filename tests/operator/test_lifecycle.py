@@ -62,6 +62,43 @@ def test_leader_election_lifecycle(resources: Resources, client: Coordinator, un
     eventually(lambda: f"kubecoord-leaderelection-{name}" not in resources.role_names(), timeout=30)
 
 
+def test_a_deleted_election_lease_comes_back_as_it_was_and_epochs_never_go_back(
+    resources: Resources, kubeconfig_path: pathlib.Path, unique: str
+) -> None:
+    name = f"deleted-{unique}"
+    lease_name = naming.election_lease_name(name)
+    spec = {"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.5}
+    resources.create("leaderelections", "LeaderElection", name, spec)
+    resources.wait_ready("leaderelections", name)
+    url = f"kubernetes://{NAMESPACE}"
+    with kubecoord.connect(url, kubeconfig=str(kubeconfig_path)) as holder_side:
+        election = holder_side.leader_election(name)
+        assert election.nominate("pod-a")
+        election.nominate("pod-b")
+        election.resign("pod-a")
+        eventually(lambda: election.is_leader("pod-b"), timeout=20)
+        epoch = resources.coordination.read_namespaced_lease(lease_name, NAMESPACE).spec.lease_transitions
+        assert epoch >= 2
+        resources.coordination.delete_namespaced_lease(lease_name, NAMESPACE)
+        # A process started after the deletion never saw the Lease: it must not create it
+        # (it would start over at epoch 1) but wait for the operator's re-creation.
+        with kubecoord.connect(url, kubeconfig=str(kubeconfig_path)) as newcomer_side:
+            newcomer = newcomer_side.leader_election(name)
+            newcomer.nominate("pod-new")
+
+            eventually(lambda: lease_name in resources.lease_names(), timeout=20)
+            lease = resources.coordination.read_namespaced_lease(lease_name, NAMESPACE)
+            # As it was: same holder, same epoch; the holder renews it and keeps leading.
+            assert (lease.spec.holder_identity, lease.spec.lease_transitions) == ("pod-b", epoch)
+            assert _owners(lease) == ["LeaderElection"]
+            eventually(lambda: election.get_leader() == kubecoord.Leader("pod-b", "", epoch), timeout=10)
+            assert election.is_leader("pod-b")
+            election.resign("pod-b")
+            eventually(lambda: newcomer.is_leader("pod-new"), timeout=20)
+            assert newcomer.get_leader() == kubecoord.Leader("pod-new", "", epoch + 1)
+    resources.delete("leaderelections", name)
+
+
 def test_group_status_generation_events_and_expired_member_gc(
     resources: Resources, client: Coordinator, unique: str, kubeconfig_path: pathlib.Path
 ) -> None:

@@ -23,11 +23,14 @@ asks for: kubecoord clients create them with the group's label and member annota
 and the operator adopts exactly those.
 
 Epochs never go backwards: the epoch is the Lease's leaseTransitions and every
-acquisition adds 1 to what it finds. A Lease the operator (re-)creates starts at the
-resource's status.epoch — the last epoch the operator observed — so after someone deletes
-the Lease the next leader's epoch is still above every earlier one. (A Lease deleted
-before the operator observed its latest change could repeat that one epoch: the status
-is written on every change of leader, so the window is one status write.)
+acquisition adds 1 to what it finds. A Lease someone deleted is re-created as the
+operator's watch last saw it — the DELETED event carries the object's final state: its
+holder, times and leaseTransitions — so the holder (if alive) renews it at the same
+epoch, the other candidates wait a whole lease from seeing it back, and the next leader's
+epoch is above every earlier one. Candidates bound to the resource never create the Lease
+themselves (kubecoord._core.lease.elector). Without that final state (the operator
+restarted meanwhile) it starts at the resource's status.epoch, the last epoch the status
+recorded (one status write behind at worst).
 
 Guarantee: after a resource is deleted, its finalizer removes every object of it that
 carries no ownerReference yet (a member that joined after the last adoption), so a
@@ -59,12 +62,16 @@ def _metadata(body: dict[str, Any], name: str, labels: dict[str, str]) -> dict[s
     }
 
 
-def election_lease(body: dict[str, Any]) -> dict[str, Any]:
+def election_lease(body: dict[str, Any], final: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The election's Lease to create; ``final``: the deleted Lease as last seen (if ours)."""
     name = naming.election_lease_name(body["metadata"]["name"])
     # Start at the last observed epoch: the next acquisition makes it one more (see above).
     epoch = int((body.get("status") or {}).get("epoch") or 0)
-    return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {}),
-            "spec": {"leaseTransitions": epoch}}
+    spec: dict[str, Any] = {}
+    if final is not None and owned(final, body):
+        spec = {key: value for key, value in dict(final.get("spec") or {}).items() if value is not None}
+    spec["leaseTransitions"] = max(epoch, int(spec.get("leaseTransitions") or 0))
+    return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {}), "spec": spec}
 
 
 def owned(obj: dict[str, Any], body: dict[str, Any]) -> bool:
@@ -94,11 +101,14 @@ class Ensured:
     objects: list[dict[str, Any]] = field(default_factory=list)
     """The backing objects the resource needs (owned or not)."""
     foreign: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    """"Kind name" of the objects this call created (drift repair logs them)."""
     """"Kind name" of same-named objects the operator did not create (left untouched)."""
 
 
-async def _create_or_check(obj: dict[str, Any], body: dict[str, Any]) -> bool:
-    """Create ``obj`` if absent; True when an object of that name exists that is not ours."""
+async def _create_or_check(obj: dict[str, Any], body: dict[str, Any], created: list[str] | None = None) -> bool:
+    """Create ``obj`` if absent (its name added to ``created``); True when an object of that
+    name exists that is not ours."""
     path = kubeapi.object_path(obj)
     try:
         existing = await kubeapi.acall("GET", path.item)
@@ -107,6 +117,8 @@ async def _create_or_check(obj: dict[str, Any], body: dict[str, Any]) -> bool:
             raise
         try:
             await kubeapi.acall("POST", path.collection, obj)
+            if created is not None:
+                created.append(f"{obj['kind']} {obj['metadata']['name']}")
             return False
         except kubeapi.ApiException as conflict:
             if conflict.status != 409:
@@ -141,7 +153,11 @@ async def ensure(body: dict[str, Any]) -> list[dict[str, Any]]:
     return (await ensure_owned(body)).objects
 
 
-async def ensure_owned(body: dict[str, Any]) -> Ensured:
+LastState = Callable[[str, str], dict[str, Any] | None]
+"""(plural, name) -> the object as the operator's watch last saw it, deleted or not."""
+
+
+async def ensure_owned(body: dict[str, Any], last_state: LastState | None = None) -> Ensured:
     """Create what is missing (drift repair too); report same-named objects that are not ours."""
     kind = body["kind"]
     if kind == "KVStore":
@@ -150,11 +166,12 @@ async def ensure_owned(body: dict[str, Any]) -> Ensured:
     if kind == "Group":
         record = coordinator_configmap(body)
         result.objects.append(record)
-        await _create_or_check(record, body)  # members may have made it first: theirs is fine
+        await _create_or_check(record, body, result.created)  # members may have made it first: theirs is fine
     if kind == "LeaderElection":
-        lease = election_lease(body)
+        name = naming.election_lease_name(body["metadata"]["name"])
+        lease = election_lease(body, last_state("leases", name) if last_state is not None else None)
         result.objects.append(lease)
-        if await _create_or_check(lease, body):
+        if await _create_or_check(lease, body, result.created):
             result.foreign.append(f"Lease {lease['metadata']['name']}")
     return result
 
@@ -165,9 +182,11 @@ async def _ensure_store(body: dict[str, Any]) -> Ensured:
     planned = shard_count_for(size_limit_bytes(dict(body.get("spec") or {})))
     created = {**zero, "metadata": {**zero["metadata"], "annotations": {naming.KV_SHARDS_ANNOTATION: str(planned)}}}
     path = kubeapi.object_path(zero)
+    made: list[str] = []
     try:
         await kubeapi.acall("POST", path.collection, created)
         shards = planned
+        made.append(f"ConfigMap {zero['metadata']['name']}")
     except kubeapi.ApiException as error:
         if error.status != 409:
             raise
@@ -175,10 +194,10 @@ async def _ensure_store(body: dict[str, Any]) -> Ensured:
         shards = recorded_shards(existing or {})  # never changed once recorded (keys would move)
         if not owned(existing or {}, body):  # somebody else's ConfigMap: leave it, and the rest
             return Ensured(objects=[zero], foreign=[f"ConfigMap {zero['metadata']['name']}"])
-    result = Ensured(objects=[zero])
+    result = Ensured(objects=[zero], created=made)
     for index in range(1, shards):
         shard = store_configmap(body, index)
-        if await _create_or_check(shard, body):
+        if await _create_or_check(shard, body, result.created):
             result.foreign.append(f"ConfigMap {shard['metadata']['name']}")
         result.objects.append(shard)
     return result

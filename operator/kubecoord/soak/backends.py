@@ -81,6 +81,11 @@ class SoakBackend:
     def close_clients(self) -> None:
         """Release what inject() opened (a deleter's client)."""
 
+    def after_fault(self) -> str:
+        """Between faults: restart what a deployment would restart (an operator that exited);
+        what was done, or ""."""
+        return ""
+
 
 class ZooKeeperBackend(SoakBackend):
     name = scheme = "zookeeper"
@@ -138,6 +143,28 @@ class _KubernetesBase(SoakBackend):
     def __init__(self, workdir: Path, seed: int) -> None:
         super().__init__(workdir, seed)
         self._deleter: Any = None
+        self.operator: Any = None
+        self.operator_restarts = 0
+
+    def _start_operator(self) -> None:
+        """The election, group and store as kubecoord.dev resources with the soak's timings,
+        served by a ``kubecoord operator`` process (soak/operator.py): the clients bind to
+        them, and the operator re-creates a deleted Lease or ConfigMap."""
+        from kubecoord.soak.operator import SoakOperator
+
+        self.operator = SoakOperator(self.control_kubeconfig, self.namespace, self.workdir / "operator")
+        self.operator.install(election=self.election, group=self.group, store=self.store, timings=self._timings())
+        self.operator.start(election=self.election)
+
+    def after_fault(self) -> str:
+        # The operator steps down (exits 1) when it cannot renew its own Lease for its renew
+        # deadline, as during a long server restart; its Deployment would start it again.
+        if self.operator is None or self.operator.alive():
+            return ""
+        code = self.operator.process.returncode
+        self.operator.start(election=self.election)
+        self.operator_restarts += 1
+        return f"the operator had exited ({code}); started again"
 
     @property
     def url(self) -> str:
@@ -177,6 +204,8 @@ class _KubernetesBase(SoakBackend):
 
     def stop(self) -> None:
         self.close_clients()
+        if self.operator is not None:
+            self.operator.stop()
         super().stop()
         self.control.close()
 
@@ -209,6 +238,7 @@ class EmulatorBackend(_KubernetesBase):
 
         self.api = ApiEmulator().start()
         self._front(self.api.write_kubeconfig(self.workdir / "kubeconfig"), ("127.0.0.1", self.api.port))
+        self._start_operator()
 
     def stop(self) -> None:
         super().stop()
@@ -234,6 +264,7 @@ class RealKubernetesBackend(_KubernetesBase):
         self.server = starter.RealApiServer(starter.find_binaries(), self.workdir / "real-apiserver")
         self.server.__enter__()
         self._front(self.server.admin_kubeconfig, _address(self.server.url))
+        self._start_operator()
 
     def stop(self) -> None:
         super().stop()

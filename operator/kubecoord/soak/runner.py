@@ -137,6 +137,9 @@ def run(config: SoakConfig, *, say: Any = print) -> SoakRun:
                     "duration": fault.duration,
                     "what": what,
                 }
+                repaired = backend.after_fault()
+                if repaired:
+                    entry["after"] = repaired
                 result.faults.append(entry)
                 record.write(json.dumps(entry) + "\n")
                 record.flush()

@@ -83,6 +83,8 @@ class LeaseElection(ElectionHandle):
     """Record an ``observed`` event when the leader this handle sees is somebody else's."""
     heartbeat_on_crash: ClassVar[bool] = False
     """crash(): renew once more before stopping (memory's simulate_crash), or just stop."""
+    _creates_record: bool = True
+    """Whether candidates create a missing record (False: its owner, an operator, does)."""
 
     def __init__(
         self,
@@ -185,6 +187,7 @@ class LeaseElection(ElectionHandle):
             service=self.service, candidate=candidate_id, data=data, store=store, timings=self.timings,
             clock=self._lease_clock, on_change=self._on_elector_change, events=self._history,
             backend=self._owner.backend, wall=self._wall, request_timeout=self._request_timeout,
+            creates_record=self._creates_record,
         )
         candidate = Candidate(elector, store, self.timings, self._lease_clock)
         if self._threaded():

@@ -33,8 +33,12 @@ Guarantees:
   candidates' backs does not reset it: a candidate that saw the record carries on from the
   highest epoch it saw, and waits a whole lease from when it noticed the deletion (the
   last holder may still believe it leads until its renew deadline). A process that never
-  saw the record cannot know its epoch; the operator re-creates deleted Leases at their
-  last epoch for that case.
+  saw the record cannot know its epoch, so an elector made with ``creates_record=False``
+  (a Kubernetes election bound to an operator-managed LeaderElection) never creates the
+  record: while it is missing it waits (one log line) for the operator, which re-creates a
+  deleted Lease as it was (holder, times and epoch from the watch's last view). Without an
+  operator (an unbound Lease) a process started after the deletion still creates the
+  record at epoch 1: nothing outside the deleted record remembers its epoch.
 
 Not guaranteed: that the leader's work stops in time — use the epoch as a fencing token.
 """
@@ -87,6 +91,7 @@ class Elector:
         metrics: LeaseMetrics = client_metrics,
         wall: Callable[[], float] = time.time,
         request_timeout: float = 5.0,
+        creates_record: bool = True,
     ) -> None:
         self.service = service
         self.candidate = candidate
@@ -109,6 +114,8 @@ class Elector:
         self._sent = 0.0
         self._highest_epoch = 0
         self._vanished_at: float | None = None
+        self._creates_record = creates_record
+        self._waiting_for_record = False
 
     # -- the holder's own view ----------------------------------------------------------
     def is_leader(self) -> bool:
@@ -172,6 +179,10 @@ class Elector:
             current = self._store.refresh(self._timeout(now))
         except CoordinationError:
             return max(0.0, min(self._timings.retry_period, self._valid_until - self._clock.now()))
+        if current is None and not self._creates_record and self._clock.now() < self._valid_until:
+            # Deleted behind our back, and its owner re-creates it as it was (our record):
+            # we still lead until our renew deadline, so keep renewing over the re-creation.
+            return max(0.0, min(self._timings.retry_period, self._valid_until - self._clock.now()))
         if current is not None and current.record.holder == self.candidate and self._clock.now() < self._valid_until:
             self._version = current.version  # e.g. an annotation edit: still ours, renew over it
             self._record = replace(current.record, data=self.data)
@@ -185,6 +196,17 @@ class Elector:
         if observed is not None:
             self._highest_epoch = max(self._highest_epoch, observed.record.transitions)
             self._vanished_at = None
+            self._waiting_for_record = False
+        elif not self._creates_record:
+            # 5b. Managed elsewhere (an operator): only its owner creates the record, at the
+            #     right epoch. Wait; a watch event wakes us when it is back.
+            if not self._waiting_for_record:
+                self._waiting_for_record = True
+                log.warning(
+                    "election record missing; waiting for its owner (the operator) to re-create it",
+                    extra={"service": self.service, "candidate": self.candidate},
+                )
+            return self._timings.retry_period
         elif self._highest_epoch:
             # 5a. The record we saw was deleted: its holder may lead until its renew
             #     deadline, so wait a whole lease from when we noticed.

@@ -49,7 +49,7 @@ class KubernetesCoordinator(CoordinatorBase):
         if bound is not None and bound.backend != "kubernetes":
             return self._delegate(bound).leader_election(service)
         base = bound.election_timings(self._context.timings) if bound else self._context.timings
-        return KubeLeaderElection(self._context, service, base.with_overrides(**timings))
+        return KubeLeaderElection(self._context, service, base.with_overrides(**timings), managed=bound is not None)
 
     def _open_group_membership(self, group: str) -> GroupMembership:
         bound = binding.lookup(self._context.client, binding.GROUPS, group)
@@ -69,6 +69,11 @@ class KubernetesCoordinator(CoordinatorBase):
         saw it (watch_scope namespace/managed), without a request; None when not known that
         way. For the operator's drift checks: a cached, owned object needs no GET."""
         return self._context.informers.observed(plural, name)
+
+    def last_state(self, plural: str, name: str) -> dict[str, Any] | None:
+        """As observed(), and for an object deleted since: its final state as the watch's
+        DELETED event carried it. For the operator's drift repair (re-create it as it was)."""
+        return self._context.informers.last_state(plural, name)
 
     def _delegate(self, bound: binding.Binding) -> Coordinator:
         """The coordinator of another backend that a bound resource lives in (closed with this one)."""

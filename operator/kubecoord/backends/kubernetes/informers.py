@@ -94,6 +94,11 @@ class InformerView(Informer):
             return None
         return self._matches(self._shared.get(name))
 
+    def last_state(self, name: str) -> dict[str, Any] | None:
+        if self._view_name is not None and name != self._view_name:
+            return None
+        return self._shared.last_state(name)
+
     def items(self) -> dict[str, Observed]:
         if self._view_name is not None:
             observed = self._shared.get(self._view_name)
@@ -242,6 +247,18 @@ class InformerPool:
             return None
         observed = entry[0].get(name)
         return observed.obj if observed is not None else None
+
+    def last_state(self, plural: str, name: str) -> dict[str, Any] | None:
+        """``name`` as the shared namespace informer of ``plural`` holds it, else as it was
+        when that informer saw it deleted (the watch's DELETED event); None when unknown."""
+        shared = self._selectors.get(plural)
+        if shared is None:
+            return None
+        with self._lock:
+            entry = self._informers.get((plural, "scope", shared))
+        if entry is None:
+            return None
+        return entry[0].last_state(name)
 
     @property
     def open_informers(self) -> int:

@@ -24,7 +24,11 @@ from kubecoord.backends.kubernetes.watch import Change
 class KubeLeaderElection(Watching, LeaseElection):
     _resource = LEASES
 
-    def __init__(self, context: Context, service: str, timings: Timings) -> None:
+    def __init__(self, context: Context, service: str, timings: Timings, *, managed: bool = False) -> None:
+        # Bound to an operator-managed LeaderElection: the operator creates the Lease (and
+        # re-creates a deleted one at its last epoch); a candidate that never saw it cannot
+        # know that epoch, so it never creates it (its RBAC grants no create either).
+        self._creates_record = not managed
         super().__init__(
             context, service, context.events, timings=timings, clock=context.clock,
             request_timeout=context.client.request_timeout,

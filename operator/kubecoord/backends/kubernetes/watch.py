@@ -66,6 +66,7 @@ WATCH_TIMEOUT_SECONDS = 60
 that many informers do not reconnect in step (client-go jitters its timeout likewise)."""
 BACKOFF_MAX = 2.0
 MAX_TOMBSTONES = 1024
+LAST_STATES = 1024
 SILENCE_FACTOR = 6.0
 """A stream is dead after this many usual gaps between its events without one."""
 MIN_SILENCE = 2.0
@@ -141,6 +142,9 @@ class Informer:
         self._cache: dict[str, Observed] = {}
         self._tombstones: dict[str, str] = {}
         """name -> resourceVersion at (or after) which this informer saw it deleted."""
+        self._final: dict[str, dict[str, Any]] = {}
+        """name -> the object as last seen before it was deleted (the DELETED event's final
+        state), for the newest LAST_STATES deleted names: what an owner re-creates it from."""
         self._pending: collections.deque[Change] = collections.deque()
         self._subscribers: list[Subscriber] = []
         self._routed: dict[Route, list[Subscriber]] = {}
@@ -197,6 +201,19 @@ class Informer:
         with self._lock:
             return dict(self._cache)
 
+    def last_state(self, name: str) -> dict[str, Any] | None:
+        """``name`` as cached, else as it was when this informer saw it deleted; None when
+        never seen (or forgotten: only the newest LAST_STATES deletions are kept)."""
+        with self._lock:
+            cached = self._cache.get(name)
+            return cached.obj if cached is not None else self._final.get(name)
+
+    def _remember(self, name: str, final: dict[str, Any]) -> None:
+        self._final.pop(name, None)
+        self._final[name] = final
+        while len(self._final) > LAST_STATES:
+            del self._final[next(iter(self._final))]
+
     def labelled(self, key: str, value: str) -> dict[str, Observed]:
         """The cached objects whose label ``key`` is ``value`` (indexed: no scan)."""
         with self._lock:
@@ -240,6 +257,7 @@ class Informer:
             previous = self._cache.pop(name, None)
             if previous is not None:
                 self._index(name, previous, None)
+                self._remember(name, previous.obj)
                 self._bury(name, previous.version)
                 self._pending.append((name, previous, None))
         self._drain()
@@ -255,19 +273,25 @@ class Informer:
                 # The watch has not caught up with the deletion yet: the GET is fresher.
                 del self._cache[name]
                 self._index(name, previous, None)
+                self._remember(name, previous.obj)
                 self._bury(name, previous.version)
                 self._pending.append((name, previous, None))
         self._drain()
         return None
 
     # -- applying changes (caller holds self._lock) --------------------------------------
-    def _apply(self, name: str, obj: dict[str, Any] | None, version: str) -> None:
+    def _apply(
+        self, name: str, obj: dict[str, Any] | None, version: str, final: dict[str, Any] | None = None
+    ) -> None:
         previous = self._cache.get(name)
         if obj is None:
             if previous is not None and (not version or newer(version, previous.version)):
                 del self._cache[name]
                 self._index(name, previous, None)
+                self._remember(name, final or previous.obj)
                 self._pending.append((name, previous, None))
+            elif final is not None and previous is None:
+                self._remember(name, final)
             self._bury(name, version or (previous.version if previous is not None else ""))
             return
         tombstone = self._tombstones.get(name)
@@ -352,6 +376,7 @@ class Informer:
                 if name not in fresh and not newer(previous.version, version):
                     del self._cache[name]
                     self._index(name, previous, None)
+                    self._remember(name, previous.obj)
                     self._bury(name, version)
                     self._pending.append((name, previous, None))
             for buried, at in list(self._tombstones.items()):
@@ -427,7 +452,7 @@ class Informer:
             if kind in ("ADDED", "MODIFIED") and self._wanted(obj):
                 self._apply(object_name(obj), obj, version)
             elif kind == "DELETED" and self._wanted(obj):
-                self._apply(object_name(obj), None, version)
+                self._apply(object_name(obj), None, version, final=obj)
             if version and newer(version, self._last_rv):
                 self._last_rv = version
         self._drain()

@@ -64,6 +64,8 @@ RESYNC_SECONDS = 300.0
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
 DRIFT_SECONDS = 10.0
 """How often a kubernetes-backed resource's backing objects are checked (one GET each)."""
+REPAIR_SECONDS = 0.5
+"""Least time between two repairs of objects the watch shows missing (the mirror wakes on it)."""
 STOP_SECONDS = 5.0
 CLEANUP_SECONDS = 10.0
 CLEANUP_RETRIES = 3
@@ -326,18 +328,26 @@ class _StatusWriter:
         return RETRY_SECONDS[min(self.failures, len(RETRY_SECONDS)) - 1] if self.failures else RESYNC_SECONDS
 
 
+def _all_cached(body: kopf.Body, coordinator: Coordinator) -> bool:
+    observed = getattr(coordinator, "observed", None)
+    return observed is not None and backing.cached_and_owned(dict(body), observed)
+
+
 async def _repair_drift(body: kopf.Body, backend: BackendSpec, coordinator: Coordinator) -> list[str]:
     """Re-create deleted backing objects; the names of same-named objects that are not ours."""
     if backend.backend != "kubernetes":
         return []
-    observed = getattr(coordinator, "observed", None)
-    if observed is not None and backing.cached_and_owned(dict(body), observed):
+    if _all_cached(body, coordinator):
         return []  # all there and ours, as the shared watch shows: no request (thousands of resources)
     try:
-        return (await backing.ensure_owned(dict(body))).foreign
+        ensured = await backing.ensure_owned(dict(body), getattr(coordinator, "last_state", None))
     except (kubeapi.ApiException, OSError) as error:
         log.info("drift check failed", extra={"resource": body["metadata"]["name"], "error": str(error)[:300]})
         return []
+    if ensured.created:
+        log.info("re-created deleted backing objects", extra={"resource": body["metadata"]["name"],
+                                                               "objects": ensured.created})
+    return ensured.foreign
 
 
 async def _mirror_loop(
@@ -397,7 +407,12 @@ async def _mirror_loop(
                 await unreachable(error)
                 continue
             failures = 0
-            if time.monotonic() - last_drift_check >= DRIFT_SECONDS:
+            since = time.monotonic() - last_drift_check
+            # A backing object the watch shows deleted is re-created at once (its clients
+            # wait for it), not at the next periodic check; a foreign one is only reported.
+            missing = backend.backend == "kubernetes" and not foreign and not _all_cached(body, coordinator)
+
+            if since >= DRIFT_SECONDS or (missing and since >= REPAIR_SECONDS):
                 last_drift_check = time.monotonic()
                 foreign = await _repair_drift(body, backend, coordinator)
             ready, reason, message = snapshot.ready
@@ -436,6 +451,8 @@ async def _mirror_loop(
                             extra={"kind": kind, "resource": name, "status_code": getattr(error, "status", None),
                                    "error": str(error)[:500]})
             pause = min(writer.retry_in, DRIFT_SECONDS if backend.backend == "kubernetes" else RESYNC_SECONDS)
+            if missing:
+                pause = min(pause, REPAIR_SECONDS)  # until the watch shows the re-created object
             await run.pause(pause)
     finally:
         await asyncio.to_thread(mirror.close)
