@@ -266,7 +266,8 @@ class ListenerRegistry(_Closeable):
 class Coordinator(_Closeable):
     """A connection to one backend (KIP-30's init(context)); hands out the four clients.
 
-    close() closes every handle it handed out: candidates resign, members leave.
+    close() closes every handle it handed out: group coordinator members leave first
+    (on_leave_prepare), then candidates resign and members leave.
     """
 
     backend: str
@@ -292,6 +293,7 @@ class Coordinator(_Closeable):
     def listener_registry(self, name: str) -> ListenerRegistry:
         """A ListenerRegistry over the store ``name``."""
 
+    @abc.abstractmethod
     def group_coordinator(
         self,
         group: str,
@@ -303,7 +305,8 @@ class Coordinator(_Closeable):
         history: HistoryTarget = None,
     ) -> GroupCoordinatorHandle:
         """A member of the group coordinator ``group`` (KIP-795), built on this
-        coordinator's membership, election and KV primitives (kubecoord.coordinator).
+        coordinator's membership, election and KV primitives (every kubecoord backend
+        makes it with kubecoord.coordinator.GroupMember).
 
         ``member_id`` defaults to host-pid-random. ``session_timeout``: how long this
         member may go without confirming the group's state before it fences itself, and
@@ -311,13 +314,8 @@ class Coordinator(_Closeable):
         ``rebalance_timeout``: how long the leader waits for members to join a new
         generation before it drops the laggards. ``history``: an event log path for the
         coordinator's rebalance events (default: this coordinator's own event log).
+        Closing the coordinator closes the handle first (on_leave_prepare, then leave).
         """
-        from kubecoord.coordinator.member import GroupMember  # a layer above: imported on use
-
-        return GroupMember(
-            self, group, protocol, member_id=member_id, session_timeout=session_timeout,
-            rebalance_timeout=rebalance_timeout, history=history,
-        )
 
 
 class GroupProtocol(abc.ABC):

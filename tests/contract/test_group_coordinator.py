@@ -77,6 +77,33 @@ def test_leave_hands_units_on_and_fences_the_leaver(harness: Harness, name: str)
     assert sorted(len(ledger.held_by(m)) for m in ("w0", "w1")) == [6, 6]
 
 
+def test_closing_the_coordinator_lets_its_member_leave_first(harness: Harness, name: str) -> None:
+    """KIP-795: the coordinator calls onLeavePrepare when it leaves the group, on close too.
+    Exiting the ``with`` of a member's coordinator gives its units up before the group
+    hears it left, so the others get them with no overlap and without a session wait."""
+    ledger = Ledger()
+    stays = [_member(harness, name, f"w{i}", ledger.protocol(f"w{i}", UNITS)) for i in range(2)]
+    closing = harness.connect()
+    leaver = closing.group_coordinator(
+        name, ledger.protocol("w2", UNITS), member_id="w2", session_timeout=SESSION, rebalance_timeout=20.0
+    )
+    assert isinstance(leaver, GroupMember)
+    with closing:
+        for member in [*stays, leaver]:
+            member.join()
+        eventually(lambda: _settled([*stays, leaver]), harness.settle * 2)
+        held = ledger.held_by("w2")
+        generation = leaver.generation
+        assert held
+    assert ledger.held_by("w2") == set()  # on_leave_prepare ran: its units were revoked
+    assert set(ledger.revoked.get("w2", [])) >= held
+    with pytest.raises(StaleGenerationError):
+        leaver.ensure_generation(generation)
+    eventually(lambda: _settled(stays) and stays[0].generation > generation, harness.settle * 2)
+    assert ledger.violations == []
+    assert sorted(len(ledger.held_by(m)) for m in ("w0", "w1")) == [6, 6]
+
+
 def test_crashed_member_is_fenced_before_its_units_move(harness: Harness, name: str) -> None:
     ledger = Ledger()
     members = [_member(harness, name, f"w{i}", ledger.protocol(f"w{i}", UNITS)) for i in range(3)]

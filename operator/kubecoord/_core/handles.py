@@ -12,7 +12,9 @@ storage operations (the ``_``-prefixed hooks) and inherits the rest.
 - Client metrics: ``_leadership(candidate, leading)`` updates kubecoord.metrics for the
   handle's backend (the lease core's elector reports on its own).
 - Handle tracking: CoordinatorBase validates names, opens handles through the backend's
-  hooks and keeps them, newest last, for close().
+  hooks and keeps them, newest last, for close(); it makes group coordinator members
+  (kubecoord.coordinator, over the four primitives) and keeps them too, so that a
+  backend's close() lets them leave (on_leave_prepare) before anything else closes.
 
 What the hooks promise is the backend's business; what the public methods promise is
 kubecoord.api's docstrings.
@@ -21,6 +23,7 @@ kubecoord.api's docstrings.
 from __future__ import annotations
 
 import abc
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -30,7 +33,9 @@ from kubecoord import metrics, validation
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import (
     Coordinator,
+    GroupCoordinatorHandle,
     GroupMembership,
+    GroupProtocol,
     KeySetListener,
     Leader,
     LeaderElection,
@@ -41,7 +46,8 @@ from kubecoord.api import (
     ValueListener,
     Versioned,
 )
-from kubecoord.errors import ClosedError
+from kubecoord.coordinator.member import GroupMember
+from kubecoord.errors import ClosedError, CoordinationError
 from kubecoord.history import EventLog
 
 
@@ -380,6 +386,7 @@ class CoordinatorBase(Coordinator):
 
     def __init__(self, handle_owner: Owner | None = None) -> None:
         self._handles: list[Handle] = []
+        self._group_members: list[GroupMember] = []
         self._handles_lock = threading.Lock()
         self._handle_owner: object = handle_owner if handle_owner is not None else self
         """What this coordinator's own handles name as their owner (itself unless given)."""
@@ -403,6 +410,28 @@ class CoordinatorBase(Coordinator):
         validation.check_name(name, "store name")
         self.check_open()
         return self._track(self._open_listener_registry(name))
+
+    def group_coordinator(self, group: str, protocol: GroupProtocol, **options: Any) -> GroupCoordinatorHandle:
+        # The options are kubecoord.api.Coordinator.group_coordinator's, checked by GroupMember.
+        self.check_open()
+        member = GroupMember(self, group, protocol, **options)
+        with self._handles_lock:
+            self._group_members.append(member)
+        return member
+
+    def _close_group_members(self) -> None:
+        """KIP-795: a member leaving on close runs on_leave_prepare and gives its units up
+        before the group hears it left. First in every backend's close(), while the
+        primitives it leaves through are still open."""
+        with self._handles_lock:
+            members, self._group_members = self._group_members, []
+        for member in reversed(members):
+            try:
+                member.close()
+            except CoordinationError as exc:  # the backend is unreachable: leave the rest to expiry
+                logging.getLogger("kubecoord").info(
+                    "group member could not leave on close", extra={"group": member.group, "error": str(exc)}
+                )
 
     _A = TypeVar("_A")
 

@@ -102,6 +102,7 @@ class KubernetesCoordinator(CoordinatorBase):
         with self._context.lock:
             if self._context.closed or self._context.crashed:
                 return
+        self._close_group_members()
         for handle in reversed(self._tracked()):
             handle.close()
         with self._lock:

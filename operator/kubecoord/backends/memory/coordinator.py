@@ -68,6 +68,7 @@ class MemoryCoordinator(CoordinatorBase):
     def close(self) -> None:
         if self.session.closed or self.crashed:
             return
+        self._close_group_members()
         for handle in reversed(self._tracked()):
             handle.close()
         with self.state.lock:

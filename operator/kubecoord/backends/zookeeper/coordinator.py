@@ -104,6 +104,10 @@ class ZooKeeperCoordinator(CoordinatorBase):
         with self._lock:
             if self._closed:
                 return
+        self._close_group_members()  # while the session is open: they leave through it
+        with self._lock:
+            if self._closed:
+                return
             self._closed = True
         for handle in reversed(self._tracked()):
             handle.close()
