@@ -145,17 +145,17 @@ class CooperativeStickyAssignor(StickyAssignor):
     rebalance_protocol: RebalanceProtocol = "cooperative"
 
     def assign(self, units: Sequence[str], members: Mapping[str, Subscription]) -> Assignment:
-        target = super().assign(units, members)
-        claimed: dict[str, set[str]] = {}
-        for member, sub in members.items():
-            for unit in sub.owned:
-                claimed.setdefault(unit, set()).add(member)
-        # KIP-429: a unit some other member still owns is withheld; its owner sees it
-        # missing, revokes it and rejoins, and the next generation hands it on.
-        return {
-            member: [unit for unit in got if claimed.get(unit, {member}) <= {member}]
-            for member, got in target.items()
-        }
+        return withhold_owned(super().assign(units, members), members)
+
+
+def withhold_owned(target: Mapping[str, Sequence[str]], members: Mapping[str, Subscription]) -> Assignment:
+    """``target`` less every unit some other member still reports owning (KIP-429): its
+    owner sees it missing, revokes it and rejoins, and the next generation hands it on."""
+    claimed: dict[str, set[str]] = {}
+    for member, sub in members.items():
+        for unit in sub.owned:
+            claimed.setdefault(unit, set()).add(member)
+    return {member: [unit for unit in got if claimed.get(unit, {member}) <= {member}] for member, got in target.items()}
 
 
 ASSIGNORS: dict[str, type[Assignor]] = {

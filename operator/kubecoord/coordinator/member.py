@@ -52,6 +52,7 @@ from kubecoord.coordinator.record import (
     derived_name,
     encode_join_data,
     encode_state,
+    publish,
 )
 from kubecoord.errors import (
     BackendUnavailableError,
@@ -59,8 +60,6 @@ from kubecoord.errors import (
     CoordinationError,
     GroupProtocolError,
     InvalidArgumentError,
-    KeyExistsError,
-    KeyNotFoundError,
     RebalanceInProgressError,
     StaleGenerationError,
     VersionConflictError,
@@ -450,13 +449,7 @@ class GroupMember(GroupCoordinatorHandle):
     def _publish(self, decision: Decision, version: int | None) -> bool:
         if decision.state is None:
             return False
-        text = encode_state(decision.state)
-        try:
-            if version is None:
-                self._store.put(STATE_KEY, text)
-            else:
-                self._store.update(STATE_KEY, text, expected_version=version)
-        except (VersionConflictError, KeyExistsError, KeyNotFoundError):
+        if not publish(self._store, decision.state, version):
             return True  # someone wrote first: read again
         if decision.kind == "rebalance":
             self._record("rebalance_started", generation=decision.state.generation, role="leader",

@@ -26,7 +26,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubecoord.errors import GroupProtocolError
+from kubecoord.api import Storage
+from kubecoord.errors import GroupProtocolError, KeyExistsError, KeyNotFoundError, VersionConflictError
 
 FORMAT = 1
 STATE_KEY = "coordinator/state"
@@ -117,6 +118,20 @@ def decode_state(text: str) -> GroupState:
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise GroupProtocolError(f"group state record is malformed: {exc}") from None
+
+
+def publish(store: Storage, state: GroupState, version: int | None) -> bool:
+    """Write ``state`` over the record read at ``version`` (None: there was none) by
+    compare-and-set; False when another writer came first (read again and re-decide)."""
+    text = encode_state(state)
+    try:
+        if version is None:
+            store.put(STATE_KEY, text)
+        else:
+            store.update(STATE_KEY, text, expected_version=version)
+    except (VersionConflictError, KeyExistsError, KeyNotFoundError):
+        return False
+    return True
 
 
 def encode_join_data(protocol_type: str, protocols: Protocols) -> str:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubecoord.api import Coordinator
-from kubecoord.coordinator.assignors import ASSIGNORS
+from kubecoord.coordinator.assignors import ASSIGNORS, withhold_owned
 from kubecoord.coordinator.leading import Decision, LeaderTimers, decide
 from kubecoord.coordinator.record import (
     REBALANCING,
@@ -40,10 +40,10 @@ from kubecoord.coordinator.record import (
     decode_join_data,
     decode_state,
     derived_name,
-    encode_state,
+    publish,
 )
 from kubecoord.coordinator.units import decode_subscription, decode_units, encode_units
-from kubecoord.errors import GroupProtocolError, KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.errors import GroupProtocolError
 from kubecoord.operator.mirror import GroupMirror, Notice, Snapshot
 
 OPERATOR_ID = "kubecoord-operator"
@@ -79,13 +79,9 @@ def assign_units(spec: AssignmentSpec, metadata: dict[str, bytes]) -> dict[str, 
     rule: nothing goes to a member while another reports owning it."""
     subscriptions = {member: decode_subscription(data) for member, data in metadata.items()}
     target = ASSIGNORS[spec.assignor]().assign(list(spec.units), subscriptions)
-    claimed: dict[str, set[str]] = {}
-    for member, sub in subscriptions.items():
-        for unit in sub.owned:
-            claimed.setdefault(unit, set()).add(member)
     # Cooperative members keep units through a rebalance whatever the assignor: what
     # another member still owns follows in the next generation, as in KIP-429.
-    safe = {m: [u for u in got if claimed.get(u, {m}) <= {m}] for m, got in target.items()}
+    safe = withhold_owned(target, subscriptions)
     return {member: encode_units(safe.get(member, [])) for member in metadata}
 
 
@@ -144,15 +140,8 @@ class GroupCoordinatorView:
         self._schedule(decision.wake_in)
         if decision.state is None:
             return False
-        text = encode_state(decision.state)
-        try:
-            if version is None:
-                self._store.put(STATE_KEY, text)
-            else:
-                self._store.update(STATE_KEY, text, expected_version=version)
-        except (VersionConflictError, KeyExistsError, KeyNotFoundError):
-            pass
-        return True
+        publish(self._store, decision.state, version)
+        return True  # written, or someone wrote first: read again either way
 
     def _schedule(self, delay: float | None) -> None:
         if self._timer is not None:
