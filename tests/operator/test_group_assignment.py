@@ -106,7 +106,6 @@ def test_member_led_group_status_shows_the_generation(resources: Resources, conn
     [
         ({"assignment": {"units": 4, "unitNames": ["a"]}}, "exactly one of units"),
         ({"assignment": {"units": 4, "sessionTimeoutSeconds": 20, "rebalanceTimeoutSeconds": 10}}, "at least"),
-        ({"backend": "zookeeper", "zookeeper": {"hosts": ["zk:2181"]}, "assignment": {"units": 4}}, "kubernetes"),
         ({"assignment": {"units": 4, "assignor": "random"}}, "Unsupported value"),
     ],
 )

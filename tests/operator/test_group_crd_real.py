@@ -57,12 +57,21 @@ def test_valid_assignment_is_admitted_and_immutable(groups_api: k8s.CustomObject
     assert error.value.status == 422 and "immutable" in str(error.value.body)
 
 
+def test_assignment_is_admitted_on_a_zookeeper_backed_group(
+    groups_api: k8s.CustomObjectsApi, real_namespace: str
+) -> None:
+    """The operator leads zookeeper-backed groups too (tests/operator/test_group_assignment_real.py)."""
+    spec = {"backend": "zookeeper", "zookeeper": {"hosts": ["zk:2181"]}, "assignment": {"units": 4}}
+    created = groups_api.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", real_namespace, "groups",
+                                                         _body(spec))
+    assert created["spec"]["assignment"]["units"] == 4 and created["spec"]["backend"] == "zookeeper"
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
         ({"assignment": {"units": 4, "unitNames": ["a"]}}, "exactly one of units"),
         ({"assignment": {"units": 4, "sessionTimeoutSeconds": 20, "rebalanceTimeoutSeconds": 10}}, "at least"),
-        ({"backend": "zookeeper", "zookeeper": {"hosts": ["zk:2181"]}, "assignment": {"units": 4}}, "kubernetes"),
         ({"assignment": {"units": 4, "assignor": "random"}}, "Unsupported value"),
     ],
 )

@@ -49,6 +49,7 @@ from typing import Any, ClassVar
 import kopf
 
 from kubecoord.api import Coordinator
+from kubecoord.coordinator.record import derived_name
 from kubecoord.errors import CoordinationError
 from kubecoord.history import EventLog, HistoryTarget, open_event_log
 from kubecoord.operator import backing, kubeapi, metrics, rbac
@@ -244,7 +245,11 @@ async def _purge(backend: BackendSpec, kind: str, name: str) -> int:
         purge = getattr(coordinator, "purge", None)
         if purge is not None:
             primitive = {"LeaderElection": "leader_election", "Group": "group", "KVStore": "kv"}[kind]
-            return int(await asyncio.to_thread(purge, primitive, name) or 0)
+            deleted = int(await asyncio.to_thread(purge, primitive, name) or 0)
+            if kind == "Group":  # the group coordinator's record and election (kubecoord.coordinator)
+                for derived in ("kv", "leader_election"):
+                    deleted += int(await asyncio.to_thread(purge, derived, derived_name(name)) or 0)
+            return deleted
         if kind == "KVStore":
             return await asyncio.to_thread(_delete_every_key, coordinator, name)
         log.warning("backend cannot purge", extra={"backend": backend.backend, "kind": kind, "resource": name})

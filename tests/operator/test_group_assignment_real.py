@@ -1,0 +1,260 @@
+"""Operator-computed assignment (Group ``spec.assignment``) end to end on the real
+kube-apiserver: ``kubecoord operator`` runs as a process of its own, members run as
+processes of their own (tests/coordinator/member_process.py) and join, leave (SIGTERM)
+and are killed with -9. Once on a kubernetes-backed Group, once on a zookeeper-backed one
+(the real ZooKeeper server; the operator leads the group over its own session).
+
+After every change the test waits for the Group's status to show a stable generation in
+which every live member has its units and the member processes agree, then checks: the
+generation grew; no unit belonged to two members, in any status the test saw nor in the
+processes' own reports (who worked on what, and when); RebalanceCompleted was recorded
+for the generation; ``kubectl get kcg`` (the server's Table) prints it and Stable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+import kubecoord
+from kubecoord.coordinator.record import derived_name
+from tests.coordinator.checks import holders, violations
+from tests.coordinator.test_churn import Group, ProcessMember
+from tests.fixtures.real_apiserver import free_port
+from tests.helpers import eventually
+
+pytestmark = pytest.mark.slow
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+API = ("kubecoord.dev", "v1alpha1")
+UNITS = [str(i) for i in range(12)]
+SESSION = 1.5
+TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1"
+
+
+def install_crds(admin_api: k8s.ApiClient) -> None:
+    """Every kubecoord CRD as crds/ has it (created, or replaced where an older copy is)."""
+    extensions = k8s.ApiextensionsV1Api(admin_api)
+    names = []
+    for path in sorted((ROOT / "crds").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        names.append(crd["metadata"]["name"])
+        try:
+            extensions.create_custom_resource_definition(crd)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            current = extensions.read_custom_resource_definition(crd["metadata"]["name"])
+            crd["metadata"]["resourceVersion"] = current.metadata.resource_version
+            extensions.replace_custom_resource_definition(crd["metadata"]["name"], crd)
+
+    def established() -> bool:
+        for name in names:
+            conditions = extensions.read_custom_resource_definition(name).status.conditions or []
+            if not any(c.type == "Established" and c.status == "True" for c in conditions):
+                return False
+        return True
+
+    eventually(established, 30, interval=0.2)
+    time.sleep(1.0)  # discovery catches up with a freshly established CRD
+
+
+@pytest.fixture(scope="module")
+def operator_process(
+    real_admin_api: k8s.ApiClient, real_kubeconfig: pathlib.Path, real_namespace: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``kubecoord operator`` for this module's namespace, as a process (admin rights)."""
+    install_crds(real_admin_api)
+    log = tmp_path_factory.mktemp("operator") / "operator.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "operator",
+             "--namespace", real_namespace, "--kubeconfig", str(real_kubeconfig),
+             "--lease-namespace", real_namespace, "--identity", "gc-operator",
+             "--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.5",
+             "--health-port", str(free_port()), "--metrics-port", "0", "--bind", "127.0.0.1"],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": str(real_kubeconfig)},
+        )  # fmt: skip
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        print(log.read_text(errors="replace")[-4000:])
+
+
+class Observer:
+    """Polls the Group's status in the background and keeps every distinct one."""
+
+    def __init__(self, custom: k8s.CustomObjectsApi, namespace: str, name: str) -> None:
+        self.custom, self.namespace, self.name = custom, namespace, name
+        self.seen: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def status(self) -> dict[str, Any]:
+        body = self.custom.get_namespaced_custom_object(*API, self.namespace, "groups", self.name)
+        return dict(body.get("status") or {})
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                status = self.status()
+            except (ApiException, OSError):
+                continue
+            if not self.seen or status != self.seen[-1]:
+                self.seen.append(status)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def _owners(status: dict[str, Any]) -> dict[str, list[str]]:
+    """unit -> every member the status lists it under."""
+    owners: dict[str, list[str]] = {}
+    for member in status.get("members") or []:
+        for unit in member.get("units") or []:
+            owners.setdefault(unit, []).append(member["id"])
+    return owners
+
+
+def _table(admin_api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    """What ``kubectl get kcg NAME`` prints: the server's Table for the Group."""
+    url = f"{admin_api.configuration.host}/apis/{API[0]}/{API[1]}/namespaces/{namespace}/groups/{name}"
+    response = admin_api.call_api("GET", url, header_params={"Accept": TABLE})  # client-certificate auth
+    response.read()
+    table: dict[str, Any] = json.loads(response.data)
+    return table
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("backend", ["kubernetes", "zookeeper"])
+def test_operator_assigns_units_to_member_processes(
+    backend: str, request: pytest.FixtureRequest, real_admin_api: k8s.ApiClient, real_kubeconfig: pathlib.Path,
+    real_namespace: str, operator_process: subprocess.Popen[bytes],
+) -> None:
+    custom = k8s.CustomObjectsApi(real_admin_api)
+    name = f"gc-{backend[:4]}-{uuid.uuid4().hex[:6]}"
+    spec: dict[str, Any] = {
+        "leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5,
+        "assignment": {"units": len(UNITS), "assignor": "sticky", "sessionTimeoutSeconds": SESSION,
+                       "rebalanceTimeoutSeconds": 20},
+    }
+    if backend == "zookeeper":
+        hosts = request.getfixturevalue("zookeeper_server").hosts
+        chroot = f"gc-{uuid.uuid4().hex[:8]}"
+        spec |= {"backend": "zookeeper", "zookeeper": {"hosts": [hosts], "chroot": f"/{chroot}",
+                                                        "sessionTimeoutSeconds": 2}}
+        connection: dict[str, Any] = {"url": f"zookeeper://{hosts}/{chroot}", "options": {"session_timeout": 2.0}}
+    else:
+        connection = {"url": f"kubernetes://{real_namespace}", "options": {
+            "kubeconfig": str(real_kubeconfig), "lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}}
+    config = {**connection, "units": [], "assignors": ["sticky"], "session": SESSION}
+    body = {"apiVersion": "/".join(API), "kind": "Group", "metadata": {"name": name}, "spec": spec}
+    custom.create_namespaced_custom_object(*API, real_namespace, "groups", body)
+    observer = Observer(custom, real_namespace, name)
+    group = Group()
+    group.name = name
+    members: dict[str, ProcessMember] = {}
+    names = (f"m{i}" for i in range(100))
+
+    def spawn() -> None:
+        member = next(names)
+        members[member] = ProcessMember(group, member, config)
+
+    def settled() -> bool:
+        status = observer.status()
+        if status.get("phase") != "Stable" or sorted(m["id"] for m in status.get("members") or []) != sorted(members):
+            return False
+        owners = _owners(status)
+        counts = [len(m.get("units") or []) for m in status["members"]]
+        return (
+            sorted(owners) == sorted(UNITS) and max(counts) - min(counts) <= 1
+            and holders(group.snapshot(), group.killed) == {u: ids[0] for u, ids in owners.items()}
+        )
+
+    generations: list[int] = []
+
+    def check_settled() -> None:
+        eventually(settled, 90, interval=0.2)
+        status = observer.status()
+        assert status["assignedBy"] == "operator" and status["leader"] == "kubecoord-operator"
+        assert status["protocol"] == "sticky"
+        assert not generations or status["generation"] > generations[-1]
+        generations.append(status["generation"])
+        assert violations(group.snapshot(), group.killed) == []
+        table = _table(real_admin_api, real_namespace, name)
+        columns = [column["name"] for column in table["columnDefinitions"]]
+        cells = table["rows"][0]["cells"]
+        assert cells[columns.index("Generation")] == status["generation"]
+        assert cells[columns.index("Phase")] == "Stable"
+        assert cells[columns.index("Members")] == len(members)
+
+    try:
+        eventually(lambda: any(c.get("type") == "Ready" and c.get("status") == "True"
+                               for c in observer.status().get("conditions") or []), 60, interval=0.2)
+        for _ in range(3):
+            spawn()
+        check_settled()
+        for action in ("join", "leave", "kill"):
+            victim = sorted(members)[0]
+            if action == "join":
+                spawn()
+            elif action == "leave":
+                members.pop(victim).leave()
+            else:
+                members.pop(victim).kill()
+            check_settled()
+    finally:
+        observer.stop()
+        for member in members.values():
+            member.kill()
+
+    assert any(line["e"] == "work" for line in group.snapshot())
+    seen = [status for status in observer.seen if "generation" in status]
+    assert [s["generation"] for s in seen] == sorted(s["generation"] for s in seen)  # never backwards
+    for status in seen:
+        assert all(len(ids) == 1 for ids in _owners(status).values()), status
+
+    def recorded() -> set[str]:
+        events = k8s.CoreV1Api(real_admin_api).list_namespaced_event(real_namespace).items
+        return {f"{e.reason}: {e.message}" for e in events if e.involved_object.name == name}
+
+    def every_generation_recorded() -> bool:
+        found = recorded()
+        return all(
+            any(text.startswith(f"RebalanceCompleted: generation {g} ") for text in found) for g in generations
+        ) and any(text.startswith("RebalanceStarted: ") for text in found)
+
+    eventually(every_generation_recorded, 30, interval=0.5)
+
+    custom.delete_namespaced_custom_object(*API, real_namespace, "groups", name)
+    eventually(lambda: name not in {g["metadata"]["name"] for g in custom.list_namespaced_custom_object(
+        *API, real_namespace, "groups")["items"]}, 60, interval=0.2)
+    if backend == "zookeeper":
+        # The finalizer purged the group coordinator's record and election with the group.
+        with kubecoord.connect(connection["url"]) as coordinator:
+            purge = coordinator.purge  # type: ignore[attr-defined]
+            assert purge("kv", derived_name(name)) == 0
+            assert purge("leader_election", derived_name(name)) == 0
+            assert purge("group", name) == 0
