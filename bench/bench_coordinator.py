@@ -1,21 +1,25 @@
 """Group coordinator figures: rebalance times per backend, units moved per assignor, and
 kazoo's SetPartitioner as the peer on ZooKeeper.
 
-    .venv/bin/python bench/bench_coordinator.py [--rounds N] [--backends memory,zookeeper,kubernetes]
+    .venv/bin/python bench/bench_coordinator.py [--rounds N]
+        [--backends memory,zookeeper,kubernetes,real_kubernetes]
 
 Prints:
 
 - rebalance time, membership change -> every member stable in one generation with all 64
   units covered once, p50/p99 for a join, a graceful leave and a crash (simulate_crash():
   the kill -9 of a process, so it includes the backend's expiry and the session fence),
-  per backend (memory; ZooKeeper from Debian's jars; the Kubernetes API emulator);
+  per backend (memory; ZooKeeper from Debian's jars; the Kubernetes API emulator; the real
+  kube-apiserver of ../shared/k8s with etcd, when its binaries are there);
 - units moved per rebalance by the live sticky members, against the minimum;
 - units moved by each assignor over a join/leave sequence, against the minimum any
   balanced assignment must move (kubecoord.coordinator.minimum_moves);
 - on ZooKeeper, kazoo's SetPartitioner on the same server: join/leave/crash times and
   units moved (it re-partitions eagerly by sorted index after the party has been stable
   for time_boundary);
-- API requests per rebalance and per member per idle minute (Kubernetes), threads, RSS.
+- API requests per rebalance and per member per idle minute (Kubernetes: the emulator's
+  request record; the real server's apiserver_request_total), threads, RSS;
+- the load average before and after (the machine is shared).
 
 Wall-clock figures on a shared machine are noisy: compare ratios, not absolutes.
 """
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import kubecoord
+from bench_scale import RequestCounter, load, real_server  # the real kube-apiserver, as bench_scale.py runs it
 from kubecoord.coordinator import ASSIGNORS, GroupMember, Subscription, UnitsProtocol, decode_units, minimum_moves
 from kubecoord.testing import crash
 
@@ -283,11 +288,12 @@ def set_partitioner(hosts: str, rounds: int, time_boundary: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="join/leave/join/crash cycles per backend")
-    parser.add_argument("--backends", default="memory,zookeeper,kubernetes")
+    parser.add_argument("--backends", default="memory,zookeeper,kubernetes,real_kubernetes")
     parser.add_argument("--time-boundary", type=float, default=1.0, help="SetPartitioner's stability wait")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     backends = args.backends.split(",")
+    print(f"at the start: {load()}", flush=True)
     print(f"group session_timeout {GROUP_SESSION} s; {len(UNITS)} units; 4-5 members; sticky assignor", flush=True)
     assignor_moves()
     ours: dict[str, dict[str, list[float]]] = {}
@@ -318,6 +324,17 @@ def main() -> None:
                 "kubernetes", lambda: kubecoord.connect("kubernetes://default", kubeconfig=config, **timings),
                 args.rounds, count_requests=lambda: len(api.requests),
             )
+    if "real_kubernetes" in backends:
+        with real_server() as server:
+            if server is not None:
+                counter = RequestCounter(server)
+                config = str(server.admin_kubeconfig)
+                timings = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+                ours["real_kubernetes"] = rebalance_times(
+                    "real-k8s", lambda: kubecoord.connect("kubernetes://default", kubeconfig=config, **timings),
+                    args.rounds, count_requests=counter.total,
+                )
+    print(f"at the end: {load()}", flush=True)
     print("timings: memory session 1 s; zookeeper session 2 s; kubernetes lease 3 s / renew deadline 2 s / "
           "retry 0.5 s; a crash adds the group session fence", flush=True)
 

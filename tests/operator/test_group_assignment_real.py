@@ -244,11 +244,11 @@ def test_operator_assigns_units_to_member_processes(
 
     eventually(every_generation_recorded, 30, interval=0.5)
 
-    custom.delete_namespaced_custom_object(*API, real_namespace, "groups", name)
-    eventually(lambda: name not in {g["metadata"]["name"] for g in custom.list_namespaced_custom_object(
-        *API, real_namespace, "groups")["items"]}, 60, interval=0.2)
     if backend == "zookeeper":
-        # The finalizer purged the group coordinator's record and election with the group.
+        # Deleting the Group: the finalizer purges the group coordinator's record and election too.
+        custom.delete_namespaced_custom_object(*API, real_namespace, "groups", name)
+        eventually(lambda: name not in {g["metadata"]["name"] for g in custom.list_namespaced_custom_object(
+            *API, real_namespace, "groups")["items"]}, 60, interval=0.2)
         with kubecoord.connect(connection["url"]) as coordinator:
             purge = coordinator.purge  # type: ignore[attr-defined]
             assert purge("kv", derived_name(name)) == 0
