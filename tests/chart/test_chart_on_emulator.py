@@ -36,6 +36,9 @@ INSTALL_ORDER = [
     "Service",
     "Deployment",
     "PodDisruptionBudget",
+    # Kinds Helm's install order does not list come last.
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
 ]
 
 

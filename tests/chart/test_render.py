@@ -26,10 +26,12 @@ def test_default_render_has_every_object(render: Render) -> None:
     assert kinds == sorted(
         ["ServiceAccount", "Deployment", "Service", "Role", "RoleBinding", "PodDisruptionBudget"]
         + ["ClusterRole", "ClusterRoleBinding"] * 2
+        + ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
         + ["CustomResourceDefinition"] * 3
     )
     for obj in objects:
-        if obj["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
+        if obj["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                               "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
             assert obj["metadata"]["namespace"] == "kubecoord-system", obj["metadata"]
         assert obj["metadata"]["labels"]["app.kubernetes.io/instance"] == "kc"
 

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import kubernetes
 import pytest
 import yaml
 from kubernetes import client as k8s
@@ -38,6 +39,8 @@ from kubernetes.dynamic import DynamicClient
 import kubecoord
 from kubecoord import PermissionDeniedError
 from kubecoord._internal import processes
+from kubecoord.coordinator import UnitsProtocol, decode_units
+from kubecoord.operator import lease_grants
 from tests.chart import conftest as chart_fixtures
 from tests.chart.conftest import CHART, run_helm
 from tests.fixtures import real_kubernetes
@@ -159,10 +162,10 @@ def resources(operator_process: Operator, real_admin_api: k8s.ApiClient, real_na
 
 
 def _create_and_wait(operator: Operator, admin: k8s.ApiClient, namespace: str, kind: str, name: str,
-                     spec: dict[str, Any]) -> None:
+                     spec: dict[str, Any], clients: tuple[str, ...] = ("app",)) -> None:
     custom, rbac = k8s.CustomObjectsApi(admin), k8s.RbacAuthorizationV1Api(admin)
     custom.create_namespaced_custom_object(GROUP, VERSION, namespace, KINDS[kind],
-                                           _resource(kind, name, {**spec, "clients": ["app"]}))
+                                           _resource(kind, name, {**spec, "clients": list(clients)}))
 
     def ready() -> bool:
         assert operator.process.poll() is None, "the operator exited"
@@ -236,6 +239,86 @@ def test_an_unlisted_service_account_is_denied_and_writes_nothing(
     user = f"system:serviceaccount:{real_namespace}:intruder"
     accepted = [w for w in real_api.writes(user=user, since=since) if w["code"] and int(str(w["code"])) < 300]
     assert accepted == []
+
+
+def _lease_grants(admin: k8s.ApiClient, namespace: str) -> dict[str, str]:
+    try:
+        return dict(k8s.CoreV1Api(admin).read_namespaced_config_map(lease_grants.CONFIGMAP, namespace).data or {})
+    except ApiException as error:
+        if error.status == 404:
+            return {}
+        raise
+
+
+def test_a_group_client_writes_only_the_leases_of_its_own_resources(
+    operator_process: Operator, resources: dict[str, str], real_api: RealApiServer, real_admin_api: k8s.ApiClient,
+    real_namespace: str, mint_kubeconfig: MintKubeconfig,
+) -> None:
+    """RBAC grants a Group's clients every Lease of the namespace (create cannot be limited by
+    name); the chart's ValidatingAdmissionPolicy, fed by the operator's kubecoord-lease-grants
+    ConfigMap, confines their writes to their own resources' Leases."""
+    suffix = uuid.uuid4().hex[:6]
+    other_group, other_election, unrelated = f"team-b-{suffix}", f"team-b-el-{suffix}", f"go-app-{suffix}"
+    _create_and_wait(operator_process, real_admin_api, real_namespace, "Group", other_group,
+                     {"leaseDurationSeconds": 4, "renewIntervalSeconds": 1}, clients=("team-b",))
+    _create_and_wait(operator_process, real_admin_api, real_namespace, "LeaderElection", other_election,
+                     {"leaseDurationSeconds": 4, "renewDeadlineSeconds": 3, "retryPeriodSeconds": 1},
+                     clients=("team-b",))
+    leases = k8s.CoordinationV1Api(real_admin_api)
+    leases.create_namespaced_lease(real_namespace, {"metadata": {"name": unrelated}, "spec": {}})  # free to take
+    own = resources["Group"]
+    eventually(lambda: _lease_grants(real_admin_api, real_namespace).get("team-b") is not None, timeout=30)
+    grants = _lease_grants(real_admin_api, real_namespace)
+    assert set(grants["app"].split()) == {f"{own}.m.*", f"{own}-gc", resources["LeaderElection"]}
+    # Reading the other team's resources is harmless; granted here so that the client's
+    # writes reach their Leases and the admission policy is what answers.
+    rbac = k8s.RbacAuthorizationV1Api(real_admin_api)
+    reader = {"metadata": {"name": f"app-reads-{suffix}"}}
+    rbac.create_namespaced_role(real_namespace, {**reader, "rules": [
+        {"apiGroups": [GROUP], "resources": ["groups", "leaderelections"], "verbs": ["get"]}]})
+    rbac.create_namespaced_role_binding(real_namespace, {
+        **reader,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": reader["metadata"]["name"]},
+        "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": real_namespace}]})
+    config = mint_kubeconfig(real_namespace, "app")
+    since = real_api.audit_mark()
+    with _connect(config, real_namespace) as coordinator:
+        attempts = {
+            "another group's member Lease": lambda: coordinator.group_membership(other_group).join("intruder"),
+            "another election's Lease": lambda: coordinator.leader_election(other_election).nominate("intruder"),
+            "an unrelated Lease": lambda: coordinator.leader_election(unrelated).nominate("intruder"),
+        }
+        for what, attempt in attempts.items():
+            with pytest.raises(PermissionDeniedError, match="may write only the Leases of its kubecoord"):
+                attempt()
+                pytest.fail(f"{what}: written")
+        app_api = k8s.CoordinationV1Api(kubernetes.config.new_client_from_config(config_file=str(config)))
+        with pytest.raises(ApiException) as denied:
+            app_api.delete_namespaced_lease(unrelated, real_namespace)
+        assert denied.value.status == 403
+
+        # Its own group: join, heartbeats, leave, and the group coordinator (NAME-gc election).
+        group = coordinator.group_membership(own)
+        group.join("own-1", data="x")
+        (member_lease,) = [lease for lease in leases.list_namespaced_lease(
+            real_namespace, label_selector=f"kubecoord.dev/group={own}").items
+            if lease.metadata.annotations.get("kubecoord.dev/member-id") == "own-1"]
+        first = member_lease.spec.renew_time
+        eventually(lambda: leases.read_namespaced_lease(member_lease.metadata.name, real_namespace).spec.renew_time
+                   != first, timeout=15)
+        group.leave("own-1")
+        member = coordinator.group_coordinator(own, UnitsProtocol(["u0", "u1"]), member_id="gc-1",
+                                               session_timeout=4.0)
+        member.join(timeout=60)
+        eventually(member.is_stable, timeout=60)
+        assert sorted(decode_units(member.assignment or b"")[0]) == ["u0", "u1"]
+        member.leave()
+    time.sleep(0.5)  # the audit log is written as requests complete
+    user = f"system:serviceaccount:{real_namespace}:app"
+    written = {w["name"] for w in real_api.writes(user=user, since=since)
+               if w["resource"] == "leases" and w["code"] and int(str(w["code"])) < 300}
+    assert not {n for n in written if str(n).startswith(f"{other_group}.")} | (written & {other_election, unrelated})
+    assert f"{own}-gc" in written
 
 
 def test_a_same_named_lease_it_did_not_create_is_left_alone_and_reported(

@@ -140,6 +140,13 @@ def store_configmap(body: dict[str, Any], index: int = 0) -> dict[str, Any]:
     return {"apiVersion": CONFIGMAPS[0], "kind": "ConfigMap", "metadata": _metadata(body, name, labels)}
 
 
+def coordinator_lease(body: dict[str, Any]) -> dict[str, Any]:
+    """The election Lease of a Group's coordinator (``GROUP-gc``), made up front and owned by
+    the Group so that it goes with it (a member would otherwise create it unowned)."""
+    name = naming.election_lease_name(derived_name(body["metadata"]["name"]))
+    return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {}), "spec": {}}
+
+
 def coordinator_configmap(body: dict[str, Any]) -> dict[str, Any]:
     """The one-shard store of a Group's generation record (kubecoord.coordinator)."""
     store = derived_name(body["metadata"]["name"])
@@ -164,9 +171,9 @@ async def ensure_owned(body: dict[str, Any], last_state: LastState | None = None
         return await _ensure_store(body)
     result = Ensured()
     if kind == "Group":
-        record = coordinator_configmap(body)
-        result.objects.append(record)
-        await _create_or_check(record, body, result.created)  # members may have made it first: theirs is fine
+        for obj in (coordinator_configmap(body), coordinator_lease(body)):
+            result.objects.append(obj)
+            await _create_or_check(obj, body, result.created)  # members may have made it first: theirs is fine
     if kind == "LeaderElection":
         name = naming.election_lease_name(body["metadata"]["name"])
         lease = election_lease(body, last_state("leases", name) if last_state is not None else None)
@@ -243,15 +250,15 @@ async def delete_all(body: dict[str, Any]) -> int:
         if existing is not None and owned(existing, body):
             deleted += await kubeapi.delete(lease)
     elif kind == "Group":
-        record = coordinator_configmap(body)
-        try:
-            existing = await kubeapi.acall("GET", kubeapi.object_path(record).item)
-        except kubeapi.ApiException as error:
-            if error.status != 404:
-                raise
-            existing = None
-        if existing is not None and owned(existing, body):
-            deleted += await kubeapi.delete(record)
+        for record in (coordinator_configmap(body), coordinator_lease(body)):
+            try:
+                existing = await kubeapi.acall("GET", kubeapi.object_path(record).item)
+            except kubeapi.ApiException as error:
+                if error.status != 404:
+                    raise
+                existing = None
+            if existing is not None and owned(existing, body):
+                deleted += await kubeapi.delete(record)
         for lease in await member_leases(body):
             if member_id(lease) is None:  # labelled like a member, but not made by a kubecoord client
                 continue

@@ -49,7 +49,7 @@ class KubeLeaderElection(Watching, LeaseElection):
 
     def _check_store(self, store: RecordStore) -> None:
         if isinstance(store, LeaseStore) and store.fatal is not None:
-            raise store.fatal  # no namespace: a clear error now, not retries forever
+            raise store.fatal  # no namespace, or refused: a clear error now, not retries forever
 
     def _view(self, *, start: bool) -> Observation | None:
         informer = self._watching() if start else self._informer

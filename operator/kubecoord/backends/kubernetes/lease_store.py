@@ -13,7 +13,7 @@ from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict
 from kubecoord.backends.kubernetes.context import Context
 from kubecoord.backends.kubernetes.lease_record import lease_with_record, record_from_lease
 from kubecoord.backends.kubernetes.watch import Informer, Observed
-from kubecoord.errors import NamespaceNotFoundError
+from kubecoord.errors import NamespaceNotFoundError, PermissionDeniedError
 
 
 def observation(observed: Observed) -> Observation:
@@ -27,8 +27,10 @@ class LeaseStore:
         self._context = context
         self._informer = informer
         self._name = name
-        self.fatal: NamespaceNotFoundError | None = None
-        """Set when a create found no namespace: retrying cannot help until someone creates it."""
+        self.fatal: NamespaceNotFoundError | PermissionDeniedError | None = None
+        """Set when a write found no namespace, or was refused (RBAC, or the chart's admission
+        policy confining a Group client's Lease writes): nominate() raises it at once instead
+        of retrying in the background; the caller decides whether to wait and retry."""
 
     def observed(self) -> Observation | None:
         current = self._informer.get(self._name)
@@ -47,7 +49,7 @@ class LeaseStore:
             written = self._context.client.create(LEASES, body, timeout=timeout)
         except AlreadyExists:
             raise RecordConflict(self._name) from None
-        except NamespaceNotFoundError as exc:
+        except (NamespaceNotFoundError, PermissionDeniedError) as exc:
             self.fatal = exc  # nominate() raises it instead of retrying (leader.py)
             raise
         return self._mine(written)
@@ -62,6 +64,9 @@ class LeaseStore:
             written = self._context.client.replace(LEASES, self._name, body, timeout=timeout)
         except (Conflict, NotFound):
             raise RecordConflict(self._name) from None
+        except PermissionDeniedError as exc:
+            self.fatal = exc
+            raise
         return self._mine(written)
 
     def _mine(self, written: dict[str, Any]) -> Observation:

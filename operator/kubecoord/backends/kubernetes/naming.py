@@ -70,7 +70,13 @@ def member_lease_name(group: str, member_id: str) -> str:
     """
     slug = re.sub(r"[^a-z0-9]+", "-", member_id.lower()).strip("-")[:_SLUG_CHARS].strip("-") or "id"
     digest = hashlib.sha256(member_id.encode("utf-8")).hexdigest()[:_HASH_CHARS]
-    return f"{group}.m.{slug}-{digest}"
+    return f"{member_lease_prefix(group)}{slug}-{digest}"
+
+
+def member_lease_prefix(group: str) -> str:
+    """What every member Lease of ``group`` starts with, and no other kubecoord Lease: a group
+    name is a DNS-1123 label (no dot), so ``GROUP.m.`` cannot start another group's names."""
+    return f"{group}.m."
 
 
 def store_configmap_name(store: str) -> str:

@@ -52,7 +52,7 @@ from kubecoord.api import Coordinator
 from kubecoord.coordinator.record import derived_name
 from kubecoord.errors import CoordinationError
 from kubecoord.history import EventLog, HistoryTarget, open_event_log
-from kubecoord.operator import backing, kubeapi, metrics, rbac
+from kubecoord.operator import backing, kubeapi, lease_grants, metrics, rbac
 from kubecoord.operator.conditions import set_condition
 from kubecoord.operator.connections import connections
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
@@ -139,6 +139,8 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
             if spec.get("backend", "kubernetes") == "kubernetes":
                 backing_objects = await backing.ensure(dict(body))
                 kv_shards = sum(obj["kind"] == "ConfigMap" for obj in backing_objects) or None
+            if kind in lease_grants.KINDS:  # the confinement first, then the grant it confines
+                await lease_grants.reconcile(body["metadata"]["namespace"])
             await rbac.reconcile(dict(body), kv_shards=kv_shards)
         except Exception:
             metrics.RECONCILES.labels(kind, "error").inc()
@@ -210,6 +212,11 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
         except (kubeapi.ApiException, OSError) as error:
             log.info("cleanup left to the garbage collector", extra={"kind": kind, "error": str(error)[:300]})
             deleted = 0
+        if kind in lease_grants.KINDS:
+            try:
+                await lease_grants.reconcile(namespace)
+            except (kubeapi.ApiException, OSError) as error:
+                log.info("lease grants left to the next reconcile", extra={"kind": kind, "error": str(error)[:300]})
         metrics.forget(namespace, name)
         log.info("cleaned up", extra={"kind": kind, "resource": f"{namespace}/{name}", "deleted": deleted})
 
@@ -342,6 +349,12 @@ async def _repair_drift(body: kopf.Body, backend: BackendSpec, coordinator: Coor
     """Re-create deleted backing objects; the names of same-named objects that are not ours."""
     if backend.backend != "kubernetes":
         return []
+    if body.get("kind") in lease_grants.KINDS:
+        try:
+            await lease_grants.check_drift(body["metadata"]["namespace"])
+        except (kubeapi.ApiException, OSError) as error:
+            log.info("lease grants check failed",
+                     extra={"resource": body["metadata"]["name"], "error": str(error)[:300]})
     if _all_cached(body, coordinator):
         return []  # all there and ours, as the shared watch shows: no request (thousands of resources)
     try:

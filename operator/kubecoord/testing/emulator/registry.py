@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from kubecoord.testing.emulator import patching, status
+from kubecoord.testing.emulator import patching, policies, status
 from kubecoord.testing.emulator.admitting import admit_custom
 from kubecoord.testing.emulator.resources import BUILTINS, CRD_KEY, NAMESPACE_KEY, ResourceType, from_crd
 from kubecoord.testing.emulator.selectors import FIELDS_BY_RESOURCE, combined
@@ -202,6 +202,7 @@ class Registry:
         validate(rtype, obj)
         if self.store.get(rtype.key, ns, obj["metadata"]["name"]) is not None:
             raise status.already_exists(rtype.group, rtype.plural, obj["metadata"]["name"])
+        policies.admit(self.store, "CREATE", rtype, ns, obj["metadata"]["name"], obj, None)
         if dry_run:
             return obj
         stored = self.store.write(rtype.key, obj)
@@ -360,6 +361,8 @@ class Registry:
         if rtype.key == CRD_KEY:
             check_crd(result)
         validate(rtype, result)
+        if subresource is None:
+            policies.admit(self.store, "UPDATE", rtype, old["metadata"].get("namespace"), name, result, old)
         if result == old or dry_run:  # a no-op update writes nothing and keeps the resourceVersion
             return self._present(rtype, result)
         meta = result["metadata"]
@@ -411,6 +414,7 @@ class Registry:
                     )
                 ],
             )
+        policies.admit(self.store, "DELETE", rtype, namespace, name, None, obj)
         if dry_run:
             return self._present(rtype, obj)
         finalizers = list(meta.get("finalizers") or [])

@@ -84,6 +84,10 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
     _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
     _builtin("events.k8s.io", "v1", "events", "Event", short=("ev",)),
+    _builtin("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
+             namespaced=False, sub=("status",)),
+    _builtin("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+             "ValidatingAdmissionPolicyBinding", namespaced=False),
     _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",), sub=("status",)),
     _builtin(
         "apiextensions.k8s.io",

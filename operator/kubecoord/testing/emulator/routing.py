@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubecoord.testing.emulator import auth, discovery, protobuf, status, tables, watching
+from kubecoord.testing.emulator import auth, discovery, policies, protobuf, status, tables, watching
 from kubecoord.testing.emulator.registry import ListOptions, Registry
 from kubecoord.testing.emulator.requestinfo import RecordedRequest, RequestInfo, parse
 from kubecoord.testing.emulator.resources import ResourceType
@@ -108,6 +108,7 @@ class Router:
         if info.subresource and info.subresource not in rtype.subresources:
             raise status.no_route()
         self._authorize(identity, rtype, info)
+        policies.requester.set(identity)  # this request's task: admission policies see who asks
         if info.watch:  # recorded when it starts, so that tests can see open watches
             self._record_request(info, 200, identity.user)
         return await self._resource(request, info, rtype), identity.user

@@ -1,0 +1,160 @@
+"""Which Leases each Group client may write: the parameters of the chart's admission policy.
+
+RBAC cannot confine a Group's clients to that group's member Leases: a member creates its
+own Lease, and ``resourceNames`` cannot restrict ``create`` (nor a label-selected list), so
+rbac.py grants a Group's ``spec.clients`` every verb on the namespace's Leases. The chart
+therefore installs a ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1,
+charts/kubecoord/templates/admissionpolicy.yaml) on Lease CREATE, UPDATE and DELETE whose
+parameters are one ConfigMap per namespace, ``kubecoord-lease-grants``, kept here:
+
+    data:
+      SERVICE_ACCOUNT: "GROUP.m.* GROUP-gc ELECTION ..."   # space-separated, sorted
+
+- a key per ServiceAccount listed in ``spec.clients`` of a kubernetes-backed Group of the
+  namespace; its entries are every Lease its kubecoord grants cover: for each such Group,
+  the member Leases (prefix ``GROUP.m.``, an entry ending in ``*``) and the group
+  coordinator's election Lease (``GROUP-gc``); for each kubernetes-backed LeaderElection
+  that also lists it, that election's Lease;
+- a request by ``system:serviceaccount:NS:SA`` whose SA is a key may write only those
+  Leases; the server answers 403 (reason Forbidden) otherwise, which the client raises as
+  PermissionDeniedError;
+- identities that are not keys (the operator, a client-go application with RBAC of its
+  own, an SA that is only an election's or a store's client: RBAC already confines those
+  by name) are not affected, nor is a namespace without the ConfigMap
+  (``parameterNotFoundAction: Allow``).
+
+The rule's limit: an SA listed as a Group client is confined to kubecoord Leases in that
+namespace, whatever other Role it also holds — give other applications their own
+ServiceAccount. Reads are not confined (a Group's clients list and watch the namespace's
+Leases by label, which RBAC can only grant namespace-wide).
+
+Order and consistency: the ConfigMap is written before the Role and RoleBinding that
+grant the Lease verbs, and recomputed from a fresh list of the namespace's Groups and
+LeaderElections on every create, spec change, resume and deletion of either kind, one
+namespace at a time (a per-namespace lock: the last writer has seen every change before
+it). It carries a (non-controller) ownerReference to every contributing Group, so the
+garbage collector removes it with the last of them; with no Group client left the
+operator deletes it. Not guaranteed: confinement while the ConfigMap is missing (someone
+deleted it; the next reconcile or drift check re-creates it), or where the API server's
+ValidatingAdmissionPolicy plugin is disabled (on by default since Kubernetes 1.30).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from typing import Any
+
+from kubecoord.backends.kubernetes import naming
+from kubecoord.coordinator.record import derived_name
+from kubecoord.operator import kubeapi
+from kubecoord.operator.model import API_VERSION, owner_reference
+
+CONFIGMAP = "kubecoord-lease-grants"
+"""The policy binding's paramRef name (the chart's admissionpolicy.yaml says the same)."""
+KINDS = ("Group", "LeaderElection")
+"""The kinds whose clients' entries live in the ConfigMap (the others grant no Lease)."""
+PREFIX_MARK = "*"
+
+_locks: dict[str, asyncio.Lock] = {}
+_written: dict[str, dict[str, str] | None] = {}
+"""namespace -> the data last written (None: deleted), for the cheap drift check."""
+_checked: dict[str, float] = {}
+DRIFT_SECONDS = 10.0
+"""At most one drift check (one GET) per namespace this often, however many Groups it has."""
+
+
+def _on_kubernetes(body: dict[str, Any]) -> bool:
+    spec = body.get("spec") or {}
+    return bool(spec.get("backend", "kubernetes") == "kubernetes") and not body["metadata"].get("deletionTimestamp")
+
+
+def _clients(body: dict[str, Any]) -> set[str]:
+    return set((body.get("spec") or {}).get("clients") or [])
+
+
+def grants(groups: list[dict[str, Any]], elections: list[dict[str, Any]]) -> dict[str, str]:
+    """ServiceAccount -> its Lease names and prefixes (space-separated, sorted); only Group clients."""
+    entries: dict[str, set[str]] = defaultdict(set)
+    for group in filter(_on_kubernetes, groups):
+        name = group["metadata"]["name"]
+        for account in _clients(group):
+            entries[account] |= {naming.member_lease_prefix(name) + PREFIX_MARK,
+                                 naming.election_lease_name(derived_name(name))}
+    for election in filter(_on_kubernetes, elections):
+        lease = naming.election_lease_name(election["metadata"]["name"])
+        for account in _clients(election) & entries.keys():
+            entries[account].add(lease)
+    return {account: " ".join(sorted(names)) for account, names in sorted(entries.items())}
+
+
+def allows(entries: str, lease: str) -> bool:
+    """What the policy's CEL expression decides, in Python (tests and documentation)."""
+    return any(lease.startswith(entry[:-1]) if entry.endswith(PREFIX_MARK) else lease == entry
+               for entry in entries.split())
+
+
+def configmap(namespace: str, data: dict[str, str], owners: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": CONFIGMAP,
+            "namespace": namespace,
+            "labels": {naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+            # Not a controller reference: several Groups share the object; GC removes it
+            # when the last of them is gone.
+            "ownerReferences": [{**owner_reference(body), "controller": False} for body in owners],
+        },
+        "data": data,
+    }
+
+
+async def reconcile(namespace: str) -> dict[str, str]:
+    """Recompute the namespace's ConfigMap from its Groups and LeaderElections; the data written."""
+    lock = _locks.setdefault(namespace, asyncio.Lock())
+    async with lock:
+        groups = await kubeapi.list_objects(API_VERSION, "groups", namespace, "")
+        elections = await kubeapi.list_objects(API_VERSION, "leaderelections", namespace, "")
+        for body in groups:
+            body.setdefault("kind", "Group")
+        data = grants(groups, elections)
+        path = kubeapi.collection_path("v1", "configmaps", namespace)
+        if not data:
+            try:
+                await kubeapi.acall("DELETE", f"{path}/{CONFIGMAP}")
+            except kubeapi.ApiException as error:
+                if error.status != 404:
+                    raise
+            _written[namespace] = None
+            return data
+        owners = [g for g in groups if _on_kubernetes(g) and _clients(g)]
+        body = configmap(namespace, data, owners)
+        try:
+            await kubeapi.acall("POST", path, body)
+        except kubeapi.ApiException as error:
+            if error.status != 409:
+                raise
+            # A replace, not a merge patch: keys of accounts no longer listed must go.
+            await kubeapi.acall("PUT", f"{path}/{CONFIGMAP}", body)
+        _written[namespace] = data
+        return data
+
+
+async def check_drift(namespace: str) -> None:
+    """Re-create or correct the ConfigMap when it differs from what was last written (one GET
+    per namespace per DRIFT_SECONDS)."""
+    now = time.monotonic()
+    if now - _checked.get(namespace, -DRIFT_SECONDS) < DRIFT_SECONDS:
+        return
+    _checked[namespace] = now
+    path = f"{kubeapi.collection_path('v1', 'configmaps', namespace)}/{CONFIGMAP}"
+    try:
+        current = (await kubeapi.acall("GET", path) or {}).get("data") or {}
+    except kubeapi.ApiException as error:
+        if error.status != 404:
+            raise
+        current = None
+    if namespace not in _written or current != _written[namespace]:
+        await reconcile(namespace)
