@@ -112,3 +112,44 @@ def test_an_observer_whose_watch_goes_silent_keeps_live_members(
         assert set() not in after, seen.calls  # never told the live member was gone
     finally:
         proxy.close()
+
+
+def test_a_failed_reap_is_re_read_at_once(
+    api_emulator: ApiEmulator, connect: Connect, name: str, tmp_path: pathlib.Path
+) -> None:
+    """The observer's watch goes silent for longer than a lease but less than its watchdog
+    allows (a renewal per second makes its usual gap ~1 s, so ~6 s of silence pass before a
+    re-open): it judges the member expired from its stale view and reaps over that version;
+    the member renewed meanwhile, so the delete answers 409. The observer must re-read the
+    Lease then (a GET), not wait for the watch: the member never drops out of its view."""
+    timings = {"lease_duration": 3.0, "renew_deadline": 2.5, "retry_period": 1.0}
+    path = api_emulator.write_kubeconfig(tmp_path / "kubeconfig")
+    config = yaml.safe_load(path.read_text())
+    server = config["clusters"][0]["cluster"]["server"]
+    host, port = server.rsplit("//", 1)[1].rsplit(":", 1)
+    proxy = FreezingProxy((host, int(port)))
+    try:
+        config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{proxy.port}"
+        proxied = tmp_path / "proxied"
+        proxied.write_text(yaml.safe_dump(config))
+        member = connect(**timings)
+        member.group_membership(name).join("alive", data="1")
+        observer = connect(kubeconfig=str(proxied), **timings).group_membership(name)
+        seen: Recorder[set[str]] = Recorder()
+        observer.add_listener(seen)
+        seen.wait_last({"alive"})
+        time.sleep(3)  # the watch has a steady rhythm of renewals
+        api_emulator.reset_requests()
+        assert proxy.freeze() >= 1
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not any(
+            r.verb == "delete" and r.resource == "leases" and r.status == 409 for r in api_emulator.requests
+        ):
+            time.sleep(0.1)
+        assert any(r.verb == "delete" and r.status == 409 for r in api_emulator.requests), "no reap was tried"
+        time.sleep(1.0)
+        assert observer.membership_list() == {"alive"}
+        after = seen.calls[seen.calls.index({"alive"}):]
+        assert set() not in after, seen.calls  # never told the live member was gone
+    finally:
+        proxy.close()

@@ -14,7 +14,9 @@ Guarantees:
   than leaseDurationSeconds ago (its own monotonic clock; never renewTime vs the local
   wall clock). An expired member disappears from membership() and the listeners at once,
   and whoever notices first deletes its Lease — with a resourceVersion precondition, so a
-  member that renewed meanwhile is never deleted.
+  member that renewed meanwhile is never deleted. Such a 409 is followed by a GET of the
+  Lease (not left to the watch, which may be the reason the view was stale): the fresh
+  version counts as observed then, and expiry is judged again from it.
 - join() with the id of a live member raises MemberExistsError (create is atomic: two
   sessions racing for one id cannot both succeed); an expired holder of the id is
   replaced, and so is one that nobody renewed for two renew intervals (a
@@ -190,7 +192,16 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         try:
             self._context.client.delete(LEASES, name, resource_version=observed.version)
         except Conflict:
-            return  # renewed meanwhile: alive after all; the watch brings the new version
+            # Renewed (or touched) since the version we judged: re-read it now rather than
+            # trust the watch to bring it — a watch gone silent would leave a live member out
+            # of our view (and its Lease unreaped if it then dies) until the watch recovers.
+            # The fresh version counts as observed now; the next step judges it again.
+            try:
+                informer.refresh(name)
+            except CoordinationError as exc:
+                log.info("re-reading a member after a failed reap failed",
+                         extra={"group": self.group, "error": str(exc)})
+            return
         except NotFound:
             pass
         except CoordinationError as exc:
