@@ -116,3 +116,25 @@ def test_kubecoord_emulator_command_prints_the_url_and_stops_on_sigterm(tmp_path
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
+
+
+def test_fail_answers_the_next_matching_requests_and_writes_nothing(tmp_path: pathlib.Path) -> None:
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+    from kubernetes.client.exceptions import ApiException
+
+    with ApiEmulator() as api:
+        path = api.write_kubeconfig(tmp_path / "kubeconfig")
+        core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(path)))
+        api.fail("create", "configmaps", code=429, times=2)
+        for _ in range(2):
+            with pytest.raises(ApiException) as caught:
+                core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+            assert caught.value.status == 429 and '"reason": "TooManyRequests"' in str(caught.value.body)
+        assert api.objects("configmaps", "default") == []  # refused requests are not processed
+        assert api.pending_faults() == 0
+        core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})  # spent: served again
+        api.fail("patch", "configmaps", code=503)
+        core.read_namespaced_config_map("c", "default")  # another verb: not affected
+        api.clear_faults()
+        core.patch_namespaced_config_map("c", "default", {"data": {"k": "v"}})

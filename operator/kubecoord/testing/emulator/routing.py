@@ -16,6 +16,7 @@ import yaml
 from aiohttp import web
 
 from kubecoord.testing.emulator import auth, discovery, policies, protobuf, status, tables, watching
+from kubecoord.testing.emulator.faults import Faults
 from kubecoord.testing.emulator.registry import ListOptions, Registry
 from kubecoord.testing.emulator.requestinfo import RecordedRequest, RequestInfo, parse
 from kubecoord.testing.emulator.resources import ResourceType
@@ -42,8 +43,10 @@ class Router:
         hung: Callable[[], Awaitable[bool]],
         server_address: Callable[[], str],
         bookmark_interval: float,
+        faults: Faults | None = None,
     ) -> None:
         self.registry = registry
+        self.faults = faults or Faults()
         self.tokens = tokens
         self._record = record
         self._hung = hung
@@ -108,6 +111,7 @@ class Router:
         if info.subresource and info.subresource not in rtype.subresources:
             raise status.no_route()
         self._authorize(identity, rtype, info)
+        self.faults.check(info)  # an injected failure (ApiEmulator.fail): answered, not processed
         policies.requester.set(identity)  # this request's task: admission policies see who asks
         if info.watch:  # recorded when it starts, so that tests can see open watches
             self._record_request(info, 200, identity.user)

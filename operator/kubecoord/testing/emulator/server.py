@@ -33,6 +33,7 @@ from aiohttp import web
 
 from kubecoord.testing.emulator import auth
 from kubecoord.testing.emulator.collecting import collect
+from kubecoord.testing.emulator.faults import Fault, Faults
 from kubecoord.testing.emulator.registry import Registry
 from kubecoord.testing.emulator.requestinfo import RecordedRequest
 from kubecoord.testing.emulator.routing import Router
@@ -74,6 +75,7 @@ class ApiEmulator:
         self._released: asyncio.Event | None = None  # set while not hanging
         self._registry: Registry | None = None
         self._gc_pending = False
+        self._faults = Faults()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -140,6 +142,7 @@ class ApiEmulator:
             hung=self._wait_if_hung,
             server_address=lambda: f"{self.host}:{self._port}",
             bookmark_interval=self._bookmark_interval,
+            faults=self._faults,
         )
         # The API server accepts request bodies up to 3 MiB (a 1 MiB ConfigMap fits, JSON-encoded).
         app = web.Application(client_max_size=3 * 1024 * 1024)
@@ -276,6 +279,21 @@ class ApiEmulator:
                 watcher.close()
 
         self._call(close_all)
+
+    def fail(self, verb: str, resource: str, *, subresource: str | None = None, code: int = 500,
+             times: int = 1) -> None:
+        """The next ``times`` requests with this verb (get, list, create, update, patch,
+        delete, ...), resource plural and subresource answer ``code`` (413, 422, 429, 5xx)
+        with the API server's Status, unprocessed (kubecoord.testing.emulator.faults)."""
+        fault = Fault(verb, resource, subresource, code, times)
+        self._call(lambda: self._faults.add(fault))
+
+    def pending_faults(self) -> int:
+        """How many injected failures have not been used yet."""
+        return self._call(self._faults.remaining)
+
+    def clear_faults(self) -> None:
+        self._call(self._faults.clear)
 
     def hang(self, hanging: bool = True) -> None:
         """While hanging, new requests are accepted but not answered; ``hang(False)``

@@ -1,0 +1,68 @@
+"""Injected request failures: "the next N requests like this one fail with code C".
+
+A test control (``ApiEmulator.fail``) for what a real cluster does now and then and a
+test cannot provoke on demand: 422 from a webhook, 413 for a body too large, 429 from API
+priority and fairness, 5xx from an overloaded or restarting server. A matching request is
+answered with the API server's Status for that code and is not processed (nothing is
+written). Faults match by verb (get, list, create, update, patch, delete, ...), resource
+plural and subresource, are used in the order they were added, and each answers ``times``
+requests before it is spent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubecoord.testing.emulator.requestinfo import RequestInfo
+from kubecoord.testing.emulator.status import StatusError
+
+REASONS = {
+    413: ("RequestEntityTooLarge", "Request entity too large: limit is 3145728"),
+    422: ("Invalid", "the request was refused by an admission webhook (injected fault)"),
+    429: ("TooManyRequests", "too many requests, please try again later"),
+    500: ("InternalError", "Internal error occurred: injected fault"),
+    503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
+    504: ("Timeout", "the server was unable to return a response in the time allotted"),
+}
+
+
+@dataclass
+class Fault:
+    verb: str
+    resource: str
+    subresource: str | None
+    code: int
+    times: int
+
+    def matches(self, info: RequestInfo) -> bool:
+        return (self.times > 0 and info.verb == self.verb and info.plural == self.resource
+                and (info.subresource or None) == self.subresource)
+
+    def error(self) -> StatusError:
+        reason, message = REASONS.get(self.code, ("InternalError", f"injected fault {self.code}"))
+        return StatusError(self.code, reason, message)
+
+
+class Faults:
+    """The pending faults of one emulator (used on its event loop only)."""
+
+    def __init__(self) -> None:
+        self._pending: list[Fault] = []
+
+    def add(self, fault: Fault) -> None:
+        self._pending.append(fault)
+
+    def clear(self) -> None:
+        self._pending.clear()
+
+    def remaining(self) -> int:
+        return sum(fault.times for fault in self._pending)
+
+    def check(self, info: RequestInfo) -> None:
+        """Raise the fault's StatusError when one matches ``info`` (and count it spent)."""
+        for fault in self._pending:
+            if fault.matches(info):
+                fault.times -= 1
+                if fault.times == 0:
+                    self._pending.remove(fault)
+                raise fault.error()

@@ -1,0 +1,65 @@
+"""Status writes the API refuses (422, 413, 429, 5xx) are retried with backoff and never
+end the resource's daemon (handlers/_resource.py, _StatusWriter): faults injected on the
+emulator (ApiEmulator.fail). The size side — a Group too large to list whole in its
+status — runs on the real server (tests/real/test_install.py), whose object size limit is
+the one that matters."""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client import REGISTRY
+
+import kubecoord
+from kubecoord.api import Coordinator
+from kubecoord.testing import ApiEmulator
+from tests.helpers import eventually
+from tests.operator.conftest import NAMESPACE, Resources
+
+FAST = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+
+
+@pytest.fixture
+def client(kubeconfig_path: pathlib.Path) -> Iterator[Coordinator]:
+    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(kubeconfig_path), **FAST) as coordinator:
+        yield coordinator
+
+
+def _status_errors() -> float:
+    return REGISTRY.get_sample_value("kubecoord_operator_errors_total", {"kind": "Group", "stage": "status"}) or 0.0
+
+
+CODES = (422, 413, 429, 503)
+
+
+def test_refused_status_writes_are_retried_and_the_daemon_lives_on(
+    resources: Resources, client: Coordinator, api: ApiEmulator, unique: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    name = f"refused-{unique}"
+    resources.create("groups", "Group", name, {"leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5})
+    resources.wait_ready("groups", name)
+    before = _status_errors()
+    caplog.set_level(logging.INFO)
+    for code in CODES:  # used in this order, one refusal each
+        api.fail("patch", "groups", subresource="status", code=code)
+    group = client.group_membership(name)
+    group.join("w1", data="a")
+    # Four refusals (backoff 0.5 s, 1 s, 2 s, 5 s), then the write lands.
+    eventually(lambda: resources.status("groups", name).get("memberCount") == 1, timeout=40, interval=0.2)
+    assert api.pending_faults() == 0
+    assert _status_errors() - before >= len(CODES)
+    failed = [getattr(r, "status_code", None) for r in caplog.records
+              if r.getMessage() == "status write failed; will retry"]
+    assert failed == list(CODES), [r.getMessage() for r in caplog.records][-20:]
+    # The same daemon goes on mirroring: later changes reach the status too.
+    group.join("w2", data="b")
+    eventually(lambda: resources.status("groups", name).get("memberCount") == 2, timeout=20, interval=0.2)
+    # kopf would log (and restart after a backoff) a daemon that raised: none did.
+    crashed = [r.getMessage()[:200] for r in caplog.records if r.getMessage().startswith("Daemon 'mirror' failed")]
+    assert crashed == []
+    group.leave("w1")
+    group.leave("w2")
+    resources.delete("groups", name)
