@@ -103,7 +103,13 @@ class Router:
             raise status.unauthorized()
         if not info.resource_request:
             return self._non_resource(request, info), identity.user
-        rtype = self.registry.resolve(info.group, info.version, info.plural)
+        try:
+            rtype = self.registry.resolve(info.group, info.version, info.plural)
+        except status.StatusError:
+            # The API server authorizes before it looks the resource type up: without rights
+            # an unknown type answers 403, like a known one (only the authorized see 404).
+            self._authorize_unknown(identity, info)
+            raise
         if info.namespace is not None and not rtype.namespaced:
             raise status.no_route()
         if info.verb not in rtype.verbs and info.verb not in ("update", "patch", "get"):
@@ -148,6 +154,11 @@ class Router:
         if not auth.authorize(self.registry.store, identity, attrs):
             # The API server names the object only when the URL does (not on create or list).
             raise status.forbidden(rtype.group, rtype.plural, info.name, auth.denial(identity, attrs))
+
+    def _authorize_unknown(self, identity: auth.Identity, info: RequestInfo) -> None:
+        attrs = auth.Attributes(info.verb, info.group, info.plural, info.subresource, info.name, info.namespace)
+        if not auth.authorize(self.registry.store, identity, attrs):
+            raise status.forbidden(info.group, info.plural, info.name, auth.denial(identity, attrs))
 
     async def _body(self, request: web.Request) -> Any:
         raw = await request.read()
