@@ -17,6 +17,7 @@ import kubecoord
 from kubecoord import (
     BackendUnavailableError,
     InvalidArgumentError,
+    KeyExistsError,
     Leader,
     PermissionDeniedError,
     StoreFullError,
@@ -503,3 +504,28 @@ def test_a_lease_deleted_behind_the_candidates_backs_never_sends_the_epoch_backw
     # and carried on from the epoch it had seen, not from 1.
     assert time.monotonic() - deleted >= FAST["lease_duration"]
     assert second.get_leader() == kubecoord.Leader("pod-b", "", 3)
+
+
+def test_kv_events_name_the_store_incarnation_a_deletion_replaces(
+    admin_api: k8s.ApiClient, connect: Connect, tmp_path: pathlib.Path, name: str
+) -> None:
+    log = tmp_path / "writer.jsonl"
+    store = connect(history=str(log)).storage(name)
+    store.put("x", "1")
+    store.update("x", "2", expected_version=1)
+    k8s.CoreV1Api(admin_api).delete_namespaced_config_map(naming.store_shard_name(name, 0), "default")
+
+    def put_again() -> bool:
+        try:
+            store.put("x", "1")  # the store is gone: the key is created again at version 1
+        except KeyExistsError:
+            return False  # the cache has not seen the deletion yet
+        return True
+
+    eventually(put_again, timeout=10)
+    eventually(lambda: log.exists() and log.read_text().count('"event":"put"') == 2)
+    writes = [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] in ("put", "updated")]
+    assert [(e["event"], e["version"]) for e in writes] == [("put", 1), ("updated", 2), ("put", 1)]
+    first, second = (e["store_incarnation"] for e in (writes[0], writes[2]))
+    assert first and second and first != second
+    assert writes[1]["store_incarnation"] == first

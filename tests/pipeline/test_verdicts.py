@@ -116,6 +116,16 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     j2.leader(30.1, "svc", "acquired", "b", 4, valid_until=45.1)
     j1.add(30.11, "leader_election", "svc", "observed", member="b", epoch=4)
     j2.leader(40, "svc", "resigned", "b", 4)
+    # A store deleted behind its writers' backs (a new ConfigMap uid): its keys start again
+    # at version 1 in the new incarnation, no create race, no version going backwards; the
+    # three writes of the deleted incarnation are reported as lost with it.
+    w1, w2 = log("w1", "storereset"), log("w2", "storereset")
+    w1.add(0, "kv", "s", "put", key="x", version=1, store_incarnation="uid-1")
+    w2.add(1, "kv", "s", "updated", key="x", version=2, store_incarnation="uid-1")
+    w1.add(2, "kv", "s", "updated", key="x", version=3, store_incarnation="uid-1")
+    w2.add(10, "kv", "s", "put", key="x", version=1, store_incarnation="uid-2")
+    w1.add(11, "kv", "s", "updated", key="x", version=2, store_incarnation="uid-2")
+    w2.add(12, "kv", "s", "updated", key="x", version=3, store_incarnation="uid-2")
     for each in logs:
         each.write()
     (root / "archive").mkdir()
@@ -188,6 +198,12 @@ def test_a_create_race_is_found(analysis: Analysis) -> None:
     (found,) = violations(analysis, "race")
     assert (found["type"], found["subject"]) == ("create_race", "x")
     assert [(e["process"], e["event"]) for e in found["evidence"]] == [("c1", "put"), ("c2", "put")]
+
+
+def test_a_store_deleted_and_re_created_is_a_new_incarnation_not_a_create_race(analysis: Analysis) -> None:
+    assert violations(analysis, "storereset") == []
+    assert analysis.summary["kv"]["writes_lost_to_store_deletion"] == 3
+    assert analysis.summary["kv"]["store_incarnations_max"] == 2
 
 
 def test_an_archive_copy_is_deduplicated(analysis: Analysis) -> None:

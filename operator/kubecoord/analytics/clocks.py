@@ -4,8 +4,8 @@ Every process stamps its events with its own wall clock. Some pairs of events ar
 causally ordered whatever the clocks say (x on process A happened before y on B):
 - a leader's ``acquired`` of epoch e before any other process's ``observed`` of epoch e;
 - an ``acquired`` of epoch e before the acquisition of the next epoch of that election;
-- a KV write of version v before the write of version v + 1 of the same key (the nearest
-  one in time, so that a key's incarnations are not mixed up).
+- a KV write of version v before the write of version v + 1 of the same key in the same
+  store incarnation (the nearest one in time, so that a key's incarnations are not mixed up).
 Each such pair bounds the clock offset between A and B: offset(B) - offset(A) <=
 ts_B(y) - ts_A(x). Bounds from both directions bracket the offset, as NTP does. The
 bounds are closed transitively (A-C and C-B bound A-B) on the driver: there are at most
@@ -113,20 +113,23 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
         "a", "ta", F.lead(F.struct("a", "ta", "epoch")).over(by_epoch).alias("n"), "epoch"
     ).filter(F.col("n.epoch") > F.col("epoch")).select("a", "ta", F.col("n.a").alias("b"), F.col("n.ta").alias("tb"))
 
+    # Versions restart at 1 in a re-created store: pair only within one store incarnation.
     writes = events.filter((F.col("primitive") == schema.KV) & F.col("event").isin("put", "updated")).select(
-        "namespace", "name", "key", "version", "process", "t", "line", "file"
+        "namespace", "name", "key", F.coalesce("store_incarnation", F.lit("")).alias("life"), "version", "process",
+        "t", "line", "file",
     )
     # Only versions written within a minute or two of each other are paired: keys
     # re-created often would otherwise pair every incarnation with every other.
     before = writes.select(
-        "namespace", "name", "key", (F.col("version") + 1).alias("version"), F.col("process").alias("a"),
+        "namespace", "name", "key", "life", (F.col("version") + 1).alias("version"), F.col("process").alias("a"),
         F.col("t").alias("ta"), F.floor(F.col("t") / KV_PAIRING_SECONDS).alias("bucket"),
     )
     here = F.floor(F.col("t") / KV_PAIRING_SECONDS)
-    after = writes.select("namespace", "name", "key", "version", F.col("process").alias("b"), F.col("t").alias("tb"),
+    after = writes.select("namespace", "name", "key", "life", "version", F.col("process").alias("b"),
+                          F.col("t").alias("tb"),
                           "file", "line", F.explode(F.array(here, here - 1)).alias("bucket"))
     nearest = (
-        after.join(before, ["namespace", "name", "key", "version", "bucket"])
+        after.join(before, ["namespace", "name", "key", "life", "version", "bucket"])
         .groupBy("file", "line", "b", "tb")
         .agg(F.min_by(F.struct("a", "ta"), F.abs(F.col("tb") - F.col("ta"))).alias("p"))
         .select(F.col("p.a").alias("a"), F.col("p.ta").alias("ta"), "b", "tb")

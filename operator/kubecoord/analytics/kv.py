@@ -1,7 +1,13 @@
 """KV stores: operations and conflicts per store and key, and the two version checks.
 
-Per key, events in time order (ties by seq, file, line) are split into incarnations:
-each ``put`` (which creates the key at version 1) starts a new one.
+Per key and store incarnation (``store_incarnation``: the uid of the ConfigMap a
+kubernetes store's key lives in; a store deleted and re-created behind its clients' backs
+is a new incarnation whose keys start again at version 1), events in time order (ties by
+seq, file, line) are split into incarnations: each ``put`` (which creates the key at
+version 1) starts a new one. Writes acknowledged in a store incarnation that was later
+replaced were lost with the deletion: counted per key (``writes_lost_to_store_deletion``)
+and in the summary, not a kubecoord safety violation (someone deleted the store). Events
+without the field (other backends, older logs) form one store incarnation.
 - lost_update: two ``updated`` events acknowledging the same version of one
   incarnation (two writers both believed they wrote it: one write was lost);
 - version_backwards: an ``updated``/``deleted`` whose version is below a version put or
@@ -28,6 +34,8 @@ from kubecoord.analytics import schema, violations
 from kubecoord.analytics.reading import evidence
 
 KEY = ("namespace", "name", "key")
+KEY_LIFE = (*KEY, "store_incarnation")
+"""A key within one incarnation of its store."""
 ORDER = ("tu", "seq", "file", "line")
 
 
@@ -39,6 +47,8 @@ class Storage:
     backwards: DataFrame
     create_races: DataFrame
     stale_epochs: DataFrame
+    lost_to_deletion: DataFrame
+    """Per key: store incarnations seen and acknowledged writes lost with a deleted store."""
 
 
 def _counts() -> list[Column]:
@@ -66,12 +76,12 @@ def analyze(events: DataFrame, skew: float) -> Storage:
         )
     )
 
-    in_order = Window.partitionBy(*KEY).orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
+    in_order = Window.partitionBy(*KEY_LIFE).orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
     writes = ops.filter(F.col("event").isin(*schema.KV_WRITES)).withColumn(
         "incarnation", F.sum(F.when(F.col("event") == "put", 1).otherwise(0)).over(in_order)
     )
 
-    acked = writes.filter(F.col("event") == "updated").groupBy(*KEY, "incarnation", "version").agg(
+    acked = writes.filter(F.col("event") == "updated").groupBy(*KEY_LIFE, "incarnation", "version").agg(
         F.count("*").alias("acks"),
         F.min("ts").alias("ts"),
         F.sort_array(F.collect_list(F.struct("tu", evidence().alias("ev")))).alias("rows"),
@@ -87,7 +97,7 @@ def analyze(events: DataFrame, skew: float) -> Storage:
         evidence=F.transform("rows", lambda r: r["ev"]),
     )
 
-    earlier = violations.earlier_than(skew, *KEY, "incarnation")
+    earlier = violations.earlier_than(skew, *KEY_LIFE, "incarnation")
     # Only puts and updates set the bar: a delete logged (through clock skew) just after
     # the put that followed it must not make the new incarnation's versions look low.
     written = F.when(F.col("event") != "deleted", F.struct("version", "tu", evidence().alias("ev")))
@@ -108,12 +118,26 @@ def analyze(events: DataFrame, skew: float) -> Storage:
         evidence=F.array("prev.ev", evidence()),
     )
     return Storage(per_key=per_key, per_store=per_store, lost_updates=lost_updates, backwards=backwards,
-                   create_races=_create_races(writes, skew), stale_epochs=_stale_epochs(writes, skew))
+                   create_races=_create_races(writes, skew), stale_epochs=_stale_epochs(writes, skew),
+                   lost_to_deletion=_lost_to_deletion(writes))
+
+
+def _lost_to_deletion(writes: DataFrame) -> DataFrame:
+    """Per key with a known store incarnation: how many incarnations its writes saw, and
+    the acknowledged writes (puts and updates) of every incarnation but the latest."""
+    known = writes.filter(F.col("store_incarnation").isNotNull() & F.col("event").isin("put", "updated"))
+    lives = known.groupBy(*KEY_LIFE).agg(F.min("tu").alias("first_tu"), F.count("*").alias("writes"))
+    latest = Window.partitionBy(*KEY).orderBy(F.col("first_tu").desc())
+    ranked = lives.withColumn("rank", F.row_number().over(latest))
+    return ranked.groupBy(*KEY).agg(
+        F.count("*").alias("store_incarnations"),
+        F.sum(F.when(F.col("rank") > 1, F.col("writes")).otherwise(0)).alias("writes_lost_to_store_deletion"),
+    )
 
 
 def _create_races(writes: DataFrame, skew: float) -> DataFrame:
-    before = Window.partitionBy(*KEY).orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, -1)
-    after = Window.partitionBy(*KEY).orderBy(*ORDER).rowsBetween(1, Window.unboundedFollowing)
+    before = Window.partitionBy(*KEY_LIFE).orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, -1)
+    after = Window.partitionBy(*KEY_LIFE).orderBy(*ORDER).rowsBetween(1, Window.unboundedFollowing)
     event, t = F.col("event"), F.col("t")
     enriched = writes.select(
         "*",
@@ -141,7 +165,7 @@ def _create_races(writes: DataFrame, skew: float) -> DataFrame:
 def _stale_epochs(writes: DataFrame, skew: float) -> DataFrame:
     fenced = writes.filter(F.col("epoch").isNotNull())
     by_version = (
-        Window.partitionBy(*KEY, "incarnation").orderBy("version", *ORDER)
+        Window.partitionBy(*KEY_LIFE, "incarnation").orderBy("version", *ORDER)
         .rowsBetween(Window.unboundedPreceding, -1)
     )
     newer = F.struct("epoch", evidence().alias("ev"))

@@ -138,12 +138,19 @@ def _kv(ctx: Context) -> Findings:
     ).first()
     assert row is not None
     operations, conflicts = row["operations"] or 0, row["conflicts"] or 0
+    deleted = stores.lost_to_deletion.agg(
+        F.sum("writes_lost_to_store_deletion").alias("lost"), F.max("store_incarnations").alias("incarnations")
+    ).first()
     summary = {
         "stores": row["stores"],
         "keys": row["keys"] or 0,
         "operations": operations,
         "conflicts": conflicts,
         "conflict_rate": (conflicts / operations) if operations else 0.0,
+        # Writes that vanished with a store deleted behind its clients' backs (analytics.kv):
+        # reported, not a kubecoord safety violation.
+        "writes_lost_to_store_deletion": int((deleted["lost"] if deleted else 0) or 0),
+        "store_incarnations_max": int((deleted["incarnations"] if deleted else 0) or 0),
     }
     return Findings(
         tables={"kv_keys": per_key, "kv_stores": stores.per_store},

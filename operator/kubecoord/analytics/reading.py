@@ -216,6 +216,7 @@ def _parse(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         "version",
         "generation",
         F.col("raw_units").alias("units"),  # JSON text of a list; analytics.rebalance parses it
+        F.col("raw_store_incarnation").alias("store_incarnation"),
     )
 
 

@@ -277,7 +277,10 @@ class KubeStorage(_StoreHandle, StorageHandle):
                 continue
             informer.offer(written)
             version = new.version if new is not None else (current.version if current is not None else 0)
-            self._record(event, key=key, version=version)
+            # The ConfigMap's uid: a store deleted and re-created is a new incarnation whose
+            # keys start again at version 1 (the pipeline judges versions per incarnation).
+            uid = (written.get("metadata") or {}).get("uid")
+            self._record(event, key=key, version=version, store_incarnation=uid)
             return version
         raise BackendUnavailableError(
             f"store {self.name!r}: gave up after {MAX_ATTEMPTS} conflicting writes of ConfigMap {configmap!r}"
