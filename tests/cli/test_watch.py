@@ -24,6 +24,31 @@ from .conftest import Cli
 REDRAW = re.compile(rb"\x1b\[(\d+)F\x1b\[J")
 
 
+class Pipe:
+    """The command with its stdout in a pipe, whose lines a thread collects."""
+
+    def __init__(self, cli: Cli, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "kubecoord.cli", *args],
+            env=cli.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        stdout = self.process.stdout
+        assert stdout is not None
+        self._reader = threading.Thread(target=lambda: self.lines.extend(iter(stdout.readline, "")), daemon=True)
+        self._reader.start()
+
+    def stop(self, signum: int) -> int:
+        """Stop the command as a person would (``signum``); its exit status."""
+        self.process.send_signal(signum)
+        code = self.process.wait(30)
+        self._reader.join(5)
+        return code
+
+
 class Terminal:
     """A pseudo-terminal of 100x30 whose output a thread collects."""
 
@@ -94,16 +119,8 @@ def test_leader_view_redraws_in_place(k8s_cli: Cli, k8s_connect: Callable[[], Co
 def test_members_view_in_a_pipe_prints_one_json_document_per_change(
     k8s_cli: Cli, k8s_connect: Callable[[], Coordinator]
 ) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kubecoord.cli", "watch", "members", "workers", "-o", "json", "--interval", "0.5"],
-        env=k8s_cli.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
-    reader.start()
+    pipe = Pipe(k8s_cli, "watch", "members", "workers", "-o", "json", "--interval", "0.5")
+    lines = pipe.lines
     try:
         eventually(lambda: len(lines) >= 1, timeout=60)
         group = k8s_connect().group_membership("workers")
@@ -114,9 +131,7 @@ def test_members_view_in_a_pipe_prints_one_json_document_per_change(
         group.leave("w1")
         eventually(lambda: json.loads(lines[-1])["members"] == [{"id": "w2", "data": ""}], timeout=30)
     finally:
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(30)
-        reader.join(5)
+        code = pipe.stop(signal.SIGTERM)
     assert code == 0
     documents = [json.loads(line) for line in lines]
     assert documents[0]["members"] == []
@@ -129,16 +144,8 @@ def test_members_view_in_a_pipe_prints_one_json_document_per_change(
 def test_kv_view_follows_new_keys_and_rewrites(zk_cli: Cli, zk_url: str) -> None:
     import kubecoord
 
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kubecoord.cli", "watch", "kv", "conf", "-o", "json", "--interval", "5"],
-        env=zk_cli.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
-    reader.start()
+    pipe = Pipe(zk_cli, "watch", "kv", "conf", "-o", "json", "--interval", "5")
+    lines = pipe.lines
 
     def keys() -> list[tuple[str, str]]:
         return [(e["key"], e["value"]) for e in json.loads(lines[-1])["keys"]] if lines else []
@@ -152,7 +159,5 @@ def test_kv_view_follows_new_keys_and_rewrites(zk_cli: Cli, zk_url: str) -> None
             storage.update("a", "2")
             eventually(lambda: keys() == [("a", "2")], timeout=4)  # a rewrite, not only a new key
     finally:
-        process.send_signal(signal.SIGINT)
-        code = process.wait(30)
-        reader.join(5)
+        code = pipe.stop(signal.SIGINT)
     assert code == 0
