@@ -19,13 +19,11 @@ import pathlib
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
@@ -34,42 +32,15 @@ from kubecoord.coordinator.record import derived_name
 from tests.coordinator.checks import holders, violations
 from tests.coordinator.test_churn import Group, ProcessMember
 from tests.fixtures.real_apiserver import free_port
+from tests.fixtures.real_kubernetes import install_crds
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.slow
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 API = ("kubecoord.dev", "v1alpha1")
 UNITS = [str(i) for i in range(12)]
 SESSION = 1.5
 TABLE = "application/json;as=Table;g=meta.k8s.io;v=v1"
-
-
-def install_crds(admin_api: k8s.ApiClient) -> None:
-    """Every kubecoord CRD as crds/ has it (created, or replaced where an older copy is)."""
-    extensions = k8s.ApiextensionsV1Api(admin_api)
-    names = []
-    for path in sorted((ROOT / "crds").glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
-        names.append(crd["metadata"]["name"])
-        try:
-            extensions.create_custom_resource_definition(crd)
-        except ApiException as error:
-            if error.status != 409:
-                raise
-            current = extensions.read_custom_resource_definition(crd["metadata"]["name"])
-            crd["metadata"]["resourceVersion"] = current.metadata.resource_version
-            extensions.replace_custom_resource_definition(crd["metadata"]["name"], crd)
-
-    def established() -> bool:
-        for name in names:
-            conditions = extensions.read_custom_resource_definition(name).status.conditions or []
-            if not any(c.type == "Established" and c.status == "True" for c in conditions):
-                return False
-        return True
-
-    eventually(established, 30, interval=0.2)
-    time.sleep(1.0)  # discovery catches up with a freshly established CRD
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ refuses what the emulator refuses (tests/operator/test_group_assignment.py)."""
 from __future__ import annotations
 
 import pathlib
-import time
 import uuid
 from typing import Any
 
@@ -13,28 +12,14 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from tests.fixtures.real_kubernetes import install_crds
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def groups_api(real_admin_api: k8s.ApiClient, real_namespace: str) -> k8s.CustomObjectsApi:
-    crd = yaml.safe_load((ROOT / "crds" / "groups.kubecoord.dev.yaml").read_text())
-    extensions = k8s.ApiextensionsV1Api(real_admin_api)
-    try:
-        extensions.create_custom_resource_definition(crd)
-    except ApiException as error:
-        if error.status != 409:
-            raise
-        current = extensions.read_custom_resource_definition(crd["metadata"]["name"])
-        crd["metadata"]["resourceVersion"] = current.metadata.resource_version
-        extensions.replace_custom_resource_definition(crd["metadata"]["name"], crd)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        conditions = extensions.read_custom_resource_definition(crd["metadata"]["name"]).status.conditions or []
-        if any(c.type == "Established" and c.status == "True" for c in conditions):
-            break
-        time.sleep(0.2)
-    time.sleep(1.0)  # discovery catches up with a freshly established CRD
+    install_crds(real_admin_api)
     return k8s.CustomObjectsApi(real_admin_api)
 
 
