@@ -1,8 +1,8 @@
 """Operator-computed assignment (Group ``spec.assignment``) end to end on the real
 kube-apiserver: ``kubecoord operator`` runs as a process of its own, members run as
 processes of their own (tests/coordinator/member_process.py) and join, leave (SIGTERM)
-and are killed with -9. Once on a kubernetes-backed Group, once on a zookeeper-backed one
-(the real ZooKeeper server; the operator leads the group over its own session).
+and are killed with -9. On a kubernetes-backed Group and on a zookeeper-backed one (the
+real ZooKeeper server; the operator leads that group over its own session), side by side.
 
 After every change the test waits for the Group's status to show a stable generation in
 which every live member has its units and the member processes agree, then checks: the
@@ -29,6 +29,7 @@ from kubernetes.client.exceptions import ApiException
 
 import kubecoord
 from kubecoord.coordinator.record import derived_name
+from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from tests.coordinator.checks import holders, violations
 from tests.coordinator.test_churn import Group, ProcessMember
 from tests.fixtures.real_apiserver import free_port
@@ -115,10 +116,32 @@ def _table(admin_api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("backend", ["kubernetes", "zookeeper"])
 def test_operator_assigns_units_to_member_processes(
-    backend: str, request: pytest.FixtureRequest, real_admin_api: k8s.ApiClient, real_kubeconfig: pathlib.Path,
+    zookeeper_server: ZooKeeperServer, real_admin_api: k8s.ApiClient, real_kubeconfig: pathlib.Path,
     real_namespace: str, operator_process: subprocess.Popen[bytes],
+) -> None:
+    """Both Groups at once (they share only the operator, as groups of one namespace do);
+    each scenario mostly waits for expiries, so together they take as long as the longer."""
+    failures: dict[str, BaseException] = {}
+
+    def run(backend: str) -> None:
+        try:
+            _scenario(backend, zookeeper_server.hosts, real_admin_api, real_kubeconfig, real_namespace)
+        except BaseException as exc:  # reported below, with its traceback
+            failures[backend] = exc
+
+    threads = [threading.Thread(target=run, args=(backend,)) for backend in ("kubernetes", "zookeeper")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for backend, exc in failures.items():
+        raise AssertionError(f"the {backend}-backed Group: {exc}") from exc
+
+
+def _scenario(
+    backend: str, zookeeper_hosts: str, real_admin_api: k8s.ApiClient, real_kubeconfig: pathlib.Path,
+    real_namespace: str,
 ) -> None:
     custom = k8s.CustomObjectsApi(real_admin_api)
     name = f"gc-{backend[:4]}-{uuid.uuid4().hex[:6]}"
@@ -128,7 +151,7 @@ def test_operator_assigns_units_to_member_processes(
                        "rebalanceTimeoutSeconds": 20},
     }
     if backend == "zookeeper":
-        hosts = request.getfixturevalue("zookeeper_server").hosts
+        hosts = zookeeper_hosts
         chroot = f"gc-{uuid.uuid4().hex[:8]}"
         spec |= {"backend": "zookeeper", "zookeeper": {"hosts": [hosts], "chroot": f"/{chroot}",
                                                         "sessionTimeoutSeconds": 2}}
