@@ -529,3 +529,28 @@ def test_kv_events_name_the_store_incarnation_a_deletion_replaces(
     first, second = (e["store_incarnation"] for e in (writes[0], writes[2]))
     assert first and second and first != second
     assert writes[1]["store_incarnation"] == first
+
+
+def test_a_leave_the_server_did_not_answer_leaves_the_member_in_and_renewing(
+    connect: Connect, tmp_path: pathlib.Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "member.jsonl"
+    group = connect(history=str(log)).group_membership(name)
+    group.join("w1")
+    client = group._context.client  # type: ignore[attr-defined]
+    real_delete = client.delete
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise BackendUnavailableError("cannot delete leases: connection reset by peer")
+
+    monkeypatch.setattr(client, "delete", unreachable)
+    with pytest.raises(BackendUnavailableError):
+        group.leave("w1")
+    monkeypatch.setattr(client, "delete", real_delete)
+    # Still a member, still renewing: past a whole lease it is listed, nobody reaped it.
+    time.sleep(FAST["lease_duration"] + 1)
+    assert connect().group_membership(name).membership_list() == {"w1"}
+    group.leave("w1")  # the retry leaves
+    eventually(lambda: log.exists() and '"left"' in log.read_text())
+    events = [e["event"] for e in map(json.loads, log.read_text().splitlines()) if e["primitive"] == "group"]
+    assert [e for e in events if e != "renewed"] == ["joined", "left"]

@@ -284,8 +284,17 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         with self._lock:
             if member_id not in self._mine:
                 raise MemberNotFoundError(f"member {member_id!r} was not joined through this handle")
-            del self._mine[member_id]
-        self._delete_own(member_id)
+            data = self._mine.pop(member_id)  # no heartbeat while its Lease is being deleted
+        try:
+            self._delete_own(member_id)
+        except CoordinationError:
+            # The Lease is still there (the server did not answer): still a member, as the
+            # others see it — keep renewing, and say so by raising; leave() may be retried.
+            # (Dropping it here left a member that stopped renewing without a departure in
+            # the log, and its next join looked like a duplicate.)
+            with self._lock:
+                self._mine.setdefault(member_id, data)
+            raise
         self._report()
 
     def _delete_own(self, member_id: str) -> None:
