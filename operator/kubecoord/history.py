@@ -9,7 +9,10 @@ One event per line (schema version 1, the table is in the README): ``v``, ``ts``
 3339 UTC with microseconds, the emitter's wall clock), ``seq`` (per-process sequence
 number from 1), ``source``, ``process``, ``backend``, ``namespace``, ``primitive``,
 ``name``, ``event`` and, where relevant, ``member``, ``epoch``, ``valid_until``, ``key``,
-``version``. Fields whose value is None are left out.
+``version``, and ``mono``: the emitter's monotonic clock (seconds) at ``ts``, which the
+pipeline uses to place a process's events even when its wall clock was stepped (record()
+stamps it when it stamps ``ts``; a caller that passes its own ``ts`` passes ``mono`` too,
+or none). Fields whose value is None are left out.
 
 Guarantees: record() never blocks on disk I/O and never raises for I/O reasons — it
 stamps the event and hands it to a bounded queue; a writer thread formats and appends
@@ -39,7 +42,7 @@ log = logging.getLogger("kubecoord.history")
 
 SCHEMA_VERSION = 1
 ENV_VAR = "KUBECOORD_HISTORY"
-TIME_FIELDS = frozenset({"ts", "valid_until"})
+TIME_FIELDS = frozenset({"ts", "valid_until", "sent"})
 """Fields given as UNIX seconds to record() and written as RFC 3339 strings."""
 
 HistoryTarget = str | os.PathLike[str] | IO[str] | None
@@ -111,7 +114,10 @@ class JsonlEventLog(EventLog):
 
     def record(self, *, primitive: str, name: str, event: str, ts: float | None = None, **fields: Any) -> None:
         # Only stamping happens here; formatting and I/O belong to the writer thread.
-        stamped = (time.time() if ts is None else ts, next(self._seq), primitive, name, event, fields)
+        if ts is None:
+            ts = time.time()
+            fields.setdefault("mono", time.monotonic())
+        stamped = (ts, next(self._seq), primitive, name, event, fields)
         if self._closed:
             self._drop("closed", "event log closed")
             return
@@ -144,7 +150,7 @@ class JsonlEventLog(EventLog):
         line.update(primitive=primitive, name=name, event=event)
         for field, value in fields.items():
             if value is not None:
-                line[field] = rfc3339(value) if field in TIME_FIELDS else value
+                line[field] = rfc3339(value) if field in TIME_FIELDS else round(value, 6) if field == "mono" else value
         return json.dumps(line, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
 
     def _write_loop(self) -> None:

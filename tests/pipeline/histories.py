@@ -18,9 +18,11 @@ class Log:
 
     def __init__(
         self, path: Path, process: str, *, namespace: str = "ns", clock_offset: float = 0.0,
-        backend: str = "kubernetes",
+        backend: str = "kubernetes", monotonic: float | None = None,
     ) -> None:
         self.path = path
+        self.monotonic = monotonic
+        """When set, every event carries ``mono``: true time + this (a monotonic clock no step moves)."""
         self.backend = backend
         self.process = process
         self.namespace = namespace
@@ -35,8 +37,10 @@ class Log:
             "process": self.process, "backend": self.backend, "namespace": self.namespace,
             "primitive": primitive, "name": name, "event": event,
         }
+        if self.monotonic is not None:
+            line["mono"] = round(t + self.monotonic, 6)
         for key, value in fields.items():
-            line[key] = rfc3339(T0 + value + self.clock_offset) if key == "valid_until" else value
+            line[key] = rfc3339(T0 + value + self.clock_offset) if key in ("valid_until", "sent") else value
         return self.raw(json.dumps(line))
 
     def leader(self, t: float, name: str, event: str, member: str, epoch: int, valid_until: float | None = None) -> int:

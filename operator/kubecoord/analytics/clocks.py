@@ -26,7 +26,14 @@ bounds hold. A pair of processes whose evidence contradicts a constant offset (a
 stepped during the log) gets no bound (the tolerance applies to it) and is named in the
 summary; evidence contradicting itself across more processes (a negative cycle) is
 discarded entirely and said so.
-Not guaranteed: offsets that drift during the log (one constant per process is assumed).
+Clocks stepped during the log: events that carry ``mono`` (the emitter's monotonic clock
+at ``ts``) are first placed on each process's monotonic timeline (``place``): t = mono +
+the process's median of (ts - mono), so a step of its wall clock moves none of them and
+what is left is one constant offset per process, which the evidence above estimates.
+valid_until moves with its event. Events without ``mono`` (older logs, injected clocks)
+keep their ts.
+Not guaranteed: offsets that drift during the log without ``mono`` (one constant per
+process is assumed).
 """
 
 from __future__ import annotations
@@ -98,6 +105,24 @@ def _proven(bound: dict[str, Any]) -> float:
     return max(0.0, low if low is not None else 0.0, -high if high is not None else 0.0)
 
 
+def place(events: DataFrame) -> DataFrame:
+    """Events whose ``mono`` is known moved onto their process's monotonic timeline: ``t``,
+    ``tu``, ``valid_until`` and ``sent`` shifted by (median(ts - mono) + mono) - ts of the process."""
+    anchors = (
+        events.filter(F.col("mono").isNotNull())
+        .groupBy("process")
+        .agg(F.percentile_approx(F.col("t") - F.col("mono"), 0.5, 10_000).alias("_anchor"))
+    )
+    shift = F.coalesce(F.col("_anchor") + F.col("mono") - F.col("t"), F.lit(0.0))
+    placed = events.join(F.broadcast(anchors), "process", "left").withColumn("_shift", shift)
+    return placed.withColumns({
+        "t": F.col("t") + F.col("_shift"),
+        "tu": F.col("tu") + F.round(F.col("_shift") * 1e6).cast("long"),
+        "valid_until": F.col("valid_until") + F.col("_shift"),
+        "sent": F.col("sent") + F.col("_shift"),
+    }).drop("_anchor", "_shift").select(*events.columns)
+
+
 def evidence_pairs(events: DataFrame) -> DataFrame:
     """(a, b, hi): offset(b) - offset(a) <= hi, the tightest per ordered pair of processes."""
     leader = events.filter(F.col("primitive") == schema.LEADER)
@@ -116,13 +141,15 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
     # Versions restart at 1 in a re-created store: pair only within one store incarnation.
     writes = events.filter((F.col("primitive") == schema.KV) & F.col("event").isin("put", "updated")).select(
         "namespace", "name", "key", F.coalesce("store_incarnation", F.lit("")).alias("life"), "version", "process",
-        "t", "line", "file",
+        "t", "line", "file", F.least(F.coalesce("sent", "t"), F.col("t")).alias("began"),
     )
     # Only versions written within a minute or two of each other are paired: keys
     # re-created often would otherwise pair every incarnation with every other.
     before = writes.select(
+        # The earlier write happened no earlier than it began (``sent``): its ts may be late
+        # (a writer paused before stamping it), which would make the bound too tight.
         "namespace", "name", "key", "life", (F.col("version") + 1).alias("version"), F.col("process").alias("a"),
-        F.col("t").alias("ta"), F.floor(F.col("t") / KV_PAIRING_SECONDS).alias("bucket"),
+        F.col("began").alias("ta"), F.floor(F.col("t") / KV_PAIRING_SECONDS).alias("bucket"),
     )
     here = F.floor(F.col("t") / KV_PAIRING_SECONDS)
     after = writes.select("namespace", "name", "key", "life", "version", F.col("process").alias("b"),

@@ -11,7 +11,9 @@ without the field (other backends, older logs) form one store incarnation.
 - lost_update: two ``updated`` events acknowledging the same version of one
   incarnation (two writers both believed they wrote it: one write was lost);
 - version_backwards: an ``updated``/``deleted`` whose version is below a version put or
-  updated more than ``skew`` seconds earlier in the same incarnation;
+  updated (its ts) more than ``skew`` seconds before this write began (its ``sent``: the
+  writer logs when the write's request went out, so a writer paused before stamping ts is
+  no false alarm; else its ts) in the same incarnation;
 - create_race: a ``put`` (which creates version 1) while the key exists: an earlier
   ``put`` of the key with no ``deleted`` logged between them (give or take ``skew``);
 - stale_epoch_write: a write carrying a leader's fencing epoch (``epoch``) after a write
@@ -97,13 +99,22 @@ def analyze(events: DataFrame, skew: float) -> Storage:
         evidence=F.transform("rows", lambda r: r["ev"]),
     )
 
-    earlier = violations.earlier_than(skew, *KEY_LIFE, "incarnation")
-    # Only puts and updates set the bar: a delete logged (through clock skew) just after
-    # the put that followed it must not make the new incarnation's versions look low.
-    written = F.when(F.col("event") != "deleted", F.struct("version", "tu", evidence().alias("ev")))
+    # Each update/delete is judged from when it began (``sent``, logged by the writer; else
+    # its ts) against the writes acknowledged (ts) more than ``skew`` before: a writer
+    # paused between its write and the event's timestamp stamps a late ts, but not a late
+    # sent. Only puts and updates set the bar: a delete logged (through clock skew) just
+    # after the put that followed it must not make the new incarnation's versions look low.
+    began = F.least(F.coalesce(F.round(F.col("sent") * 1e6).cast("long"), F.col("tu")), F.col("tu"))
+    checked = writes.filter(F.col("event").isin("updated", "deleted")).withColumns({"_at": began, "_bar": F.lit(False)})
+    bars = writes.filter(F.col("event") != "deleted").withColumns({"_at": F.col("tu"), "_bar": F.lit(True)})
+    earlier = (
+        Window.partitionBy(*KEY_LIFE, "incarnation").orderBy("_at")
+        .rangeBetween(Window.unboundedPreceding, -(round(skew * 1e6) + 1))
+    )
+    written = F.when(F.col("_bar"), F.struct("version", "tu", evidence().alias("ev")))
     back = (
-        writes.withColumn("prev", F.max(written).over(earlier))
-        .filter(F.col("event").isin("updated", "deleted") & (F.col("version") < F.col("prev.version")))
+        checked.unionByName(bars).withColumn("prev", F.max(written).over(earlier))
+        .filter(~F.col("_bar") & (F.col("version") < F.col("prev.version")))
     )
     backwards = violations.shape(
         back,

@@ -200,12 +200,14 @@ def analyze(
     # build in memory.
     deduped = covered.events.persist(StorageLevel.DISK_ONLY)
     progress.step("estimating clock offsets")
-    estimated = clocks.estimate(deduped, skew)
+    placed = clocks.place(deduped)  # on each process's monotonic timeline: wall-clock steps undone
+    estimated = clocks.estimate(placed, skew)
     offset = estimated.offset_column(F.col("process"))
-    events = deduped.withColumns({
+    events = placed.withColumns({
         "t": F.col("t") - offset,
         "tu": F.col("tu") - (offset * 1e6).cast("long"),
         "valid_until": F.col("valid_until") - offset,
+        "sent": F.col("sent") - offset,
     })
     context = Context(events=events, skew=skew, clocks=estimated)
 

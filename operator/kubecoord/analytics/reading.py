@@ -192,6 +192,7 @@ def _parse(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         *(F.col(f"raw_{name}") for name in (*schema.FIELDS, _CORRUPT)),
         _try_cast("raw_ts", "timestamp").alias("ts"),
         _try_cast("raw_valid_until", "timestamp").alias("valid_until_ts"),
+        _try_cast("raw_sent", "timestamp").alias("sent_ts"),
         *(_try_cast(f"raw_{name}", "bigint").alias(name) for name in ("v", "seq", "epoch", "version", "generation")),
     )
     with_reason = typed.withColumn("reason", F.when(F.col("blank"), F.lit(_BLANK)).otherwise(_reason()))
@@ -217,6 +218,8 @@ def _parse(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         "generation",
         F.col("raw_units").alias("units"),  # JSON text of a list; analytics.rebalance parses it
         F.col("raw_store_incarnation").alias("store_incarnation"),
+        _try_cast("raw_mono", "double").alias("mono"),  # the emitter's monotonic clock (analytics.clocks)
+        (F.unix_micros("sent_ts") / 1e6).alias("sent"),  # a KV write's start (analytics.kv)
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 SCHEMA_VERSION = 1
 FIELDS = (
     "v", "ts", "seq", "source", "process", "backend", "namespace", "primitive", "name", "event",
-    "member", "epoch", "valid_until", "key", "version", "generation", "units", "store_incarnation",
+    "member", "epoch", "valid_until", "key", "version", "generation", "units", "store_incarnation", "mono", "sent",
 )
 REQUIRED = ("ts", "process", "namespace", "primitive", "name", "event")
 

@@ -57,7 +57,7 @@ from kubecoord import metrics as client_metrics
 from kubecoord._core.lease.record import LeaderRecord, Observation, expires_at, from_unix, released
 from kubecoord._core.lease.store import RecordConflict, RecordStore
 from kubecoord._core.lease.timings import Timings
-from kubecoord._internal.clock import Clock
+from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord.errors import CoordinationError
 from kubecoord.history import EventLog
 
@@ -168,7 +168,7 @@ class Elector:
         self._confirm(written, sent=now)
         self._metrics.renewed(self._backend, self._clock.now() - now)
         self._events.record(
-            ts=self._wall(), primitive="leader_election", name=self.service, event="renewed", member=self.candidate,
+            **self._stamp(), primitive="leader_election", name=self.service, event="renewed", member=self.candidate,
             epoch=record.transitions, valid_until=self._wall_of(self._valid_until),
         )
         return self._timings.retry_period
@@ -251,7 +251,7 @@ class Elector:
             self._lose("acquire answered after the renew deadline")
             return self._timings.retry_period
         self._events.record(
-            ts=self._wall(), primitive="leader_election", name=self.service, event="acquired", member=self.candidate,
+            **self._stamp(), primitive="leader_election", name=self.service, event="acquired", member=self.candidate,
             epoch=transitions, valid_until=self._wall_of(self._valid_until),
         )
         self._metrics.leadership(self._backend, self.service, self.candidate, True)
@@ -274,7 +274,7 @@ class Elector:
         if not was_leading or record is None:
             return False
         self._events.record(
-            ts=self._wall(), primitive="leader_election", name=self.service, event="resigned", member=self.candidate,
+            **self._stamp(), primitive="leader_election", name=self.service, event="resigned", member=self.candidate,
             epoch=record.transitions,
         )
         try:
@@ -309,7 +309,7 @@ class Elector:
         self._leading = False
         log.info("lost leadership", extra={"service": self.service, "candidate": self.candidate, "reason": reason})
         self._events.record(
-            ts=self._wall(), primitive="leader_election", name=self.service, event="lost", member=self.candidate,
+            **self._stamp(), primitive="leader_election", name=self.service, event="lost", member=self.candidate,
             epoch=epoch,
         )
         self._metrics.leadership(self._backend, self.service, self.candidate, False)
@@ -320,6 +320,13 @@ class Elector:
         if self._leading:
             return max(0.05, min(self._request_timeout, self._valid_until - now))
         return self._request_timeout
+
+    def _stamp(self) -> dict[str, float | None]:
+        """An event's ts, with the monotonic reading beside it when both clocks are real
+        (the pipeline places events by it across wall-clock steps); a test's injected
+        clocks give no ``mono``: it would not match their ``ts``."""
+        real = self._wall is time.time and isinstance(self._clock, MonotonicClock)
+        return {"ts": self._wall(), "mono": time.monotonic() if real else None}
 
     def _now_wall(self) -> dt.datetime:
         return from_unix(self._wall())

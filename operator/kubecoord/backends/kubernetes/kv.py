@@ -240,6 +240,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
         self, key: str, change: Callable[[Entry | None], Entry | None], event: str, expected: int | None = None
     ) -> int:
         self._check_open()
+        sent = time.time()  # logged as ``sent``: the write happened between it and the event's ts
         shards = self._layout() or self._create_shards
         index = shard_of(key, shards)
         if index != 0 and self._layout() is None:
@@ -280,7 +281,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
             # The ConfigMap's uid: a store deleted and re-created is a new incarnation whose
             # keys start again at version 1 (the pipeline judges versions per incarnation).
             uid = (written.get("metadata") or {}).get("uid")
-            self._record(event, key=key, version=version, store_incarnation=uid)
+            self._record(event, key=key, version=version, store_incarnation=uid, sent=sent)
             return version
         raise BackendUnavailableError(
             f"store {self.name!r}: gave up after {MAX_ATTEMPTS} conflicting writes of ConfigMap {configmap!r}"

@@ -27,6 +27,7 @@ Every call fails at once with BackendUnavailableError while the session is not c
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -91,13 +92,14 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
 
     # -- writes -----------------------------------------------------------------------
     def _put(self, key: str, data: str) -> int:
+        sent = time.time()
         path = key_path(self.root, key)
         client = self._session.client
         with translating():
             for _ in range(_MAX_ROUNDS):
                 try:
                     self._session.call(client.create_async, path, record.encode(0, data), makepath=True)
-                    return self._done("put", key, 1)
+                    return self._done("put", key, 1, sent)
                 except NoNodeError:
                     continue  # an implicit parent was pruned between makepath and create
                 except NodeExistsError:
@@ -111,21 +113,23 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                 try:  # an implicit parent becomes a key, starting at version 1
                     raw = record.encode(stat.version + 1, data)
                     self._session.call(client.set_async, path, raw, version=stat.version)
-                    return self._done("put", key, 1)
+                    return self._done("put", key, 1, sent)
                 except (BadVersionError, NoNodeError):
                     continue
             raise ConnectionLoss(f"put of {key!r} kept racing with concurrent writes")
 
     def _update(self, key: str, data: str, expected_version: int | None) -> int:
+        sent = time.time()
 
         def write(path: str, raw: bytes, zk_version: int) -> None:
             self._session.call(
                 self._session.client.set_async, path, record.encode(record.base_of(raw), data), version=zk_version
             )
 
-        return self._done("updated", key, self._compare_and_set(key, expected_version, write) + 1)
+        return self._done("updated", key, self._compare_and_set(key, expected_version, write) + 1, sent)
 
     def _delete(self, key: str, expected_version: int | None) -> None:
+        sent = time.time()
         client = self._session.client
 
         def remove(path: str, raw: bytes, zk_version: int) -> None:
@@ -136,7 +140,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
 
         version = self._compare_and_set(key, expected_version, remove)
         self._prune(key)
-        self._done("deleted", key, version)
+        self._done("deleted", key, version, sent)
 
     def _compare_and_set(
         self, key: str, expected: int | None, write: Callable[[str, bytes, int], None]
@@ -182,8 +186,10 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                     return
                 parent = validation.parent_of(parent)
 
-    def _done(self, event: str, key: str, version: int) -> int:
-        self._record(event, key=key, version=version)
+    def _done(self, event: str, key: str, version: int, sent: float) -> int:
+        # ``sent``: when this write began, so the log bounds it from both sides (a process
+        # paused before stamping ts does not move the write later in the pipeline's eyes).
+        self._record(event, key=key, version=version, sent=sent)
         return version
 
 
