@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 LEASE_DURATION = 2.0
 TERM_LEASE = 8.0
-KILL_FAILOVERS = {"emulator": 20, "real": 6}
+KILL_FAILOVERS = {"emulator": 12, "real": 6}
 """The real server's share of make test's time is smaller (its tier's budget is 4 min): 6
 failovers there, with kills landing at different moments of a term; 20 on the emulator."""
 CAS_ROUNDS = {"emulator": 25, "real": 15}

@@ -18,8 +18,9 @@ Protocol (the Kubernetes list/watch contract, as client-go's reflector follows i
    events (bookmarks included) is closed and re-opened from the last resourceVersion by a
    process-wide watchdog (one thread), without a re-list. An idle watch has no usual gap
    and is only re-opened when the server ends it (``timeoutSeconds``, jittered) or the
-   read timeout passes. (A real kube-apiserver sends no bookmark on an idle watch, so
-   silence alone cannot tell an idle watch from a dead one.)
+   read timeout passes. (kube-apiserver 1.32 sends a bookmark on an idle watch only once a
+   minute and about two seconds before the watch's timeoutSeconds deadline, so silence
+   alone cannot tell an idle watch from a dead one within a minute.)
 
 Deletions leave tombstones: an object's response from an earlier GET or write (offer) is
 never applied once this informer has seen the object deleted at a later version, nor when

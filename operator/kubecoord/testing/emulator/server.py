@@ -53,7 +53,7 @@ class ApiEmulator:
         port: int = 0,
         *,
         history_limit: int = 100_000,
-        bookmark_interval: float = 5.0,
+        bookmark_interval: float = 60.0,
         gc_interval: float = 1.0,
         anonymous_admin: bool = False,
         requests_limit: int = 200_000,

@@ -4,9 +4,11 @@ A watch from a resourceVersion replays the retained events after it; without one
 "0") it starts with a synthetic ADDED per current object. A resourceVersion older than
 the retained history answers HTTP 200 with one ERROR event (a 410 Expired Status) and
 ends, as the API server does. ``timeoutSeconds`` ends the stream; with
-``allowWatchBookmarks`` a BOOKMARK carrying the current resourceVersion is sent whenever
-the stream has been idle for ``bookmark_interval`` seconds (and once after the initial
-events when ``sendInitialEvents=true``).
+``allowWatchBookmarks`` a BOOKMARK carrying the current resourceVersion is sent when
+kube-apiserver 1.32 sends one (measured: tests/kubernetes/test_watch_bookmarks.py runs on
+both): every ``bookmark_interval`` seconds (a minute by default), events or not, and two
+seconds and one second before the ``timeoutSeconds`` deadline; and once after the
+initial events when ``sendInitialEvents=true``.
 """
 
 from __future__ import annotations
@@ -68,19 +70,24 @@ async def stream(
         if initial_end:
             await _drain(response, watcher.queue, rtype)
             await response.write(_bookmark(rtype, store.resource_version, initial_end=True))
-        deadline = None if timeout is None else loop.time() + timeout
+        start = loop.time()
+        deadline = None if timeout is None else start + timeout
+        due = _bookmark_times(start, deadline, bookmark_interval) if bookmarks else []
         while True:
-            wait = bookmark_interval if bookmarks else None
-            if deadline is not None:
-                left = deadline - loop.time()
-                if left <= 0:
-                    break
-                wait = left if wait is None else min(wait, left)
-            try:
-                item = await asyncio.wait_for(watcher.queue.get(), wait)
-            except TimeoutError:
-                if bookmarks and watcher.settled():
+            now = loop.time()
+            if deadline is not None and now >= deadline:
+                break
+            if due and now >= due[0]:
+                sent_at = due.pop(0)
+                if deadline is None:
+                    due.append(sent_at + bookmark_interval)
+                if watcher.settled():
                     await response.write(_bookmark(rtype, store.resource_version))
+                continue
+            until = min((t for t in (due[0] if due else None, deadline) if t is not None), default=None)
+            try:
+                item = await asyncio.wait_for(watcher.queue.get(), None if until is None else max(0.0, until - now))
+            except TimeoutError:
                 continue
             if item is None:
                 break
@@ -91,6 +98,18 @@ async def stream(
     finally:
         store.unwatch(watcher)
     return response
+
+
+def _bookmark_times(start: float, deadline: float | None, interval: float) -> list[float]:
+    """When a watch from ``start`` gets its bookmarks, as kube-apiserver 1.32's watch cache
+    sends them (measured on the real server): one every ``interval`` (its bookmark
+    frequency, a minute), events or not; and with a deadline (timeoutSeconds) two
+    seconds and one second before it, so that a client resumes from a recent version."""
+    if deadline is None:
+        return [start + interval]
+    times = [start + interval * n for n in range(1, int((deadline - 2 - start) // interval) + 1)]
+    times += [t for t in (deadline - 2, deadline - 1) if t > start]
+    return sorted(t for t in times if t < deadline)
 
 
 def _present(rtype: ResourceType, event_type: str, obj: JSON) -> bytes:
