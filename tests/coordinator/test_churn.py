@@ -8,17 +8,14 @@ memory, which lives in one process.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 
@@ -28,74 +25,11 @@ from kubecoord.testing import ManualClock, crash
 from ..fixtures.real_apiserver import BinariesNotFound, find_binaries
 from ..helpers import eventually
 from .checks import holders, stray_work, violations
+from .members import Group, Member, ProcessMember
 from .worker import Worker
 
 UNITS = [f"p{i}" for i in range(24)]
 SESSION = 1.5
-
-
-class Member(Protocol):
-    name: str
-
-    def kill(self) -> None: ...
-    def leave(self) -> None: ...
-
-
-class Group:
-    """The members of one test and everything they reported."""
-
-    def __init__(self) -> None:
-        self.name = f"churn-{uuid.uuid4().hex[:8]}"
-        self.reports: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.killed: dict[str, float] = {}
-        self.alive: dict[str, Member] = {}
-        self.gone: list[Member] = []
-
-    def report(self, line: dict[str, Any]) -> None:
-        with self.lock:
-            self.reports.append(line)
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        with self.lock:
-            return list(self.reports)
-
-    def settled(self) -> bool:
-        owner = holders(self.snapshot(), self.killed)
-        counts = [sum(1 for m in owner.values() if m == name) for name in self.alive]
-        return sorted(owner) == sorted(UNITS) and set(owner.values()) <= set(self.alive) and (
-            max(counts) - min(counts) <= 1
-        )
-
-
-class ProcessMember:
-    def __init__(self, group: Group, name: str, config: dict[str, Any]) -> None:
-        self.name = name
-        self.group = group
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.coordinator.member_process",
-             json.dumps({**config, "member": name, "group": group.name})],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=pathlib.Path(__file__).parents[2],
-        )
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for raw in self.process.stdout:
-            self.group.report(json.loads(raw))
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.group.killed[self.name] = time.time()
-            self.process.kill()
-        self.process.wait()
-        self.reader.join(5)
-
-    def leave(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(30)
-        self.reader.join(5)
 
 
 class ThreadMember:
@@ -203,7 +137,7 @@ def test_join_leave_kill_loop(
     backend: str, assignors: list[str], spawners: Callable[[str, list[str]], Spawn]
 ) -> None:
     spawn = spawners(backend, assignors)
-    group = Group()
+    group = Group(UNITS)
     rng = random.Random(11)
     settle = 60.0
     names = (f"m{i}" for i in range(100))
@@ -248,7 +182,7 @@ def test_a_paused_member_is_fenced_before_its_units_move(spawners: Callable[[str
     again its ensure_generation() refuses work before it learns anything (ZooKeeper:
     reads go to the server, and its session is gone)."""
     spawn = spawners("zookeeper", ["sticky"])
-    group = Group()
+    group = Group(UNITS)
     for name in ("a", "b", "c"):
         group.alive[name] = spawn(group, name)
     eventually(group.settled, 60)

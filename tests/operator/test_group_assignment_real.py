@@ -31,7 +31,7 @@ import kubecoord
 from kubecoord.coordinator.record import derived_name
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from tests.coordinator.checks import holders, violations
-from tests.coordinator.test_churn import Group, ProcessMember
+from tests.coordinator.members import Group, ProcessMember
 from tests.fixtures.real_apiserver import free_port
 from tests.fixtures.real_kubernetes import install_crds
 from tests.helpers import eventually
@@ -163,8 +163,7 @@ def _scenario(
     body = {"apiVersion": "/".join(API), "kind": "Group", "metadata": {"name": name}, "spec": spec}
     custom.create_namespaced_custom_object(*API, real_namespace, "groups", body)
     observer = Observer(custom, real_namespace, name)
-    group = Group()
-    group.name = name
+    group = Group(UNITS, name)
     members: dict[str, ProcessMember] = {}
     names = (f"m{i}" for i in range(100))
 
