@@ -27,6 +27,14 @@ from tests.helpers import eventually
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NAMESPACE = "default"
 
+INVALID_ASSIGNMENTS = [
+    ({"assignment": {"units": 4, "unitNames": ["a"]}}, "exactly one of units"),
+    ({"assignment": {"units": 4, "sessionTimeoutSeconds": 20, "rebalanceTimeoutSeconds": 10}}, "at least"),
+    ({"assignment": {"units": 4, "assignor": "random"}}, "Unsupported value"),
+]
+"""Group specs whose spec.assignment the CRD's rules refuse, with a part of the message;
+the same on the emulator (test_group_assignment.py) and the real server (test_group_crd_real.py)."""
+
 
 def install_crds(client: kubernetes.client.ApiClient) -> None:
     api = kubernetes.client.ApiextensionsV1Api(client)

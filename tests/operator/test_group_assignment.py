@@ -13,7 +13,7 @@ import kubecoord
 from kubecoord.coordinator import GroupMember, UnitsProtocol, decode_units
 from kubecoord.testing import ApiEmulator
 from tests.helpers import eventually
-from tests.operator.conftest import NAMESPACE, Resources
+from tests.operator.conftest import INVALID_ASSIGNMENTS, NAMESPACE, Resources
 
 FAST = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
 
@@ -103,11 +103,7 @@ def test_member_led_group_status_shows_the_generation(resources: Resources, conn
 
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [
-        ({"assignment": {"units": 4, "unitNames": ["a"]}}, "exactly one of units"),
-        ({"assignment": {"units": 4, "sessionTimeoutSeconds": 20, "rebalanceTimeoutSeconds": 10}}, "at least"),
-        ({"assignment": {"units": 4, "assignor": "random"}}, "Unsupported value"),
-    ],
+    INVALID_ASSIGNMENTS,
 )
 def test_invalid_assignment_is_refused(
     k8s: kubernetes.client.ApiClient, unique: str, spec: dict[str, object], message: str

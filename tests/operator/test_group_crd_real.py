@@ -13,6 +13,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from tests.fixtures.real_kubernetes import install_crds
+from tests.operator.conftest import INVALID_ASSIGNMENTS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -54,11 +55,7 @@ def test_assignment_is_admitted_on_a_zookeeper_backed_group(
 
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [
-        ({"assignment": {"units": 4, "unitNames": ["a"]}}, "exactly one of units"),
-        ({"assignment": {"units": 4, "sessionTimeoutSeconds": 20, "rebalanceTimeoutSeconds": 10}}, "at least"),
-        ({"assignment": {"units": 4, "assignor": "random"}}, "Unsupported value"),
-    ],
+    INVALID_ASSIGNMENTS,
 )
 def test_invalid_assignment_is_refused(
     groups_api: k8s.CustomObjectsApi, real_namespace: str, spec: dict[str, Any], message: str
