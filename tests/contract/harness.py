@@ -19,6 +19,8 @@ class Harness(abc.ABC):
     name: str
     settle: float = 10.0
     """How long a change may take to become visible to another coordinator (seconds)."""
+    increments_per_thread: int = 200
+    """Compare-and-set increments per thread in the lost-update test (8 threads contend)."""
 
     @abc.abstractmethod
     def connect(self, **options: Any) -> Coordinator:

@@ -125,7 +125,7 @@ def test_children_of_namespaces(harness: Harness, name: str) -> None:
 
 def test_concurrent_versioned_increments_lose_nothing(harness: Harness, name: str) -> None:
     harness.connect().storage(name).put("counter", "0")
-    threads, per_thread = 8, 200
+    threads, per_thread = 8, harness.increments_per_thread
     conflicts = [0] * threads
 
     def increment(index: int) -> None:
