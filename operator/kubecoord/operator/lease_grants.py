@@ -61,6 +61,9 @@ _locks: dict[str, asyncio.Lock] = {}
 _written: dict[str, dict[str, str] | None] = {}
 """namespace -> the data last written (None: deleted), for the cheap drift check."""
 _checked: dict[str, float] = {}
+_computed_at: dict[str, float] = {}
+"""namespace -> when the last recompute began listing (monotonic)."""
+_owners: dict[str, set[str]] = {}
 DRIFT_SECONDS = 10.0
 """At most one drift check (one GET) per namespace this often, however many Groups it has."""
 
@@ -111,35 +114,55 @@ def configmap(namespace: str, data: dict[str, str], owners: list[dict[str, Any]]
     }
 
 
-async def reconcile(namespace: str) -> dict[str, str]:
-    """Recompute the namespace's ConfigMap from its Groups and LeaderElections; the data written."""
+async def reconcile(namespace: str) -> dict[str, str] | None:
+    """Recompute the namespace's ConfigMap from its Groups and LeaderElections; the data written.
+
+    Calls queued behind the lock (an operator resuming thousands of resources) are
+    coalesced: a recompute that began listing after a call was made has seen that call's
+    change, so the call returns at once instead of listing and writing again.
+    """
+    requested = time.monotonic()
     lock = _locks.setdefault(namespace, asyncio.Lock())
     async with lock:
-        groups = await kubeapi.list_objects(API_VERSION, "groups", namespace, "")
-        elections = await kubeapi.list_objects(API_VERSION, "leaderelections", namespace, "")
-        for body in groups:
-            body.setdefault("kind", "Group")
-        data = grants(groups, elections)
-        path = kubeapi.collection_path("v1", "configmaps", namespace)
-        if not data:
-            try:
-                await kubeapi.acall("DELETE", f"{path}/{CONFIGMAP}")
-            except kubeapi.ApiException as error:
-                if error.status != 404:
-                    raise
-            _written[namespace] = None
-            return data
-        owners = [g for g in groups if _on_kubernetes(g) and _clients(g)]
-        body = configmap(namespace, data, owners)
-        try:
-            await kubeapi.acall("POST", path, body)
-        except kubeapi.ApiException as error:
-            if error.status != 409:
-                raise
-            # A replace, not a merge patch: keys of accounts no longer listed must go.
-            await kubeapi.acall("PUT", f"{path}/{CONFIGMAP}", body)
-        _written[namespace] = data
+        if _computed_at.get(namespace, float("-inf")) >= requested:
+            return _written.get(namespace)
+        began = time.monotonic()
+        data = await _recompute(namespace)
+        _computed_at[namespace] = began
         return data
+
+
+async def _recompute(namespace: str) -> dict[str, str]:
+    groups = await kubeapi.list_objects(API_VERSION, "groups", namespace, "")
+    elections = await kubeapi.list_objects(API_VERSION, "leaderelections", namespace, "")
+    for body in groups:
+        body.setdefault("kind", "Group")
+    data = grants(groups, elections)
+    path = kubeapi.collection_path("v1", "configmaps", namespace)
+    if not data:
+        if namespace in _written and _written[namespace] is None:
+            return data  # deleted already (the drift check notices one made by others)
+        try:
+            await kubeapi.acall("DELETE", f"{path}/{CONFIGMAP}")
+        except kubeapi.ApiException as error:
+            if error.status != 404:
+                raise
+        _written[namespace] = None
+        return data
+    owners = [g for g in groups if _on_kubernetes(g) and _clients(g)]
+    uids = {g["metadata"]["uid"] for g in owners}
+    if _written.get(namespace) == data and _owners.get(namespace) == uids:
+        return data  # what the API has (the drift check notices edits by others)
+    body = configmap(namespace, data, owners)
+    try:
+        await kubeapi.acall("POST", path, body)
+    except kubeapi.ApiException as error:
+        if error.status != 409:
+            raise
+        # A replace, not a merge patch: keys of accounts no longer listed must go.
+        await kubeapi.acall("PUT", f"{path}/{CONFIGMAP}", body)
+    _written[namespace], _owners[namespace] = data, uids
+    return data
 
 
 async def check_drift(namespace: str) -> None:
@@ -157,4 +180,6 @@ async def check_drift(namespace: str) -> None:
             raise
         current = None
     if namespace not in _written or current != _written[namespace]:
+        _written.pop(namespace, None)  # what the API has is not what we wrote: write again
+        _owners.pop(namespace, None)
         await reconcile(namespace)
