@@ -53,7 +53,7 @@ def test_refused_status_writes_are_retried_and_the_daemon_lives_on(
     assert _status_errors() - before >= len(CODES)
     failed = [getattr(r, "status_code", None) for r in caplog.records
               if r.getMessage() == "status write failed; will retry"]
-    assert failed == list(CODES), [r.getMessage() for r in caplog.records][-20:]
+    assert [code for code in failed if code in CODES] == list(CODES), failed
     # The same daemon goes on mirroring: later changes reach the status too.
     group.join("w2", data="b")
     eventually(lambda: resources.status("groups", name).get("memberCount") == 2, timeout=20, interval=0.2)
