@@ -157,6 +157,14 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     k1.add(8.6, "kv", "s", "updated", key="x", version=3, sent=1.0)
     k2.add(2, "kv", "s", "updated", key="x", version=4, sent=1.9)
     k2.add(3, "kv", "s", "updated", key="x", version=5, sent=2.9)
+    # A zookeeper leader paused (SIGSTOP) past its session: its session's proven life ended
+    # at 6.5, b acquired at 8.5, and a logged ``lost`` only when resumed at 10 (with
+    # valid_until 6.5). Its term ends at 6.5: no overlap.
+    z1, z2 = log("z1", "zkpause", backend="zookeeper"), log("z2", "zkpause", backend="zookeeper")
+    z1.leader(0, "svc", "acquired", "a", 1, valid_until=4)
+    z2.leader(8.5, "svc", "acquired", "b", 2, valid_until=12.5)
+    z1.leader(10, "svc", "lost", "a", 1, valid_until=6.5)
+    z2.leader(20, "svc", "resigned", "b", 2)
     for each in logs:
         each.write()
     (root / "archive").mkdir()
@@ -248,6 +256,11 @@ def test_a_writer_paused_before_stamping_its_write_is_no_version_going_back(anal
     assert violations(analysis, "paused") == []
 
 
+def test_a_zookeeper_leader_paused_past_its_session_ends_where_its_session_did(analysis: Analysis) -> None:
+    assert violations(analysis, "zkpause") == []
+    assert [t[:5] for t in terms(analysis, "zkpause")] == [("a", 1, 1, 0.0, 6.5), ("b", 2, 1, 8.5, 20.0)]
+
+
 def test_an_archive_copy_is_deduplicated(analysis: Analysis) -> None:
     assert violations(analysis, "copies") == []
     assert analysis.summary["inputs"]["duplicates_dropped"] == 4
@@ -309,8 +322,8 @@ def test_the_report_has_worst_failovers_time_without_a_leader_and_elections(
     lead = analysis.summary["leadership"]
     assert lead["worst_failovers"][0]["gap"] == pytest.approx(20.0)  # a's own re-acquisition
     # 0.1 (handover) + 20 (reacquire) + 0 (memory) + 0.9 (stepped: uncorrected, 0.1 + the 0.8 step)
-    # + 0.21 (monostep: 0.1 + 0.1 + 0.011, within the evidence's few milliseconds)
-    assert lead["leaderless_seconds"] == pytest.approx(21.21, abs=0.005)
+    # + 0.21 (monostep: 0.1 + 0.1 + 0.011, within the evidence's few milliseconds) + 2 (zkpause)
+    assert lead["leaderless_seconds"] == pytest.approx(23.21, abs=0.005)
     rows = {r["namespace"]: r for r in analysis.tables["elections"].collect()}
     assert (rows["split"]["violations"], rows["handover"]["leaderless_seconds"]) == (1, pytest.approx(0.1))
     html = (written / "report.html").read_text()

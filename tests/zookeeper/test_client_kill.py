@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -112,3 +113,37 @@ def test_twenty_kill_9_failovers_never_overlap(zookeeper_server: ZooKeeperServer
     for (_, epoch, end, who), (next_start, next_epoch, _, next_who) in itertools.pairwise(intervals):
         assert end < next_start, f"{next_who} acquired at {next_start} before {who} was killed at {end}"
         assert next_epoch > epoch
+
+
+def test_a_leader_paused_past_its_session_says_its_leadership_ended_with_the_session(
+    zookeeper_server: ZooKeeperServer, tmp_path: Path
+) -> None:
+    """SIGSTOP of the leading process for longer than its session: another candidate takes
+    over meanwhile, and the resumed leader's ``lost`` event — written only after SIGCONT —
+    says (valid_until) that its leadership ended when its session's proven life did,
+    before the successor acquired; the event's own ts is after it."""
+    url = f"zookeeper://{zookeeper_server.hosts}/pause-{uuid.uuid4().hex[:8]}"
+    paused = spawn(url, "p0", tmp_path)
+    other = spawn(url, "p1", tmp_path)
+    try:
+        eventually(lambda: bool(paused.acquired()), 30)
+        paused.process.send_signal(signal.SIGSTOP)
+        eventually(lambda: bool(other.acquired()), 30)
+        time.sleep(0.5)
+        paused.process.send_signal(signal.SIGCONT)
+
+        def lost() -> dict[str, Any] | None:
+            return next((e for e in events(paused.history) if e["event"] == "lost"), None)
+
+        eventually(lambda: lost() is not None, 30)
+    finally:
+        for candidate in (paused, other):
+            candidate.process.send_signal(signal.SIGCONT)
+            candidate.process.kill()
+            candidate.process.wait()
+    event = lost()
+    assert event is not None and "valid_until" in event
+    ended, logged = (dt.datetime.fromisoformat(event[f].replace("Z", "+00:00")).timestamp()
+                     for f in ("valid_until", "ts"))
+    successor = other.acquired()[0]["at"]
+    assert ended < successor < logged

@@ -18,7 +18,10 @@ acquisition 0). A term starts at ``acquired`` (else its first event) and ends at
   earliest end if the process died then. It bounds a term only when the process
   vanished (no end event); a 100 s term with valid_until 5 s after its start lasts
   100 s. (A single ``renewed`` as a term's last event is the heartbeat such a process
-  logs when it crashes, not a renewal.) Memory terms that renew are leases.
+  logs when it crashes, not a renewal.) Memory terms that renew are leases. An end
+  event's own valid_until is when the term really ended, if earlier: a zookeeper leader
+  resumed after a pause longer than its session logs ``lost`` late, with valid_until =
+  the end of its session's proven life (it stopped leading then).
 
 All times are corrected by the clock offsets estimated from the log (clocks module).
 Checks:
@@ -80,7 +83,7 @@ def intervals(events: DataFrame) -> DataFrame:
         F.min("t").alias("first_t"),
         F.max("t").alias("last_t"),
         F.max("valid_until").alias("max_valid_until"),
-        F.min(F.when(is_end, F.struct("seq", "t", "event", evidence().alias("ev")))).alias("end_row"),
+        F.min(F.when(is_end, F.struct("seq", "t", "event", "valid_until", evidence().alias("ev")))).alias("end_row"),
         F.min(row).alias("first_row"),
         F.max(row).alias("last_row"),
         F.count("*").alias("events"),
@@ -92,7 +95,11 @@ def intervals(events: DataFrame) -> DataFrame:
     session = F.col("backend").isin(*SESSION_BACKENDS) | (
         F.col("backend").isin(*SESSION_UNLESS_RENEWED) & (renewed_before_last == 0)
     )
-    ended = F.when(session, end_t).otherwise(F.least(end_t, F.coalesce("max_valid_until", end_t)))
+    # A session holder's end event may carry when its leadership really ended (a zookeeper
+    # leader paused past its session logs ``lost`` late, with the end of its session's
+    # proven life as valid_until).
+    ended = F.when(session, F.least(end_t, F.coalesce("end_row.valid_until", end_t))).otherwise(
+        F.least(end_t, F.coalesce("max_valid_until", end_t)))
     end = F.when(end_t.isNotNull(), ended).otherwise(F.when(session, vanished).otherwise(
         F.coalesce("max_valid_until", "last_t")))
     return terms.select(

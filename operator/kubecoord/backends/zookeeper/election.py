@@ -169,7 +169,12 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
 
     # -- znodes ---------------------------------------------------------------------
     def _holds(self, candidate: _Candidate) -> bool:
-        return candidate.leading and self._session.connected and candidate.confirmed == self._session.generation
+        # Within the session's proven life too: a process resumed after a pause longer than
+        # the session must not believe it leads until kazoo notices (session.alive_until).
+        return (
+            candidate.leading and self._session.connected and candidate.confirmed == self._session.generation
+            and time.monotonic() < self._session.alive_until
+        )
 
     def _create(self, candidate: _Candidate) -> None:
         client = self._session.client
@@ -272,7 +277,11 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
     def _lose(self, candidate: _Candidate) -> None:
         if candidate.leading:
             candidate.leading = False
-            self._record_candidate("lost", candidate)
+            # valid_until: when its leadership ended — now, or earlier when the session's
+            # proven life ran out first (a pause): the term ends there, not at this late event.
+            now = time.monotonic()
+            ended = time.time() - max(0.0, now - self._session.alive_until)
+            self._record_candidate("lost", candidate, valid_until=ended)
         candidate.node = None
 
     def _observe(self, order: list[str], notify: bool) -> bool:

@@ -12,8 +12,18 @@ Guarantees:
   every SUSPENDED, LOST and CONNECTED, in kazoo's order. After LOST kazoo opens a new
   session by itself; its CONNECTED is where handles re-create what the old one held.
 
+- ``alive_until`` (monotonic seconds): until when the session is certainly alive at the
+  server — the send time of the latest request or ping the server answered, plus the
+  session timeout (the server expires a session only after that long without hearing
+  from it). A leader leads only before it (zookeeper/election.py), so a process paused
+  (SIGSTOP, a VM freeze) longer than the session stops believing it leads the moment it
+  runs again, before kazoo has noticed anything, and its ``lost`` event says when its
+  leadership ended.
+
 Not guaranteed: kazoo drops its watch registrations on SUSPENDED (it fires them once
-with a NONE event); handles re-arm their watches on the next CONNECTED.
+with a NONE event); handles re-arm their watches on the next CONNECTED. ``alive_until``
+reaches into kazoo's connection (its _submit and _read_header): kazoo exposes no
+timestamp of the server's last answer.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ import contextlib
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -61,7 +72,31 @@ class Session:
         self._crashed = False
         self.generation = 0
         """Bumped on every SUSPENDED and LOST: leadership confirmed in an older one is unconfirmed."""
+        self.alive_until = 0.0
+        self._sent: dict[int, float] = {}  # xid -> monotonic send time, on kazoo's connection thread
+        self._time_answers()
         self.client.add_listener(self._on_state)
+
+    def _time_answers(self) -> None:
+        """Note each request's send time and, when the server answers it, extend alive_until
+        (both run on kazoo's connection thread: requests and answers are in order)."""
+        connection = self.client._connection
+        submit, read_header = connection._submit, connection._read_header
+
+        def timed_submit(request: Any, timeout: float, xid: int | None = None) -> Any:
+            if xid is not None:
+                self._sent[xid] = time.monotonic()
+            return submit(request, timeout, xid)
+
+        def timed_read_header(timeout: float) -> Any:
+            header, buffer, offset = read_header(timeout)
+            sent = self._sent.pop(header.xid, None)
+            if sent is not None:
+                self.alive_until = max(self.alive_until, sent + self.options.session_timeout)
+            return header, buffer, offset
+
+        connection._submit = timed_submit
+        connection._read_header = timed_read_header
 
     # -- lifecycle ----------------------------------------------------------------
     def start(self) -> None:
@@ -130,6 +165,7 @@ class Session:
         # kazoo's connection thread: record and hand over, never block here.
         if state != KazooState.CONNECTED:
             self.generation += 1
+            self._sent.clear()  # a new connection numbers its requests from the start
         log.debug("zookeeper session state", extra={"state": state})
         self._worker.post(None, lambda: self._fan_out(state))
 
