@@ -85,3 +85,19 @@ def test_the_session_server_has_rbac_on_and_anonymous_off(real_api: RealApiServe
         k8s.CoordinationV1Api(api).list_namespaced_lease(real_namespace)
     assert denied.value.status == 403
     assert "system:serviceaccount:" + real_namespace + ":nobody" in str(denied.value.body)
+
+
+def test_restart_kills_and_starts_again_keeping_the_objects(tmp_path: pathlib.Path) -> None:
+    try:
+        binaries = find_binaries()
+    except BinariesNotFound as exc:
+        pytest.skip(f"the real kube-apiserver is not here: {exc}")
+    with RealApiServer(binaries, tmp_path / "server") as server:
+        core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(server.admin_kubeconfig)))
+        core.create_namespaced_config_map("default", {"metadata": {"name": "kept"}, "data": {"k": "v"}})
+        first = server.url
+        assert "kube-apiserver killed -9" in server.restart()
+        assert "etcd killed -9" in server.restart(etcd=True)
+        assert server.url != first  # new port; the kubeconfig follows it
+        core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(server.admin_kubeconfig)))
+        assert core.read_namespaced_config_map("kept", "default").data == {"k": "v"}

@@ -271,23 +271,10 @@ class RealKubernetesBackend(_KubernetesBase):
         self.server.stop()
 
     def _restart(self, kind: str, pick: int) -> str:
-        # RealApiServer keeps [etcd, kube-apiserver] in _processes and starts each on new
-        # ports; the proxy then sends new connections to the new apiserver port.
-        server = self.server
-        apiserver = server._processes.pop()
-        apiserver.popen.kill()
-        apiserver.stop()
-        done = "kube-apiserver killed -9"
-        if kind == ETCD_RESTART:
-            etcd = server._processes.pop()
-            etcd.popen.kill()
-            etcd.stop()
-            time.sleep(0.5)
-            server._start_etcd(starter_etcd_binary())
-            done = "etcd killed -9 and started again on its data; " + done
-        server._start_apiserver()
-        self._follow(_address(server.url))
-        return done + f" and started again ({server.url})"
+        # The apiserver comes back on a new port: the proxies send new connections there.
+        done = str(self.server.restart(etcd=kind == ETCD_RESTART))
+        self._follow(_address(self.server.url))
+        return done
 
 
 def _address(url: str) -> tuple[str, int]:
@@ -309,10 +296,6 @@ def real_apiserver_module() -> Any:
             "kubernetes soak from a checkout, or set KUBECOORD_PROJECT_ROOT"
         ) from exc
     return module
-
-
-def starter_etcd_binary() -> Any:
-    return real_apiserver_module().etcd_binary()
 
 
 def describe(options: dict[str, Any]) -> str:
