@@ -28,7 +28,11 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import FrameType
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _real_time = time.time
 _offset = [0.0]
@@ -93,12 +97,28 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _opened(make: Callable[[], T], args: argparse.Namespace, stopping: threading.Event) -> T | None:
+    """A handle, retried while the server is down: binding it reads its resource (a 5xx or a
+    reset while an API server restarts is BackendUnavailableError), as an application retries."""
+    from kubecoord.errors import CoordinationError
+
+    while not stopping.is_set():
+        try:
+            return make()
+        except CoordinationError as exc:
+            print(f"{args.id}: opening the handle failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            stopping.wait(1.0)
+    return None
+
+
 def _candidate(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
     from kubecoord.api import Coordinator
     from kubecoord.errors import CoordinationError
 
     assert isinstance(coord, Coordinator)
-    election = coord.leader_election(args.name)
+    election = _opened(lambda: coord.leader_election(args.name), args, stopping)
+    if election is None:
+        return
     nominated = False
     lead_until: float | None = None
     while not stopping.is_set():
@@ -126,7 +146,9 @@ def _member(coord: object, args: argparse.Namespace, rng: random.Random, stoppin
     from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
 
     assert isinstance(coord, Coordinator)
-    group = coord.group_membership(args.name)
+    group = _opened(lambda: coord.group_membership(args.name), args, stopping)
+    if group is None:
+        return
     joined = False
     next_change = time.monotonic() + rng.uniform(8, 20)
     while not stopping.is_set():
@@ -162,7 +184,9 @@ def _writer(coord: object, args: argparse.Namespace, rng: random.Random, stoppin
     )
 
     assert isinstance(coord, Coordinator)
-    storage = coord.storage(args.name)
+    storage = _opened(lambda: coord.storage(args.name), args, stopping)
+    if storage is None:
+        return
     while not stopping.is_set():
         key = f"counters/c{rng.randrange(args.keys)}"
         try:
