@@ -194,11 +194,15 @@ def analyze(
         detail = f" ({counts['malformed']} malformed line(s))" if counts["malformed"] else ""
         raise EmptyInputError(f"no valid events in {len(read.files)} file(s){detail}")
 
-    covered = coverage.deduplicate(read.events)
-    # On disk, streamed: the dedup pass is partitioned by process, so one cached block
-    # holds a whole process's events (1.25M at 10M events), which a 1 GiB driver cannot
-    # build in memory.
-    deduped = covered.events.persist(StorageLevel.DISK_ONLY)
+    persisted: list[DataFrame] = [read.lines]
+    covered = coverage.resolve(spark, read.events, read.ranges)
+    if covered.sorted_processes:
+        progress.step(f"dropping copies: {len(covered.sorted_processes)} process(es) whose seq ranges "
+                      "do not rule copies out")
+        for frame in covered.persisted:
+            frame.count()  # built by one job here, not by each of the jobs that read it next
+    persisted += covered.persisted
+    deduped = covered.events
     progress.step("estimating clock offsets")
     placed = clocks.place(deduped)  # on each process's monotonic timeline: wall-clock steps undone
     estimated = clocks.estimate(placed, skew)
@@ -228,7 +232,7 @@ def analyze(
         "violation_details": _details(found),
     }
     tables: dict[str, DataFrame] = {"violations": found}
-    persisted = [found, findings_of_coverage, deduped, read.lines]
+    persisted += [found, findings_of_coverage]
     for finding in findings:
         summary.update(finding.summary)
         tables.update(finding.tables)

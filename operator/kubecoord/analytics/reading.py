@@ -67,6 +67,9 @@ class Inputs:
     """file, reason: the files that could not be read."""
     counts: dict[str, Any]
     """events, malformed, processes, first, last (UNIX seconds)."""
+    ranges: list[dict[str, Any]]
+    """Per split and process with events: process, file, events, with_seq, seq_min, seq_max,
+    consecutive (the seqs are consecutive lines), first_tu/last_tu (of seq_min/seq_max)."""
 
 
 def expand_inputs(spark: SparkSession, patterns: Sequence[str]) -> dict[str, int]:
@@ -124,7 +127,11 @@ def read_inputs(spark: SparkSession, patterns: Sequence[str], *, progress: Progr
     unreadable: list[tuple[str, str]] = []
     readable = list(files)
     while True:
-        lines = _parse(spark, readable).persist(StorageLevel.MEMORY_AND_DISK)
+        # Sorted within each split (valid events first, by primitive and event) before
+        # caching: every check filters by primitive (and some by event), and the cache's
+        # per-batch statistics then let a scan skip the other primitives' batches unread.
+        lines = _parse(spark, readable).sortWithinPartitions(
+            F.col("reason").isNotNull(), "primitive", "event").persist(StorageLevel.MEMORY_AND_DISK)
         try:
             splits = _per_split(lines)
             break
@@ -146,7 +153,13 @@ def read_inputs(spark: SparkSession, patterns: Sequence[str], *, progress: Progr
         next_line[file] = first_line + count
     mapping = F.create_map(*[x for key, value in offsets.items() for x in (F.lit(key), F.lit(value))])
     line = F.col("rid") + mapping[F.concat_ws("\n", F.col("file"), F.col("block").cast("string"))]
-    numbered = lines.withColumn("line", line).drop("rid", "block")
+    # Times are cached as microseconds only; the other forms are derived when read.
+    tu, vu = F.col("tu"), F.col("vu")
+    numbered = lines.select(
+        "file", "reason", "text", F.timestamp_micros(tu).alias("ts"), "tu", (tu / 1e6).alias("t"),
+        *(c for c in lines.columns if c not in ("file", "block", "rid", "reason", "text", "tu", "vu")),
+        F.timestamp_micros(vu).alias("valid_until_ts"), (vu / 1e6).alias("valid_until"), line.alias("line"),
+    )
     numbered = numbered.filter(F.col("reason").isNull() | (F.col("reason") != _BLANK))
     events = numbered.filter(F.col("reason").isNull()).drop("reason", "text")
     malformed = numbered.filter(F.col("reason").isNotNull()).select("file", "line", "reason", "text")
@@ -154,7 +167,7 @@ def read_inputs(spark: SparkSession, patterns: Sequence[str], *, progress: Progr
         unreadable, T.StructType([T.StructField("file", T.StringType()), T.StructField("reason", T.StringType())])
     )
     return Inputs(files=files, events=events, malformed=malformed, lines=lines, unreadable=unreadable_frame,
-                  counts=splits["counts"])
+                  counts=splits["counts"], ranges=splits["ranges"])
 
 
 def _size_shuffles(spark: SparkSession, input_bytes: int) -> None:
@@ -202,17 +215,14 @@ def _parse(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         "rid",
         "reason",
         F.when(F.col("reason").isNotNull() & ~F.col("blank"), F.substring("value", 1, 300)).alias("text"),
-        "ts",
         F.unix_micros("ts").alias("tu"),
-        (F.unix_micros("ts") / 1e6).alias("t"),
         "seq",
         *(F.col(f"raw_{name}").alias(name) for name in ("source", "process", "backend", "namespace", "primitive")),
         F.col("raw_name").alias("name"),
         F.col("raw_event").alias("event"),
         F.col("raw_member").alias("member"),
         "epoch",
-        "valid_until_ts",
-        (F.unix_micros("valid_until_ts") / 1e6).alias("valid_until"),
+        F.unix_micros("valid_until_ts").alias("vu"),
         F.col("raw_key").alias("key"),
         "version",
         "generation",
@@ -225,28 +235,47 @@ def _parse(spark: SparkSession, files: Sequence[str]) -> DataFrame:
 
 def _per_split(lines: DataFrame) -> dict[str, Any]:
     """One job over the persisted lines: per split its first row id and row count (for line
-    numbers), and the input counts."""
+    numbers), the input counts, and per split and process the seq range its events cover
+    (coverage.from_ranges decides from those alone when no copy can be present)."""
     valid = F.col("reason").isNull()
-    rows = lines.groupBy("file", "block").agg(
+    numbered = valid & F.col("seq").isNotNull()
+    seq = F.when(numbered, F.col("seq"))
+    rows = lines.groupBy("file", "block", "process").agg(
         F.min("rid").alias("first_rid"),
         F.count("*").alias("rows"),
         F.count(F.when(valid, 1)).alias("events"),
         F.count(F.when(~valid & (F.col("reason") != _BLANK), 1)).alias("malformed"),
-        F.min(F.when(valid, F.col("t"))).alias("first"),
-        F.max(F.when(valid, F.col("t"))).alias("last"),
-        F.collect_set(F.when(valid, F.col("process"))).alias("processes"),
+        F.min(F.when(valid, F.col("tu"))).alias("first"),
+        F.max(F.when(valid, F.col("tu"))).alias("last"),
+        F.count(seq).alias("with_seq"),
+        F.min(seq).alias("seq_min"),
+        F.max(seq).alias("seq_max"),
+        # seq - row id is one constant exactly when the split's events of this process are
+        # consecutive lines with consecutive seqs (no copy, no gap, nothing between them).
+        F.min(seq - F.col("rid")).alias("step_min"),
+        F.max(seq - F.col("rid")).alias("step_max"),
+        F.min_by(F.when(numbered, F.col("tu")), seq).alias("seq_min_tu"),
+        F.max_by(F.when(numbered, F.col("tu")), seq).alias("seq_max_tu"),
     ).collect()
-    processes: set[str] = set()
+    splits: dict[tuple[str, int], tuple[int, int]] = {}
     for row in rows:
-        processes.update(row["processes"])
-    firsts = [r["first"] for r in rows if r["first"] is not None]
-    lasts = [r["last"] for r in rows if r["last"] is not None]
+        key = (row["file"], row["block"])
+        first_rid, count = splits.get(key, (row["first_rid"], 0))
+        splits[key] = (min(first_rid, row["first_rid"]), count + row["rows"])
+    with_events = [r for r in rows if r["events"]]
+    firsts = [r["first"] / 1e6 for r in with_events]
+    lasts = [r["last"] / 1e6 for r in with_events]
     return {
-        "splits": {(r["file"], r["block"]): (r["first_rid"], r["rows"]) for r in rows},
+        "splits": splits,
+        "ranges": [{
+            "process": r["process"], "file": r["file"], "events": r["events"], "with_seq": r["with_seq"],
+            "seq_min": r["seq_min"], "seq_max": r["seq_max"], "consecutive": r["with_seq"] > 0
+            and r["step_min"] == r["step_max"], "first_tu": r["seq_min_tu"], "last_tu": r["seq_max_tu"],
+        } for r in with_events],
         "counts": {
             "events": sum(r["events"] for r in rows),
             "malformed": sum(r["malformed"] for r in rows),
-            "processes": len(processes),
+            "processes": len({r["process"] for r in with_events}),
             "first": min(firsts, default=None),
             "last": max(lasts, default=None),
         },

@@ -7,27 +7,34 @@ Usage::
         subprocess.run(["kubecoord", "analyze", "logs", "--out", "out", "--master", cluster.url, ...])
 
 Every process binds 127.0.0.1 on a free port, is waited for with a readiness check (the
-master's JSON status page lists every worker alive), and is stopped and wait()ed on
-exit, workers first (a worker stops and reaps its executors). Logs go to ``log_dir``.
-Not guaranteed: a port taken between choosing it and binding it (retry).
+master's JSON status page says ALIVE, then lists every worker alive with all its cores
+and memory), and is stopped and wait()ed on exit, workers first (a worker stops and
+reaps its executors). A start that fails is reported with the tail of the logs of the
+process that failed. Logs go to ``log_dir``.
+Not guaranteed: a port taken between choosing it and binding it (the master then exits
+and the start fails: retry).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import tempfile
-import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
-from typing import IO
+from typing import IO, Any
 
+from kubecoord._internal import processes
+from kubecoord._internal.servers import ManagedServers, free_port, wait_ready
+from kubecoord.analytics.session import FAST_START_JVM_OPTIONS
 from kubecoord.errors import CoordinationError
 
-READY_TIMEOUT = 90.0
+READY_TIMEOUT = 240.0
+"""Generous: each JVM starts in seconds on a quiet machine, many times that at load 20."""
+STOP_TIMEOUT = 20.0
+LOG_TAIL = 20
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
 
@@ -45,13 +52,7 @@ def spark_home() -> Path:
     return Path(spec.origin).parent
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-class StandaloneCluster:
+class StandaloneCluster(ManagedServers):
     def __init__(self, *, workers: int = 2, cores: int = 1, memory: str = "1g", log_dir: Path | None = None) -> None:
         self.workers = workers
         self.cores = cores
@@ -61,18 +62,8 @@ class StandaloneCluster:
         self.ui_port = free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self._processes: list[subprocess.Popen[bytes]] = []
+        self._names: list[str] = []
         self._logs: list[IO[bytes]] = []
-
-    def __enter__(self) -> StandaloneCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
 
     def start(self) -> None:
         home = spark_home()
@@ -82,12 +73,13 @@ class StandaloneCluster:
             "SPARK_HOME": str(home),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_DAEMON_MEMORY": "256m",
-            "SPARK_DAEMON_JAVA_OPTS": f"-Dlog4j2.configurationFile=file:{LOG4J2}",
+            # The daemons only schedule and relay: the fast-starting JVM settings suit them.
+            "SPARK_DAEMON_JAVA_OPTS": f"-Dlog4j2.configurationFile=file:{LOG4J2} {FAST_START_JVM_OPTIONS}",
         }
         spark_class = str(home / "bin" / "spark-class")
         self._spawn("master", [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                "--port", str(self.port), "--webui-port", str(self.ui_port)], env)
-        self._wait(lambda status: True, "the master")
+        self._wait(lambda status: status.get("status") == "ALIVE", "the master")
         for index in range(self.workers):
             work = self.log_dir / f"worker-{index}"
             work.mkdir(parents=True, exist_ok=True)
@@ -96,45 +88,56 @@ class StandaloneCluster:
                 "--webui-port", str(free_port()), "--cores", str(self.cores), "--memory", self.memory,
                 "--work-dir", str(work),
             ], env)
-        self._wait(lambda status: int(status.get("aliveworkers", 0)) >= self.workers, f"{self.workers} workers")
+        self._wait(self._workers_ready, f"{self.workers} workers")
+
+    def _workers_ready(self, status: dict[str, Any]) -> bool:
+        """Every worker registered ALIVE with all its cores free: an application started
+        now gets the whole cluster at once."""
+        alive = [w for w in status.get("workers", []) if w.get("state") == "ALIVE"]
+        return len(alive) >= self.workers and sum(int(w.get("coresfree", 0)) for w in alive) >= (
+            self.workers * self.cores)
 
     def _spawn(self, name: str, command: list[str], env: dict[str, str]) -> None:
         log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed in stop()
         self._logs.append(log)
+        self._names.append(name)
         # spark-class execs java: the PID is the JVM's.
         self._processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                                 stdin=subprocess.DEVNULL))
 
-    def _wait(self, ready: object, what: str) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            dead = [p for p in self._processes if p.poll() is not None]
-            if dead:
-                raise ClusterStartError(f"a Spark process exited with {dead[0].returncode}; logs in {self.log_dir}")
+    def _wait(self, ready: Callable[[dict[str, Any]], bool], what: str) -> None:
+        def answered() -> bool:
             status = self.status()
-            if status is not None and ready(status):  # type: ignore[operator]
-                return
-            time.sleep(0.5)
-        raise ClusterStartError(f"{what} not ready within {READY_TIMEOUT:.0f} s; logs in {self.log_dir}")
+            return status is not None and ready(status)
+
+        wait_ready(answered, what=what, timeout=READY_TIMEOUT, gone=self._gone, fail=self._failure, interval=0.5)
+
+    def _gone(self) -> str | None:
+        for name, process in zip(self._names, self._processes, strict=True):
+            if process.poll() is not None:
+                return f"{name} exited with {process.returncode}"
+        return None
+
+    def _failure(self, message: str) -> ClusterStartError:
+        tails = []
+        for name in self._names:
+            lines = (self.log_dir / f"{name}.log").read_text(errors="replace").splitlines()[-LOG_TAIL:]
+            tails.append(f"--- {name}.log (last {len(lines)} lines)\n" + "\n".join(lines))
+        return ClusterStartError(f"{message}; logs in {self.log_dir}\n" + "\n".join(tails))
 
     def status(self) -> dict[str, object] | None:
         """The master's status page as JSON, or None while it does not answer."""
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=2) as answer:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=10) as answer:
                 return dict(json.load(answer))
         except OSError:
             return None
 
     def stop(self) -> None:
         for process in reversed(self._processes):  # workers first: they stop their executors
-            if process.poll() is None:
-                process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            processes.stop(process, STOP_TIMEOUT)
         self._processes.clear()
+        self._names.clear()
         for log in self._logs:
             log.close()
         self._logs.clear()
