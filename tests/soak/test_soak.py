@@ -21,16 +21,6 @@ from kubecoord.soak.runner import CLOCK_OFFSET, all_kinds
 from tests.fixtures.real_apiserver import BinariesNotFound, find_binaries
 
 SECONDS_PER_BACKEND = 60
-KNOWN_FAILING = ("delete_lease", "delete_configmap", "clock_jump")
-"""Fault kinds with known failures today (README, "Soak runs"): a deleted election Lease
-is re-created at epoch 1 by a process that never saw it (epoch_not_increasing), a deleted
-store ConfigMap is re-created by put() with no trace in the log (create_race), and a
-clock stepped during the log can make the pipeline misjudge a clean release handover as
-an overlap (seen once: the stepped process acquired 11 ms after the holder's release, and
-the pipeline placed it 1.2 s earlier). They run in `make soak`, which reports them, and
-leave make test until they are fixed."""
-
-
 def available_backends() -> list[str]:
     backends = ["zookeeper", "emulator"]
     try:
@@ -61,8 +51,6 @@ def test_short_soak_every_backend_every_fault_no_violation(tmp_path: pathlib.Pat
             "12",
             "--out",
             str(out),
-            "--skip-kinds",
-            ",".join(KNOWN_FAILING),
         ],
         capture_output=True,
         text=True,
@@ -73,7 +61,7 @@ def test_short_soak_every_backend_every_fault_no_violation(tmp_path: pathlib.Pat
     document = json.loads((out / "soak.json").read_text())
     for name in backends:
         run = document["backends"][name]
-        expected = {*all_kinds(BACKENDS[name].__new__(BACKENDS[name])), CLOCK_OFFSET} - set(KNOWN_FAILING)
+        expected = {*all_kinds(BACKENDS[name].__new__(BACKENDS[name])), CLOCK_OFFSET}
         assert set(run["faults"]) == expected, f"{name}: not injected: {expected - set(run['faults'])}"
         assert run["fault_failures"] == [], name
         assert run["crashed_processes"] == {}, name
