@@ -85,19 +85,24 @@ class FreezingProxy:
                         sock.close()
 
 
+def through_freezing_proxy(api_emulator: ApiEmulator, tmp_path: pathlib.Path) -> tuple[FreezingProxy, pathlib.Path]:
+    """A FreezingProxy in front of the emulator, and a kubeconfig that goes through it."""
+    config = yaml.safe_load(api_emulator.write_kubeconfig(tmp_path / "kubeconfig").read_text())
+    cluster = config["clusters"][0]["cluster"]
+    host, port = cluster["server"].rsplit("//", 1)[1].rsplit(":", 1)
+    proxy = FreezingProxy((host, int(port)))
+    cluster["server"] = f"http://127.0.0.1:{proxy.port}"
+    proxied = tmp_path / "proxied"
+    proxied.write_text(yaml.safe_dump(config))
+    return proxy, proxied
+
+
 def test_an_observer_whose_watch_goes_silent_keeps_live_members(
     api_emulator: ApiEmulator, connect: Connect, name: str, tmp_path: pathlib.Path
 ) -> None:
     timings = {"lease_duration": 8.0, "renew_deadline": 6.0, "retry_period": 0.5}
-    path = api_emulator.write_kubeconfig(tmp_path / "kubeconfig")
-    config = yaml.safe_load(path.read_text())
-    server = config["clusters"][0]["cluster"]["server"]
-    host, port = server.rsplit("//", 1)[1].rsplit(":", 1)
-    proxy = FreezingProxy((host, int(port)))
+    proxy, proxied = through_freezing_proxy(api_emulator, tmp_path)
     try:
-        config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{proxy.port}"
-        proxied = tmp_path / "proxied"
-        proxied.write_text(yaml.safe_dump(config))
         member = connect(**timings)
         member.group_membership(name).join("alive", data="1")
         observer = connect(kubeconfig=str(proxied), **timings).group_membership(name)
@@ -123,15 +128,8 @@ def test_a_failed_reap_is_re_read_at_once(
     the member renewed meanwhile, so the delete answers 409. The observer must re-read the
     Lease then (a GET), not wait for the watch: the member never drops out of its view."""
     timings = {"lease_duration": 3.0, "renew_deadline": 2.5, "retry_period": 1.0}
-    path = api_emulator.write_kubeconfig(tmp_path / "kubeconfig")
-    config = yaml.safe_load(path.read_text())
-    server = config["clusters"][0]["cluster"]["server"]
-    host, port = server.rsplit("//", 1)[1].rsplit(":", 1)
-    proxy = FreezingProxy((host, int(port)))
+    proxy, proxied = through_freezing_proxy(api_emulator, tmp_path)
     try:
-        config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{proxy.port}"
-        proxied = tmp_path / "proxied"
-        proxied.write_text(yaml.safe_dump(config))
         member = connect(**timings)
         member.group_membership(name).join("alive", data="1")
         observer = connect(kubeconfig=str(proxied), **timings).group_membership(name)

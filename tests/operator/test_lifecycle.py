@@ -7,6 +7,7 @@ from __future__ import annotations
 import pathlib
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -170,6 +171,30 @@ def test_kvstore_status_follows_writes_and_delete_leaves_nothing(
     resources.delete("kvstores", name)
     eventually(lambda: resources.get("kvstores", name) is None, timeout=30)
     eventually(lambda: configmap not in resources.configmap_names(), timeout=30)
+
+
+def test_ready_waits_for_the_clients_role(resources: Resources, api: ApiEmulator, unique: str) -> None:
+    """A client that waits for Ready and then connects must find its RoleBinding: the mirror
+    daemon runs beside the reconcile handler, so Ready waits for the reconcile. The Role's
+    create is refused twice (kopf retries the handler), which leaves seconds of Ready=True
+    without a Role when the daemon does not wait."""
+    name = f"ready-{unique}"
+    role = f"kubecoord-leaderelection-{name}"
+    api.fail("create", "roles", code=503, times=2)
+    resources.create("leaderelections", "LeaderElection", name, {"clients": [f"app-{unique}"]})
+    ready_without_role = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready = resources.condition("leaderelections", name, "Ready") == "True"
+        has_role = role in resources.role_names()
+        if ready and not has_role:
+            ready_without_role.append(resources.status("leaderelections", name).get("conditions"))
+        if ready and has_role:
+            break
+        time.sleep(0.05)
+    assert not ready_without_role, ready_without_role[0]
+    assert resources.condition("leaderelections", name, "Ready") == "True"
+    assert api.pending_faults() == 0
 
 
 def test_clients_get_exactly_their_role_and_others_are_denied(

@@ -238,27 +238,24 @@ class InformerPool:
     def observed(self, plural: str, name: str) -> dict[str, Any] | None:
         """``name`` as the shared namespace informer of ``plural`` holds it; None when that
         informer does not exist (object scope, or not started) or has not seen the object."""
-        shared = self._selectors.get(plural)
-        if shared is None:
-            return None
-        with self._lock:
-            entry = self._informers.get((plural, "scope", shared))
-        if entry is None:
-            return None
-        observed = entry[0].get(name)
+        informer = self._shared(plural)
+        observed = informer.get(name) if informer is not None else None
         return observed.obj if observed is not None else None
 
     def last_state(self, plural: str, name: str) -> dict[str, Any] | None:
         """``name`` as the shared namespace informer of ``plural`` holds it, else as it was
         when that informer saw it deleted (the watch's DELETED event); None when unknown."""
+        informer = self._shared(plural)
+        return informer.last_state(name) if informer is not None else None
+
+    def _shared(self, plural: str) -> Informer | None:
+        """The shared namespace informer of ``plural``, if one was started."""
         shared = self._selectors.get(plural)
         if shared is None:
             return None
         with self._lock:
             entry = self._informers.get((plural, "scope", shared))
-        if entry is None:
-            return None
-        return entry[0].last_state(name)
+        return entry[0] if entry is not None else None
 
     @property
     def open_informers(self) -> int:

@@ -68,12 +68,19 @@ DRIFT_SECONDS = 10.0
 REPAIR_SECONDS = 0.5
 """Least time between two repairs of objects the watch shows missing (the mirror wakes on it)."""
 STOP_SECONDS = 5.0
+RECONCILE_BACKOFF_SECONDS = 5.0
+"""Retry of a failed reconcile (kopf's default is 60 s): the resource is not Ready until it
+succeeds, so a passing API-server hiccup should not keep clients out for a minute."""
 CLEANUP_SECONDS = 10.0
 CLEANUP_RETRIES = 3
 CLEANUP_BACKOFF_SECONDS = 3.0
 
 _wakers: dict[tuple[str, str, str], Callable[[], None]] = {}
 """(plural, namespace, name) -> wake the running daemon (the spec-update handler's way in)."""
+_reconciled: dict[tuple[str, str, str], int | None] = {}
+"""(plural, namespace, name) -> the generation whose backing objects and client Role were
+last written. The daemon runs beside the reconcile handler, and Ready must not tell a
+client's `kubectl wait` to go before its RoleBinding exists."""
 
 MirrorFactory = Callable[[Coordinator, dict[str, Any], Callable[[], None]], Mirror]
 """(coordinator, resource body, wake) -> mirror; runs in a worker thread."""
@@ -130,9 +137,9 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
     """Register the create/resume/update, daemon and delete handlers of one kind."""
     kind = KINDS[plural]
 
-    @kopf.on.resume(GROUP, VERSION, plural, id="reconcile")
-    @kopf.on.create(GROUP, VERSION, plural, id="reconcile")
-    @kopf.on.update(GROUP, VERSION, plural, id="reconcile", field="spec")
+    @kopf.on.resume(GROUP, VERSION, plural, id="reconcile", backoff=RECONCILE_BACKOFF_SECONDS)
+    @kopf.on.create(GROUP, VERSION, plural, id="reconcile", backoff=RECONCILE_BACKOFF_SECONDS)
+    @kopf.on.update(GROUP, VERSION, plural, id="reconcile", field="spec", backoff=RECONCILE_BACKOFF_SECONDS)
     async def reconcile(body: kopf.Body, spec: kopf.Spec, **_: Any) -> None:
         try:
             kv_shards = None
@@ -147,8 +154,10 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
             metrics.ERRORS.labels(kind, "reconcile").inc()
             raise
         metrics.RECONCILES.labels(kind, "ok").inc()
-        waker = _wakers.get((plural, body["metadata"]["namespace"], body["metadata"]["name"]))
-        if waker is not None:  # a spec edit: the daemon re-opens its mirror with the new spec
+        key = (plural, body["metadata"]["namespace"], body["metadata"]["name"])
+        _reconciled[key] = body["metadata"].get("generation")
+        waker = _wakers.get(key)
+        if waker is not None:  # the daemon reports Ready now, or re-opens its mirror with a new spec
             waker()
 
     @kopf.daemon(GROUP, VERSION, plural, id="mirror", cancellation_backoff=STOP_SECONDS,
@@ -198,6 +207,7 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
                     extra={"kind": kind, "resource": f"{namespace}/{name}", "try": retry + 1,
                            "error": f"{type(error).__name__}: {error}"[:300]})
             raise
+        _reconciled.pop((plural, namespace, name), None)
         metrics.forget(namespace, name)
         log.info("cleaned up", extra={"kind": kind, "resource": f"{namespace}/{name}", "deleted": deleted})
 
@@ -217,6 +227,7 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
                 await lease_grants.reconcile(namespace)
             except (kubeapi.ApiException, OSError) as error:
                 log.info("lease grants left to the next reconcile", extra={"kind": kind, "error": str(error)[:300]})
+        _reconciled.pop((plural, namespace, name), None)
         metrics.forget(namespace, name)
         log.info("cleaned up", extra={"kind": kind, "resource": f"{namespace}/{name}", "deleted": deleted})
 
@@ -434,6 +445,8 @@ async def _mirror_loop(
                 last_drift_check = time.monotonic()
                 foreign = await _repair_drift(body, backend, coordinator)
             ready, reason, message = snapshot.ready
+            if _reconciled.get((plural, namespace, name), -1) != generation:
+                ready, reason, message = False, "Reconciling", "backing objects and client access are being written"
             conditions = set_condition(
                 conditions,
                 "BackendReachable",
