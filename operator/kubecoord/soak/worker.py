@@ -4,7 +4,8 @@ Roles:
 
 - ``candidate``: nominates itself in one election and stays; while leading it resigns
   after a random 4-12 s (a handover) and nominates itself again a moment later;
-- ``member``: joins one group and stays; now and then leaves and joins again;
+- ``member``: a member of one group coordinator (KIP-795: generations, a leader-computed
+  assignment of 12 units); now and then leaves and joins again;
 - ``writer``: read-modify-write increments of a few shared counters by compare-and-set
   (fetch_versioned, then update with expected_version, or put when absent), retrying on
   conflicts: the pipeline checks that no acknowledged write is lost.
@@ -21,8 +22,8 @@ moves the offset to the next value of ``--clock-jumps`` (a clock stepped by NTP)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import os
 import random
 import signal
 import sys
@@ -33,6 +34,8 @@ from types import FrameType
 from typing import TypeVar
 
 T = TypeVar("T")
+UNITS = 12
+"""Units the soak's group coordinator members share."""
 
 _real_time = time.time
 _offset = [0.0]
@@ -54,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock-offset", type=float, default=0.0)
     parser.add_argument("--clock-jumps", default="", help="comma-separated offsets SIGUSR1 steps through")
     parser.add_argument("--keys", type=int, default=3, help="writer: counters shared by the writers")
+    parser.add_argument("--session", type=float, default=8.0, help="member: the group coordinator's session timeout")
     args = parser.parse_args(argv)
 
     # Before kubecoord is imported, so that every wall-clock reading of the library sees it.
@@ -142,36 +146,46 @@ def _candidate(coord: object, args: argparse.Namespace, rng: random.Random, stop
 
 
 def _member(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
-    from kubecoord.api import Coordinator
-    from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
+    """A member of the group coordinator (KIP-795) sharing UNITS units: its rebalance events
+    (assigned, revoked) let the pipeline check that no unit is owned twice and no member
+    works on a stale generation. Now and then it leaves and joins again (a new handle)."""
+    from kubecoord.api import Coordinator, GroupCoordinatorHandle
+    from kubecoord.coordinator import UnitsProtocol
+    from kubecoord.errors import CoordinationError
 
     assert isinstance(coord, Coordinator)
-    group = _opened(lambda: coord.group_membership(args.name), args, stopping)
-    if group is None:
-        return
-    joined = False
+    units = [f"u{index}" for index in range(UNITS)]
+    member: GroupCoordinatorHandle | None = None
     next_change = time.monotonic() + rng.uniform(8, 20)
     while not stopping.is_set():
         try:
-            if joined and args.id not in group.membership_list():
-                # Expired (a pause, a partition) or its Lease deleted: an application joins again.
-                joined = False
-            if not joined:
-                group.join(args.id, data=f"pid={os.getpid()}")
-                joined = True
+            if member is None:
+                member = _opened(
+                    lambda: coord.group_coordinator(
+                        args.name, UnitsProtocol(units), member_id=args.id, session_timeout=args.session,
+                        rebalance_timeout=2 * args.session,
+                    ),
+                    args, stopping,
+                )
+                if member is None:
+                    return
+                member.join()
             elif time.monotonic() >= next_change:
-                group.leave(args.id)
-                joined = False
+                member.close()  # on_leave_prepare, revoked, leave
+                member = None
                 next_change = time.monotonic() + rng.uniform(8, 20)
                 stopping.wait(rng.uniform(0.5, 2))
                 continue
-        except MemberExistsError:
-            joined = True  # our own earlier join went through after all
-        except MemberNotFoundError:
-            joined = False
         except CoordinationError as exc:
             print(f"{args.id}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            if member is not None:
+                with contextlib.suppress(CoordinationError):
+                    member.close()
+                member = None
         stopping.wait(0.5)
+    if member is not None:
+        with contextlib.suppress(CoordinationError):
+            member.close()
 
 
 def _writer(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
