@@ -5,7 +5,7 @@ Roles:
 - ``candidate``: nominates itself in one election and stays; while leading it resigns
   after a random 4-12 s (a handover) and nominates itself again a moment later;
 - ``member``: a member of one group coordinator (KIP-795: generations, a leader-computed
-  assignment of 12 units); now and then leaves and joins again;
+  assignment of 12 units); joins once and stays;
 - ``writer``: read-modify-write increments of a few shared counters by compare-and-set
   (fetch_versioned, then update with expected_version, or put when absent), retrying on
   conflicts: the pipeline checks that no acknowledged write is lost.
@@ -148,41 +148,36 @@ def _candidate(coord: object, args: argparse.Namespace, rng: random.Random, stop
 def _member(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
     """A member of the group coordinator (KIP-795) sharing UNITS units: its rebalance events
     (assigned, revoked) let the pipeline check that no unit is owned twice and no member
-    works on a stale generation. Now and then it leaves and joins again (a new handle)."""
-    from kubecoord.api import Coordinator, GroupCoordinatorHandle
+    works on a stale generation. It joins once and stays: the faults (kill -9, pauses,
+    partitions, deleted member Leases, server restarts) make the rebalances. (No leave and
+    re-join cycle: GroupMember.leave() carries on when its membership leave fails, so a
+    re-join from the same process during a server restart would meet its own old member.)"""
+    from kubecoord.api import Coordinator
     from kubecoord.coordinator import UnitsProtocol
     from kubecoord.errors import CoordinationError
 
     assert isinstance(coord, Coordinator)
     units = [f"u{index}" for index in range(UNITS)]
-    member: GroupCoordinatorHandle | None = None
-    next_change = time.monotonic() + rng.uniform(8, 20)
-    while not stopping.is_set():
+    member = None
+    while member is None and not stopping.is_set():
+        candidate = _opened(
+            lambda: coord.group_coordinator(
+                args.name, UnitsProtocol(units), member_id=args.id, session_timeout=args.session,
+                rebalance_timeout=2 * args.session,
+            ),
+            args, stopping,
+        )
+        if candidate is None:
+            return
         try:
-            if member is None:
-                member = _opened(
-                    lambda: coord.group_coordinator(
-                        args.name, UnitsProtocol(units), member_id=args.id, session_timeout=args.session,
-                        rebalance_timeout=2 * args.session,
-                    ),
-                    args, stopping,
-                )
-                if member is None:
-                    return
-                member.join()
-            elif time.monotonic() >= next_change:
-                member.close()  # on_leave_prepare, revoked, leave
-                member = None
-                next_change = time.monotonic() + rng.uniform(8, 20)
-                stopping.wait(rng.uniform(0.5, 2))
-                continue
-        except CoordinationError as exc:
-            print(f"{args.id}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            if member is not None:
-                with contextlib.suppress(CoordinationError):
-                    member.close()
-                member = None
-        stopping.wait(0.5)
+            candidate.join()
+            member = candidate
+        except CoordinationError as exc:  # the server may be restarting: a new handle, again
+            print(f"{args.id}: join failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            with contextlib.suppress(CoordinationError):
+                candidate.close()
+            stopping.wait(1.0)
+    stopping.wait()
     if member is not None:
         with contextlib.suppress(CoordinationError):
             member.close()
