@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -12,6 +14,8 @@ import kubecoord
 from kubecoord import Coordinator
 from kubecoord.backends.zookeeper.naming import decode_name, encode_name
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
+
+from ..helpers import eventually
 
 
 @pytest.fixture
@@ -142,3 +146,22 @@ def test_elections_export_the_leadership_metrics(coord: Coordinator) -> None:
     assert is_leader() == 1.0
     election.resign("pod-a")
     assert is_leader() == 0.0
+
+
+def test_a_leader_whose_node_is_deleted_behind_its_back_stops_leading(
+    zookeeper_server: ZooKeeperServer, zk: KazooClient, chroot: str, tmp_path: Path
+) -> None:
+    url, history = f"zookeeper://{zookeeper_server.hosts}/{chroot}", tmp_path / "a.jsonl"
+    with kubecoord.connect(url, history=history) as a, kubecoord.connect(url) as b:
+        first, second = a.leader_election("svc"), b.leader_election("svc")
+        assert first.nominate("a")
+        assert not second.nominate("b")
+        path = f"/{chroot}/elections/svc"
+        lowest = min(zk.get_children(path), key=lambda node: node[-10:])
+        zk.delete(f"{path}/{lowest}")  # a tool or a person, not the session
+        eventually(lambda: second.is_leader("b"))
+        eventually(lambda: not first.is_leader("a"))  # was: a led on, beside b
+        leader = second.get_leader()
+        assert leader is not None and leader.id == "b"
+    events = [json.loads(line)["event"] for line in history.read_text().splitlines()]
+    assert "lost" in events

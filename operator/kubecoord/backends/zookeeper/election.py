@@ -249,6 +249,13 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
                 assert candidate.node is not None
                 index = order.index(candidate.node)
                 if index == 0:
+                    # Watch our own node too: deleted behind our back (by hand, by a tool),
+                    # the watch re-evaluates at once and step 1 loses and re-enters; without
+                    # it the leader would go on leading while the next node took over.
+                    own = f"{self.path}/{candidate.node}"
+                    if self._session.read(client.exists_async, own, watch=self._on_watch) is None:
+                        stable = False
+                        break
                     self._confirm(candidate, generation, started)
                     continue
                 if candidate.leading:  # only a sequence wrap-around could put a node below ours
