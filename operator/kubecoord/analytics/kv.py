@@ -148,13 +148,17 @@ def _lost_to_deletion(writes: DataFrame) -> DataFrame:
 
 def _create_races(writes: DataFrame, skew: float) -> DataFrame:
     before = Window.partitionBy(*KEY_LIFE).orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, -1)
-    after = Window.partitionBy(*KEY_LIFE).orderBy(*ORDER).rowsBetween(1, Window.unboundedFollowing)
+    # The rows after, as the rows before in the reverse order: a frame reaching to the
+    # partition's end is recomputed for every row (quadratic in a key's writes), a frame
+    # from its start is running. ORDER is total (file, line), so the reversal is exact.
+    after = Window.partitionBy(*KEY_LIFE).orderBy(*(F.col(c).desc() for c in ORDER)).rowsBetween(
+        Window.unboundedPreceding, -1)
     event, t = F.col("event"), F.col("t")
     enriched = writes.select(
         "*",
         F.last(F.when(event == "put", F.struct("t", evidence().alias("ev"))), True).over(before).alias("prev_put"),
         F.last(F.when(event == "deleted", t), True).over(before).alias("prev_delete_t"),
-        F.first(F.when(event == "deleted", t), True).over(after).alias("next_delete_t"),
+        F.last(F.when(event == "deleted", t), True).over(after).alias("next_delete_t"),
     )
     no_delete_between = (
         (F.col("prev_delete_t").isNull() | (F.col("prev_delete_t") < F.col("prev_put.t") - skew))

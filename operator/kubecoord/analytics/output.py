@@ -15,10 +15,12 @@ events analysed (at least one), not one per shuffle partition.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import shutil
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -59,11 +61,15 @@ def write(analysis: Analysis, out: str | Path, *, progress: Progress, spark: Spa
     files = max(1, min(spark.sparkContext.defaultParallelism,
                        int(analysis.summary["inputs"]["events"]) // ROWS_PER_FILE))
     local = Path(tempfile.mkdtemp(prefix="kubecoord-report-"))
+    # matplotlib takes seconds to import: it does so while the executors write the tables.
+    importing = threading.Thread(target=importlib.import_module, args=("kubecoord.analytics.report",), daemon=True)
+    importing.start()
     try:
         for name, frame in analysis.tables.items():
             progress.step(f"writing table {name}")
             frame.coalesce(files).write.mode("overwrite").parquet(f"{staging.toString()}/tables/{name}")
         progress.step("writing report")
+        importing.join()
         from kubecoord.analytics import report  # matplotlib only when a report is made
 
         report.write(analysis, local)
