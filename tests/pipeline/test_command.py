@@ -17,6 +17,7 @@ TABLES = ("violations", "leadership_intervals", "failover_gaps", "membership_tim
           "unreadable_files", "unit_holdings", "rebalances")
 
 
+@pytest.mark.timeout(420)  # a whole analysis and its output: ~1 min at load 10, minutes more at load 20
 def test_injected_violations_are_found_and_gate_the_exit_status(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -42,6 +43,7 @@ def test_injected_violations_are_found_and_gate_the_exit_status(
     assert "SAFETY VIOLATION" in html and "lost_update" in html
 
 
+@pytest.mark.timeout(420)  # a whole analysis and its output: ~1 min at load 10, minutes more at load 20
 def test_a_clean_history_exits_zero_and_replaces_the_previous_output(
     spark: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -55,12 +55,18 @@ def rows(frame: Any) -> list[tuple[Any, ...]]:
     return sorted(tuple(row) for row in frame.collect())
 
 
+def sorts_events(frame: Any) -> bool:
+    """Whether computing ``frame`` runs a window (the sorted pass) over the events."""
+    return "Window" in frame._jdf.queryExecution().executedPlan().toString()
+
+
 def test_the_ranges_give_the_sorted_pass_findings(spark: Any, tmp_path: Path, small_splits: None) -> None:
     inputs = read(spark, logs(tmp_path))
     try:
         assert len(inputs.ranges) > len({r["file"] for r in inputs.ranges}) == 4  # files split across tasks
         fast = coverage.resolve(spark, inputs.events, inputs.ranges)
-        assert fast.sorted_processes == []
+        assert fast.sorted_processes == [] and fast.persisted == []
+        assert not sorts_events(fast.events) and sorts_events(coverage.deduplicate(inputs.events).events)
         expected = rows(coverage.deduplicate(inputs.events).findings)
         assert [(r[0], r[1], r[2], r[3], r[4]) for r in expected] == [
             ("gap", "late", 13, 17, 3), ("gap", "late", 49, 61, 11), ("late_start", "late", 0, 7, 6),
@@ -85,7 +91,7 @@ def test_the_ranges_are_not_trusted_when_copies_may_hide_in_them(spark: Any, tmp
     inputs = read(spark, [*late, whole] + ([extra] if extra.lines else []))
     try:
         covered = coverage.resolve(spark, inputs.events, inputs.ranges)
-        assert covered.sorted_processes == ["whole"]
+        assert covered.sorted_processes == ["whole"] and sorts_events(covered.events)
         assert rows(covered.findings) == rows(coverage.deduplicate(inputs.events).findings)
         assert rows(covered.events) == rows(coverage.deduplicate(inputs.events).events)
         for frame in covered.persisted:
