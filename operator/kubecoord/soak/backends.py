@@ -4,7 +4,9 @@
 backend                servers (all on 127.0.0.1)                  restarts
 =====================  ==========================================  =======================
 zookeeper              a 3-node ensemble (Debian's jars)           a follower, the leader
-                                                                   (kill -9, start again)
+                                                                   (kill -9, start again);
+                                                                   the election's znodes
+                                                                   deleted behind the clients
 emulator               the API emulator (kubernetes://)            the emulator (stop and
                                                                    start: objects kept)
 kubernetes             kube-apiserver + etcd (../shared/k8s,       kube-apiserver; etcd
@@ -32,6 +34,7 @@ from kubecoord.testing.fault_proxy import ThreadedFaultProxy
 
 ZK_FOLLOWER_RESTART = "zookeeper_follower_restart"
 ZK_LEADER_RESTART = "zookeeper_leader_restart"
+ZK_DELETE_ELECTION = "zookeeper_delete_election"
 EMULATOR_RESTART = "emulator_restart"
 APISERVER_RESTART = "apiserver_restart"
 ETCD_RESTART = "etcd_restart"
@@ -90,7 +93,7 @@ class SoakBackend:
 class ZooKeeperBackend(SoakBackend):
     name = scheme = "zookeeper"
     lease = 4.0
-    extra_kinds = (ZK_FOLLOWER_RESTART, ZK_LEADER_RESTART)
+    extra_kinds = (ZK_FOLLOWER_RESTART, ZK_LEADER_RESTART, ZK_DELETE_ELECTION)
 
     def start(self) -> None:
         from kubecoord.testing.zookeeper_server import ZooKeeperServer
@@ -119,6 +122,8 @@ class ZooKeeperBackend(SoakBackend):
     def inject(self, kind: str, pick: int) -> str:
         from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
+        if kind == ZK_DELETE_ELECTION:
+            return self._delete_election_node(pick)
         if kind == ZK_LEADER_RESTART:
             server = self.ensemble.leader()
         else:
@@ -132,6 +137,12 @@ class ZooKeeperBackend(SoakBackend):
         server.start()
         ZooKeeperServer.wait_ready([server], timeout=90)
         return f"{role} on port {server.client_port} killed -9 and started again"
+
+
+    def _delete_election_node(self, pick: int) -> str:
+        from kubecoord.soak.deletions import delete_election_znode
+
+        return delete_election_znode(self.ensemble.hosts, f"/{self.chroot}/elections/{self.election}", pick)
 
 
 class _KubernetesBase(SoakBackend):

@@ -1,7 +1,9 @@
-"""Kubernetes objects deleted behind the clients' backs, as an operator or a careless
-``kubectl delete`` would: an election's Lease, a member's Lease, a store's ConfigMap.
+"""Objects deleted behind the clients' backs, as an operator, a careless ``kubectl
+delete`` or a ZooKeeper tool would: an election's Lease, a member's Lease, a store's
+ConfigMap; a contender znode of a ZooKeeper election.
 
-The one soak module that imports the kubernetes client (import-linter allows it here).
+The soak modules that import the kubernetes client and kazoo (import-linter allows them
+here and in operator.py).
 """
 
 from __future__ import annotations
@@ -63,3 +65,23 @@ class Deleter:
 
 def _name(item: object) -> str:
     return str(getattr(getattr(item, "metadata", None), "name", ""))
+
+
+def delete_election_znode(hosts: str, path: str, pick: int) -> str:
+    """A contender znode of the election at ``path`` deleted: the leader's (the lowest) on even
+    picks, another's on odd ones; returns what was deleted."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=hosts, timeout=10.0)
+    client.start(timeout=30)
+    try:
+        nodes = sorted(client.get_children(path), key=lambda node: node[-10:])  # by sequence number
+        if not nodes:
+            return "nothing (no contender)"
+        node = nodes[0] if pick % 2 == 0 or len(nodes) == 1 else nodes[1 + pick % (len(nodes) - 1)]
+        client.delete(f"{path}/{node}")
+        role = "the leader's" if node == nodes[0] else "a follower's"
+        return f"{role} znode {path}/{node}"
+    finally:
+        client.stop()
+        client.close()
