@@ -4,8 +4,7 @@ Roles:
 
 - ``candidate``: nominates itself in one election and stays; while leading it resigns
   after a random 4-12 s (a handover) and nominates itself again a moment later;
-- ``member``: a member of one group coordinator (KIP-795: generations, a leader-computed
-  assignment of 12 units); joins once and stays;
+- ``member``: joins one group and stays; now and then leaves and joins again;
 - ``writer``: read-modify-write increments of a few shared counters by compare-and-set
   (fetch_versioned, then update with expected_version, or put when absent), retrying on
   conflicts: the pipeline checks that no acknowledged write is lost.
@@ -22,8 +21,8 @@ moves the offset to the next value of ``--clock-jumps`` (a clock stepped by NTP)
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
+import os
 import random
 import signal
 import sys
@@ -34,8 +33,6 @@ from types import FrameType
 from typing import TypeVar
 
 T = TypeVar("T")
-UNITS = 12
-"""Units the soak's group coordinator members share."""
 
 _real_time = time.time
 _offset = [0.0]
@@ -57,7 +54,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock-offset", type=float, default=0.0)
     parser.add_argument("--clock-jumps", default="", help="comma-separated offsets SIGUSR1 steps through")
     parser.add_argument("--keys", type=int, default=3, help="writer: counters shared by the writers")
-    parser.add_argument("--session", type=float, default=8.0, help="member: the group coordinator's session timeout")
     args = parser.parse_args(argv)
 
     # Before kubecoord is imported, so that every wall-clock reading of the library sees it.
@@ -146,41 +142,36 @@ def _candidate(coord: object, args: argparse.Namespace, rng: random.Random, stop
 
 
 def _member(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
-    """A member of the group coordinator (KIP-795) sharing UNITS units: its rebalance events
-    (assigned, revoked) let the pipeline check that no unit is owned twice and no member
-    works on a stale generation. It joins once and stays: the faults (kill -9, pauses,
-    partitions, deleted member Leases, server restarts) make the rebalances. (No leave and
-    re-join cycle: GroupMember.leave() carries on when its membership leave fails, so a
-    re-join from the same process during a server restart would meet its own old member.)"""
     from kubecoord.api import Coordinator
-    from kubecoord.coordinator import UnitsProtocol
-    from kubecoord.errors import CoordinationError
+    from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
 
     assert isinstance(coord, Coordinator)
-    units = [f"u{index}" for index in range(UNITS)]
-    member = None
-    while member is None and not stopping.is_set():
-        candidate = _opened(
-            lambda: coord.group_coordinator(
-                args.name, UnitsProtocol(units), member_id=args.id, session_timeout=args.session,
-                rebalance_timeout=2 * args.session,
-            ),
-            args, stopping,
-        )
-        if candidate is None:
-            return
+    group = _opened(lambda: coord.group_membership(args.name), args, stopping)
+    if group is None:
+        return
+    joined = False
+    next_change = time.monotonic() + rng.uniform(8, 20)
+    while not stopping.is_set():
         try:
-            candidate.join()
-            member = candidate
-        except CoordinationError as exc:  # the server may be restarting: a new handle, again
-            print(f"{args.id}: join failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            with contextlib.suppress(CoordinationError):
-                candidate.close()
-            stopping.wait(1.0)
-    stopping.wait()
-    if member is not None:
-        with contextlib.suppress(CoordinationError):
-            member.close()
+            if joined and args.id not in group.membership_list():
+                # Expired (a pause, a partition) or its Lease deleted: an application joins again.
+                joined = False
+            if not joined:
+                group.join(args.id, data=f"pid={os.getpid()}")
+                joined = True
+            elif time.monotonic() >= next_change:
+                group.leave(args.id)
+                joined = False
+                next_change = time.monotonic() + rng.uniform(8, 20)
+                stopping.wait(rng.uniform(0.5, 2))
+                continue
+        except MemberExistsError:
+            joined = True  # our own earlier join went through after all
+        except MemberNotFoundError:
+            joined = False
+        except CoordinationError as exc:
+            print(f"{args.id}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        stopping.wait(0.5)
 
 
 def _writer(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
