@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -21,15 +20,10 @@ import kubernetes.client
 import pytest
 
 import kubecoord
+from kubecoord._internal.servers import free_port
 from tests.helpers import eventually
 
 TIMINGS = ["--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.5"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _role(port: int) -> str | None:
@@ -43,7 +37,7 @@ def _role(port: int) -> str | None:
 class Replica:
     def __init__(self, identity: str, namespace: str, lease: str, kubeconfig: pathlib.Path, log: pathlib.Path) -> None:
         self.identity = identity
-        self.health_port = _free_port()
+        self.health_port = free_port()
         command = [
             sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "--log-format", "text",
             "operator", "--namespace", namespace, "--kubeconfig", str(kubeconfig), "--identity", identity,

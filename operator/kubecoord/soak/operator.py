@@ -14,7 +14,6 @@ The one other soak module that imports the kubernetes client (import-linter allo
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
 import time
@@ -25,18 +24,15 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from kubecoord._internal import processes
+from kubecoord._internal.servers import free_port
+
 GROUP, VERSION = "kubecoord.dev", "v1alpha1"
 READY_TIMEOUT = 120.0
 
 
 def _crds_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "crds"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class SoakOperator:
@@ -99,7 +95,7 @@ class SoakOperator:
             sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "--log-format", "text",
             "operator", "--namespace", self.namespace, "--kubeconfig", str(self.kubeconfig),
             "--identity", "soak-operator", "--lease-namespace", self.namespace,
-            "--health-port", str(_free_port()), "--metrics-port", "0", "--bind", "127.0.0.1",
+            "--health-port", str(free_port()), "--metrics-port", "0", "--bind", "127.0.0.1",
         ]  # fmt: skip
         with open(log, "ab") as output:
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT)
@@ -122,13 +118,8 @@ class SoakOperator:
         return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            processes.stop(self.process, 30)
         with contextlib.suppress(Exception):
             self._api.close()  # type: ignore[no-untyped-call]
 

@@ -32,18 +32,13 @@ from types import TracebackType
 from typing import Self
 
 from kubecoord._internal import processes
+from kubecoord._internal.servers import free_port
 
 JARS_DIR = Path(os.environ.get("KUBECOORD_ZOOKEEPER_JARS", "/usr/share/java"))
 STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 QUORUM_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 TICK_MS = 200
 JVM_OPTIONS = ["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def four_letter_word(port: int, word: str, timeout: float = 1.0) -> str:
