@@ -124,9 +124,11 @@ def test_a_leader_paused_past_its_session_says_its_leadership_ended_with_the_ses
     before the successor acquired; the event's own ts is after it."""
     url = f"zookeeper://{zookeeper_server.hosts}/pause-{uuid.uuid4().hex[:8]}"
     paused = spawn(url, "p0", tmp_path)
-    other = spawn(url, "p1", tmp_path)
+    candidates = [paused]
     try:
-        eventually(lambda: bool(paused.acquired()), 30)
+        eventually(lambda: bool(paused.acquired()), 30)  # p0 leads before p1 can race it
+        other = spawn(url, "p1", tmp_path)
+        candidates.append(other)
         paused.process.send_signal(signal.SIGSTOP)
         eventually(lambda: bool(other.acquired()), 30)
         time.sleep(0.5)
@@ -137,7 +139,7 @@ def test_a_leader_paused_past_its_session_says_its_leadership_ended_with_the_ses
 
         eventually(lambda: lost() is not None, 30)
     finally:
-        for candidate in (paused, other):
+        for candidate in candidates:
             candidate.process.send_signal(signal.SIGCONT)
             candidate.process.kill()
             candidate.process.wait()
