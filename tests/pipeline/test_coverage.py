@@ -4,7 +4,6 @@ them: its events take the pass, the others' do not."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +14,6 @@ from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.reading import Inputs, read_inputs
 
 from .histories import Log
-
-
-@pytest.fixture
-def small_splits(spark: Any) -> Iterator[None]:
-    """Splits of 2 KiB: one process's file is read by many tasks."""
-    keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-    saved = {key: spark.conf.get(key) for key in keys}
-    for key in keys:
-        spark.conf.set(key, "2048")
-    yield
-    for key, value in saved.items():
-        spark.conf.set(key, value)
 
 
 def logs(root: Path, *, gap_inside: bool = False) -> list[Log]:

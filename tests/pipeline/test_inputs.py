@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,18 +90,6 @@ def test_a_line_without_v_is_version_1_and_coordinator_events_are_valid(spark: A
         assert result.summary["membership"]["leaves"] == 1
     finally:
         result.close()
-
-
-@pytest.fixture
-def small_splits(spark: Any) -> Iterator[None]:
-    """Files split every 2 KiB, as Spark splits large files every 128 MiB."""
-    keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-    saved = {key: spark.conf.get(key) for key in keys}
-    for key in keys:
-        spark.conf.set(key, "2048")
-    yield
-    for key, value in saved.items():
-        spark.conf.set(key, value)
 
 
 def test_a_large_file_is_split_across_tasks_with_exact_line_numbers(
