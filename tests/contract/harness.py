@@ -35,6 +35,11 @@ class Harness(abc.ABC):
         """Let time pass until what crashed coordinators held has expired (or is about to)."""
 
     @abc.abstractmethod
+    def delete_store(self, name: str) -> None:
+        """Delete KV store ``name`` behind its clients' backs, the way an administrator (or the
+        soak) would: its backing objects go, the clients are not told."""
+
+    @abc.abstractmethod
     def close(self) -> None:
         """Close every coordinator this harness connected, and anything else it started."""
 

@@ -11,6 +11,11 @@ from __future__ import annotations
 import pathlib
 import time
 
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from kubecoord.backends.kubernetes import naming
+
 from .harness import UrlHarness
 
 # Short enough that expiry takes seconds, long enough that a leader on a loaded 2-core
@@ -25,6 +30,8 @@ class KubernetesHarness(UrlHarness):
     settle = 15.0
 
     def __init__(self, kubeconfig: pathlib.Path, namespace: str = "default") -> None:
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace
         super().__init__(
             f"kubernetes://{namespace}",
             kubeconfig=str(kubeconfig),
@@ -32,6 +39,15 @@ class KubernetesHarness(UrlHarness):
             renew_deadline=RENEW_DEADLINE,
             retry_period=RETRY_PERIOD,
         )
+
+    def delete_store(self, name: str) -> None:
+        # Every shard ConfigMap of the store (shard 0 is kubecoord-kv.NAME, the others NAME.I).
+        base = naming.store_shard_name(name, 0)
+        with k8s_config.new_client_from_config(config_file=str(self.kubeconfig)) as api:
+            core = k8s.CoreV1Api(api)
+            for configmap in core.list_namespaced_config_map(self.namespace).items:
+                if configmap.metadata.name == base or configmap.metadata.name.startswith(f"{base}."):
+                    core.delete_namespaced_config_map(configmap.metadata.name, self.namespace)
 
     def expire(self) -> None:
         # Followers count the lease from when they last saw it change: wait it out.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from kubecoord.backends.memory.state import notify
 from kubecoord.testing import ManualClock
 
 from .harness import UrlHarness
@@ -20,6 +21,20 @@ class MemoryHarness(UrlHarness):
         super().__init__(
             f"memory://contract-{uuid.uuid4().hex[:8]}", clock=self.clock, session_timeout=SESSION_TIMEOUT
         )
+
+    def delete_store(self, name: str) -> None:
+        # Nothing outside the process can reach a memory:// store: empty it in the shared
+        # state, telling listeners as a deletion on the other backends would.
+        coordinator = self.connect()
+        state = coordinator.state  # type: ignore[attr-defined]
+        with state.lock:
+            store = state.store(name)
+            keys, store.entries = list(store.entries), {}
+            now = state.clock.now()
+            for key in keys:
+                notify(store.value_subscriptions.get(key, []), None, now)
+            for namespace, subscriptions in store.key_set_subscriptions.items():
+                notify(subscriptions, store.children(namespace), now)
 
     def expire(self) -> None:
         self.clock.advance(SESSION_TIMEOUT + 1)

@@ -15,6 +15,7 @@ from kubecoord import (
     Versioned,
 )
 
+from ..helpers import eventually
 from .harness import Harness
 
 ROUND_TRIP_KEYS = [
@@ -147,3 +148,26 @@ def test_concurrent_versioned_increments_lose_nothing(harness: Harness, name: st
         worker.join()
     final = harness.connect().storage(name).fetch_versioned("counter").result()
     assert final == Versioned(str(threads * per_thread), threads * per_thread + 1)
+
+
+def test_a_store_deleted_behind_its_clients_backs_starts_again_empty(harness: Harness, name: str) -> None:
+    """Deleted behind its clients' backs (an administrator; the soak's delete_configmap and
+    zookeeper_delete_store), a store is gone for them as a whole: no key is found, updates
+    and deletes raise KeyNotFoundError, and the next put() re-creates the store with the
+    key at version 1 — a new incarnation of the store, on every backend alike."""
+    kv = harness.connect().storage(name)
+    other = harness.connect().storage(name)
+    kv.put("a", "1")
+    assert kv.update("a", "2") == 2
+    kv.put("ns/b", "1")
+    eventually(lambda: other.fetch("ns/b").result() == "1", timeout=harness.settle)
+    harness.delete_store(name)
+    eventually(lambda: kv.fetch("a").result() is None and kv.children("") == set(), timeout=harness.settle)
+    with pytest.raises(KeyNotFoundError):
+        kv.update("a", "3")
+    with pytest.raises(KeyNotFoundError):
+        kv.delete("ns/b")
+    assert kv.put("a", "again") == 1
+    eventually(lambda: other.fetch_versioned("a").result() == Versioned("again", 1), timeout=harness.settle)
+    assert other.update("a", "then", expected_version=1) == 2
+    assert other.fetch("ns/b").result() is None

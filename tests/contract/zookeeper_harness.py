@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 import uuid
 
+from kazoo.client import KazooClient
+
 from .harness import UrlHarness
 
 SESSION_TIMEOUT = 2.0
@@ -20,7 +22,20 @@ class ZooKeeperHarness(UrlHarness):
     settle = 10.0
 
     def __init__(self, hosts: str) -> None:
-        super().__init__(f"zookeeper://{hosts}/contract-{uuid.uuid4().hex[:12]}", session_timeout=SESSION_TIMEOUT)
+        self.hosts = hosts
+        self.chroot = f"/contract-{uuid.uuid4().hex[:12]}"
+        super().__init__(f"zookeeper://{hosts}{self.chroot}", session_timeout=SESSION_TIMEOUT)
+
+    def delete_store(self, name: str) -> None:
+        # The store's root znode and every key below it (ZooKeeper deletes only leaves:
+        # kazoo deletes the tree bottom-up).
+        client = KazooClient(hosts=self.hosts)
+        client.start(timeout=10)
+        try:
+            client.delete(f"{self.chroot}/kv/{name}", recursive=True)
+        finally:
+            client.stop()
+            client.close()
 
     def expire(self) -> None:
         # The server expires a silent session SESSION_TIMEOUT after its last contact,

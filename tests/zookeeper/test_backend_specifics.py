@@ -165,3 +165,52 @@ def test_a_leader_whose_node_is_deleted_behind_its_back_stops_leading(
         assert leader is not None and leader.id == "b"
     events = [json.loads(line)["event"] for line in history.read_text().splitlines()]
     assert "lost" in events
+
+
+def test_kv_events_name_the_store_root_incarnation_a_deletion_replaces(
+    zookeeper_server: ZooKeeperServer, zk: KazooClient, chroot: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url, history = f"zookeeper://{zookeeper_server.hosts}/{chroot}", tmp_path / "a.jsonl"
+    root = f"/{chroot}/kv/store"
+    with kubecoord.connect(url, history=history) as a, kubecoord.connect(url) as b:
+        kv = a.storage("store")
+        kv.put("x", "1")
+        first = zk.exists(root).czxid
+        # The root's czxid is cached behind an exists() watch: no further read of the root
+        # while nothing happens to it (kazoo's makepath reads parents itself, unwatched).
+        client = kv._session.client  # type: ignore[attr-defined]
+        exists, reads = client.exists_async, []
+
+        def counted(path: str, watch: object = None) -> object:
+            if watch is not None:
+                reads.append(path)
+            return exists(path, watch=watch)
+
+        monkeypatch.setattr(client, "exists_async", counted)
+        assert kv.update("x", "2", expected_version=1) == 2
+        kv.put("ns/y", "1")
+        kv.delete("ns/y")
+        assert reads.count(root) == 0
+        zk.delete(root, recursive=True)  # a tool or a person, not a client: a new incarnation next
+        b.storage("store").put("x", "b")  # another client re-creates the store
+        second = zk.exists(root).czxid
+        assert kv.update("x", "3", expected_version=1) == 2  # this client was not told: its cache goes
+        zk.delete(root, recursive=True)
+        with pytest.raises(kubecoord.KeyNotFoundError):
+            kv.update("x", "4")
+        assert kv.put("x", "1") == 1  # this client re-creates it
+        third = zk.exists(root).czxid
+        kv.update("x", "5")
+    events = map(json.loads, history.read_text().splitlines())
+    writes = [e for e in events if e["event"] in ("put", "updated", "deleted")]
+    assert [(e["event"], e.get("key"), e["version"], e.get("store_incarnation")) for e in writes] == [
+        ("put", "x", 1, str(first)),
+        ("updated", "x", 2, str(first)),
+        ("put", "ns/y", 1, str(first)),
+        ("deleted", "ns/y", 1, str(first)),
+        ("updated", "x", 2, str(second)),
+        ("put", "x", 1, str(third)),
+        ("updated", "x", 2, str(third)),
+    ]
+    assert len({first, second, third}) == 3

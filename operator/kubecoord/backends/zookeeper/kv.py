@@ -19,6 +19,12 @@ Guarantees:
 - A value larger than ``max_value_bytes`` (jute.maxbuffer minus room for the path and
   header) raises ValueTooLargeError before any request.
 
+- Every put/updated/deleted event carries ``store_incarnation``: the czxid of the store's
+  root znode the write went to (incarnation.py). A store deleted behind its clients' backs
+  is gone for them as a whole: fetch() returns None, update() and delete() raise
+  KeyNotFoundError, and the next put() re-creates the root (a new incarnation) with the key
+  at version 1 — as on kubernetes://, where the store's ConfigMap is re-created.
+
 Not guaranteed: a write that fails with BackendUnavailableError may have been applied.
 Every call fails at once with BackendUnavailableError while the session is not connected
 (SUSPENDED) rather than waiting for the reconnection.
@@ -33,6 +39,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.protocol.states import ZnodeStat
 
 from kubecoord import validation
 from kubecoord._core.handles import RegistryHandle, StorageHandle
@@ -41,6 +48,7 @@ from kubecoord.api import Versioned
 from kubecoord.backends.zookeeper import record
 from kubecoord.backends.zookeeper.errors import translate, translating
 from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
+from kubecoord.backends.zookeeper.incarnation import RootIncarnation
 from kubecoord.backends.zookeeper.naming import decode_name, key_path
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children, read_data
 from kubecoord.errors import BackendUnavailableError, KeyExistsError, KeyNotFoundError, VersionConflictError
@@ -58,6 +66,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
         self.name = name
         self.root = f"{self._root}/kv/{name}"
         self.max_value_bytes = coordinator.options.max_value_bytes
+        self._incarnation = RootIncarnation(self._session, self.root)
 
     # -- reads ------------------------------------------------------------------------
     def _fetch(self, key: str) -> Future[str | None]:
@@ -98,8 +107,10 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
         with translating():
             for _ in range(_MAX_ROUNDS):
                 try:
-                    self._session.call(client.create_async, path, record.encode(0, data), makepath=True)
-                    return self._done("put", key, 1, sent)
+                    _, stat = self._session.call(
+                        client.create_async, path, record.encode(0, data), makepath=True, include_data=True
+                    )
+                    return self._done("put", key, 1, sent, stat.czxid)
                 except NoNodeError:
                     continue  # an implicit parent was pruned between makepath and create
                 except NodeExistsError:
@@ -112,8 +123,8 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                     raise KeyExistsError(f"key {key!r} already exists in store {self.name!r}")
                 try:  # an implicit parent becomes a key, starting at version 1
                     raw = record.encode(stat.version + 1, data)
-                    self._session.call(client.set_async, path, raw, version=stat.version)
-                    return self._done("put", key, 1, sent)
+                    stat = self._session.call(client.set_async, path, raw, version=stat.version)
+                    return self._done("put", key, 1, sent, stat.czxid)
                 except (BadVersionError, NoNodeError):
                     continue
             raise ConnectionLoss(f"put of {key!r} kept racing with concurrent writes")
@@ -121,31 +132,34 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
     def _update(self, key: str, data: str, expected_version: int | None) -> int:
         sent = time.time()
 
-        def write(path: str, raw: bytes, zk_version: int) -> None:
-            self._session.call(
+        def write(path: str, raw: bytes, zk_version: int) -> ZnodeStat:
+            return self._session.call(
                 self._session.client.set_async, path, record.encode(record.base_of(raw), data), version=zk_version
             )
 
-        return self._done("updated", key, self._compare_and_set(key, expected_version, write) + 1, sent)
+        version, stat = self._compare_and_set(key, expected_version, write)
+        return self._done("updated", key, version + 1, sent, stat.czxid)
 
     def _delete(self, key: str, expected_version: int | None) -> None:
         sent = time.time()
         client = self._session.client
 
-        def remove(path: str, raw: bytes, zk_version: int) -> None:
+        def remove(path: str, raw: bytes, zk_version: int) -> ZnodeStat | None:
             try:
                 self._session.call(client.delete_async, path, version=zk_version)
             except NotEmptyError:  # keys live below: it stays, as an implicit parent
-                self._session.call(client.set_async, path, b"", version=zk_version)
+                return self._session.call(client.set_async, path, b"", version=zk_version)
+            return None
 
-        version = self._compare_and_set(key, expected_version, remove)
+        version, stat = self._compare_and_set(key, expected_version, remove)
         self._prune(key)
-        self._done("deleted", key, version, sent)
+        self._done("deleted", key, version, sent, stat.czxid)
 
     def _compare_and_set(
-        self, key: str, expected: int | None, write: Callable[[str, bytes, int], None]
-    ) -> int:
-        """Read the key, check ``expected``, ``write`` with a CAS on dataVersion; the version written over."""
+        self, key: str, expected: int | None, write: Callable[[str, bytes, int], ZnodeStat | None]
+    ) -> tuple[int, ZnodeStat]:
+        """Read the key, check ``expected``, ``write`` with a CAS on dataVersion; the version
+        written over and the key's stat: the one the write answered, else the one read."""
         path = key_path(self.root, key)
         with translating():
             for _ in range(_MAX_ROUNDS):
@@ -156,8 +170,8 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                 if expected is not None and current.version != expected:
                     self._conflict(key, expected, current.version)
                 try:
-                    write(path, node[0], node[1].version)
-                    return current.version
+                    written = write(path, node[0], node[1].version)
+                    return current.version, written if written is not None else node[1]
                 except BadVersionError:
                     if expected is not None:
                         self._conflict(key, expected, None)
@@ -186,10 +200,11 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                     return
                 parent = validation.parent_of(parent)
 
-    def _done(self, event: str, key: str, version: int, sent: float) -> int:
+    def _done(self, event: str, key: str, version: int, sent: float, key_czxid: int) -> int:
         # ``sent``: when this write began, so the log bounds it from both sides (a process
         # paused before stamping ts does not move the write later in the pipeline's eyes).
-        self._record(event, key=key, version=version, sent=sent)
+        incarnation = self._incarnation.of(key_czxid)
+        self._record(event, key=key, version=version, sent=sent, store_incarnation=incarnation)
         return version
 
 

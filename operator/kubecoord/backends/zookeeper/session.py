@@ -190,6 +190,18 @@ class Session:
             raise ConnectionLoss("not connected to ZooKeeper")
         return method(*args, **kwargs).get(timeout=self.options.request_timeout)
 
+    def watching(self, path: str, watch: Callable[..., Any]) -> bool:
+        """Whether ``watch``, set by an exists() or get() of ``path``, is still armed.
+
+        kazoo's connection thread takes a fired watch off its table (client._data_watchers,
+        keyed by the full path) as it reads the event, before it reads the next answer, and
+        ZooKeeper sends the event before the answer to any later request: so once an answer
+        has arrived, a watch still in the table had not fired when the server sent it.
+        Reaches into kazoo's table: kazoo exposes no other view of the watches it holds.
+        """
+        table = self.client._data_watchers
+        return watch in table.get((self.client.chroot or "") + path, ())
+
     def read(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """An idempotent request, retried on ConnectionLoss within request_timeout."""
         retry: KazooRetry = self.options.read_retry.copy()
