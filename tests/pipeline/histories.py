@@ -18,9 +18,10 @@ class Log:
 
     def __init__(
         self, path: Path, process: str, *, namespace: str = "ns", clock_offset: float = 0.0,
-        backend: str = "kubernetes", monotonic: float | None = None,
+        backend: str = "kubernetes", monotonic: float | None = None, source: str = "client",
     ) -> None:
         self.path = path
+        self.source = source
         self.monotonic = monotonic
         """When set, every event carries ``mono``: true time + this (a monotonic clock no step moves)."""
         self.backend = backend
@@ -33,7 +34,7 @@ class Log:
     def add(self, t: float, primitive: str, name: str, event: str, **fields: Any) -> int:
         self._seq += 1
         line: dict[str, Any] = {
-            "v": SCHEMA_VERSION, "ts": rfc3339(T0 + t + self.clock_offset), "seq": self._seq, "source": "client",
+            "v": SCHEMA_VERSION, "ts": rfc3339(T0 + t + self.clock_offset), "seq": self._seq, "source": self.source,
             "process": self.process, "backend": self.backend, "namespace": self.namespace,
             "primitive": primitive, "name": name, "event": event,
         }

@@ -33,6 +33,7 @@ def _rows(analysis: Analysis, table: str, kind: str | None = None) -> list[dict[
 def case(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Analysis, Log, Log, dict[str, int]]]:
     root = tmp_path_factory.mktemp("rebalance")
     p1, p2 = Log(root / "p1.jsonl", "p1"), Log(root / "p2.jsonl", "p2")
+    operator = Log(root / "operator.jsonl", "kubecoord-operator", source="operator")
     lines = {
         # Generation 1: a holds u0,u1; generation 2: a revokes, b gets u1 (clean handover).
         "g1_start": p1.add(0, COORD, "clean", "rebalance_started", member="a", generation=1),
@@ -49,14 +50,27 @@ def case(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
         "t_e": p1.add(0, COORD, "twice", "assigned", member="e", generation=3, units=["x"]),
         "t_f": p2.add(10, COORD, "twice", "assigned", member="f", generation=4, units=["x"]),
         "t_rev": p1.add(15, COORD, "twice", "revoked", member="e", generation=3, units=["x"]),
+        # Nobody logged the killed member j's expiry (ZooKeeper): its units are free once the
+        # leader fenced it; k takes u7 after that, l was given u8 before it (owned twice).
+        "f_j": p1.add(0, COORD, "fenced", "assigned", member="j", generation=1, units=["u7", "u8"]),
+        "f_l": p2.add(12, COORD, "fenced", "assigned", member="l", generation=2, units=["u8"]),
+        "f_fence": p2.add(20, COORD, "fenced", "fenced", member="j", generation=2, role="leader"),
+        "f_k": p2.add(22, COORD, "fenced", "assigned", member="k", generation=2, units=["u7"]),
+        # The operator logs what it observes: n arriving (no second join) and n's expiry, which
+        # ends n's units before o is given them.
+        "o_n": p1.group(0, "observed", "joined", "n"),
+        "o_seen": operator.group(0.5, "observed", "joined", "n"),
+        "o_held": p1.add(1, COORD, "observed", "assigned", member="n", generation=1, units=["u5"]),
+        "o_exp": operator.group(30, "observed", "expired", "n"),
+        "o_o": p2.add(35, COORD, "observed", "assigned", member="o", generation=2, units=["u5"]),
         # Stale: h starts on generation 6 ten seconds after g was assigned generation 7.
         "s_g": p1.add(0, COORD, "stale", "assigned", member="g", generation=7, units=[]),
         "s_h": p2.add(10, COORD, "stale", "assigned", member="h", generation=6, units=[]),
     }
-    p1.write()
-    p2.write()
+    for log in (p1, p2, operator):
+        log.write()
     _run_members(root / "real")
-    result = analyze(spark, [str(p1.path), str(p2.path), str(root / "real")], skew=1.0)
+    result = analyze(spark, [str(p1.path), str(p2.path), str(operator.path), str(root / "real")], skew=1.0)
     yield result, p1, p2, lines
     result.close()
 
@@ -64,8 +78,14 @@ def case(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
 def test_violations_found_with_their_evidence(case: tuple[Analysis, Log, Log, dict[str, int]]) -> None:
     analysis, p1, p2, lines = case
     counts = analysis.summary["violations"]
-    assert (counts["unit_owned_twice"], counts["stale_generation_work"]) == (1, 1)  # none from the real run
-    (twice,) = _rows(analysis, "violations", "unit_owned_twice")
+    # None from the real run, and no duplicate_member for the operator's observation.
+    assert (counts["unit_owned_twice"], counts["stale_generation_work"], counts["duplicate_member"]) == (2, 1, 0)
+    found = _rows(analysis, "violations", "unit_owned_twice")
+    twice, before_fencing = sorted(found, key=lambda violation: violation["name"] != "twice")
+    assert (before_fencing["name"], before_fencing["subject"]) == ("fenced", "u8")
+    assert [(e["file"], e["line"]) for e in before_fencing["evidence"]] == [
+        where(p1, lines["f_j"]), where(p2, lines["f_l"])
+    ]
     assert (twice["name"], twice["subject"], twice["primitive"]) == ("twice", "x", COORD)
     assert "given to f" in twice["detail"] and "while e held it" in twice["detail"]
     assert [(e["file"], e["line"]) for e in twice["evidence"]] == [where(p1, lines["t_e"]), where(p2, lines["t_f"])]
@@ -80,6 +100,10 @@ def test_holdings_and_durations(case: tuple[Analysis, Log, Log, dict[str, int]])
     assert holdings[("clean", "a", "u1", 1)]["end_reason"] == "revoked"
     assert holdings[("clean", "b", "u1", 2)]["end_reason"] == "open"
     assert holdings[("killed", "c", "u9", 1)]["end_reason"] == "member_gone"
+    assert holdings[("fenced", "j", "u7", 1)]["end_reason"] == "fenced"
+    assert holdings[("observed", "n", "u5", 1)]["end_reason"] == "member_gone"
+    memberships = [m for m in _rows(analysis, "membership_timeline") if m["name"] == "observed"]
+    assert [(m["process"], m["end_reason"]) for m in memberships] == [("p1", "expired")]
     durations = {(r["name"], r["generation"]): r["duration"] for r in _rows(analysis, "rebalances")}
     assert durations[("clean", 1)] == pytest.approx(1.0) and durations[("clean", 2)] == pytest.approx(4.0)
     summary = analysis.summary["rebalance"]
@@ -115,7 +139,7 @@ def test_a_real_coordinator_log_is_clean(case: tuple[Analysis, Log, Log, dict[st
     durations = [r for r in _rows(analysis, "rebalances") if r["name"] == "work"]
     assert len(durations) >= 3 and all(r["duration"] >= 0 for r in durations)
     holdings = [h for h in _rows(analysis, "unit_holdings") if h["name"] == "work"]
-    assert {h["end_reason"] for h in holdings if h["member"] == "m1"} <= {"revoked", "member_gone"}
+    assert {h["end_reason"] for h in holdings if h["member"] == "m1"} <= {"revoked", "member_gone", "fenced"}
     # m0 ends with every unit, until its coordinator closed: closing leaves the group, and
     # leaving gives the units up first (on_leave_prepare, as KIP-795 does), so they end revoked.
     last_generation = max(h["generation"] for h in holdings if h["member"] == "m0")

@@ -2,7 +2,8 @@
 
 All four come from each (namespace, group, member)'s events in time order (ties broken
 by the emitter's seq, then file and line):
-- a membership starts at ``joined`` (by a process) and ends at that process's next
+- a membership starts at ``joined`` (by the joining process; an observer's ``joined``,
+  schema.OBSERVERS, only says when it saw the member arrive and is left out) and ends at that process's next
   ``left`` or the member's next ``expired``, whoever logged it (expiries are logged by
   the observers that saw them, so one expiry may be logged several times: only the
   first while the member is in counts);
@@ -49,8 +50,10 @@ def _window(*partition: str, ascending: bool) -> WindowSpec:
 
 
 def analyze(events: DataFrame, skew: float) -> Membership:
+    observed_arrival = (F.col("event") == "joined") & F.col("source").isin(*schema.OBSERVERS)
     group_events = events.filter(
         (F.col("primitive") == schema.GROUP) & F.col("event").isin(*schema.MEMBERSHIP_CHANGES, *schema.HEARTBEATS)
+        & ~F.coalesce(observed_arrival, F.lit(False))
     )
     before, after = _window(*MEMBER, ascending=True), _window(*MEMBER, ascending=False)
     own_before, own_after = _window(*MEMBER, "process", ascending=True), _window(*MEMBER, "process", ascending=False)

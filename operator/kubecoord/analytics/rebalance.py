@@ -2,12 +2,14 @@
 
 Input: the events of primitive ``group_coordinator`` (``rebalance_started``,
 ``rebalance_completed``, ``assigned`` with the member's whole assignment of a
-generation, ``revoked`` with the units given up) and the ``group`` primitive's
-``left``/``expired`` of the same members (a member that is gone holds nothing: a killed
-process logs no revocation).
+generation, ``revoked`` with the units given up, ``fenced`` when the leader dropped a departed
+member's claim on its units) and the ``group`` primitive's ``left``/``expired`` of the
+same members (a member that is gone holds nothing: a killed process logs no revocation,
+and where no observer logs its expiry, as on ZooKeeper, the leader's ``fenced`` ends it).
 
 - holdings: one row per (member, unit) holding, from the first ``assigned`` that lists
-  the unit to the first ``revoked`` listing it or the member's departure (else open);
+  the unit to the first ``revoked`` listing it or the member's departure or fencing
+  (else open);
 - ``unit_owned_twice``: two members' holdings of one unit overlap by more than the skew;
 - ``stale_generation_work``: a member logs ``assigned`` for generation g more than the
   skew after some member of the group logged ``assigned`` for a later generation (it
@@ -36,7 +38,8 @@ ORDER = ("tu", "seq", "file", "line")
 @dataclass(frozen=True)
 class Rebalances:
     holdings: DataFrame
-    """namespace, name, member, unit, generation, start_ts, end_ts, end_reason."""
+    """namespace, name, member, unit, generation, start_ts, end_ts, end_reason (revoked,
+    member_gone, fenced or open)."""
     rebalances: DataFrame
     """namespace, name, generation, started_ts, completed_ts, duration, members."""
     owned_twice: DataFrame
@@ -59,14 +62,17 @@ def analyze(events: DataFrame, skew: float) -> Rebalances:
     )
     first_or_after_revocation = F.col("previous").isNull() | (F.col("previous") == "revoked")
     starts = marked.filter((F.col("event") == "assigned") & first_or_after_revocation)
-    gone = events.filter((F.col("primitive") == schema.GROUP) & F.col("event").isin("left", "expired")).select(
-        *GROUP_KEY, "member", F.col("t").alias("gone_t"), F.col("ts").alias("gone_ts")
+    departed = (F.col("primitive") == schema.GROUP) & F.col("event").isin("left", "expired")
+    fenced = (F.col("primitive") == schema.COORDINATOR) & (F.col("event") == "fenced")
+    gone = events.filter(departed | fenced).select(
+        *GROUP_KEY, "member", F.col("t").alias("gone_t"), F.col("ts").alias("gone_ts"),
+        F.when(F.col("event") == "fenced", "fenced").otherwise("member_gone").alias("gone_reason"),
     )
     departures = (
         starts.join(gone, [*GROUP_KEY, "member"], "left")
         .filter(F.col("gone_t").isNull() | (F.col("gone_t") >= F.col("t")))
         .groupBy(*GROUP_KEY, "member", "unit", "t")
-        .agg(F.min(F.struct("gone_t", "gone_ts")).alias("departure"))
+        .agg(F.min(F.struct("gone_t", "gone_ts", "gone_reason")).alias("departure"))
     )
     joined = starts.join(departures, [*GROUP_KEY, "member", "unit", "t"], "left")
     revoked_t, gone_t = F.col("revocation.t"), F.col("departure.gone_t")
@@ -76,7 +82,7 @@ def analyze(events: DataFrame, skew: float) -> Rebalances:
         F.col("t").alias("start"), F.col("ts").alias("start_ts"),
         F.when(ends_by_revocation, revoked_t).otherwise(gone_t).alias("end"),
         F.when(ends_by_revocation, F.col("revocation.ts")).otherwise(F.col("departure.gone_ts")).alias("end_ts"),
-        F.when(ends_by_revocation, "revoked").when(gone_t.isNotNull(), "member_gone").otherwise("open")
+        F.when(ends_by_revocation, "revoked").when(gone_t.isNotNull(), F.col("departure.gone_reason")).otherwise("open")
         .alias("end_reason"),
     )
 

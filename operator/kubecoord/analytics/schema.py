@@ -21,12 +21,16 @@ EVENTS: dict[str, frozenset[str]] = {
     LEADER: frozenset({"acquired", "renewed", "lost", "resigned", "observed"}),
     GROUP: frozenset({"joined", "renewed", "left", "expired"}),
     KV: frozenset({"put", "updated", "deleted", "conflict"}),
-    COORDINATOR: frozenset({"rebalance_started", "rebalance_completed", "assigned", "revoked"}),
+    COORDINATOR: frozenset({"rebalance_started", "rebalance_completed", "assigned", "revoked", "fenced"}),
 }
 HOLDER_EVENTS = ("acquired", "renewed", "lost", "resigned")
 """Leader events logged by the holder itself about its own term: they need an epoch."""
 TERM_ENDS = ("lost", "resigned")
 MEMBERSHIP_CHANGES = ("joined", "left", "expired")
+OBSERVERS = ("operator",)
+"""Sources that log what they see of members they do not own: the operator's ``joined``
+is when it saw a member arrive, not a join of its own (its ``left`` and ``expired`` are
+departures it saw, like any observer's expiry)."""
 HEARTBEATS = ("joined", "renewed")
 KV_WRITES = ("put", "updated", "deleted")
 

@@ -60,6 +60,8 @@ from kubecoord.errors import (
     CoordinationError,
     GroupProtocolError,
     InvalidArgumentError,
+    MemberExistsError,
+    MemberNotFoundError,
     RebalanceInProgressError,
     StaleGenerationError,
     VersionConflictError,
@@ -123,6 +125,8 @@ class GroupMember(GroupCoordinatorHandle):
         self._thread: threading.Thread | None = None
         self._closed = False
         self._joined = False
+        self._leaving = False  # leave() started and its membership leave has not succeeded yet
+        self._members_seen: frozenset[str] | None = None  # the membership listener's last view
         # The member's view, guarded by _lock.
         self._generation = NO_GENERATION
         self._assignment: bytes | None = None
@@ -141,14 +145,26 @@ class GroupMember(GroupCoordinatorHandle):
                 raise ClosedError("this group coordinator handle was closed")
             if self._joined:
                 raise InvalidArgumentError(f"member {self.member_id!r} already joined group {self.group!r}")
+            if self._leaving:
+                raise InvalidArgumentError(f"member {self.member_id!r} is still leaving: call leave() again first")
         protocols = check_protocols(self.protocol.metadata())
+        self._members_seen = None
         self._registry.add_value_change_listener(STATE_KEY, self._poke)
-        self._membership.add_listener(self._poke)
+        self._membership.add_listener(self._on_members)
         self._election.add_listener(self._poke)
         self._membership.join(self.member_id, data=encode_join_data(self.protocol.protocol_type, protocols))
+        try:
+            self._election.nominate(self.member_id)
+        except CoordinationError:
+            # Half-joined: undo the membership join. If the undo fails too, the member stays
+            # "leaving" (join() refuses, leave() retries), never in the group unnoticed.
+            with self._lock:
+                self._leaving = True
+            with contextlib.suppress(CoordinationError):
+                self.leave()
+            raise
         with self._lock:
             self._joined = True
-        self._election.nominate(self.member_id)
         self._thread = threading.Thread(target=self._run, name=f"kubecoord-group-{self.group}", daemon=True)
         self._thread.start()
         if timeout is not None and not self.wait_stable(timeout):
@@ -160,10 +176,27 @@ class GroupMember(GroupCoordinatorHandle):
             return self._lock.wait_for(self._stable_locked, timeout)
 
     def leave(self) -> None:
+        """Revoke, then leave. If the backend refuses the membership leave (a server that
+        does not answer), this raises: the member is still in the group as the others see
+        it (the backend keeps its session), no longer takes part, and leave() again
+        retries; close() gives up and lets the session expire."""
         with self._lock:
-            if not self._joined:
+            if not self._joined and not self._leaving:
                 return
-            self._joined = False
+            first_attempt, self._joined, self._leaving = self._joined, False, True
+        if first_attempt:
+            self._withdraw()
+        try:
+            self._election.resign(self.member_id)
+        except CoordinationError as exc:
+            log.info("resign on leave failed", extra={"group": self.group, "error": str(exc)})
+        with contextlib.suppress(MemberNotFoundError):  # already out: expelled after its session expired
+            self._membership.leave(self.member_id)
+        with self._lock:
+            self._leaving = False
+
+    def _withdraw(self) -> None:
+        """Stop taking part: on_leave_prepare, revoke what is held, release it in the record."""
         self._stop_worker()
         self._callback("on_leave_prepare", self.protocol.on_leave_prepare)
         with self._lock:
@@ -178,12 +211,6 @@ class GroupMember(GroupCoordinatorHandle):
             self._update(self._release)
         except CoordinationError as exc:
             log.info("could not release before leaving; the leader waits out the session", extra={"error": str(exc)})
-        steps: list[Callable[[str], None]] = [self._membership.leave, self._election.resign]
-        for step in steps:
-            try:
-                step(self.member_id)
-            except CoordinationError as exc:
-                log.info("leave step failed", extra={"group": self.group, "error": str(exc)})
 
     def _release(self, state: GroupState) -> GroupState | None:
         if self.member_id not in state.holders:
@@ -194,8 +221,13 @@ class GroupMember(GroupCoordinatorHandle):
         with self._lock:
             if self._closed:
                 return
-        with contextlib.suppress(ClosedError):
+        try:
             self.leave()
+        except ClosedError:
+            pass
+        except CoordinationError as exc:
+            log.warning("leave on close failed; the member expires after its session",
+                        extra={"group": self.group, "member": self.member_id, "error": str(exc)})
         with self._lock:
             self._closed = True
         self._stop_worker()
@@ -258,6 +290,27 @@ class GroupMember(GroupCoordinatorHandle):
     def _poke(self, _value: Any = None) -> None:
         self._wake.set()
 
+    def _on_members(self, members: set[str]) -> None:
+        self._members_seen = frozenset(members)
+        self._wake.set()
+
+    def _rejoin_if_expelled(self) -> None:
+        """Join the membership again once it is gone while this member is joined: its
+        session expired (a pause, a partition) or its Lease was deleted, and the leader has
+        excluded it. Kafka's consumer rejoins the same way when the coordinator no longer
+        knows its member id; without this the member would sit out for good. A view that is
+        merely behind (the backend still holds the member) makes the join raise
+        MemberExistsError, which changes nothing."""
+        seen = self._members_seen
+        if seen is None or self.member_id in seen:
+            return
+        protocols = check_protocols(self.protocol.metadata())
+        try:
+            self._membership.join(self.member_id, data=encode_join_data(self.protocol.protocol_type, protocols))
+        except MemberExistsError:
+            return
+        log.warning("joined again after the membership was lost", extra={"group": self.group, "member": self.member_id})
+
     def _stop_worker(self) -> None:
         thread = self._thread
         self._wake.set()
@@ -285,6 +338,7 @@ class GroupMember(GroupCoordinatorHandle):
 
     def _step(self) -> None:
         """Read the record, act as a member, then as the leader; again while anything was written."""
+        self._rejoin_if_expelled()
         for _ in range(20):
             with self._lock:
                 if not self._joined:
@@ -433,7 +487,7 @@ class GroupMember(GroupCoordinatorHandle):
             return False
         with self._lock:
             self._wake_at = None if decision.wake_in is None else now + decision.wake_in
-        return self._publish(decision, version)
+        return self._publish(decision, version, base.holders)
 
     def _assign(self, protocol: str, metadata: dict[str, bytes]) -> dict[str, bytes]:
         result = self.protocol.perform_assignment(self.member_id, protocol, metadata)
@@ -446,11 +500,16 @@ class GroupMember(GroupCoordinatorHandle):
                 raise GroupProtocolError(f"perform_assignment() gave {member!r} a {type(assignment).__name__}")
         return {m: bytes(a) for m, a in result.items()}
 
-    def _publish(self, decision: Decision, version: int | None) -> bool:
+    def _publish(self, decision: Decision, version: int | None, holders: frozenset[str]) -> bool:
         if decision.state is None:
             return False
         if not publish(self._store, decision.state, version):
             return True  # someone wrote first: read again
+        # Holders the leader dropped are departed members it fenced (session_timeout passed
+        # since a record without them): from here on their units may move. A killed member
+        # logs nothing more, so this is the event that ends what it held.
+        for fenced in sorted(holders - decision.state.holders):
+            self._record("fenced", member=fenced, generation=decision.state.generation, role="leader")
         if decision.kind == "rebalance":
             self._record("rebalance_started", generation=decision.state.generation, role="leader",
                          members=sorted(decision.state.members))
@@ -493,9 +552,8 @@ class GroupMember(GroupCoordinatorHandle):
             return None
 
     def _record(self, event: str, **fields: Any) -> None:
-        self._events.record(
-            primitive="group_coordinator", name=self.group, event=event, member=self.member_id, **fields
-        )
+        fields.setdefault("member", self.member_id)
+        self._events.record(primitive="group_coordinator", name=self.group, event=event, **fields)
 
     def _stable_locked(self) -> bool:
         latest = self._latest

@@ -54,6 +54,8 @@ class SoakBackend:
         self.election = ""
         self.group = ""
         self.store = ""
+        self.logs: Path | None = None
+        """Where the soak's event logs go (an operator's own log goes there too)."""
 
     def start(self) -> None:
         raise NotImplementedError
@@ -163,7 +165,8 @@ class _KubernetesBase(SoakBackend):
         them, and the operator re-creates a deleted Lease or ConfigMap."""
         from kubecoord.soak.operator import SoakOperator
 
-        self.operator = SoakOperator(self.control_kubeconfig, self.namespace, self.workdir / "operator")
+        history = None if self.logs is None else self.logs / "operator.jsonl"
+        self.operator = SoakOperator(self.control_kubeconfig, self.namespace, self.workdir / "operator", history)
         self.operator.install(election=self.election, group=self.group, store=self.store, timings=self._timings())
         self.operator.start(election=self.election)
 

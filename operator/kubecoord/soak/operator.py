@@ -6,7 +6,9 @@ runs as a process of its own: it creates the election's Lease and the store's Co
 and its drift repair re-creates them when a fault deletes them — the recovery path a
 deployment relies on (clients bound to a LeaderElection never create its Lease: only the
 operator knows the epoch to re-create it at). The operator reaches the server through the
-soak's control proxy (never faulted), so its restarts are the server's only.
+soak's control proxy (never faulted), so its restarts are the server's only. Its event log
+(``--history``) goes with the clients' logs: the expiries it reaps are part of the history
+(a member killed with -9 logs nothing more, and the operator may be the one to reap it).
 
 The one other soak module that imports the kubernetes client (import-linter allows it).
 """
@@ -38,10 +40,11 @@ def _crds_dir() -> Path:
 class SoakOperator:
     """CRDs, the three resources, and one ``kubecoord operator`` process; stop() reaps it."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, workdir: Path) -> None:
+    def __init__(self, kubeconfig: Path, namespace: str, workdir: Path, history: Path | None = None) -> None:
         self.kubeconfig = kubeconfig
         self.namespace = namespace
         self.workdir = workdir
+        self.history = history
         configuration = k8s.Configuration()
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=str(kubeconfig), client_configuration=configuration
@@ -97,6 +100,8 @@ class SoakOperator:
             "--identity", "soak-operator", "--lease-namespace", self.namespace,
             "--health-port", str(free_port()), "--metrics-port", "0", "--bind", "127.0.0.1",
         ]  # fmt: skip
+        if self.history is not None:
+            command += ["--history", str(self.history)]
         with open(log, "ab") as output:
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT)
         leases = k8s.CoordinationV1Api(self._api)

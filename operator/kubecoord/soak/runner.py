@@ -73,6 +73,7 @@ def run(config: SoakConfig, *, say: Any = print) -> SoakRun:
     # Names carry the backend: one pipeline run judges several soaks' logs together.
     election_name, group_name, store_name = (f"soak-{config.backend}-{what}" for what in ("leader", "group", "kv"))
     backend.election, backend.group, backend.store = election_name, group_name, store_name
+    backend.logs = logs
     result = SoakRun(config)
     say(f"starting the {backend.name} servers")
     try:

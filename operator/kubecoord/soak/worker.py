@@ -4,7 +4,8 @@ Roles:
 
 - ``candidate``: nominates itself in one election and stays; while leading it resigns
   after a random 4-12 s (a handover) and nominates itself again a moment later;
-- ``member``: joins one group and stays; now and then leaves and joins again;
+- ``member``: a member of one group coordinator (KIP-795: generations, a leader-computed
+  assignment of UNITS units); now and then leaves and joins again;
 - ``writer``: read-modify-write increments of a few shared counters by compare-and-set
   (fetch_versioned, then update with expected_version, or put when absent), retrying on
   conflicts: the pipeline checks that no acknowledged write is lost.
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import signal
 import sys
@@ -33,6 +33,8 @@ from types import FrameType
 from typing import TypeVar
 
 T = TypeVar("T")
+UNITS = 12
+"""Units the soak's group coordinator members share."""
 
 _real_time = time.time
 _offset = [0.0]
@@ -54,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock-offset", type=float, default=0.0)
     parser.add_argument("--clock-jumps", default="", help="comma-separated offsets SIGUSR1 steps through")
     parser.add_argument("--keys", type=int, default=3, help="writer: counters shared by the writers")
+    parser.add_argument("--session", type=float, default=8.0, help="member: the group coordinator's session timeout")
     args = parser.parse_args(argv)
 
     # Before kubecoord is imported, so that every wall-clock reading of the library sees it.
@@ -142,33 +145,43 @@ def _candidate(coord: object, args: argparse.Namespace, rng: random.Random, stop
 
 
 def _member(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
-    from kubecoord.api import Coordinator
-    from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
+    """A member of the group coordinator (KIP-795) sharing UNITS units: its rebalance events
+    (assigned, revoked) let the pipeline check that no unit is owned twice and that no
+    member works on a stale generation. Now and then it leaves and joins again with a new
+    handle; one expelled by a fault (its session expired) joins again by itself."""
+    from kubecoord.api import Coordinator, GroupCoordinatorHandle
+    from kubecoord.coordinator import UnitsProtocol
+    from kubecoord.errors import CoordinationError
 
     assert isinstance(coord, Coordinator)
-    group = _opened(lambda: coord.group_membership(args.name), args, stopping)
-    if group is None:
-        return
-    joined = False
-    next_change = time.monotonic() + rng.uniform(8, 20)
+    units = [f"u{index}" for index in range(UNITS)]
+    member: GroupCoordinatorHandle | None = None
+    joined = leaving = False
+    next_change = 0.0
     while not stopping.is_set():
         try:
-            if joined and args.id not in group.membership_list():
-                # Expired (a pause, a partition) or its Lease deleted: an application joins again.
-                joined = False
-            if not joined:
-                group.join(args.id, data=f"pid={os.getpid()}")
-                joined = True
-            elif time.monotonic() >= next_change:
-                group.leave(args.id)
-                joined = False
-                next_change = time.monotonic() + rng.uniform(8, 20)
+            if member is None:
+                member = _opened(
+                    lambda: coord.group_coordinator(
+                        args.name, UnitsProtocol(units), member_id=args.id, session_timeout=args.session,
+                        rebalance_timeout=2 * args.session,
+                    ),
+                    args, stopping,
+                )
+                if member is None:
+                    return
+            if leaving or (joined and time.monotonic() >= next_change):
+                leaving = True
+                member.leave()  # raises while the server does not answer: still a member, so again
+                member.close()
+                member, joined, leaving = None, False, False
                 stopping.wait(rng.uniform(0.5, 2))
                 continue
-        except MemberExistsError:
-            joined = True  # our own earlier join went through after all
-        except MemberNotFoundError:
-            joined = False
+            if not joined:
+                leaving = True  # a join that fails half-way is undone before the next one
+                member.join()
+                joined, leaving = True, False
+                next_change = time.monotonic() + rng.uniform(8, 20)
         except CoordinationError as exc:
             print(f"{args.id}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         stopping.wait(0.5)

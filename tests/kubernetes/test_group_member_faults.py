@@ -1,0 +1,111 @@
+"""A group coordinator member through faults of the membership under it: a member whose
+Lease is deleted joins again by itself (on the emulator and the real server), and a leave
+or a join the server does not answer raises instead of leaving a member in the group that
+nobody accounts for."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import uuid
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+import kubecoord
+from kubecoord import BackendUnavailableError, Coordinator
+from kubecoord.api import GroupCoordinatorHandle
+from kubecoord.backends.kubernetes import naming
+from kubecoord.coordinator import UnitsProtocol, decode_units
+from tests.helpers import eventually
+
+from .clusters import Cluster
+from .conftest import FAST, Connect
+
+UNITS = [f"u{index}" for index in range(4)]
+SESSION = {"session_timeout": 2.0, "rebalance_timeout": 4.0}
+
+
+def _member(coordinator: Coordinator, group: str, member_id: str) -> GroupCoordinatorHandle:
+    return coordinator.group_coordinator(group, UnitsProtocol(UNITS), member_id=member_id, **SESSION)
+
+
+def _group_events(log: pathlib.Path, member: str) -> list[str]:
+    events = (json.loads(line) for line in log.read_text().splitlines())
+    return [e["event"] for e in events if e["primitive"] == "group" and e["member"] == member
+            and e["event"] != "renewed"]
+
+
+def _units(member: GroupCoordinatorHandle) -> list[str]:
+    return decode_units(member.assignment or b"")[0] if member.assignment else []
+
+
+def test_a_member_whose_lease_was_deleted_joins_again_and_gets_units(cluster: Cluster, tmp_path: pathlib.Path) -> None:
+    group = f"expel-{uuid.uuid4().hex[:8]}"
+    options: dict[str, Any] = {"kubeconfig": str(cluster.admin_kubeconfig), **FAST}
+    log = tmp_path / "a.jsonl"
+    first = kubecoord.connect(cluster.url, history=str(log), **options)
+    second = kubecoord.connect(cluster.url, **options)
+    try:
+        a, b = _member(first, group, "a"), _member(second, group, "b")
+        a.join()
+        b.join()
+        eventually(lambda: a.is_stable() and b.is_stable() and a.generation == b.generation and _units(a), 30)
+        before = a.generation
+        lease = naming.member_lease_name(group, "a")
+        k8s.CoordinationV1Api(cluster.admin_api).delete_namespaced_lease(lease, cluster.namespace)
+        # Expelled, then back: a later generation shares the units between both again.
+        eventually(
+            lambda: a.is_stable() and b.is_stable() and a.generation == b.generation > before
+            and _units(a) and sorted(_units(a) + _units(b)) == UNITS,
+            40,
+        )
+        eventually(lambda: _group_events(log, "a") == ["joined", "expired", "joined"])
+    finally:
+        second.close()
+        first.close()
+
+
+def test_a_leave_the_server_does_not_answer_raises_and_leave_again_leaves(
+    connect: Connect, name: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "a.jsonl"
+    a = _member(connect(history=str(log)), name, "a")
+    a.join()
+    eventually(lambda: a.is_stable(), 30)
+    client = a._membership._context.client  # type: ignore[attr-defined]
+    real_delete = client.delete
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise BackendUnavailableError("cannot delete leases: connection reset by peer")
+
+    monkeypatch.setattr(client, "delete", unreachable)
+    with pytest.raises(BackendUnavailableError):
+        a.leave()
+    with pytest.raises(kubecoord.InvalidArgumentError, match="still leaving"):
+        a.join()
+    monkeypatch.setattr(client, "delete", real_delete)
+    observer = connect().group_membership(name)
+    assert observer.membership_list() == {"a"}  # still in, as the others see it
+    a.leave()  # the retry leaves
+    eventually(lambda: observer.membership_list() == set())
+    eventually(lambda: _group_events(log, "a") == ["joined", "left"])
+    a.join()  # and the handle may join again
+    eventually(lambda: a.is_stable(), 30)
+
+
+def test_a_join_whose_nomination_fails_is_undone(connect: Connect, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    a = _member(connect(), name, "a")
+    election = a._election  # type: ignore[attr-defined]
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise BackendUnavailableError("cannot create leases: connection reset by peer")
+
+    monkeypatch.setattr(election, "nominate", unreachable)
+    with pytest.raises(BackendUnavailableError):
+        a.join()
+    assert connect().group_membership(name).membership_list() == set()  # not left in the group
+    monkeypatch.undo()
+    a.join()
+    eventually(lambda: a.is_stable(), 30)
