@@ -17,6 +17,7 @@ from kubecoord import (
     StaleGenerationError,
 )
 from kubecoord.coordinator import GroupMember, UnitsProtocol, decode_units
+from kubecoord.coordinator.record import derived_name
 
 from ..helpers import eventually
 from .harness import Harness
@@ -75,6 +76,27 @@ def test_leave_hands_units_on_and_fences_the_leaver(harness: Harness, name: str)
     eventually(lambda: _settled(members[:2]) and members[0].generation > before, harness.settle * 2)
     assert ledger.violations == []
     assert sorted(len(ledger.held_by(m)) for m in ("w0", "w1")) == [6, 6]
+
+
+def test_members_that_left_never_lead_the_group_later(harness: Harness, name: str) -> None:
+    """leave() withdraws the candidacy even of a member that does not lead: one left in the
+    running would win once the leader goes and lead a group it is not in, with no worker to
+    act (before, resign() left such a candidate running). Then the same handle joins again."""
+    members = [_member(harness, name, f"w{i}", UnitsProtocol(UNITS)) for i in range(2)]
+    for member in members:
+        member.join()
+    eventually(lambda: _settled(members), harness.settle * 2)
+    election = harness.connect().leader_election(derived_name(name))
+    leader = election.get_leader()
+    assert leader is not None
+    follower = next(m for m in members if m.member_id != leader.id)
+    follower.leave()
+    next(m for m in members if m.member_id == leader.id).leave()
+    eventually(lambda: election.get_leader() is None, harness.settle * 2)
+    follower.join()
+    eventually(lambda: _settled([follower]), harness.settle * 2)
+    now_leading = election.get_leader()
+    assert now_leading is not None and now_leading.id == follower.member_id
 
 
 def test_closing_the_coordinator_lets_its_member_leave_first(harness: Harness, name: str) -> None:

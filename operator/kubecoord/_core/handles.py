@@ -438,6 +438,9 @@ class CoordinatorBase(Coordinator):
     def _track(self, handle: _A) -> _A:
         if isinstance(handle, Handle) and handle._owner is self._handle_owner:
             with self._handles_lock:
+                # Closed handles need no closing with the coordinator: forget them, so that an
+                # application opening and closing handles for hours holds only its open ones.
+                self._handles = [h for h in self._handles if not h._closed]
                 self._handles.append(handle)
         return handle
 

@@ -126,6 +126,7 @@ class GroupMember(GroupCoordinatorHandle):
         self._closed = False
         self._joined = False
         self._leaving = False  # leave() started and its membership leave has not succeeded yet
+        self._withdrawn = False  # leave() closed the election handle; join() opens a new one
         self._members_seen: frozenset[str] | None = None  # the membership listener's last view
         # The member's view, guarded by _lock.
         self._generation = NO_GENERATION
@@ -149,6 +150,9 @@ class GroupMember(GroupCoordinatorHandle):
                 raise InvalidArgumentError(f"member {self.member_id!r} is still leaving: call leave() again first")
         protocols = check_protocols(self.protocol.metadata())
         self._members_seen = None
+        if self._withdrawn:  # a leave() closed the election handle to withdraw the candidacy
+            self._election = self._coordinator.leader_election(self._service)
+            self._withdrawn = False
         self._registry.add_value_change_listener(STATE_KEY, self._poke)
         self._membership.add_listener(self._on_members)
         self._election.add_listener(self._poke)
@@ -176,20 +180,25 @@ class GroupMember(GroupCoordinatorHandle):
             return self._lock.wait_for(self._stable_locked, timeout)
 
     def leave(self) -> None:
-        """Revoke, then leave. If the backend refuses the membership leave (a server that
-        does not answer), this raises: the member is still in the group as the others see
-        it (the backend keeps its session), no longer takes part, and leave() again
-        retries; close() gives up and lets the session expire."""
+        """Revoke, withdraw the candidacy, then leave the membership. If the backend refuses
+        the membership leave (a server that does not answer), this raises: the member is
+        still in the group as the others see it (the backend keeps its session), no longer
+        takes part, and leave() again retries; close() gives up and lets the session expire."""
         with self._lock:
             if not self._joined and not self._leaving:
                 return
             first_attempt, self._joined, self._leaving = self._joined, False, True
         if first_attempt:
             self._withdraw()
-        try:
-            self._election.resign(self.member_id)
-        except CoordinationError as exc:
-            log.info("resign on leave failed", extra={"group": self.group, "error": str(exc)})
+        if not self._withdrawn:
+            # Closing the handle withdraws the candidacy whether it leads or not (resign()
+            # leaves a candidate that does not lead in the running: it could win later and
+            # lead a group it is no longer in, with no worker to act for it).
+            self._withdrawn = True
+            try:
+                self._election.close()
+            except CoordinationError as exc:
+                log.info("withdrawing the candidacy failed", extra={"group": self.group, "error": str(exc)})
         with contextlib.suppress(MemberNotFoundError):  # already out: expelled after its session expired
             self._membership.leave(self.member_id)
         with self._lock:
