@@ -71,6 +71,8 @@ def test_short_soak_every_backend_every_fault_no_violation(tmp_path: pathlib.Pat
     assert figures["lost_updates"] == 0
     assert figures["kv_operations"] > 100
     assert figures["leadership_changes"] >= 2 * len(backends)
+    assert figures["rebalances"] >= 2 * len(backends)  # the members are group coordinator members
     assert (out / "report" / "report.html").exists()
-    for line in ("faults injected", "leadership changes:", "failover gaps:", "lost updates: 0", "report:"):
+    for line in ("faults injected", "leadership changes:", "failover gaps:", "lost updates: 0", "rebalances;",
+                 "report:"):
         assert line in result.stdout

@@ -73,8 +73,10 @@ def test_figures_from_a_pipeline_summary() -> None:
         },
         "kv": {"operations": 400, "conflicts": 12},
         "membership": {"joins": 5, "leaves": 4, "expiries": 1},
+        "rebalance": {"groups": 1, "rebalances": 6, "duration_seconds": [{"group": "all", "count": 6, "p50": 0.1}]},
     }
     figures = verdict.figures(summary)
+    assert figures["rebalances"] == 6
     assert figures["leadership_changes"] == 7 and figures["lost_updates"] == 0 and figures["kv_operations"] == 400
     assert verdict.format_gaps(figures["failover_gap_seconds"]) == "all: n=7 p50 0.50s p95 1.50s p99 2.00s max 2.10s"
     assert verdict.format_gaps([]) == "none measured"

@@ -185,6 +185,7 @@ def _print(document: dict[str, Any], figures: dict[str, Any]) -> None:
     )
     membership = figures["membership"]
     print(f"membership: {membership['joins']} joins, {membership['leaves']} leaves, {membership['expiries']} expiries")
+    print(f"group coordinator: {figures['rebalances']} rebalances; {format_gaps(figures['rebalance_seconds'])}")
     violations = document["violations"]
     verdict = (
         "no safety violations"

@@ -55,6 +55,7 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
     kv = summary.get("kv") or {}
     membership = summary.get("membership") or {}
     violations = summary.get("violations") or {}
+    rebalance = summary.get("rebalance") or {}
     terms = leadership.get("terms")
     return {
         "events": (summary.get("inputs") or {}).get("events"),
@@ -65,6 +66,8 @@ def figures(summary: dict[str, Any]) -> dict[str, Any]:
         "kv_conflicts": kv.get("conflicts"),
         "lost_updates": violations.get("lost_update"),
         "membership": {key: membership.get(key) for key in ("joins", "leaves", "expiries")},
+        "rebalances": rebalance.get("rebalances"),
+        "rebalance_seconds": rebalance.get("duration_seconds"),
     }
 
 
