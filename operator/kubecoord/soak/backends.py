@@ -5,8 +5,9 @@ backend                servers (all on 127.0.0.1)                  restarts
 =====================  ==========================================  =======================
 zookeeper              a 3-node ensemble (Debian's jars)           a follower, the leader
                                                                    (kill -9, start again);
-                                                                   the election's znodes
-                                                                   deleted behind the clients
+                                                                   the election's znodes and
+                                                                   the store's tree deleted
+                                                                   behind the clients
 emulator               the API emulator (kubernetes://)            the emulator (stop and
                                                                    start: objects kept)
 kubernetes             kube-apiserver + etcd (../shared/k8s,       kube-apiserver; etcd
@@ -35,6 +36,7 @@ from kubecoord.testing.fault_proxy import ThreadedFaultProxy
 ZK_FOLLOWER_RESTART = "zookeeper_follower_restart"
 ZK_LEADER_RESTART = "zookeeper_leader_restart"
 ZK_DELETE_ELECTION = "zookeeper_delete_election"
+ZK_DELETE_STORE = "zookeeper_delete_store"
 EMULATOR_RESTART = "emulator_restart"
 APISERVER_RESTART = "apiserver_restart"
 ETCD_RESTART = "etcd_restart"
@@ -95,7 +97,7 @@ class SoakBackend:
 class ZooKeeperBackend(SoakBackend):
     name = scheme = "zookeeper"
     lease = 4.0
-    extra_kinds = (ZK_FOLLOWER_RESTART, ZK_LEADER_RESTART, ZK_DELETE_ELECTION)
+    extra_kinds = (ZK_FOLLOWER_RESTART, ZK_LEADER_RESTART, ZK_DELETE_ELECTION, ZK_DELETE_STORE)
 
     def start(self) -> None:
         from kubecoord.testing.zookeeper_server import ZooKeeperServer
@@ -126,6 +128,10 @@ class ZooKeeperBackend(SoakBackend):
 
         if kind == ZK_DELETE_ELECTION:
             return self._delete_election_node(pick)
+        if kind == ZK_DELETE_STORE:
+            from kubecoord.soak.deletions import delete_store_tree
+
+            return delete_store_tree(self.ensemble.hosts, f"/{self.chroot}/kv/{self.store}")
         if kind == ZK_LEADER_RESTART:
             server = self.ensemble.leader()
         else:

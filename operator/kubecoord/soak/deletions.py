@@ -1,6 +1,6 @@
 """Objects deleted behind the clients' backs, as an operator, a careless ``kubectl
 delete`` or a ZooKeeper tool would: an election's Lease, a member's Lease, a store's
-ConfigMap; a contender znode of a ZooKeeper election.
+ConfigMap; a contender znode of a ZooKeeper election, a ZooKeeper store's znode tree.
 
 The soak modules that import the kubernetes client and kazoo (import-linter allows them
 here and in operator.py).
@@ -9,6 +9,7 @@ here and in operator.py).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -85,3 +86,46 @@ def delete_election_znode(hosts: str, path: str, pick: int) -> str:
     finally:
         client.stop()
         client.close()
+
+
+STORE_DELETE_ATTEMPTS = 20
+"""Tries at deleting a store's tree while writers keep adding keys to it."""
+
+
+def delete_store_tree(hosts: str, path: str) -> str:
+    """The store's root znode at ``path`` and every znode below it deleted in one
+    transaction, deepest first (ZooKeeper deletes only leaves): the store vanishes at once,
+    as a deleted ConfigMap does. A writer that adds a znode meanwhile fails the transaction
+    (nothing is deleted) and it is tried again on a fresh read; returns what was deleted."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoNodeError
+
+    client = KazooClient(hosts=hosts, timeout=10.0)
+    client.start(timeout=30)
+    try:
+        for _ in range(STORE_DELETE_ATTEMPTS):
+            try:
+                stat = client.exists(path)
+                if stat is None:
+                    return "nothing (no store znode yet)"
+                tree = _tree(client, path)
+            except NoNodeError:
+                continue  # pruned while read: read again
+            transaction = client.transaction()
+            for node in sorted(tree, key=lambda each: each.count("/"), reverse=True):
+                transaction.delete(node)
+            results = transaction.commit()
+            if not any(isinstance(result, Exception) for result in results):
+                return f"store {path} (czxid {stat.czxid}): {len(tree)} znodes"
+        raise RuntimeError(f"store {path}: writers changed it during {STORE_DELETE_ATTEMPTS} tries at deleting it")
+    finally:
+        client.stop()
+        client.close()
+
+
+def _tree(client: Any, path: str) -> list[str]:
+    """``path`` and every znode below it."""
+    nodes = [path]
+    for child in client.get_children(path):
+        nodes.extend(_tree(client, f"{path}/{child}"))
+    return nodes
