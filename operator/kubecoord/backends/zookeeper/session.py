@@ -28,6 +28,7 @@ timestamp of the server's last answer.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import socket
@@ -73,25 +74,36 @@ class Session:
         self.generation = 0
         """Bumped on every SUSPENDED and LOST: leadership confirmed in an older one is unconfirmed."""
         self.alive_until = 0.0
-        self._sent: dict[int, float] = {}  # xid -> monotonic send time, on kazoo's connection thread
+        # xid -> monotonic send times of the requests not answered yet, oldest first, on
+        # kazoo's connection thread. A queue, not one time: every ping has the same xid.
+        self._sent: dict[int, collections.deque[float]] = {}
         self._time_answers()
         self.client.add_listener(self._on_state)
 
     def _time_answers(self) -> None:
         """Note each request's send time and, when the server answers it, extend alive_until
-        (both run on kazoo's connection thread: requests and answers are in order)."""
+        (both run on kazoo's connection thread: requests and answers are in order).
+
+        Pings all carry xid -2, and two can be out at once: kazoo sends one whenever its
+        deadline has passed, e.g. first thing on resuming from SIGSTOP, before it reads the
+        answer to the one sent before the pause. An answer proves the session alive from
+        the oldest outstanding send of its xid (the server answers in order), never from a
+        later one (that made a paused leader believe it led past its expired session)."""
         connection = self.client._connection
         submit, read_header = connection._submit, connection._read_header
 
         def timed_submit(request: Any, timeout: float, xid: int | None = None) -> Any:
             if xid is not None:
-                self._sent[xid] = time.monotonic()
+                self._sent.setdefault(xid, collections.deque()).append(time.monotonic())
             return submit(request, timeout, xid)
 
         def timed_read_header(timeout: float) -> Any:
             header, buffer, offset = read_header(timeout)
-            sent = self._sent.pop(header.xid, None)
-            if sent is not None:
+            outstanding = self._sent.get(header.xid)
+            if outstanding:
+                sent = outstanding.popleft()
+                if not outstanding:
+                    del self._sent[header.xid]
                 self.alive_until = max(self.alive_until, sent + self.options.session_timeout)
             return header, buffer, offset
 
