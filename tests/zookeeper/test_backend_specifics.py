@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -214,3 +216,36 @@ def test_kv_events_name_the_store_root_incarnation_a_deletion_replaces(
         ("updated", "x", 2, str(third)),
     ]
     assert len({first, second, third}) == 3
+
+
+@pytest.mark.parametrize("how", ["resign", "close"])
+def test_a_leader_that_resigns_after_its_session_proven_life_ran_out_logs_when_it_lost(
+    zookeeper_server: ZooKeeperServer, chroot: str, tmp_path: Path, how: str
+) -> None:
+    """A leader resumed from a pause longer than its session may resign (or close) before
+    kazoo has noticed anything: its leadership ended when the session's proven life did,
+    and the log must say so (a ``lost`` with that valid_until), not a ``resigned`` now —
+    a soak's group-coordinator member logged ``resigned`` after a 5 s SIGSTOP while its
+    successor had led for a second. The pause is the session's alive_until moved back."""
+    history = tmp_path / "a.jsonl"
+    coord = kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", history=history)
+    try:
+        election = coord.leader_election("svc")
+        assert election.nominate("a")
+        eventually(lambda: election.is_leader("a"))
+        time.sleep(0.5)  # the election's own reads after nominating are answered
+        session = coord.session  # type: ignore[attr-defined]
+        session.alive_until = time.monotonic() - 2.0  # as if paused: the proof of life ran out 2 s ago
+        assert not election.is_leader("a")
+        # At once: an answer to a ping (every few seconds) would prove the session alive again.
+        if how == "resign":
+            election.resign("a")
+        else:
+            election.close()
+    finally:
+        coord.close()
+    last = [json.loads(line) for line in history.read_text().splitlines()][-1]
+    assert last["event"] == "lost"
+    ended, logged = (dt.datetime.fromisoformat(last[f].replace("Z", "+00:00")).timestamp()
+                     for f in ("valid_until", "ts"))
+    assert logged - ended >= 1.5

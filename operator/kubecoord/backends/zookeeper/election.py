@@ -134,10 +134,11 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
             candidate = self._candidates.get(candidate_id)
             if candidate is None or not candidate.leading:
                 return
+            proven, ended = self._holds(candidate), self._ended(candidate)  # before the delete's answer
             self._delete_node(candidate)
             del self._candidates[candidate_id]
             candidate.leading = False
-        self._record_candidate("resigned", candidate)
+        self._record_end(candidate, proven, ended)
 
     def is_leader(self, candidate_id: str | None = None) -> bool:
         if self._closed:
@@ -160,10 +161,11 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
         with self._lock:
             self._closed = True
             for candidate in self._candidates.values():
+                proven, ended = self._holds(candidate), self._ended(candidate)  # before the delete's answer
                 if candidate.node is not None:
                     self._delete_on_close(f"{self.path}/{candidate.node}")
                 if candidate.leading:
-                    self._record_candidate("resigned", candidate)
+                    self._record_end(candidate, proven, ended)
             self._candidates.clear()
         super().close()
 
@@ -284,12 +286,25 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
     def _lose(self, candidate: _Candidate) -> None:
         if candidate.leading:
             candidate.leading = False
-            # valid_until: when its leadership ended — now, or earlier when the session's
-            # proven life ran out first (a pause): the term ends there, not at this late event.
-            now = time.monotonic()
-            ended = time.time() - max(0.0, now - self._session.alive_until)
-            self._record_candidate("lost", candidate, valid_until=ended)
+            self._record_candidate("lost", candidate, valid_until=self._ended(candidate))
         candidate.node = None
+
+    def _ended(self, candidate: _Candidate) -> float:
+        """When its leadership ended (wall clock): now, or earlier when the proven life of the
+        session, as the connection it was confirmed on proved it, ran out first (a pause):
+        the term ends there, not at this late event. Answers on a later connection or a new
+        session prove nothing about it."""
+        now = time.monotonic()
+        return time.time() - max(0.0, now - self._session.alive_until_in(candidate.confirmed))
+
+    def _record_end(self, candidate: _Candidate, proven: bool, ended: float) -> None:
+        """A leader's resign or close: ``resigned`` while its leadership was proven, else
+        ``lost`` with when it ended (resumed from a pause, it may resign before kazoo has
+        noticed that its session expired, and its successor may have led since)."""
+        if proven:
+            self._record_candidate("resigned", candidate)
+        else:
+            self._record_candidate("lost", candidate, valid_until=ended)
 
     def _observe(self, order: list[str], notify: bool) -> bool:
         """Update the listeners' view; False if the election changed under us (read again)."""

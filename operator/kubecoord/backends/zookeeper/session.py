@@ -53,6 +53,7 @@ LOST = "LOST"
 CONNECTED = "CONNECTED"
 
 StateListener = Callable[[str], None]
+_GENERATIONS_KEPT = 256
 
 
 class Session:
@@ -73,6 +74,10 @@ class Session:
         self._crashed = False
         self.generation = 0
         """Bumped on every SUSPENDED and LOST: leadership confirmed in an older one is unconfirmed."""
+        self._ended: dict[int, float] = {}
+        """generation -> alive_until when it ended: how long that connection's answers proved
+        the session alive (answers on the next connection, or a new session, prove nothing
+        about a leadership confirmed before)."""
         self.alive_until = 0.0
         # xid -> monotonic send times of the requests not answered yet, oldest first, on
         # kazoo's connection thread. A queue, not one time: every ping has the same xid.
@@ -161,6 +166,13 @@ class Session:
     def session_id(self) -> int | None:
         return self.client.client_id[0] if self.client.client_id else None
 
+    def alive_until_in(self, generation: int) -> float:
+        """alive_until as far as ``generation``'s answers prove it: the current one's now, an
+        ended one's as it stood when it ended (monotonic seconds)."""
+        if generation == self.generation:
+            return self.alive_until
+        return self._ended.get(generation, self.alive_until)
+
     def subscribe(self, listener: StateListener) -> None:
         with self._lock:
             self._listeners.append(listener)
@@ -176,6 +188,9 @@ class Session:
     def _on_state(self, state: str) -> None:
         # kazoo's connection thread: record and hand over, never block here.
         if state != KazooState.CONNECTED:
+            self._ended[self.generation] = self.alive_until
+            if len(self._ended) > _GENERATIONS_KEPT:
+                del self._ended[min(self._ended)]
             self.generation += 1
             self._sent.clear()  # a new connection numbers its requests from the start
         log.debug("zookeeper session state", extra={"state": state})
