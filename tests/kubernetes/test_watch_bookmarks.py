@@ -1,8 +1,9 @@
 """When a watch with allowWatchBookmarks gets BOOKMARK events, on the emulator and the real
 kube-apiserver alike. Measured on the real server (v1.32): one a minute, events or not, and
-about two seconds and one second before the timeoutSeconds deadline — not one every few
-seconds of idleness, which the emulator used to send and which made idle watches look
-busier (and dead-watch detection easier) than on a cluster."""
+about two seconds and one second before the timeoutSeconds deadline (at its discretion: a
+loaded server may send none) — not one every few seconds of idleness, which the emulator
+used to send and which made idle watches look busier (and dead-watch detection easier)
+than on a cluster."""
 
 from __future__ import annotations
 
@@ -35,8 +36,12 @@ def test_bookmarks_come_before_the_deadline_not_every_few_idle_seconds(cluster: 
     finally:
         raw.release_conn()
     ended = time.monotonic() - opened
-    assert bookmarks, "no bookmark before the deadline"
-    # The first one comes about two seconds before the deadline: none after 5 s of idleness.
-    assert bookmarks[0][0] > TIMEOUT - 3.5, bookmarks
+    # Bookmarks are at the server's discretion (the API's own words): the real server sends
+    # them about two seconds and one second before the deadline, but one under load (make
+    # test's parallel workers) has been seen to send none. The emulator always sends them.
+    if cluster.kind == "emulator":
+        assert bookmarks, "no bookmark before the deadline"
+    # None after a few seconds of idleness: only close to the deadline.
+    assert all(at > TIMEOUT - 3.5 for at, _ in bookmarks), bookmarks
     assert all(int(rv) >= int(version) for _, rv in bookmarks)
     assert ended >= TIMEOUT - 0.5
