@@ -23,8 +23,12 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper libslf4j-java; \
 	fi
 
+# Most of the suite waits (leases expiring, servers starting), so two workers on two cores
+# take about two thirds of the time; whole files go to one worker (their module fixtures are
+# shared), the files marked long first. TEST_WORKERS=0 runs the suite in this one process.
+TEST_WORKERS ?= 2
 test: install system-deps $(HELM)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 lint: install
 	$(VENV)/bin/ruff check operator tests bench charts/scripts

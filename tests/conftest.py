@@ -1,5 +1,9 @@
 """Fixtures every test folder can use. Server fixtures live in tests/fixtures/ as plugins."""
 
+from __future__ import annotations
+
+import pytest
+
 pytest_plugins: list[str] = [
     "tests.fixtures.kubernetes",
     "tests.fixtures.kubernetes_harness",
@@ -7,3 +11,10 @@ pytest_plugins: list[str] = [
     "tests.fixtures.zookeeper",
     "tests.fixtures.spark",
 ]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``long`` (minutes each) first: make test runs on parallel workers that
+    take whole files in collection order, and a long file taken last would leave the other
+    workers idle while it runs."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

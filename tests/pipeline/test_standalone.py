@@ -29,6 +29,8 @@ SETTINGS = {
 }
 CLUSTER_CONF = [item for key, value in SETTINGS.items() for item in ("--conf", f"{key}={value}")]
 
+pytestmark = pytest.mark.long
+
 
 def rows(spark: Any, path: Path) -> list[str]:
     return sorted(str(tuple(row)) for row in spark.read.parquet(str(path)).collect())

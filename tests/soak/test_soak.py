@@ -20,7 +20,11 @@ from kubecoord.soak.backends import BACKENDS
 from kubecoord.soak.runner import CLOCK_OFFSET, all_kinds
 from tests.fixtures.real_apiserver import BinariesNotFound, find_binaries
 
+pytestmark = pytest.mark.long
+
 SECONDS_PER_BACKEND = 60
+
+
 def available_backends() -> list[str]:
     backends = ["zookeeper", "emulator"]
     try:
