@@ -39,17 +39,14 @@ from pathlib import Path
 from typing import Any
 
 import kubecoord
-from bench_scale import RequestCounter, load, real_server  # the real kube-apiserver, as bench_scale.py runs it
 from kubecoord.coordinator import ASSIGNORS, GroupMember, Subscription, UnitsProtocol, decode_units, minimum_moves
 from kubecoord.testing import crash
+from measure import load, pct, rss_and_threads
+from real_server import RequestCounter, real_server
 
 UNITS = [f"u{i}" for i in range(64)]
 GROUP_SESSION = 1.0
 
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] if ordered else float("nan")
 
 
 def wait(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
@@ -59,12 +56,6 @@ def wait(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
             raise TimeoutError("benchmark step did not complete")
         time.sleep(0.002)
 
-
-def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 class Fleet:
@@ -157,9 +148,10 @@ def rebalance_times(label: str, connect: Callable[[], kubecoord.Coordinator], ro
               f"p99 {pct(values, 99) * 1000:8.1f} ms  (n={len(values)})", flush=True)
     moved = sum(m for m, _ in fleet.moves)
     least = sum(n for _, n in fleet.moves)
+    rss, _ = rss_and_threads()
     print(f"{label:<11} units moved by the live sticky members: {moved} over {len(fleet.moves)} rebalances "
           f"(minimum {least}, ratio {moved / least if least else float('nan'):.2f}); "
-          f"threads {threads} with {len(fleet.members) + 1} coordinators; RSS {rss_mib():.0f} MiB", flush=True)
+          f"threads {threads} with {len(fleet.members) + 1} coordinators; RSS {rss:.0f} MiB", flush=True)
     if count_requests is not None:
         print(f"{label:<11} API requests per rebalance p50 {pct([float(r) for r in requests], 50):.0f} "
               f"p99 {pct([float(r) for r in requests], 99):.0f}; idle {idle:.1f} requests per member per minute",

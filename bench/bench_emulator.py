@@ -25,11 +25,7 @@ from pathlib import Path
 import kubernetes
 
 from kubecoord.testing import ApiEmulator
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+from measure import pct
 
 
 def timed(rounds: int, operation: Callable[[int], object]) -> list[float]:

@@ -36,6 +36,7 @@ from typing import Any
 
 import kubecoord
 from kubecoord.testing import ApiEmulator
+from measure import pct
 
 LEASE, DEADLINE, RETRY = 2.0, 1.5, 1.0
 TIMINGS = {"lease_duration": LEASE, "renew_deadline": DEADLINE, "retry_period": RETRY}
@@ -325,13 +326,9 @@ class Bench:
         return [received[value] - at for value, at in sent.items() if value in received]
 
 
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
 
 def report(label: str, samples: list[float]) -> tuple[float, float]:
-    p50, p99 = percentile(samples, 0.5), percentile(samples, 0.99)
+    p50, p99 = pct(samples, 50), pct(samples, 99)
     print(f"  {label:<48} p50 {p50 * 1000:9.1f} ms   p99 {p99 * 1000:9.1f} ms   (n={len(samples)})")
     return p50, p99
 

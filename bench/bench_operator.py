@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import pathlib
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,15 +35,12 @@ import yaml
 import kubecoord
 from kubecoord._internal import processes
 from kubecoord.testing import ApiEmulator
+from measure import ms, rss_and_threads
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NS = "default"
 FAST = {"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.5}
 
-
-def rss_and_threads(pid: int) -> tuple[float, int]:
-    fields = dict(line.split(":", 1) for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines())
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
 
 
 class StatusWatch:
@@ -114,11 +110,6 @@ def measure_lag(watch: StatusWatch, coord: Any, names: list[str], changes: int) 
     return lags
 
 
-def percentiles(values: list[float]) -> str:
-    ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-    return f"p50 {statistics.median(ordered) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms"
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -150,7 +141,7 @@ def main() -> int:
             print(f"operator idle ({len(samples)} resources): RSS {idle_rss:.0f} MiB, {idle_threads} threads")
             with kubecoord.connect(f"kubernetes://{NS}", kubeconfig=kubeconfig) as coord:
                 lags_idle = measure_lag(watch, coord, samples, args.changes // 2)
-            print(f"status lag, {len(samples)} resources: {percentiles(lags_idle)} ({len(lags_idle)} changes)")
+            print(f"status lag, {len(samples)} resources: {ms(lags_idle)}")
 
             api.reset_requests()
             started = time.monotonic()
@@ -174,7 +165,7 @@ def main() -> int:
             with kubecoord.connect(f"kubernetes://{NS}", kubeconfig=kubeconfig) as coord:
                 lags_busy = measure_lag(watch, coord, names, args.changes)
             total = len(names) + len(samples)
-            print(f"status lag, {total} resources: {percentiles(lags_busy)} ({len(lags_busy)} changes)")
+            print(f"status lag, {total} resources: {ms(lags_busy)}")
         finally:
             processes.stop(operator, 60)
     return 0

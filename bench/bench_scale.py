@@ -20,15 +20,12 @@ import json
 import os
 import pathlib
 import re
-import ssl
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import kubernetes.client
@@ -38,71 +35,15 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fixtures.real_apiserver import BinariesNotFound, RealApiServer, find_binaries  # noqa: E402
+from tests.fixtures.real_apiserver import RealApiServer  # noqa: E402
 
 import kubecoord  # noqa: E402
 from kubecoord._internal import processes  # noqa: E402
 from kubecoord.backends.kubernetes.sharding import SHARD_BYTES, shard_count_for  # noqa: E402
+from measure import load, ms, rss_and_threads  # noqa: E402
+from real_server import RequestCounter, real_server  # noqa: E402
 
 GROUP, VERSION = "kubecoord.dev", "v1alpha1"
-
-
-# -- measuring -----------------------------------------------------------------------------
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load average {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} CPUs"
-
-
-def rss_and_threads(pid: int) -> tuple[float, int]:
-    fields = dict(line.split(":", 1) for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines())
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
-
-
-def ms(values: list[float]) -> str:
-    return (f"p50 {statistics.median(values) * 1000:.0f} ms, p99 {percentile(values, 0.99) * 1000:.0f} ms, "
-            f"max {max(values) * 1000:.0f} ms (n={len(values)})")
-
-
-class RequestCounter:
-    """The API server's apiserver_request_total summed over resource requests."""
-
-    def __init__(self, server: RealApiServer) -> None:
-        self._url = f"{server.url}/metrics"
-        self._context = ssl.create_default_context(cafile=str(server.pki / "ca.crt"))
-        self._context.load_cert_chain(str(server.pki / "admin.crt"), str(server.pki / "admin.key"))
-
-    def total(self, verb: str | None = None) -> int:
-        with urllib.request.urlopen(self._url, context=self._context, timeout=30) as response:
-            text = response.read().decode()
-        count = 0
-        for line in text.splitlines():
-            if not line.startswith("apiserver_request_total{"):
-                continue
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
-            if not labels.get("resource") or (verb and labels.get("verb") != verb):
-                continue
-            count += int(float(line.rsplit(" ", 1)[1]))
-        return count
-
-
-@contextlib.contextmanager
-def real_server() -> Iterator[RealApiServer | None]:
-    try:
-        binaries = find_binaries(ROOT)
-    except BinariesNotFound as exc:
-        print(f"skipped: no real kube-apiserver here ({exc})")
-        yield None
-        return
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp,
-        RealApiServer(binaries, pathlib.Path(tmp)) as server,
-    ):
-        yield server
 
 
 def admin(server: RealApiServer) -> kubernetes.client.ApiClient:

@@ -30,13 +30,10 @@ from kazoo.client import KazooClient
 
 import kubecoord
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from measure import pct
 
 SESSION = 2.0
 
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def line(label: str, ours: list[float], theirs: list[float] | None = None) -> None:

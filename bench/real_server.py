@@ -1,0 +1,55 @@
+"""The real kube-apiserver for benchmarks (../shared/k8s, as the tests start it) and its
+request counter: apiserver_request_total, which counts what a client really asked."""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import re
+import ssl
+import sys
+import tempfile
+import urllib.request
+from collections.abc import Iterator
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fixtures.real_apiserver import BinariesNotFound, RealApiServer, find_binaries  # noqa: E402
+
+
+class RequestCounter:
+    """The API server's apiserver_request_total summed over resource requests."""
+
+    def __init__(self, server: RealApiServer) -> None:
+        self._url = f"{server.url}/metrics"
+        self._context = ssl.create_default_context(cafile=str(server.pki / "ca.crt"))
+        self._context.load_cert_chain(str(server.pki / "admin.crt"), str(server.pki / "admin.key"))
+
+    def total(self, verb: str | None = None) -> int:
+        with urllib.request.urlopen(self._url, context=self._context, timeout=30) as response:
+            text = response.read().decode()
+        count = 0
+        for line in text.splitlines():
+            if not line.startswith("apiserver_request_total{"):
+                continue
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
+            if not labels.get("resource") or (verb and labels.get("verb") != verb):
+                continue
+            count += int(float(line.rsplit(" ", 1)[1]))
+        return count
+
+
+@contextlib.contextmanager
+def real_server() -> Iterator[RealApiServer | None]:
+    try:
+        binaries = find_binaries(ROOT)
+    except BinariesNotFound as exc:
+        print(f"skipped: no real kube-apiserver here ({exc})")
+        yield None
+        return
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp,
+        RealApiServer(binaries, pathlib.Path(tmp)) as server,
+    ):
+        yield server
