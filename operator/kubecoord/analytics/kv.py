@@ -1,13 +1,14 @@
 """KV stores: operations and conflicts per store and key, and the two version checks.
 
 Per key and store incarnation (``store_incarnation``: the uid of the ConfigMap a
-kubernetes store's key lives in; a store deleted and re-created behind its clients' backs
-is a new incarnation whose keys start again at version 1), events in time order (ties by
+kubernetes store's key lives in, the czxid of a zookeeper store's root znode; a store
+deleted and re-created behind its clients' backs is a new incarnation whose keys start
+again at version 1), events in time order (ties by
 seq, file, line) are split into incarnations: each ``put`` (which creates the key at
 version 1) starts a new one. Writes acknowledged in a store incarnation that was later
 replaced were lost with the deletion: counted per key (``writes_lost_to_store_deletion``)
 and in the summary, not a kubecoord safety violation (someone deleted the store). Events
-without the field (other backends, older logs) form one store incarnation.
+without the field (memory://, older logs) form one store incarnation.
 - lost_update: two ``updated`` events acknowledging the same version of one
   incarnation (two writers both believed they wrote it: one write was lost);
 - version_backwards: an ``updated``/``deleted`` whose version is below a version put or
