@@ -113,3 +113,29 @@ def test_unreachable_server_fails_connect_typed() -> None:
     except kubecoord.BackendUnavailableError:
         return
     raise AssertionError("connect() to a closed port must raise BackendUnavailableError")
+
+
+def test_a_candidate_closed_while_suspended_withdraws_once_reconnected(
+    zookeeper_server: ZooKeeperServer,
+) -> None:
+    """Closing an election handle while SUSPENDED cannot delete its node, and the session
+    may well survive the disconnection — and with it the node, the lowest: nobody else
+    could lead until this process ended (a soak's group coordinator went 118 s without a
+    leader after a member left during a proxy hold). The deletion is retried on reconnection."""
+    proxy = TcpProxy(zookeeper_server.servers[0].client_port)
+    chroot = f"closed-{uuid.uuid4().hex[:8]}"
+    try:
+        with kubecoord.connect(f"zookeeper://127.0.0.1:{proxy.port}/{chroot}", session_timeout=4.0) as coord, \
+                kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", session_timeout=4.0) as other:
+            election = coord.leader_election("svc")
+            assert election.nominate("a")
+            rival = other.leader_election("svc")
+            assert not rival.nominate("b")
+            proxy.cut()  # SUSPENDED; no reconnection while refused
+            eventually(lambda: not election.is_leader("a"))
+            election.close()  # its node cannot be deleted now
+            proxy.allow()  # reconnects within the session timeout: the same session, the node kept
+            eventually(lambda: rival.is_leader("b"), timeout=15)
+            assert coord.leader_election("svc").get_leader() == kubecoord.Leader("b", "", rival.get_leader().epoch)
+    finally:
+        proxy.close()

@@ -163,7 +163,7 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
             for candidate in self._candidates.values():
                 proven, ended = self._holds(candidate), self._ended(candidate)  # before the delete's answer
                 if candidate.node is not None:
-                    self._delete_on_close(f"{self.path}/{candidate.node}")
+                    self._delete_on_close(f"{self.path}/{candidate.node}", unique=True)
                 if candidate.leading:
                     self._record_end(candidate, proven, ended)
             self._candidates.clear()

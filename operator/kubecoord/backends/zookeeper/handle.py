@@ -42,12 +42,21 @@ class ZooKeeperHandle(Handle):
         timer.daemon = True
         timer.start()
 
-    def _delete_on_close(self, path: str) -> None:
-        """Delete an ephemeral node this handle owns; if ZooKeeper cannot be reached the node
-        goes with the session instead, so closing never fails."""
+    def _delete_on_close(self, path: str, *, unique: bool = False) -> None:
+        """Delete an ephemeral node this handle owns; closing never fails. If ZooKeeper cannot
+        be reached, a ``unique`` node (a sequential one: nobody re-creates that path) is
+        deleted on the session's next CONNECTED — the session may survive the disconnection,
+        and a closed candidate's node kept the election from anyone else for the rest of it;
+        other nodes go with the session (a member's node may be re-created at its path by a
+        new join, which a late deletion would remove)."""
+        owner = self._session.last_session_id
         try:
             self._session.call(self._session.client.delete_async, path)
         except NoNodeError:
             pass
         except (KazooException, KazooTimeoutError):
-            log.warning("could not delete a node on close; it goes with the session", extra={"path": path})
+            if unique and owner is not None:
+                log.warning("could not delete a node on close; deleting it on reconnection", extra={"path": path})
+                self._session.delete_when_connected(path, owner)
+            else:
+                log.warning("could not delete a node on close; it goes with the session", extra={"path": path})

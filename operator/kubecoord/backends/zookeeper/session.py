@@ -38,7 +38,8 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss
+from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
@@ -71,6 +72,9 @@ class Session:
         self._worker = Worker(name)
         self._lock = threading.Lock()
         self._listeners: list[StateListener] = []
+        self._orphans: dict[str, int] = {}
+        self._last_session_id: int | None = None
+        """Ephemeral nodes of closed handles that could not be deleted: path -> owning session id."""
         self._crashed = False
         self.generation = 0
         """Bumped on every SUSPENDED and LOST: leadership confirmed in an older one is unconfirmed."""
@@ -166,6 +170,12 @@ class Session:
     def session_id(self) -> int | None:
         return self.client.client_id[0] if self.client.client_id else None
 
+    @property
+    def last_session_id(self) -> int | None:
+        """The session id as of the latest CONNECTED, kept while disconnected (the session
+        may survive the disconnection; session_id is None meanwhile)."""
+        return self._last_session_id
+
     def alive_until_in(self, generation: int) -> float:
         """alive_until as far as ``generation``'s answers prove it: the current one's now, an
         ended one's as it stood when it ended (monotonic seconds)."""
@@ -187,7 +197,9 @@ class Session:
 
     def _on_state(self, state: str) -> None:
         # kazoo's connection thread: record and hand over, never block here.
-        if state != KazooState.CONNECTED:
+        if state == KazooState.CONNECTED:
+            self._last_session_id = self.session_id
+        else:
             self._ended[self.generation] = self.alive_until
             if len(self._ended) > _GENERATIONS_KEPT:
                 del self._ended[min(self._ended)]
@@ -196,7 +208,34 @@ class Session:
         log.debug("zookeeper session state", extra={"state": state})
         self._worker.post(None, lambda: self._fan_out(state))
 
+    def delete_when_connected(self, path: str, owner: int) -> None:
+        """Delete the ephemeral node at ``path`` of session ``owner`` on the next CONNECTED
+        (on this worker thread), unless the session is gone, and the node with it."""
+        with self._lock:
+            self._orphans[path] = owner
+        if self.connected:  # reconnected meanwhile: no CONNECTED is coming
+            self._worker.post(None, self._delete_orphans)
+
+    def _delete_orphans(self) -> None:
+        with self._lock:
+            orphans = dict(self._orphans)
+        for path, owner in orphans.items():
+            if self.session_id == owner:
+                try:
+                    stat = self.read(self.client.exists_async, path)
+                    if stat is not None and stat.ephemeralOwner == owner:
+                        self.call(self.client.delete_async, path, version=stat.version)
+                except (NoNodeError, BadVersionError):
+                    pass
+                except (KazooException, KazooTimeoutError):
+                    continue  # kept for the next CONNECTED
+            with self._lock:  # deleted, or gone with its session
+                if self._orphans.get(path) == owner:
+                    del self._orphans[path]
+
     def _fan_out(self, state: str) -> None:
+        if state == CONNECTED:
+            self._delete_orphans()
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
