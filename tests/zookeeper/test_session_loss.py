@@ -7,11 +7,13 @@ session to expire from a second client that attaches to it.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 import uuid
 from pathlib import Path
 
 import kubecoord
+from kubecoord.testing.fault_proxy import ThreadedFaultProxy
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
 from ..helpers import Recorder, eventually
@@ -139,3 +141,32 @@ def test_a_candidate_closed_while_suspended_withdraws_once_reconnected(
             assert coord.leader_election("svc").get_leader() == kubecoord.Leader("b", "", rival.get_leader().epoch)
     finally:
         proxy.close()
+
+
+def test_a_resigning_leader_stops_before_its_successor_can_start(
+    zookeeper_server: ZooKeeperServer, tmp_path: Path
+) -> None:
+    """The successor may lead once the resigning leader's node is deleted at the server,
+    before the delete's answer is back: the resigning leader stops believing it leads, and
+    its ``resigned`` says so (valid_until), before it sends the delete. A soak saw a
+    0.3 s overlap under 0.3 s of latency each way to the resigning leader's server."""
+    chroot = f"resign-{uuid.uuid4().hex[:8]}"
+    history = tmp_path / "a.jsonl"
+    with ThreadedFaultProxy(("127.0.0.1", zookeeper_server.servers[0].client_port)) as proxy:
+        with kubecoord.connect(f"zookeeper://{proxy.address}/{chroot}", session_timeout=10.0,
+                               history=history) as slow, \
+                kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", session_timeout=10.0,
+                                  history=tmp_path / "b.jsonl") as fast:
+            leader, successor = slow.leader_election("svc"), fast.leader_election("svc")
+            assert leader.nominate("a")
+            assert not successor.nominate("b")
+            proxy.delay(0.5)  # each way
+            leader.resign("a")
+            eventually(lambda: successor.is_leader("b"))
+    resigned = next(e for e in events(history) if e["event"] == "resigned")
+    acquired = next(e for e in events(tmp_path / "b.jsonl") if e["event"] == "acquired")
+
+    def at(value: str) -> float:
+        return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+    assert at(resigned.get("valid_until", resigned["ts"])) < at(acquired["ts"])

@@ -134,10 +134,13 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
             candidate = self._candidates.get(candidate_id)
             if candidate is None or not candidate.leading:
                 return
-            proven, ended = self._holds(candidate), self._ended(candidate)  # before the delete's answer
+            proven, ended = self._holds(candidate), self._ended(candidate)
+            # Stop believing it leads before the delete is sent: the successor may lead as
+            # soon as the delete lands, before its answer is back. If the delete fails, the
+            # worker confirms the leadership again (the node is still there).
+            candidate.leading = False
             self._delete_node(candidate)
             del self._candidates[candidate_id]
-            candidate.leading = False
         self._record_end(candidate, proven, ended)
 
     def is_leader(self, candidate_id: str | None = None) -> bool:
@@ -161,7 +164,8 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
         with self._lock:
             self._closed = True
             for candidate in self._candidates.values():
-                proven, ended = self._holds(candidate), self._ended(candidate)  # before the delete's answer
+                # Closed: is_leader() is false from here, before the delete is sent.
+                proven, ended = self._holds(candidate), self._ended(candidate)
                 if candidate.node is not None:
                     self._delete_on_close(f"{self.path}/{candidate.node}", unique=True)
                 if candidate.leading:
@@ -298,11 +302,13 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
         return time.time() - max(0.0, now - self._session.alive_until_in(candidate.confirmed))
 
     def _record_end(self, candidate: _Candidate, proven: bool, ended: float) -> None:
-        """A leader's resign or close: ``resigned`` while its leadership was proven, else
-        ``lost`` with when it ended (resumed from a pause, it may resign before kazoo has
-        noticed that its session expired, and its successor may have led since)."""
+        """A leader's resign or close, ``ended`` when it stopped believing it leads (before
+        its delete was sent): ``resigned`` while its leadership was proven, else ``lost``
+        (resumed from a pause, it may resign before kazoo has noticed that its session
+        expired, and its successor may have led since). Either carries ``ended`` as
+        valid_until, which the pipeline takes as the end of the term."""
         if proven:
-            self._record_candidate("resigned", candidate)
+            self._record_candidate("resigned", candidate, valid_until=ended)
         else:
             self._record_candidate("lost", candidate, valid_until=ended)
 
