@@ -152,7 +152,8 @@ def test_a_resigning_leader_stops_before_its_successor_can_start(
     0.3 s overlap under 0.3 s of latency each way to the resigning leader's server."""
     chroot = f"resign-{uuid.uuid4().hex[:8]}"
     history = tmp_path / "a.jsonl"
-    with ThreadedFaultProxy(("127.0.0.1", zookeeper_server.servers[0].client_port)) as proxy:
+    proxy = ThreadedFaultProxy(("127.0.0.1", zookeeper_server.servers[0].client_port)).start()
+    try:
         with kubecoord.connect(f"zookeeper://{proxy.address}/{chroot}", session_timeout=10.0,
                                history=history) as slow, \
                 kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", session_timeout=10.0,
@@ -163,6 +164,8 @@ def test_a_resigning_leader_stops_before_its_successor_can_start(
             proxy.delay(0.5)  # each way
             leader.resign("a")
             eventually(lambda: successor.is_leader("b"))
+    finally:
+        proxy.close()
     resigned = next(e for e in events(history) if e["event"] == "resigned")
     acquired = next(e for e in events(tmp_path / "b.jsonl") if e["event"] == "acquired")
 
