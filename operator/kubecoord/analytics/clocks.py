@@ -108,19 +108,26 @@ def _proven(bound: dict[str, Any]) -> float:
 def place(events: DataFrame) -> DataFrame:
     """Events whose ``mono`` is known moved onto their process's monotonic timeline: ``t``,
     ``tu``, ``valid_until`` and ``sent`` shifted by (median(ts - mono) + mono) - ts of the process."""
-    anchors = (
-        events.filter(F.col("mono").isNotNull())
+    # One job, here: the anchors (one number per process) go into every later query as a
+    # literal map, instead of each check's plan aggregating all events again to find them.
+    anchors = {
+        row["process"]: float(row["anchor"])
+        for row in events.filter(F.col("mono").isNotNull())
         .groupBy("process")
-        .agg(F.percentile_approx(F.col("t") - F.col("mono"), 0.5, 10_000).alias("_anchor"))
-    )
-    shift = F.coalesce(F.col("_anchor") + F.col("mono") - F.col("t"), F.lit(0.0))
-    placed = events.join(F.broadcast(anchors), "process", "left").withColumn("_shift", shift)
+        .agg(F.percentile_approx(F.col("t") - F.col("mono"), 0.5, 10_000).alias("anchor"))
+        .collect()
+    }
+    if not anchors:
+        return events
+    mapping = F.create_map(*[x for p, a in sorted(anchors.items()) for x in (F.lit(p), F.lit(a))])
+    shift = F.coalesce(mapping[F.col("process")] + F.col("mono") - F.col("t"), F.lit(0.0))
+    placed = events.withColumn("_shift", shift)
     return placed.withColumns({
         "t": F.col("t") + F.col("_shift"),
         "tu": F.col("tu") + F.round(F.col("_shift") * 1e6).cast("long"),
         "valid_until": F.col("valid_until") + F.col("_shift"),
         "sent": F.col("sent") + F.col("_shift"),
-    }).drop("_anchor", "_shift").select(*events.columns)
+    }).drop("_shift").select(*events.columns)
 
 
 def evidence_pairs(events: DataFrame) -> DataFrame:
