@@ -73,8 +73,8 @@ class Session:
         self._lock = threading.Lock()
         self._listeners: list[StateListener] = []
         self._orphans: dict[str, int] = {}
-        self._last_session_id: int | None = None
         """Ephemeral nodes of closed handles that could not be deleted: path -> owning session id."""
+        self._last_session_id: int | None = None
         self._crashed = False
         self.generation = 0
         """Bumped on every SUSPENDED and LOST: leadership confirmed in an older one is unconfirmed."""
@@ -235,7 +235,10 @@ class Session:
 
     def _fan_out(self, state: str) -> None:
         if state == CONNECTED:
-            self._delete_orphans()
+            try:
+                self._delete_orphans()
+            except Exception:  # never keep the handles from hearing of the state
+                log.exception("deleting closed handles' nodes failed")
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:
