@@ -148,7 +148,7 @@ class GroupMember(GroupCoordinatorHandle):
                 raise InvalidArgumentError(f"member {self.member_id!r} already joined group {self.group!r}")
             if self._leaving:
                 raise InvalidArgumentError(f"member {self.member_id!r} is still leaving: call leave() again first")
-        protocols = check_protocols(self.protocol.metadata())
+        data = self._join_data()  # checked before any request
         self._members_seen = None
         if self._withdrawn:  # a leave() closed the election handle to withdraw the candidacy
             self._election = self._coordinator.leader_election(self._service)
@@ -156,7 +156,7 @@ class GroupMember(GroupCoordinatorHandle):
         self._registry.add_value_change_listener(STATE_KEY, self._poke)
         self._membership.add_listener(self._on_members)
         self._election.add_listener(self._poke)
-        self._membership.join(self.member_id, data=encode_join_data(self.protocol.protocol_type, protocols))
+        self._membership.join(self.member_id, data=data)
         try:
             self._election.nominate(self.member_id)
         except CoordinationError:
@@ -313,12 +313,15 @@ class GroupMember(GroupCoordinatorHandle):
         seen = self._members_seen
         if seen is None or self.member_id in seen:
             return
-        protocols = check_protocols(self.protocol.metadata())
         try:
-            self._membership.join(self.member_id, data=encode_join_data(self.protocol.protocol_type, protocols))
+            self._membership.join(self.member_id, data=self._join_data())
         except MemberExistsError:
             return
         log.warning("joined again after the membership was lost", extra={"group": self.group, "member": self.member_id})
+
+    def _join_data(self) -> str:
+        """The membership data: the protocol type and this member's protocols."""
+        return encode_join_data(self.protocol.protocol_type, check_protocols(self.protocol.metadata()))
 
     def _stop_worker(self) -> None:
         thread = self._thread

@@ -8,6 +8,8 @@ here and in operator.py).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +70,24 @@ def _name(item: object) -> str:
     return str(getattr(getattr(item, "metadata", None), "name", ""))
 
 
-def delete_election_znode(hosts: str, path: str, pick: int) -> str:
-    """A contender znode of the election at ``path`` deleted: the leader's (the lowest) on even
-    picks, another's on odd ones; returns what was deleted."""
+@contextlib.contextmanager
+def _zookeeper(hosts: str) -> Iterator[Any]:
+    """A client of its own, as a ZooKeeper tool run by hand would be; closed on leaving."""
     from kazoo.client import KazooClient
 
     client = KazooClient(hosts=hosts, timeout=10.0)
     client.start(timeout=30)
     try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def delete_election_znode(hosts: str, path: str, pick: int) -> str:
+    """A contender znode of the election at ``path`` deleted: the leader's (the lowest) on even
+    picks, another's on odd ones; returns what was deleted."""
+    with _zookeeper(hosts) as client:
         nodes = sorted(client.get_children(path), key=lambda node: node[-10:])  # by sequence number
         if not nodes:
             return "nothing (no contender)"
@@ -83,9 +95,6 @@ def delete_election_znode(hosts: str, path: str, pick: int) -> str:
         client.delete(f"{path}/{node}")
         role = "the leader's" if node == nodes[0] else "a follower's"
         return f"{role} znode {path}/{node}"
-    finally:
-        client.stop()
-        client.close()
 
 
 STORE_DELETE_ATTEMPTS = 20
@@ -97,12 +106,9 @@ def delete_store_tree(hosts: str, path: str) -> str:
     transaction, deepest first (ZooKeeper deletes only leaves): the store vanishes at once,
     as a deleted ConfigMap does. A writer that adds a znode meanwhile fails the transaction
     (nothing is deleted) and it is tried again on a fresh read; returns what was deleted."""
-    from kazoo.client import KazooClient
     from kazoo.exceptions import NoNodeError
 
-    client = KazooClient(hosts=hosts, timeout=10.0)
-    client.start(timeout=30)
-    try:
+    with _zookeeper(hosts) as client:
         for _ in range(STORE_DELETE_ATTEMPTS):
             try:
                 stat = client.exists(path)
@@ -118,9 +124,6 @@ def delete_store_tree(hosts: str, path: str) -> str:
             if not any(isinstance(result, Exception) for result in results):
                 return f"store {path} (czxid {stat.czxid}): {len(tree)} znodes"
         raise RuntimeError(f"store {path}: writers changed it during {STORE_DELETE_ATTEMPTS} tries at deleting it")
-    finally:
-        client.stop()
-        client.close()
 
 
 def _tree(client: Any, path: str) -> list[str]:

@@ -307,10 +307,7 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
         (resumed from a pause, it may resign before kazoo has noticed that its session
         expired, and its successor may have led since). Either carries ``ended`` as
         valid_until, which the pipeline takes as the end of the term."""
-        if proven:
-            self._record_candidate("resigned", candidate, valid_until=ended)
-        else:
-            self._record_candidate("lost", candidate, valid_until=ended)
+        self._record_candidate("resigned" if proven else "lost", candidate, valid_until=ended)
 
     def _observe(self, order: list[str], notify: bool) -> bool:
         """Update the listeners' view; False if the election changed under us (read again)."""
