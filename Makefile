@@ -11,10 +11,11 @@ HELM := $(VENV)/bin/helm
 install: $(INSTALLED)
 
 # Re-run when the dependency pins change; constraints.txt pins the transitive ones.
-$(INSTALLED): pyproject.toml constraints.txt
+# The product and its testkit (testkit/: a distribution of its own), both editable.
+$(INSTALLED): pyproject.toml testkit/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]' -e 'testkit[all]'
 	touch $@
 
 # ZooKeeper for the zookeeper tests: Debian's jars, started by the test fixtures.
@@ -31,7 +32,7 @@ test: install system-deps $(HELM)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 lint: install
-	$(VENV)/bin/ruff check operator tests bench charts/scripts
+	$(VENV)/bin/ruff check operator testkit tests bench charts/scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 

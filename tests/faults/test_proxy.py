@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from kubecoord.testing import FaultProxy
+from kubecoord_testkit.faults import FaultProxy
 
 pytestmark = pytest.mark.asyncio
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 import kubecoord
-from kubecoord.testing import FaultProxy, ThreadedFaultProxy
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord_testkit.faults import FaultProxy, ThreadedFaultProxy
 from tests.helpers import eventually
 
 

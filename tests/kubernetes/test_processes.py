@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 import kubecoord
-from kubecoord.faults import ThreadedFaultProxy
+from kubecoord_testkit.faults import ThreadedFaultProxy
 
 from .clusters import Cluster
 from .processes import Child, Children

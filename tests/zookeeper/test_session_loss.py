@@ -13,8 +13,8 @@ import uuid
 from pathlib import Path
 
 import kubecoord
-from kubecoord.testing.fault_proxy import ThreadedFaultProxy
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord_testkit.faults import ThreadedFaultProxy
 
 from ..helpers import Recorder, eventually
 from .helpers import TcpProxy, events, force_expiry

@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from kubecoord.soak.schedule import DELETE_CONFIGMAP, DELETE_LEASE
-from kubecoord.testing.fault_proxy import ThreadedFaultProxy
+from kubecoord_testkit.faults import ThreadedFaultProxy
 
 ZK_FOLLOWER_RESTART = "zookeeper_follower_restart"
 ZK_LEADER_RESTART = "zookeeper_leader_restart"

@@ -6,11 +6,10 @@ library's layers (nothing in the library imports it).
 - ApiEmulator, RecordedRequest: an in-process Kubernetes API server (needs the
   ``testing`` extra): ``with ApiEmulator() as api: api.write_kubeconfig(path)``.
   Package ``kubecoord.testing.emulator``.
-- FaultProxy, ThreadedFaultProxy: a TCP proxy on 127.0.0.1 that delays, holds, drops and
-  cuts the traffic between clients and a server. Module ``kubecoord.testing.fault_proxy``.
 - ZooKeeperServer: real ZooKeeper servers (Debian's jars) on 127.0.0.1, standalone or a
   loopback ensemble. Module ``kubecoord.testing.zookeeper_server``.
 
+The fault proxy lives in the kubecoord-testkit distribution (``kubecoord_testkit.faults``).
 The emulator and the ZooKeeper server are imported lazily, so the helpers above work
 without aiohttp.
 """
@@ -35,7 +34,6 @@ def crash(coordinator: Coordinator) -> None:
 
 if TYPE_CHECKING:
     from kubecoord.testing.emulator import ApiEmulator, RecordedRequest
-    from kubecoord.testing.fault_proxy import FaultProxy, ThreadedFaultProxy
     from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
 # public name -> the module that holds it (imported on first use)
@@ -43,8 +41,6 @@ _LAZY = {
     "ApiEmulator": "kubecoord.testing.emulator",
     "RecordedRequest": "kubecoord.testing.emulator",
     "ZooKeeperServer": "kubecoord.testing.zookeeper_server",
-    "FaultProxy": "kubecoord.testing.fault_proxy",
-    "ThreadedFaultProxy": "kubecoord.testing.fault_proxy",
 }
 
 
@@ -55,5 +51,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ApiEmulator", "FaultProxy", "ManualClock", "RecordedRequest", "ThreadedFaultProxy", "ZooKeeperServer", "crash",
+    "ApiEmulator", "ManualClock", "RecordedRequest", "ZooKeeperServer", "crash",
 ]

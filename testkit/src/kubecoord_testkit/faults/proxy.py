@@ -1,6 +1,6 @@
 """A TCP fault proxy: 127.0.0.1:PORT forwarding to one upstream server, with faults on demand.
 
-Status: used by the test suites and by ``kubecoord soak``; reusable in your own tests. Usage from asyncio::
+Status: used by the test suites and by ``kubecoord-testkit soak``; reusable in your own tests. Usage from asyncio::
 
     proxy = FaultProxy(("127.0.0.1", 2181))
     await proxy.start()                  # proxy.port is the port clients connect to
@@ -55,7 +55,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
-log = logging.getLogger("kubecoord.testing.fault_proxy")
+log = logging.getLogger(__name__)
 
 Direction = Literal["up", "down", "both"]
 _DIRECTIONS: tuple[Literal["up", "down"], ...] = ("up", "down")
