@@ -13,7 +13,7 @@ Prints:
   kube-apiserver of ../shared/k8s with etcd, when its binaries are there);
 - units moved per rebalance by the live sticky members, against the minimum;
 - units moved by each assignor over a join/leave sequence, against the minimum any
-  balanced assignment must move (kubecoord.coordinator.minimum_moves);
+  balanced assignment must move (kubecoord.group_coordinator.minimum_moves);
 - on ZooKeeper, kazoo's SetPartitioner on the same server: join/leave/crash times and
   units moved (it re-partitions eagerly by sorted index after the party has been stable
   for time_boundary);
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import kubecoord
-from kubecoord.coordinator import ASSIGNORS, GroupMember, Subscription, UnitsProtocol, decode_units, minimum_moves
+from kubecoord.group_coordinator import ASSIGNORS, GroupMember, Subscription, UnitsProtocol, decode_units, minimum_moves
 from kubecoord.testing import crash
 from measure import load, pct, rss_and_threads
 from real_server import RequestCounter, real_server

@@ -3,7 +3,7 @@
     python examples/partitions/worker.py              # memory://: three workers in this process
     KUBECOORD_URL=kubernetes://NAMESPACE MEMBER_ID=$HOSTNAME python worker.py   # one replica
 
-Each worker is a member of the group "partitions" (kubecoord.coordinator.UnitsProtocol
+Each worker is a member of the group "partitions" (kubecoord.group_coordinator.UnitsProtocol
 with the cooperative-sticky assignor, KIP-429): it processes only the partitions it is
 assigned, checks ensure_generation() before it commits an offset (a fenced worker never
 commits), and leaves the group on SIGTERM so its partitions move at once. In the
@@ -19,7 +19,7 @@ import threading
 import time
 
 import kubecoord
-from kubecoord.coordinator import UnitsProtocol
+from kubecoord.group_coordinator import UnitsProtocol
 
 PARTITIONS = [str(p) for p in range(64)]  # "0".."63", the names the operator's spec.assignment uses
 

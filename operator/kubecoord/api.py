@@ -306,7 +306,7 @@ class Coordinator(_Closeable):
     ) -> GroupCoordinatorHandle:
         """A member of the group coordinator ``group`` (KIP-795), built on this
         coordinator's membership, election and KV primitives (every kubecoord backend
-        makes it with kubecoord.coordinator.GroupMember).
+        makes it with kubecoord.group_coordinator.GroupMember).
 
         ``member_id`` defaults to host-pid-random. ``session_timeout``: how long this
         member may go without confirming the group's state before it fences itself, and

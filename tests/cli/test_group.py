@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import kubecoord
 from kubecoord.cli import exits
-from kubecoord.coordinator import UnitsProtocol
+from kubecoord.group_coordinator import UnitsProtocol
 from tests.helpers import eventually
 
 from .conftest import Cli

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from kubecoord.coordinator import UnitsProtocol
+from kubecoord.group_coordinator import UnitsProtocol
 
 
 class Ledger:

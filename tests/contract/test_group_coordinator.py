@@ -16,8 +16,8 @@ from kubecoord import (
     RebalanceInProgressError,
     StaleGenerationError,
 )
-from kubecoord.coordinator import GroupMember, UnitsProtocol, decode_units
-from kubecoord.coordinator.record import derived_name
+from kubecoord.group_coordinator import GroupMember, UnitsProtocol, decode_units
+from kubecoord.group_coordinator.record import derived_name
 
 from ..helpers import eventually
 from .harness import Harness

@@ -8,7 +8,7 @@ import pathlib
 import uuid
 
 import kubecoord
-from kubecoord.coordinator import UnitsProtocol
+from kubecoord.group_coordinator import UnitsProtocol
 
 from ..helpers import eventually
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import kubecoord
-from kubecoord.coordinator import UnitsProtocol
+from kubecoord.group_coordinator import UnitsProtocol
 
 Report = Callable[[dict[str, Any]], None]
 

@@ -17,7 +17,7 @@ import kubecoord
 from kubecoord import BackendUnavailableError, Coordinator
 from kubecoord.api import GroupCoordinatorHandle
 from kubecoord.backends.kubernetes import naming
-from kubecoord.coordinator import UnitsProtocol, decode_units
+from kubecoord.group_coordinator import UnitsProtocol, decode_units
 from tests.helpers import eventually
 
 from .clusters import Cluster

@@ -10,7 +10,7 @@ import kubernetes.client
 import pytest
 
 import kubecoord
-from kubecoord.coordinator import GroupMember, UnitsProtocol, decode_units
+from kubecoord.group_coordinator import GroupMember, UnitsProtocol, decode_units
 from kubecoord.testing import ApiEmulator
 from tests.helpers import eventually
 from tests.operator.conftest import INVALID_ASSIGNMENTS, NAMESPACE, Resources

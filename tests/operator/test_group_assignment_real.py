@@ -28,7 +28,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 import kubecoord
-from kubecoord.coordinator.record import derived_name
+from kubecoord.group_coordinator.record import derived_name
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from tests.coordinator.checks import holders, violations
 from tests.coordinator.members import Group, ProcessMember

@@ -13,7 +13,7 @@ import pytest
 
 import kubecoord
 from kubecoord.analytics.pipeline import Analysis, analyze
-from kubecoord.coordinator import UnitsProtocol, decode_units
+from kubecoord.group_coordinator import UnitsProtocol, decode_units
 from kubecoord.testing import crash
 from tests.helpers import eventually
 

@@ -39,7 +39,7 @@ from kubernetes.dynamic import DynamicClient
 import kubecoord
 from kubecoord import PermissionDeniedError
 from kubecoord._internal import processes
-from kubecoord.coordinator import UnitsProtocol, decode_units
+from kubecoord.group_coordinator import UnitsProtocol, decode_units
 from kubecoord.operator import lease_grants
 from tests.chart import conftest as chart_fixtures
 from tests.chart.conftest import CHART, run_helm

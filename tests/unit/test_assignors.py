@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from kubecoord.coordinator import (
+from kubecoord.group_coordinator import (
     ASSIGNORS,
     CooperativeStickyAssignor,
     RangeAssignor,
@@ -100,7 +100,7 @@ def test_cooperative_sticky_never_gives_a_unit_another_member_owns(seed: int) ->
 def test_eager_members_stay_sticky_through_their_revocation() -> None:
     """An eager member gives its units up before it reports its metadata; it reports them
     as ``previous`` so the sticky assignor keeps them where they were."""
-    from kubecoord.coordinator import UnitsProtocol, decode_subscription, encode_units
+    from kubecoord.group_coordinator import UnitsProtocol, decode_subscription, encode_units
 
     protocol = UnitsProtocol(UNITS)
     protocol.on_join_complete(3, "a", "sticky", encode_units(UNITS[:5]))
@@ -114,7 +114,7 @@ def test_eager_members_stay_sticky_through_their_revocation() -> None:
 
 
 def test_the_operator_withholds_only_what_is_still_owned() -> None:
-    from kubecoord.coordinator import decode_units, encode_units
+    from kubecoord.group_coordinator import decode_units, encode_units
     from kubecoord.operator.assignment import AssignmentSpec, assign_units
 
     spec = AssignmentSpec(units=tuple(UNITS), assignor="sticky")

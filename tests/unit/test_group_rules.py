@@ -1,12 +1,12 @@
-"""The leader's rules (kubecoord.coordinator.leading) and the generation record."""
+"""The leader's rules (kubecoord.group_coordinator.leading) and the generation record."""
 
 from __future__ import annotations
 
 import pytest
 
 from kubecoord import GroupProtocolError
-from kubecoord.coordinator.leading import LeaderTimers, decide
-from kubecoord.coordinator.record import (
+from kubecoord.group_coordinator.leading import LeaderTimers, decide
+from kubecoord.group_coordinator.record import (
     REBALANCING,
     STABLE,
     GroupState,

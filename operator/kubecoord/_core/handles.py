@@ -13,7 +13,7 @@ storage operations (the ``_``-prefixed hooks) and inherits the rest.
   handle's backend (the lease core's elector reports on its own).
 - Handle tracking: CoordinatorBase validates names, opens handles through the backend's
   hooks and keeps them, newest last, for close(); it makes group coordinator members
-  (kubecoord.coordinator, over the four primitives) and keeps them too, so that a
+  (kubecoord.group_coordinator, over the four primitives) and keeps them too, so that a
   backend's close() lets them leave (on_leave_prepare) before anything else closes.
 
 What the hooks promise is the backend's business; what the public methods promise is
@@ -46,8 +46,8 @@ from kubecoord.api import (
     ValueListener,
     Versioned,
 )
-from kubecoord.coordinator.member import GroupMember
 from kubecoord.errors import ClosedError, CoordinationError
+from kubecoord.group_coordinator.member import GroupMember
 from kubecoord.history import EventLog
 
 

@@ -16,7 +16,7 @@ LEADER = "leader_election"
 GROUP = "group"
 KV = "kv"
 COORDINATOR = "group_coordinator"
-"""The group coordinator's rebalance events (kubecoord.coordinator; checks in analytics.rebalance)."""
+"""The group coordinator's rebalance events (kubecoord.group_coordinator; checks in analytics.rebalance)."""
 EVENTS: dict[str, frozenset[str]] = {
     LEADER: frozenset({"acquired", "renewed", "lost", "resigned", "observed"}),
     GROUP: frozenset({"joined", "renewed", "left", "expired"}),

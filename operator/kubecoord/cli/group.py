@@ -1,6 +1,6 @@
 """``kubecoord group describe GROUP``: a group coordinator's generation, leader and assignment.
 
-Reads what the group coordinator (kubecoord.coordinator, KIP-795) publishes — its
+Reads what the group coordinator (kubecoord.group_coordinator, KIP-795) publishes — its
 generation record, its leader election and the group's live members — without joining.
 Each member row says whether it is in the current generation, whether it is live (a
 member of the group right now) and what it was assigned: the unit names for the units
@@ -17,9 +17,9 @@ from typing import Any
 from kubecoord.cli.connection import add_connection_arguments, open_coordinator
 from kubecoord.cli.exits import NotFoundError
 from kubecoord.cli.output import add_output_argument, print_json, print_table
-from kubecoord.coordinator.record import STATE_KEY, decode_state, derived_name
-from kubecoord.coordinator.units import decode_units
 from kubecoord.errors import CoordinationError
+from kubecoord.group_coordinator.record import STATE_KEY, decode_state, derived_name
+from kubecoord.group_coordinator.units import decode_units
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,17 +1,17 @@
 """Group coordinator status and operator-computed assignment (KIP-848's server side).
 
 Every Group whose members use ``coord.group_coordinator(...)`` has a generation record
-(kubecoord.coordinator.record). This module reads it for the Group's status — generation,
+(kubecoord.group_coordinator.record). This module reads it for the Group's status — generation,
 phase, protocol, leader and each member's units — and posts RebalanceStarted /
 RebalanceCompleted Events when the generation or phase changes.
 
 With ``spec.assignment`` (``{units: 64, assignor: sticky}``) the operator itself is the
 group leader: it marks the record ``assigned_by: operator`` (members then never lead),
-applies the leader rules of kubecoord.coordinator.leading on the live membership and
+applies the leader rules of kubecoord.group_coordinator.leading on the live membership and
 computes the assignment with the spec's assignor. Whatever the members' rebalance
 protocol, a unit another member still reports owning is withheld (the cooperative
 rule), so an eager or a cooperative member is safe under either assignor. Members must
-use kubecoord.coordinator.UnitsProtocol (protocol type ``units``): the operator reads
+use kubecoord.group_coordinator.UnitsProtocol (protocol type ``units``): the operator reads
 their owned units from its metadata.
 
 Guarantees: the same as member-led groups (the record is written by compare-and-set
@@ -29,9 +29,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubecoord.api import Coordinator
-from kubecoord.coordinator.assignors import ASSIGNORS, withhold_owned
-from kubecoord.coordinator.leading import Decision, LeaderTimers, decide
-from kubecoord.coordinator.record import (
+from kubecoord.errors import GroupProtocolError
+from kubecoord.group_coordinator.assignors import ASSIGNORS, withhold_owned
+from kubecoord.group_coordinator.leading import Decision, LeaderTimers, decide
+from kubecoord.group_coordinator.record import (
     REBALANCING,
     STABLE,
     STATE_KEY,
@@ -42,8 +43,7 @@ from kubecoord.coordinator.record import (
     derived_name,
     publish,
 )
-from kubecoord.coordinator.units import decode_subscription, decode_units, encode_units
-from kubecoord.errors import GroupProtocolError
+from kubecoord.group_coordinator.units import decode_subscription, decode_units, encode_units
 from kubecoord.operator.mirror import GroupMirror, Notice, Snapshot
 
 OPERATOR_ID = "kubecoord-operator"

@@ -45,7 +45,7 @@ from typing import Any
 
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.sharding import recorded_shards, shard_count_for
-from kubecoord.coordinator.record import derived_name
+from kubecoord.group_coordinator.record import derived_name
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import owner_reference, size_limit_bytes
 
@@ -148,7 +148,7 @@ def coordinator_lease(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def coordinator_configmap(body: dict[str, Any]) -> dict[str, Any]:
-    """The one-shard store of a Group's generation record (kubecoord.coordinator)."""
+    """The one-shard store of a Group's generation record (kubecoord.group_coordinator)."""
     store = derived_name(body["metadata"]["name"])
     metadata = _metadata(body, naming.store_shard_name(store, 0), {naming.STORE_LABEL: store})
     metadata["annotations"] = {naming.KV_SHARDS_ANNOTATION: "1"}

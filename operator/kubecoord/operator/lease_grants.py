@@ -47,7 +47,7 @@ from collections import defaultdict
 from typing import Any
 
 from kubecoord.backends.kubernetes import naming
-from kubecoord.coordinator.record import derived_name
+from kubecoord.group_coordinator.record import derived_name
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import API_VERSION, owner_reference
 

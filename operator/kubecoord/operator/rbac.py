@@ -31,7 +31,7 @@ from typing import Any
 
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.sharding import shard_count_for
-from kubecoord.coordinator.record import derived_name
+from kubecoord.group_coordinator.record import derived_name
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import GROUP, PLURALS, owner_reference, size_limit_bytes
 
@@ -53,7 +53,7 @@ def rules(body: dict[str, Any], *, kv_shards: int | None = None) -> list[dict[st
         result.append(_rule("coordination.k8s.io", "leases", READ_WRITE, naming.election_lease_name(name)))
     elif kind == "Group":
         result.append(_rule("coordination.k8s.io", "leases", ["create", *READ_WRITE, "delete"]))
-        # The group coordinator (kubecoord.coordinator): its election and store NAME-gc. A
+        # The group coordinator (kubecoord.group_coordinator): its election and store NAME-gc. A
         # client looks each name up as a resource first (404: no binding), hence the gets.
         coordinator = derived_name(name)
         result.append(_rule("", "configmaps", READ_WRITE, naming.store_shard_name(coordinator, 0)))

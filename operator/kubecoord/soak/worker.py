@@ -150,8 +150,8 @@ def _member(coord: object, args: argparse.Namespace, rng: random.Random, stoppin
     member works on a stale generation. Now and then it leaves and joins again with a new
     handle; one expelled by a fault (its session expired) joins again by itself."""
     from kubecoord.api import Coordinator, GroupCoordinatorHandle
-    from kubecoord.coordinator import UnitsProtocol
     from kubecoord.errors import CoordinationError
+    from kubecoord.group_coordinator import UnitsProtocol
 
     assert isinstance(coord, Coordinator)
     units = [f"u{index}" for index in range(UNITS)]

@@ -49,8 +49,8 @@ from typing import Any, ClassVar
 import kopf
 
 from kubecoord.api import Coordinator
-from kubecoord.coordinator.record import derived_name
 from kubecoord.errors import CoordinationError
+from kubecoord.group_coordinator.record import derived_name
 from kubecoord.history import EventLog, HistoryTarget, open_event_log
 from kubecoord.operator import backing, kubeapi, lease_grants, metrics, rbac
 from kubecoord.operator.conditions import set_condition
@@ -264,7 +264,7 @@ async def _purge(backend: BackendSpec, kind: str, name: str) -> int:
         if purge is not None:
             primitive = {"LeaderElection": "leader_election", "Group": "group", "KVStore": "kv"}[kind]
             deleted = int(await asyncio.to_thread(purge, primitive, name) or 0)
-            if kind == "Group":  # the group coordinator's record and election (kubecoord.coordinator)
+            if kind == "Group":  # the group coordinator's record and election (kubecoord.group_coordinator)
                 for derived in ("kv", "leader_election"):
                     deleted += int(await asyncio.to_thread(purge, derived, derived_name(name)) or 0)
             return deleted

@@ -30,8 +30,8 @@ import threading
 from collections.abc import Callable, Sequence
 
 from kubecoord.api import GroupProtocol, RebalanceProtocol
-from kubecoord.coordinator.assignors import ASSIGNORS, Assignor, StickyAssignor, Subscription
 from kubecoord.errors import GroupProtocolError, InvalidArgumentError
+from kubecoord.group_coordinator.assignors import ASSIGNORS, Assignor, StickyAssignor, Subscription
 
 log = logging.getLogger("kubecoord.coordinator")
 

@@ -12,14 +12,14 @@ operator's server-side assignment (kubecoord.operator), analytics.
 
 Usage::
 
-    from kubecoord.coordinator import UnitsProtocol
+    from kubecoord.group_coordinator import UnitsProtocol
 
     with kubecoord.connect("memory://demo") as coord:
         member = coord.group_coordinator("workers", UnitsProtocol([f"p{i}" for i in range(64)]))
         member.join(timeout=30)
 """
 
-from kubecoord.coordinator.assignors import (
+from kubecoord.group_coordinator.assignors import (
     ASSIGNORS,
     Assignor,
     CooperativeStickyAssignor,
@@ -30,8 +30,8 @@ from kubecoord.coordinator.assignors import (
     minimum_moves,
     moved,
 )
-from kubecoord.coordinator.member import GroupMember
-from kubecoord.coordinator.units import UnitsProtocol, decode_subscription, decode_units, encode_units
+from kubecoord.group_coordinator.member import GroupMember
+from kubecoord.group_coordinator.units import UnitsProtocol, decode_subscription, decode_units, encode_units
 
 __all__ = [
     "ASSIGNORS",

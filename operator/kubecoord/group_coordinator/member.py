@@ -12,9 +12,9 @@ What it uses of the coordinator it was made from (so it runs on every backend):
 - group membership ``GROUP``: the member joins with its protocol type and protocols as
   data; liveness (and expiry after a crash) is the backend's;
 - leader election ``GROUP-gc``: every member is a candidate; the leader runs the
-  decisions of kubecoord.coordinator.leading and perform_assignment();
+  decisions of kubecoord.group_coordinator.leading and perform_assignment();
 - store ``GROUP-gc``, key ``coordinator/state``: the generation record
-  (kubecoord.coordinator.record), written only by compare-and-set; a member joins a
+  (kubecoord.group_coordinator.record), written only by compare-and-set; a member joins a
   generation by adding itself to ``joined`` with its fresh metadata;
 - a value listener on that key, and polling every session_timeout/4, which is also how
   a member confirms its session: ensure_generation() fails once no read of the record
@@ -39,8 +39,20 @@ from typing import Any
 
 from kubecoord import validation
 from kubecoord.api import Coordinator, GroupCoordinatorHandle, GroupDescription, GroupProtocol
-from kubecoord.coordinator.leading import Decision, LeaderTimers, decide
-from kubecoord.coordinator.record import (
+from kubecoord.errors import (
+    BackendUnavailableError,
+    ClosedError,
+    CoordinationError,
+    GroupProtocolError,
+    InvalidArgumentError,
+    MemberExistsError,
+    MemberNotFoundError,
+    RebalanceInProgressError,
+    StaleGenerationError,
+    VersionConflictError,
+)
+from kubecoord.group_coordinator.leading import Decision, LeaderTimers, decide
+from kubecoord.group_coordinator.record import (
     REBALANCING,
     STABLE,
     STATE_KEY,
@@ -53,18 +65,6 @@ from kubecoord.coordinator.record import (
     encode_join_data,
     encode_state,
     publish,
-)
-from kubecoord.errors import (
-    BackendUnavailableError,
-    ClosedError,
-    CoordinationError,
-    GroupProtocolError,
-    InvalidArgumentError,
-    MemberExistsError,
-    MemberNotFoundError,
-    RebalanceInProgressError,
-    StaleGenerationError,
-    VersionConflictError,
 )
 from kubecoord.history import HistoryTarget, open_event_log
 

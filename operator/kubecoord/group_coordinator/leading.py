@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kubecoord.coordinator.record import REBALANCING, STABLE, GroupState, Protocols, select_protocol
+from kubecoord.group_coordinator.record import REBALANCING, STABLE, GroupState, Protocols, select_protocol
 
 Assign = Callable[[str, dict[str, bytes]], dict[str, bytes]]
 """(protocol, member id -> that protocol's metadata) -> member id -> assignment."""
