@@ -231,3 +231,49 @@ def test_timings_defaults_and_whole_seconds() -> None:
     assert Timings() == Timings(15, 10, 2)
     assert Timings(2.5, 2, 1).lease_duration_seconds == 3
     assert Timings(15, 10, 2).with_overrides(lease_duration=20).lease_duration == 20
+
+
+def test_a_hand_edited_lease_duration_is_overwritten_with_our_own(server: Server, clock: ManualClock) -> None:
+    """An edit of leaseDurationSeconds (1 s) must not stick: a leader writing the edited value
+    lets followers take over 1 s after each renewal while it still leads (client-go always
+    writes its own duration)."""
+    a = Candidate("a", server, clock)
+    a.step()
+    edited = server.record
+    assert edited is not None
+    server.write(NAME, LeaderRecord("a", 1, edited.acquire_time, edited.renew_time, edited.transitions), server.version)
+    after_edit = len(server.writes)
+    for _ in range(3):
+        clock.advance(TIMINGS.retry_period)
+        while a.step() == 0.0:
+            pass
+    assert a.elector.is_leader()
+    assert server.record is not None and server.record.lease_duration_seconds == TIMINGS.lease_duration
+    renewals = server.writes[after_edit:]
+    assert renewals and all(record.lease_duration_seconds == TIMINGS.lease_duration for _, record in renewals)
+
+
+def test_epochs_never_go_backwards_when_transitions_are_edited_down(server: Server, clock: ManualClock) -> None:
+    # A record left at epoch 7 by earlier terms.
+    server.write(NAME, LeaderRecord("", 1, None, None, 7), None)
+    a = Candidate("a", server, clock)
+    b = Candidate("b", server, clock)
+    a.step()
+    b.step()
+    assert a.elector.epoch == 8
+    # Someone edits leaseTransitions down while a holds the record.
+    current = server.record
+    assert current is not None
+    server.write(NAME, LeaderRecord("a", 15, current.acquire_time, current.renew_time, 2), server.version)
+    clock.advance(TIMINGS.retry_period)
+    while a.step() == 0.0:
+        pass
+    b.step()
+    assert a.elector.is_leader() and a.elector.epoch == 8
+    assert server.record is not None and server.record.transitions == 8
+    # A record re-created lower behind everybody's back: the next leader still goes up.
+    a.elector.release()
+    server.write(NAME, LeaderRecord("", 1, None, None, 1), server.version)
+    b.step()
+    assert b.elector.is_leader() and b.elector.epoch == 9
+    assert server.record is not None and server.record.transitions == 9

@@ -39,6 +39,10 @@ Guarantees:
   deleted Lease as it was (holder, times and epoch from the watch's last view). Without an
   operator (an unbound Lease) a process started after the deletion still creates the
   record at epoch 1: nothing outside the deleted record remembers its epoch.
+- Hand edits of a held record do not stick: the leader renews over them with its own
+  lease duration (as client-go does; an edited 1 s would let followers take over while it
+  leads) and never with an epoch below the one it holds (an edit of leaseTransitions down
+  is written back up; a candidate's next term goes above the highest epoch it saw).
 
 Not guaranteed: that the leader's work stops in time — use the epoch as a fencing token.
 """
@@ -151,9 +155,10 @@ class Elector:
             return self._timings.retry_period
         if now < self._next_renew:
             return min(self._next_renew, self._valid_until) - now
-        # 3. Renew: same holder, new renewTime (followers must see the record change).
+        # 3. Renew: same holder, new renewTime (followers must see the record change), and
+        #    always our own duration, as client-go writes it: a hand-edited one must not stick.
         assert self._record is not None
-        record = replace(self._record, renew_time=self._now_wall())
+        record = replace(self._record, renew_time=self._now_wall(), lease_duration_seconds=self._timings.lease_duration)
         try:
             written = self._store.update(record, self._version, self._timeout(now))
         except RecordConflict:
@@ -184,8 +189,11 @@ class Elector:
             # we still lead until our renew deadline, so keep renewing over the re-creation.
             return max(0.0, min(self._timings.retry_period, self._valid_until - self._clock.now()))
         if current is not None and current.record.holder == self.candidate and self._clock.now() < self._valid_until:
-            self._version = current.version  # e.g. an annotation edit: still ours, renew over it
-            self._record = replace(current.record, data=self.data)
+            # e.g. an annotation edit: still ours, renew over it — with our epoch, never a
+            # lower one somebody wrote (the epoch is a fencing token: it must not go back).
+            self._version = current.version
+            ours = self._record.transitions if self._record else 0
+            self._record = replace(current.record, data=self.data, transitions=max(ours, current.record.transitions))
             return 0.0
         self._lose("record changed under us")
         return self._timings.retry_period
