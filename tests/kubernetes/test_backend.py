@@ -21,6 +21,7 @@ from kubecoord import (
     Leader,
     PermissionDeniedError,
     StoreFullError,
+    ValueTooLargeError,
     Versioned,
 )
 from kubecoord.backends.kubernetes import naming
@@ -293,6 +294,25 @@ def test_store_refuses_beyond_one_configmap_and_writes_nothing(connect: Connect,
     assert other.children("big") == {str(i) for i in range(written)}
     kv.delete("big/0")
     assert kv.put(f"big/{written}", value) == 1
+
+
+def test_a_value_too_large_once_escaped_is_refused_before_any_request(
+    api_emulator: ApiEmulator, connect: Connect, name: str
+) -> None:
+    kv = connect().storage(name)
+    kv.put("small", "x")
+    escaped = "\x01" * (200 * 1024)  # 200 KiB in UTF-8, 1.2 MB as JSON in a ConfigMap
+    sent = len(api_emulator.requests)
+    with pytest.raises(ValueTooLargeError, match=r"as stored .* over the 1048576 bytes one ConfigMap can hold"):
+        kv.put("control", escaped)
+    with pytest.raises(ValueTooLargeError):
+        kv.update("small", escaped)
+    assert len(api_emulator.requests) == sent
+    assert kv.fetch("small").result() == "x" and kv.fetch("control").result() is None
+    # What fits once escaped still goes through, control characters included.
+    fits = "\x01" * (100 * 1024)
+    assert kv.update("small", fits) == 2
+    assert connect().storage(name).fetch("small").result() == fits
 
 
 def test_writes_to_different_keys_from_many_clients_never_conflict(connect: Connect, name: str) -> None:

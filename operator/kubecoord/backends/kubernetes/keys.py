@@ -103,3 +103,10 @@ def load_entries(data: dict[str, str] | None) -> dict[str, Entry]:
 def data_size(data: dict[str, str]) -> int:
     """Bytes the API server counts against the ConfigMap limit."""
     return sum(len(k.encode("utf-8")) + len(v.encode("utf-8")) for k, v in data.items())
+
+
+def stored_size(key: str, value: str) -> int:
+    """Bytes one entry of ``key`` and ``value`` takes in a ConfigMap's data, at the widest
+    version: JSON escapes control characters six bytes each, so a value's UTF-8 size can
+    understate what it costs severalfold."""
+    return data_size({encode_key(key): dump_entry(Entry(key, value, 2**63 - 1))})

@@ -21,7 +21,9 @@ Size: each shard holds at most 1 MiB (the API server's limit); the store as a wh
 most its KVStore's ``spec.sizeLimit`` (or shards x 1 MiB without a resource). A write that
 would grow the store beyond either raises StoreFullError and writes nothing; deletes and
 updates that do not grow the store always go through, so a store that is over its limit
-(the limit was lowered) can be brought back under it. The whole-store limit is checked
+(the limit was lowered) can be brought back under it. A value is judged by its size as
+stored, not only its UTF-8 size (JSON escapes a control character in six bytes): an entry
+no ConfigMap could hold raises ValueTooLargeError before any request. The whole-store limit is checked
 against this process's view of the other shards: concurrent writers to different shards
 can overshoot it by their writes in flight (the operator then reports SizeLimitExceeded).
 
@@ -51,7 +53,7 @@ from kubecoord.api import Versioned
 from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import CONFIGMAPS, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import Context, HandleBase
-from kubecoord.backends.kubernetes.keys import Entry, data_size, dump_entry, encode_key, load_entries
+from kubecoord.backends.kubernetes.keys import Entry, data_size, dump_entry, encode_key, load_entries, stored_size
 from kubecoord.backends.kubernetes.sharding import SHARD_BYTES, recorded_shards, shard_count_for, shard_of
 from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
 from kubecoord.errors import (
@@ -60,6 +62,7 @@ from kubecoord.errors import (
     KeyExistsError,
     KeyNotFoundError,
     StoreFullError,
+    ValueTooLargeError,
     VersionConflictError,
 )
 
@@ -205,7 +208,18 @@ class KubeStorage(_StoreHandle, StorageHandle):
         return children_of(self._entries(), namespace)
 
     # -- writes -------------------------------------------------------------------------
+    def _check_stored_size(self, key: str, data: str) -> None:
+        """ValueTooLargeError, before any request, for an entry that no shard could ever
+        hold once stored (not StoreFullError: deleting keys would not make room for it)."""
+        size = stored_size(key, data)
+        if size > SHARD_BYTES:
+            raise ValueTooLargeError(
+                f"key {key!r}: its value is {len(data.encode('utf-8'))} bytes in UTF-8 but {size} bytes as stored "
+                f"(JSON escapes control characters), over the {SHARD_BYTES} bytes one ConfigMap can hold"
+            )
+
     def _put(self, key: str, data: str) -> int:
+        self._check_stored_size(key, data)
 
         def create(current: Entry | None) -> Entry:
             if current is not None:
@@ -215,6 +229,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
         return self._write(key, create, "put")
 
     def _update(self, key: str, data: str, expected_version: int | None) -> int:
+        self._check_stored_size(key, data)
 
         def replace(current: Entry | None) -> Entry:
             current = self._expect(key, current, expected_version)
