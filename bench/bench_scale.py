@@ -39,7 +39,7 @@ from tests.fixtures.real_apiserver import RealApiServer  # noqa: E402
 
 import kubecoord  # noqa: E402
 from kubecoord._internal import processes  # noqa: E402
-from kubecoord.backends.kubernetes.sharding import SHARD_BYTES, shard_count_for  # noqa: E402
+from kubecoord.wire.kv_shards import SHARD_BYTES, shard_count_for  # noqa: E402
 from measure import load, ms, rss_and_threads  # noqa: E402
 from real_server import RequestCounter, real_server  # noqa: E402
 

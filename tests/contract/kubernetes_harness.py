@@ -14,7 +14,7 @@ import time
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from kubecoord.backends.kubernetes import naming
+from kubecoord.wire import object_names
 
 from .harness import UrlHarness
 
@@ -42,7 +42,7 @@ class KubernetesHarness(UrlHarness):
 
     def delete_store(self, name: str) -> None:
         # Every shard ConfigMap of the store (shard 0 is kubecoord-kv.NAME, the others NAME.I).
-        base = naming.store_shard_name(name, 0)
+        base = object_names.store_shard_name(name, 0)
         with k8s_config.new_client_from_config(config_file=str(self.kubeconfig)) as api:
             core = k8s.CoreV1Api(api)
             for configmap in core.list_namespaced_config_map(self.namespace).items:

@@ -24,9 +24,9 @@ from kubecoord import (
     ValueTooLargeError,
     Versioned,
 )
-from kubecoord.backends.kubernetes import naming
-from kubecoord.backends.kubernetes.lease_record import format_micro_time, from_unix, parse_micro_time
 from kubecoord.testing import ApiEmulator, crash
+from kubecoord.wire import object_names
+from kubecoord.wire.lease import format_micro_time, from_unix, parse_micro_time
 
 from ..helpers import Recorder, eventually
 from .conftest import FAST, Connect, grant, kubeconfig_for
@@ -60,7 +60,7 @@ def test_election_lease_has_client_go_fields_and_renewals_change_it(
     eventually(lambda: parse_micro_time(_lease(api_emulator, name)["spec"]["renewTime"]) != first_renew)
     assert _lease(api_emulator, name)["spec"]["leaseTransitions"] == 1  # renewals are not transitions
     annotations = _lease(api_emulator, name)["metadata"]["annotations"]
-    assert json.loads(annotations[naming.HOLDER_DATA_ANNOTATION]) == {"holder": "pod-a", "data": "host=10.0.0.7"}
+    assert json.loads(annotations[object_names.HOLDER_DATA_ANNOTATION]) == {"holder": "pod-a", "data": "host=10.0.0.7"}
 
 
 def test_release_writes_empty_holder_and_keeps_transitions(
@@ -268,7 +268,7 @@ def test_watch_resumes_after_breaks_and_relists_after_410_without_duplicates(
     # already moved it past the compaction) was told 410 and re-listed.
     eventually(lambda: any(
         r.verb == "list" and r.resource == "configmaps" and r.status == 200
-        and r.query.get("fieldSelector") == f"metadata.name={naming.store_configmap_name(name)}"
+        and r.query.get("fieldSelector") == f"metadata.name={object_names.store_configmap_name(name)}"
         for r in api_emulator.requests
     ))
     writer.update("k", "3")
@@ -343,8 +343,8 @@ def test_writes_to_different_keys_from_many_clients_never_conflict(connect: Conn
 def test_keys_are_readable_configmap_data(api_emulator: ApiEmulator, connect: Connect, name: str) -> None:
     connect().storage(name).put("topics/orders.v2", "x")
     configmap = next(o for o in api_emulator.objects("configmaps", "default")
-                     if o["metadata"]["name"] == naming.store_configmap_name(name))
-    assert configmap["metadata"]["labels"][naming.STORE_LABEL] == name
+                     if o["metadata"]["name"] == object_names.store_configmap_name(name))
+    assert configmap["metadata"]["labels"][object_names.STORE_LABEL] == name
     assert json.loads(configmap["data"]["topics.orders_2ev2"]) == {"k": "topics/orders.v2", "v": 1, "d": "x"}
 
 
@@ -361,12 +361,12 @@ def test_expired_member_is_deleted_by_a_watcher_and_its_id_can_be_taken(
     watcher.add_listener(seen)
     assert watcher.membership() == {"w1": "old"}
     member_leases = [o for o in api_emulator.objects("leases", "default")
-                     if (o["metadata"].get("labels") or {}).get(naming.GROUP_LABEL) == name]
-    assert [o["metadata"]["name"] for o in member_leases] == [naming.member_lease_name(name, "w1")]
+                     if (o["metadata"].get("labels") or {}).get(object_names.GROUP_LABEL) == name]
+    assert [o["metadata"]["name"] for o in member_leases] == [object_names.member_lease_name(name, "w1")]
     crash(doomed)
     seen.wait_last(set(), timeout=10)
     eventually(lambda: not [o for o in api_emulator.objects("leases", "default")
-                            if (o["metadata"].get("labels") or {}).get(naming.GROUP_LABEL) == name])
+                            if (o["metadata"].get("labels") or {}).get(object_names.GROUP_LABEL) == name])
     newcomer = connect().group_membership(name)
     newcomer.join("w1", data="new")
     seen.wait_last({"w1"})
@@ -477,7 +477,7 @@ def test_a_member_whose_lease_is_deleted_is_out_until_it_joins_again(
     group.add_listener(seen)
     group.join("w1")
     seen.wait_last({"w1"})
-    lease = naming.member_lease_name(name, "w1")
+    lease = object_names.member_lease_name(name, "w1")
     k8s.CoordinationV1Api(admin_api).delete_namespaced_lease(lease, "default")  # as the operator does
     seen.wait_last(set())
     time.sleep(3 * FAST["retry_period"])  # heartbeats would have re-created it by now
@@ -533,7 +533,7 @@ def test_kv_events_name_the_store_incarnation_a_deletion_replaces(
     store = connect(history=str(log)).storage(name)
     store.put("x", "1")
     store.update("x", "2", expected_version=1)
-    k8s.CoreV1Api(admin_api).delete_namespaced_config_map(naming.store_shard_name(name, 0), "default")
+    k8s.CoreV1Api(admin_api).delete_namespaced_config_map(object_names.store_shard_name(name, 0), "default")
 
     def put_again() -> bool:
         try:

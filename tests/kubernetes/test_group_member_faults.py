@@ -16,8 +16,8 @@ from kubernetes import client as k8s
 import kubecoord
 from kubecoord import BackendUnavailableError, Coordinator
 from kubecoord.api import GroupCoordinatorHandle
-from kubecoord.backends.kubernetes import naming
 from kubecoord.group_coordinator import UnitsProtocol, decode_units
+from kubecoord.wire import object_names
 from tests.helpers import eventually
 
 from .clusters import Cluster
@@ -53,7 +53,7 @@ def test_a_member_whose_lease_was_deleted_joins_again_and_gets_units(cluster: Cl
         b.join()
         eventually(lambda: a.is_stable() and b.is_stable() and a.generation == b.generation and _units(a), 30)
         before = a.generation
-        lease = naming.member_lease_name(group, "a")
+        lease = object_names.member_lease_name(group, "a")
         k8s.CoordinationV1Api(cluster.admin_api).delete_namespaced_lease(lease, cluster.namespace)
         # Expelled, then back: a later generation shares the units between both again.
         eventually(

@@ -1,4 +1,4 @@
-"""KV stores over several ConfigMaps (backends/kubernetes/sharding.py), on the API emulator:
+"""KV stores over several ConfigMaps (kubecoord.wire.kv_shards), on the API emulator:
 layout, exact listings and listeners across shards, one shard per single-key write, stores
 beyond 1 MiB, by-name RBAC, and writes that do not grow a store over its limit."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from kubecoord import PermissionDeniedError, StoreFullError, Versioned
-from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.kv import KubeStorage
-from kubecoord.backends.kubernetes.sharding import shard_count_for, shard_of
 from kubecoord.testing import ApiEmulator
+from kubecoord.wire import object_names
+from kubecoord.wire.kv_shards import shard_count_for, shard_of
 
 from ..helpers import Recorder, eventually
 from .conftest import Connect, grant, kubeconfig_for
@@ -26,7 +26,7 @@ def _configmaps(api: ApiEmulator, store: str) -> dict[str, dict[str, Any]]:
     return {
         obj["metadata"]["name"]: obj
         for obj in api.objects("configmaps", "default")
-        if (obj["metadata"].get("labels") or {}).get(naming.STORE_LABEL) == store
+        if (obj["metadata"].get("labels") or {}).get(object_names.STORE_LABEL) == store
     }
 
 
@@ -38,10 +38,10 @@ def test_keys_live_in_the_shard_their_hash_picks_and_the_count_is_recorded(
     for key in keys:
         kv.put(key, key.upper())
     configmaps = _configmaps(api_emulator, name)
-    assert set(configmaps) == set(naming.store_shard_names(name, 4))
-    shard_zero = configmaps[naming.store_configmap_name(name)]
-    assert shard_zero["metadata"]["annotations"][naming.KV_SHARDS_ANNOTATION] == "4"
-    for index, shard in enumerate(naming.store_shard_names(name, 4)):
+    assert set(configmaps) == set(object_names.store_shard_names(name, 4))
+    shard_zero = configmaps[object_names.store_configmap_name(name)]
+    assert shard_zero["metadata"]["annotations"][object_names.KV_SHARDS_ANNOTATION] == "4"
+    for index, shard in enumerate(object_names.store_shard_names(name, 4)):
         stored = {json.loads(text)["k"] for text in (configmaps[shard].get("data") or {}).values()}
         assert stored == {key for key in keys if shard_of(key, 4) == index}
     assert len({shard_of(key, 4) for key in keys}) == 4  # 40 keys reach every shard
@@ -51,7 +51,7 @@ def test_keys_live_in_the_shard_their_hash_picks_and_the_count_is_recorded(
     assert other.children("topics") == {f"t{i}" for i in range(40)}
     assert other.update("topics/t7/config", "new", expected_version=1) == 2
     eventually(lambda: kv.fetch_versioned("topics/t7/config").result() == Versioned("new", 2))  # by its watch
-    assert set(_configmaps(api_emulator, name)) == set(naming.store_shard_names(name, 4))
+    assert set(_configmaps(api_emulator, name)) == set(object_names.store_shard_names(name, 4))
 
 
 def test_a_single_key_write_sends_one_shard(api_emulator: ApiEmulator, connect: Connect, name: str) -> None:
@@ -61,7 +61,7 @@ def test_a_single_key_write_sends_one_shard(api_emulator: ApiEmulator, connect: 
     api_emulator.reset_requests()
     kv.update("k5", "y" * 1000)
     writes = [r for r in api_emulator.requests if r.verb in ("create", "update", "patch", "delete")]
-    assert [(r.verb, r.name) for r in writes] == [("update", naming.store_shard_name(name, shard_of("k5", 8)))]
+    assert [(r.verb, r.name) for r in writes] == [("update", object_names.store_shard_name(name, shard_of("k5", 8)))]
 
 
 def test_a_store_of_eight_mebibytes_works(connect: Connect, name: str) -> None:
@@ -102,11 +102,11 @@ def test_clients_granted_by_name_can_use_every_shard(
     admin = connect(kv_shards=3).storage(name)
     admin.put("seed", "0")
     for index in range(3):
-        if naming.store_shard_name(name, index) not in _configmaps(api_emulator, name):
+        if object_names.store_shard_name(name, index) not in _configmaps(api_emulator, name):
             admin.put(next(f"fill{i}" for i in range(100) if shard_of(f"fill{i}", 3) == index), "0")
     account = f"sa-{name}"
     rule = {"apiGroups": [""], "resources": ["configmaps"], "verbs": KV_VERBS,
-            "resourceNames": naming.store_shard_names(name, 3)}
+            "resourceNames": object_names.store_shard_names(name, 3)}
     grant(admin_api, account, [rule])
     token = api_emulator.token_for_service_account("default", account)
     client = connect(kubeconfig=kubeconfig_for(api_emulator, tmp_path, token))

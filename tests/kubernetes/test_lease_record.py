@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from kubecoord.backends.kubernetes import naming
-from kubecoord.backends.kubernetes.lease_record import (
+from kubecoord.wire import object_names
+from kubecoord.wire.lease import (
     LeaderRecord,
     format_micro_time,
     lease_with_record,
@@ -22,7 +22,7 @@ CLIENT_GO_LEASE = {
     "apiVersion": "coordination.k8s.io/v1",
     "kind": "Lease",
     "metadata": {"name": "billing", "namespace": "default", "resourceVersion": "42",
-                 "annotations": {naming.HOLDER_DATA_ANNOTATION: '{"holder":"old-python-pod","data":"stale"}'}},
+                 "annotations": {object_names.HOLDER_DATA_ANNOTATION: '{"holder":"old-python-pod","data":"stale"}'}},
     "spec": {
         "holderIdentity": "go-controller-7d9f",
         "leaseDurationSeconds": 15,
@@ -58,7 +58,7 @@ def test_round_trip_keeps_foreign_metadata_and_the_precondition() -> None:
         "holderIdentity": "pod-a", "leaseDurationSeconds": 2, "leaseTransitions": 5,
         "acquireTime": "2026-11-22T21:47:03.123456Z", "renewTime": "2026-11-22T21:47:03.123456Z",
     }
-    assert json.loads(body["metadata"]["annotations"][naming.HOLDER_DATA_ANNOTATION]) == {
+    assert json.loads(body["metadata"]["annotations"][object_names.HOLDER_DATA_ANNOTATION]) == {
         "holder": "pod-a", "data": "host=10.0.0.7 ü",
     }
     assert record_from_lease(body) == record
@@ -70,7 +70,7 @@ def test_new_lease_and_release() -> None:
     body = lease_with_record(None, record, name="svc", namespace="ns", labels={"a": "b"})
     assert body["metadata"] == {
         "name": "svc", "namespace": "ns", "labels": {"a": "b"},
-        "annotations": {naming.HOLDER_DATA_ANNOTATION: '{"holder":"pod-a","data":""}'},
+        "annotations": {object_names.HOLDER_DATA_ANNOTATION: '{"holder":"pod-a","data":""}'},
     }
     later = T0 + dt.timedelta(seconds=3)
     gone = released(LeaderRecord("pod-a", 15, T0, T0, 7), later)

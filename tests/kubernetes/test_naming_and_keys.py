@@ -1,4 +1,4 @@
-"""Object names (naming.py) and the ConfigMap key encoding (keys.py)."""
+"""Object names (kubecoord.wire.object_names) and the ConfigMap key encoding (keys.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import re
 
 import pytest
 
-from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.keys import (
     CONFIGMAP_KEY,
     MAX_CONFIGMAP_KEY,
@@ -16,6 +15,7 @@ from kubecoord.backends.kubernetes.keys import (
     encode_key,
     load_entries,
 )
+from kubecoord.wire import object_names
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -57,11 +57,11 @@ def test_entries_round_trip_and_foreign_data_is_skipped() -> None:
 
 def test_member_lease_names_are_valid_and_injective() -> None:
     ids = ["w1", "W1", "w-1", "w_1", "ünï", "a" * 128, "a" * 127 + "b", "..", "x y"]
-    names = {naming.member_lease_name("workers", member) for member in ids}
+    names = {object_names.member_lease_name("workers", member) for member in ids}
     assert len(names) == len(ids)
-    longest = naming.member_lease_name("g" * 63, "z" * 128)
+    longest = object_names.member_lease_name("g" * 63, "z" * 128)
     for name in [*names, longest]:
-        assert DNS_SUBDOMAIN.match(name) and len(name) <= naming.MAX_OBJECT_NAME, name
+        assert DNS_SUBDOMAIN.match(name) and len(name) <= object_names.MAX_OBJECT_NAME, name
         assert "." in name  # never an election Lease name (those are DNS labels)
-    assert naming.election_lease_name("billing") == "billing"
-    assert DNS_SUBDOMAIN.match(naming.store_configmap_name("s" * 63))
+    assert object_names.election_lease_name("billing") == "billing"
+    assert DNS_SUBDOMAIN.match(object_names.store_configmap_name("s" * 63))

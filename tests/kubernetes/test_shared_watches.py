@@ -8,8 +8,8 @@ import threading
 
 from kubernetes import client as k8s
 
-from kubecoord.backends.kubernetes import naming
 from kubecoord.testing import ApiEmulator
+from kubecoord.wire import object_names
 
 from ..helpers import Recorder, eventually
 from .conftest import Connect
@@ -73,7 +73,8 @@ def test_managed_scope_streams_only_kubecoord_leases(
     assert election.nominate("pod-a")
     lease_reads = [r for r in api_emulator.requests if r.resource == "leases" and r.verb in ("list", "watch")]
     assert lease_reads and all(
-        r.query.get("labelSelector") == f"{naming.MANAGED_BY_LABEL}={naming.MANAGED_BY}" for r in lease_reads
+        r.query.get("labelSelector") == f"{object_names.MANAGED_BY_LABEL}={object_names.MANAGED_BY}"
+        for r in lease_reads
     )
     informer = coordinator._context.informers  # type: ignore[attr-defined]
     assert informer.open_informers == 1

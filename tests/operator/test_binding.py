@@ -13,10 +13,10 @@ from kopf.testing import KopfRunner
 
 import kubecoord
 from kubecoord.api import Coordinator
-from kubecoord.backends.kubernetes import naming
 from kubecoord.errors import BackendUnavailableError, PermissionDeniedError, StoreFullError
 from kubecoord.testing import ApiEmulator
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord.wire import object_names
 from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE
 
@@ -48,8 +48,8 @@ def test_election_takes_timings_from_its_resource_and_defaults_without(
     election.nominate("pod-a")  # its Lease is the operator's to create: a bound client waits for it
     eventually(lambda: election.is_leader("pod-a"), timeout=20)
     assert coord.leader_election(unbound).nominate("pod-a")
-    assert _lease_seconds(k8s, naming.election_lease_name(bound)) == 7
-    assert _lease_seconds(k8s, naming.election_lease_name(unbound)) == 15  # client-go's default
+    assert _lease_seconds(k8s, object_names.election_lease_name(bound)) == 7
+    assert _lease_seconds(k8s, object_names.election_lease_name(unbound)) == 15  # client-go's default
 
 
 def test_group_members_live_as_long_as_their_resource_says(
@@ -58,7 +58,7 @@ def test_group_members_live_as_long_as_their_resource_says(
     group = f"g-{uuid.uuid4().hex[:6]}"
     _create(k8s, "groups", "Group", group, {"leaseDurationSeconds": 4, "renewIntervalSeconds": 1})
     coord.group_membership(group).join("w1")
-    assert _lease_seconds(k8s, naming.member_lease_name(group, "w1")) == 4
+    assert _lease_seconds(k8s, object_names.member_lease_name(group, "w1")) == 4
 
 
 def test_store_refuses_writes_beyond_its_size_limit(k8s: kubernetes.client.ApiClient, coord: Coordinator) -> None:
@@ -82,7 +82,7 @@ def test_a_zookeeper_resource_hands_out_zookeeper_handles(
     with kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}") as direct:
         leader = direct.leader_election(name).get_leader()
         assert leader is not None and leader.id == "pod-a"
-    assert naming.election_lease_name(name) not in {
+    assert object_names.election_lease_name(name) not in {
         lease.metadata.name for lease in kubernetes.client.CoordinationV1Api(k8s).list_namespaced_lease(NAMESPACE).items
     }
 
@@ -115,7 +115,7 @@ def test_a_resource_it_may_not_read_is_an_error_not_a_fallback_to_defaults(
             coordinator.storage(name)
     leases = kubernetes.client.CoordinationV1Api(k8s).list_namespaced_lease(NAMESPACE).items
     # Nothing written by the client: the Lease, if there, is the operator's, never held.
-    lease = next((item for item in leases if item.metadata.name == naming.election_lease_name(name)), None)
+    lease = next((item for item in leases if item.metadata.name == object_names.election_lease_name(name)), None)
     assert lease is None or not lease.spec.holder_identity
 
 

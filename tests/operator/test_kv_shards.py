@@ -6,9 +6,9 @@ from __future__ import annotations
 import pathlib
 
 import kubecoord
-from kubecoord.backends.kubernetes import naming
-from kubecoord.backends.kubernetes.sharding import shard_count_for, shard_of
 from kubecoord.testing import ApiEmulator
+from kubecoord.wire import object_names
+from kubecoord.wire.kv_shards import shard_count_for, shard_of
 from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE, Resources
 
@@ -22,11 +22,11 @@ def test_a_sharded_store_is_created_granted_by_name_and_usable_by_its_clients(
     resources.core.create_namespaced_service_account(NAMESPACE, {"metadata": {"name": account}})
     resources.create("kvstores", "KVStore", name, {"sizeLimit": "2Mi", "clients": [account]})
     resources.wait_ready("kvstores", name)
-    names = naming.store_shard_names(name, shards)
+    names = object_names.store_shard_names(name, shards)
     role_name = f"kubecoord-kvstore-{name}"
     eventually(lambda: set(names) <= resources.configmap_names() and role_name in resources.role_names())
     zero = resources.core.read_namespaced_config_map(names[0], NAMESPACE)
-    assert zero.metadata.annotations[naming.KV_SHARDS_ANNOTATION] == str(shards)
+    assert zero.metadata.annotations[object_names.KV_SHARDS_ANNOTATION] == str(shards)
     role = resources.rbac.read_namespaced_role(role_name, NAMESPACE)
     assert [sorted(r.resource_names or []) for r in role.rules if r.resources == ["configmaps"]] == [sorted(names)]
 
@@ -52,6 +52,6 @@ def test_a_sharded_store_is_created_granted_by_name_and_usable_by_its_clients(
 
     eventually(handled, timeout=30)
     zero = resources.core.read_namespaced_config_map(names[0], NAMESPACE)
-    assert zero.metadata.annotations[naming.KV_SHARDS_ANNOTATION] == str(shards)
+    assert zero.metadata.annotations[object_names.KV_SHARDS_ANNOTATION] == str(shards)
     resources.delete("kvstores", name)
     eventually(lambda: not set(names) & resources.configmap_names(), timeout=30)

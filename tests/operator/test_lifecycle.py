@@ -15,10 +15,10 @@ import pytest
 
 import kubecoord
 from kubecoord.api import Coordinator
-from kubecoord.backends.kubernetes import naming
 from kubecoord.errors import PermissionDeniedError
 from kubecoord.testing import ApiEmulator
 from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord.wire import object_names
 from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE, Resources
 
@@ -39,7 +39,7 @@ def test_leader_election_lifecycle(resources: Resources, client: Coordinator, un
     name = f"billing-{unique}"
     resources.create("leaderelections", "LeaderElection", name, {"clients": ["billing"]})
     resources.wait_ready("leaderelections", name)
-    lease = resources.coordination.read_namespaced_lease(naming.election_lease_name(name), NAMESPACE)
+    lease = resources.coordination.read_namespaced_lease(object_names.election_lease_name(name), NAMESPACE)
     assert _owners(lease) == ["LeaderElection"]
     assert resources.condition("leaderelections", name, "BackendReachable") == "True"
 
@@ -59,7 +59,7 @@ def test_leader_election_lifecycle(resources: Resources, client: Coordinator, un
 
     resources.delete("leaderelections", name)
     eventually(lambda: resources.get("leaderelections", name) is None, timeout=30)
-    eventually(lambda: naming.election_lease_name(name) not in resources.lease_names(), timeout=30)
+    eventually(lambda: object_names.election_lease_name(name) not in resources.lease_names(), timeout=30)
     eventually(lambda: f"kubecoord-leaderelection-{name}" not in resources.role_names(), timeout=30)
 
 
@@ -67,7 +67,7 @@ def test_a_deleted_election_lease_comes_back_as_it_was_and_epochs_never_go_back(
     resources: Resources, kubeconfig_path: pathlib.Path, unique: str
 ) -> None:
     name = f"deleted-{unique}"
-    lease_name = naming.election_lease_name(name)
+    lease_name = object_names.election_lease_name(name)
     spec = {"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.5}
     resources.create("leaderelections", "LeaderElection", name, spec)
     resources.wait_ready("leaderelections", name)
@@ -126,7 +126,7 @@ def test_group_status_generation_events_and_expired_member_gc(
     finally:
         member.kill()
         member.wait()
-    lease = naming.member_lease_name(name, "w3")
+    lease = object_names.member_lease_name(name, "w3")
     eventually(lambda: lease not in resources.lease_names(), timeout=40)
     eventually(lambda: resources.status("groups", name).get("memberCount") == 1, timeout=20)
     # The Event is posted after the status write that dropped the member: wait for it too.
@@ -135,7 +135,7 @@ def test_group_status_generation_events_and_expired_member_gc(
 
     resources.delete("groups", name)
     eventually(lambda: resources.get("groups", name) is None, timeout=30)
-    eventually(lambda: naming.member_lease_name(name, "w2") not in resources.lease_names(), timeout=30)
+    eventually(lambda: object_names.member_lease_name(name, "w2") not in resources.lease_names(), timeout=30)
 
 
 def _spawn_member(kubeconfig_path: pathlib.Path, group: str, member: str) -> subprocess.Popen[bytes]:
@@ -155,7 +155,7 @@ def test_kvstore_status_follows_writes_and_delete_leaves_nothing(
     name = f"topics-{unique}"
     resources.create("kvstores", "KVStore", name, {"sizeLimit": "1Ki"})
     resources.wait_ready("kvstores", name)
-    configmap = naming.store_configmap_name(name)
+    configmap = object_names.store_configmap_name(name)
     assert _owners(resources.core.read_namespaced_config_map(configmap, NAMESPACE)) == ["KVStore"]
     kv = client.storage(name)
     kv.put("topics/orders", "partitions=3")
@@ -208,7 +208,7 @@ def test_clients_get_exactly_their_role_and_others_are_denied(
     rules = {(tuple(r.resources), tuple(r.resource_names or ())): sorted(r.verbs) for r in role.rules}
     assert rules == {
         (("leaderelections",), (name,)): ["get"],
-        (("leases",), (naming.election_lease_name(name),)): ["get", "list", "patch", "update", "watch"],
+        (("leases",), (object_names.election_lease_name(name),)): ["get", "list", "patch", "update", "watch"],
     }
     binding = resources.rbac.read_namespaced_role_binding(f"kubecoord-leaderelection-{name}", NAMESPACE)
     assert [(s.kind, s.name) for s in binding.subjects] == [("ServiceAccount", f"allowed-{unique}")]
@@ -248,7 +248,7 @@ def test_zookeeper_resources_are_mirrored_and_their_znodes_purged_on_delete(
         election = coordinator.leader_election(name)
         election.nominate("pod-z")
         eventually(lambda: resources.status("leaderelections", name).get("leader") == "pod-z", timeout=20)
-        assert naming.election_lease_name(name) not in resources.lease_names()  # nothing on Kubernetes
+        assert object_names.election_lease_name(name) not in resources.lease_names()  # nothing on Kubernetes
         election.close()
 
         resources.delete("leaderelections", name)

@@ -17,11 +17,7 @@ from kubecoord.backends.kubernetes import config as cluster_config
 from kubecoord.backends.kubernetes.client import translate_status
 from kubecoord.cli.exits import NotFoundError
 from kubecoord.errors import BackendUnavailableError
-
-GROUP = "kubecoord.dev"
-VERSION = "v1alpha1"
-KINDS = {"leaderelections": "LeaderElection", "groups": "Group", "kvstores": "KVStore"}
-"""plural -> kind, in the order status prints them."""
+from kubecoord.wire.crd import GROUP, KINDS, VERSION
 
 
 class ResourceReader:

@@ -21,7 +21,8 @@ from typing import Any
 from kubecoord.cli.connection import add_connection_arguments, resolve_url
 from kubecoord.cli.exits import UsageError
 from kubecoord.cli.output import add_output_argument, print_json, print_table
-from kubecoord.cli.resources import KINDS, ResourceReader
+from kubecoord.cli.resources import ResourceReader
+from kubecoord.wire.crd import KINDS
 
 HEADERS = ["KIND", "NAME", "BACKEND", "LEADER", "EPOCH", "MEMBERS", "KEYS", "HEALTH", "AGE"]
 

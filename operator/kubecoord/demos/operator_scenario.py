@@ -34,7 +34,7 @@ import yaml
 import kubecoord
 from kubecoord._internal import processes
 from kubecoord.operator import kubeapi
-from kubecoord.operator.model import API_VERSION, PLURALS
+from kubecoord.wire.crd import API_VERSION, PLURALS
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DEMO_TIMINGS = {

@@ -1,5 +1,5 @@
 """The Kubernetes objects behind a resource on the kubernetes backend, named exactly as
-the backend names them (kubecoord.backends.kubernetes.naming).
+the backend names them (kubecoord.wire.object_names).
 
 - LeaderElection NAME: the Lease NAME, created up front with an ownerReference to the
   resource, so Kubernetes' garbage collector deletes it with the resource.
@@ -12,7 +12,7 @@ the backend names them (kubecoord.backends.kubernetes.naming).
 - KVStore NAME: its ConfigMaps (shards) kubecoord-kv.NAME, kubecoord-kv.NAME.1, ..., all
   created up front with an ownerReference, so that clients granted them by name never need
   ``create``. The shard count comes from spec.sizeLimit when shard 0 is first created and is
-  recorded on it (backends/kubernetes/sharding.py); later sizeLimit changes never change it.
+  recorded on it (kubecoord.wire.kv_shards); later sizeLimit changes never change it.
 
 Ownership: the operator creates these objects and changes or deletes only objects that
 carry an ownerReference to the resource (its uid). A same-named object without one — a
@@ -43,11 +43,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubecoord.backends.kubernetes import naming
-from kubecoord.backends.kubernetes.sharding import recorded_shards, shard_count_for
 from kubecoord.group_coordinator.record import derived_name
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import owner_reference, size_limit_bytes
+from kubecoord.wire import object_names
+from kubecoord.wire.kv_shards import recorded_shards, shard_count_for
 
 LEASES = ("coordination.k8s.io/v1", "leases")
 CONFIGMAPS = ("v1", "configmaps")
@@ -57,14 +57,14 @@ def _metadata(body: dict[str, Any], name: str, labels: dict[str, str]) -> dict[s
     return {
         "name": name,
         "namespace": body["metadata"]["namespace"],
-        "labels": {naming.MANAGED_BY_LABEL: naming.MANAGED_BY, **labels},
+        "labels": {object_names.MANAGED_BY_LABEL: object_names.MANAGED_BY, **labels},
         "ownerReferences": [owner_reference(body)],
     }
 
 
 def election_lease(body: dict[str, Any], final: dict[str, Any] | None = None) -> dict[str, Any]:
     """The election's Lease to create; ``final``: the deleted Lease as last seen (if ours)."""
-    name = naming.election_lease_name(body["metadata"]["name"])
+    name = object_names.election_lease_name(body["metadata"]["name"])
     # Start at the last observed epoch: the next acquisition makes it one more (see above).
     epoch = int((body.get("status") or {}).get("epoch") or 0)
     spec: dict[str, Any] = {}
@@ -85,13 +85,13 @@ def cached_and_owned(body: dict[str, Any], observed: Callable[[str, str], dict[s
     it, so that a drift check needs no request (``observed(plural, name)``: the cache)."""
     kind, name = body["kind"], body["metadata"]["name"]
     if kind == "LeaderElection":
-        lease = observed("leases", naming.election_lease_name(name))
+        lease = observed("leases", object_names.election_lease_name(name))
         return lease is not None and owned(lease, body)
     if kind == "KVStore":
-        zero = observed("configmaps", naming.store_shard_name(name, 0))
+        zero = observed("configmaps", object_names.store_shard_name(name, 0))
         if zero is None:
             return False
-        shards = naming.store_shard_names(name, recorded_shards(zero))
+        shards = object_names.store_shard_names(name, recorded_shards(zero))
         return all((cm := observed("configmaps", shard)) is not None and owned(cm, body) for shard in shards)
     return bool(kind == "Group")  # members create their own Leases: nothing to repair
 
@@ -135,23 +135,23 @@ async def _create_or_check(obj: dict[str, Any], body: dict[str, Any], created: l
 
 def store_configmap(body: dict[str, Any], index: int = 0) -> dict[str, Any]:
     store = body["metadata"]["name"]
-    name = naming.store_shard_name(store, index)
-    labels = {naming.STORE_LABEL: store}
+    name = object_names.store_shard_name(store, index)
+    labels = {object_names.STORE_LABEL: store}
     return {"apiVersion": CONFIGMAPS[0], "kind": "ConfigMap", "metadata": _metadata(body, name, labels)}
 
 
 def coordinator_lease(body: dict[str, Any]) -> dict[str, Any]:
     """The election Lease of a Group's coordinator (``GROUP-gc``), made up front and owned by
     the Group so that it goes with it (a member would otherwise create it unowned)."""
-    name = naming.election_lease_name(derived_name(body["metadata"]["name"]))
+    name = object_names.election_lease_name(derived_name(body["metadata"]["name"]))
     return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {}), "spec": {}}
 
 
 def coordinator_configmap(body: dict[str, Any]) -> dict[str, Any]:
     """The one-shard store of a Group's generation record (kubecoord.group_coordinator)."""
     store = derived_name(body["metadata"]["name"])
-    metadata = _metadata(body, naming.store_shard_name(store, 0), {naming.STORE_LABEL: store})
-    metadata["annotations"] = {naming.KV_SHARDS_ANNOTATION: "1"}
+    metadata = _metadata(body, object_names.store_shard_name(store, 0), {object_names.STORE_LABEL: store})
+    metadata["annotations"] = {object_names.KV_SHARDS_ANNOTATION: "1"}
     return {"apiVersion": CONFIGMAPS[0], "kind": "ConfigMap", "metadata": metadata}
 
 
@@ -175,7 +175,7 @@ async def ensure_owned(body: dict[str, Any], last_state: LastState | None = None
             result.objects.append(obj)
             await _create_or_check(obj, body, result.created)  # members may have made it first: theirs is fine
     if kind == "LeaderElection":
-        name = naming.election_lease_name(body["metadata"]["name"])
+        name = object_names.election_lease_name(body["metadata"]["name"])
         lease = election_lease(body, last_state("leases", name) if last_state is not None else None)
         result.objects.append(lease)
         if await _create_or_check(lease, body, result.created):
@@ -187,7 +187,8 @@ async def _ensure_store(body: dict[str, Any]) -> Ensured:
     """Shard 0 first (recording the shard count only if it creates it), then the others."""
     zero = store_configmap(body, 0)
     planned = shard_count_for(size_limit_bytes(dict(body.get("spec") or {})))
-    created = {**zero, "metadata": {**zero["metadata"], "annotations": {naming.KV_SHARDS_ANNOTATION: str(planned)}}}
+    annotations = {object_names.KV_SHARDS_ANNOTATION: str(planned)}
+    created = {**zero, "metadata": {**zero["metadata"], "annotations": annotations}}
     path = kubeapi.object_path(zero)
     made: list[str] = []
     try:
@@ -212,11 +213,11 @@ async def _ensure_store(body: dict[str, Any]) -> Ensured:
 
 async def member_leases(body: dict[str, Any]) -> list[dict[str, Any]]:
     group = body["metadata"]["name"]
-    return await kubeapi.list_objects(*LEASES, body["metadata"]["namespace"], naming.group_selector(group))
+    return await kubeapi.list_objects(*LEASES, body["metadata"]["namespace"], object_names.group_selector(group))
 
 
 def member_id(lease: dict[str, Any]) -> str | None:
-    return (lease["metadata"].get("annotations") or {}).get(naming.MEMBER_ID_ANNOTATION)
+    return (lease["metadata"].get("annotations") or {}).get(object_names.MEMBER_ID_ANNOTATION)
 
 
 async def adopt_members(body: dict[str, Any], leases: list[dict[str, Any]]) -> None:
@@ -269,7 +270,7 @@ async def delete_all(body: dict[str, Any]) -> int:
             }
             deleted += await kubeapi.delete(obj)
     elif kind == "KVStore":
-        selector = naming.store_selector(name)
+        selector = object_names.store_selector(name)
         for configmap in await kubeapi.list_objects(*CONFIGMAPS, body["metadata"]["namespace"], selector):
             if not owned(configmap, body):
                 continue

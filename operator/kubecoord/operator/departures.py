@@ -20,8 +20,8 @@ from collections import OrderedDict
 from typing import Any
 
 from kubecoord._core.lease import Observation, expires_at
-from kubecoord.backends.kubernetes import naming
-from kubecoord.backends.kubernetes.lease_record import record_from_lease
+from kubecoord.wire import object_names
+from kubecoord.wire.lease import record_from_lease
 
 _REMEMBERED = 10_000
 _SLACK = 0.5
@@ -49,8 +49,8 @@ class Departures:
                     self._seen[key] = Observation(record_from_lease(lease), version, now)
                 return
             self._seen.pop(key, None)
-            group = (metadata.get("labels") or {}).get(naming.GROUP_LABEL)
-            member = (metadata.get("annotations") or {}).get(naming.MEMBER_ID_ANNOTATION)
+            group = (metadata.get("labels") or {}).get(object_names.GROUP_LABEL)
+            member = (metadata.get("annotations") or {}).get(object_names.MEMBER_ID_ANNOTATION)
             if group is None or member is None:
                 return
             # The lease core's one expiry rule, less the slack between observers.

@@ -23,7 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 __all__ = ["ApiException", "acall", "apply", "call", "delete", "list_objects", "patch_status"]
 
-from kubecoord.operator.model import GROUP, VERSION
+from kubecoord.wire.crd import GROUP, VERSION
 
 REQUEST_TIMEOUT = 30.0
 MERGE_PATCH = "application/merge-patch+json"

@@ -46,10 +46,11 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from kubecoord.backends.kubernetes import naming
 from kubecoord.group_coordinator.record import derived_name
 from kubecoord.operator import kubeapi
-from kubecoord.operator.model import API_VERSION, owner_reference
+from kubecoord.operator.model import owner_reference
+from kubecoord.wire import object_names
+from kubecoord.wire.crd import API_VERSION
 
 CONFIGMAP = "kubecoord-lease-grants"
 """The policy binding's paramRef name (the chart's admissionpolicy.yaml says the same)."""
@@ -83,10 +84,10 @@ def grants(groups: list[dict[str, Any]], elections: list[dict[str, Any]]) -> dic
     for group in filter(_on_kubernetes, groups):
         name = group["metadata"]["name"]
         for account in _clients(group):
-            entries[account] |= {naming.member_lease_prefix(name) + PREFIX_MARK,
-                                 naming.election_lease_name(derived_name(name))}
+            entries[account] |= {object_names.member_lease_prefix(name) + PREFIX_MARK,
+                                 object_names.election_lease_name(derived_name(name))}
     for election in filter(_on_kubernetes, elections):
-        lease = naming.election_lease_name(election["metadata"]["name"])
+        lease = object_names.election_lease_name(election["metadata"]["name"])
         for account in _clients(election) & entries.keys():
             entries[account].add(lease)
     return {account: " ".join(sorted(names)) for account, names in sorted(entries.items())}
@@ -105,7 +106,7 @@ def configmap(namespace: str, data: dict[str, str], owners: list[dict[str, Any]]
         "metadata": {
             "name": CONFIGMAP,
             "namespace": namespace,
-            "labels": {naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+            "labels": {object_names.MANAGED_BY_LABEL: object_names.MANAGED_BY},
             # Not a controller reference: several Groups share the object; GC removes it
             # when the last of them is gone.
             "ownerReferences": [{**owner_reference(body), "controller": False} for body in owners],

@@ -1,29 +1,16 @@
 """The three custom resources as the operator sees them: the one resource model
-(kubecoord.resources, shared with the client binding) plus what only the operator needs
-(owner references).
+(kubecoord.resources, shared with the client binding; names in kubecoord.wire.crd) plus
+what only the operator needs (owner references).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubecoord.resources import (
-    API_VERSION,
-    GROUP,
-    KINDS,
-    PLURALS,
-    VERSION,
-    BackendSpec,
-    human_bytes,
-    size_limit_bytes,
-)
+from kubecoord.resources import BackendSpec, human_bytes, size_limit_bytes
+from kubecoord.wire.crd import API_VERSION
 
 __all__ = [
-    "API_VERSION",
-    "GROUP",
-    "KINDS",
-    "PLURALS",
-    "VERSION",
     "BackendSpec",
     "human_bytes",
     "owner_reference",

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecoord.backends.kubernetes import naming
-from kubecoord.backends.kubernetes.sharding import shard_count_for
 from kubecoord.group_coordinator.record import derived_name
 from kubecoord.operator import kubeapi
-from kubecoord.operator.model import GROUP, PLURALS, owner_reference, size_limit_bytes
+from kubecoord.operator.model import owner_reference, size_limit_bytes
+from kubecoord.wire import object_names
+from kubecoord.wire.crd import GROUP, PLURALS
+from kubecoord.wire.kv_shards import shard_count_for
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 READ_WRITE = ["get", "list", "watch", "update", "patch"]
@@ -50,18 +51,18 @@ def rules(body: dict[str, Any], *, kv_shards: int | None = None) -> list[dict[st
     if (body.get("spec") or {}).get("backend", "kubernetes") != "kubernetes":
         return result
     if kind == "LeaderElection":
-        result.append(_rule("coordination.k8s.io", "leases", READ_WRITE, naming.election_lease_name(name)))
+        result.append(_rule("coordination.k8s.io", "leases", READ_WRITE, object_names.election_lease_name(name)))
     elif kind == "Group":
         result.append(_rule("coordination.k8s.io", "leases", ["create", *READ_WRITE, "delete"]))
         # The group coordinator (kubecoord.group_coordinator): its election and store NAME-gc. A
         # client looks each name up as a resource first (404: no binding), hence the gets.
         coordinator = derived_name(name)
-        result.append(_rule("", "configmaps", READ_WRITE, naming.store_shard_name(coordinator, 0)))
+        result.append(_rule("", "configmaps", READ_WRITE, object_names.store_shard_name(coordinator, 0)))
         result.append(_rule(GROUP, "leaderelections", ["get"], coordinator))
         result.append(_rule(GROUP, "kvstores", ["get"], coordinator))
     elif kind == "KVStore":
         shards = kv_shards or shard_count_for(size_limit_bytes(dict(body.get("spec") or {})))
-        result.append(_rule("", "configmaps", READ_WRITE, *naming.store_shard_names(name, shards)))
+        result.append(_rule("", "configmaps", READ_WRITE, *object_names.store_shard_names(name, shards)))
     return result
 
 
@@ -77,7 +78,7 @@ def objects(body: dict[str, Any], *, kv_shards: int | None = None) -> tuple[dict
     metadata = {
         "name": role_name(body),
         "namespace": body["metadata"]["namespace"],
-        "labels": {naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+        "labels": {object_names.MANAGED_BY_LABEL: object_names.MANAGED_BY},
         "ownerReferences": [owner_reference(body)],
     }
     clients = sorted(set((body.get("spec") or {}).get("clients") or []))

@@ -1,7 +1,7 @@
 """One model of the kubecoord.dev custom resources (LeaderElection, Group, KVStore), used
 by the client binding (backends/kubernetes/binding.py) and the operator (operator/model.py).
+Their group, version, kinds and plurals are wire contracts (kubecoord.wire.crd).
 
-- ``names``: group, version, kinds and plurals.
 - ``quantities``: the one parser of ``sizeLimit`` quantities and the kubectl-style printer.
 - ``specs``: what a spec says, with the CRD's defaults as the one fallback for a field a
   resource lacks (written before the default existed, or not admitted by an API server):
@@ -10,7 +10,6 @@ by the client binding (backends/kubernetes/binding.py) and the operator (operato
 Pure functions of the resources' JSON: no client library, no backend, no operator.
 """
 
-from kubecoord.resources.names import API_VERSION, GROUP, KINDS, PLURALS, VERSION
 from kubecoord.resources.quantities import human_bytes, parse_quantity
 from kubecoord.resources.specs import (
     DEFAULT_LEASE_DURATION_SECONDS,
@@ -23,14 +22,9 @@ from kubecoord.resources.specs import (
 )
 
 __all__ = [
-    "API_VERSION",
     "DEFAULT_LEASE_DURATION_SECONDS",
     "DEFAULT_RENEW_INTERVAL_SECONDS",
     "DEFAULT_SIZE_LIMIT",
-    "GROUP",
-    "KINDS",
-    "PLURALS",
-    "VERSION",
     "BackendSpec",
     "election_timing_overrides",
     "human_bytes",

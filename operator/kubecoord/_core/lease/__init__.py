@@ -14,9 +14,9 @@
 
 from kubecoord._core.lease.elector import Elector
 from kubecoord._core.lease.loop import Loop
-from kubecoord._core.lease.record import LeaderRecord, Observation, expires_at, from_unix, released
 from kubecoord._core.lease.store import RecordConflict, RecordStore
 from kubecoord._core.lease.timings import Timings
+from kubecoord.wire.leader_record import LeaderRecord, Observation, expires_at, from_unix, released
 
 __all__ = [
     "Elector",

@@ -58,12 +58,12 @@ from dataclasses import replace
 from typing import Protocol
 
 from kubecoord import metrics as client_metrics
-from kubecoord._core.lease.record import LeaderRecord, Observation, expires_at, from_unix, released
 from kubecoord._core.lease.store import RecordConflict, RecordStore
 from kubecoord._core.lease.timings import Timings
 from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord.errors import CoordinationError
 from kubecoord.history import EventLog
+from kubecoord.wire.leader_record import LeaderRecord, Observation, expires_at, from_unix, released
 
 log = logging.getLogger("kubecoord.lease.elector")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kubecoord._core.lease.record import LeaderRecord, Observation
+from kubecoord.wire.leader_record import LeaderRecord, Observation
 
 
 class RecordConflict(Exception):

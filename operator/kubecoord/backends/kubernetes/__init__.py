@@ -30,7 +30,7 @@ watch_scope        "object"     "object": one watch per election, group and stor
                                 "managed": the same, Leases labelled by kubecoord only (informers.py)
 kv_shards          1            ConfigMaps a store is spread over when this client creates it
                                 without a KVStore resource (whose sizeLimit decides otherwise);
-                                recorded on the store, so the creator's count wins (sharding.py)
+                                recorded on the store, so the creator's count wins (wire/kv_shards.py)
 clock              monotonic    a kubecoord._internal.clock.Clock (tests)
 =================  ===========  ===========================================================
 
@@ -38,9 +38,9 @@ Timings are validated as client-go validates them (kubecoord._core.lease.timings
 renew_deadline > 1.2 x retry_period, else InvalidArgumentError. leader_election(name)
 also takes lease_duration / renew_deadline / retry_period per handle.
 
-Objects (naming.py): a Lease per election (client-go LeaseLock compatible,
-lease_record.py), a Lease per group member (membership.py), one or more ConfigMaps per KV
-store (kv.py: keys spread over a fixed number of shards of up to 1 MiB each, sharding.py). Every write has a
+Objects (wire/object_names.py): a Lease per election (client-go LeaseLock compatible,
+wire/lease.py), a Lease per group member (membership.py), one or more ConfigMaps per KV
+store (kv.py: keys spread over a fixed number of shards of up to 1 MiB each, wire/kv_shards.py). Every write has a
 resourceVersion precondition; 409 means re-read. Listeners are fed by one watch per
 election, group and store per coordinator (watch.py).
 
@@ -68,10 +68,10 @@ from kubecoord.backends.kubernetes.context import Context
 from kubecoord.backends.kubernetes.coordinator import KubernetesCoordinator
 from kubecoord.backends.kubernetes.informers import InformerPool, check_scope
 from kubecoord.backends.kubernetes.kv import DEFAULT_MAX_VALUE_BYTES, MAX_STORE_BYTES
-from kubecoord.backends.kubernetes.sharding import check_shards
 from kubecoord.connect import BackendURL
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import HistoryTarget, open_event_log
+from kubecoord.wire.kv_shards import check_shards
 
 DEFAULT_REQUEST_TIMEOUT = 5.0
 _ENVELOPE = 4096

@@ -39,7 +39,8 @@ from kubernetes import client as k8s
 
 from kubecoord._core.lease.timings import Timings
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
-from kubecoord.resources import GROUP, VERSION, BackendSpec, election_timing_overrides, member_timings, parse_quantity
+from kubecoord.resources import BackendSpec, election_timing_overrides, member_timings, parse_quantity
+from kubecoord.wire.crd import GROUP, VERSION
 
 log = logging.getLogger("kubecoord.kubernetes.binding")
 

@@ -26,7 +26,7 @@ class Context:
     timings: Timings
     max_value_bytes: int
     kv_shards: int = 1
-    """Shards of a store this coordinator creates without a KVStore resource (sharding.py)."""
+    """Shards of a store this coordinator creates without a KVStore resource (wire/kv_shards.py)."""
     closed: bool = False
     crashed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)

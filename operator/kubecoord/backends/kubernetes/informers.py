@@ -36,15 +36,18 @@ from collections.abc import Callable
 from typing import Any
 
 from kubecoord._internal.clock import Clock, MonotonicClock
-from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
 from kubecoord.backends.kubernetes.watch import Informer, Observed, Route, Subscriber
 from kubecoord.errors import InvalidArgumentError
+from kubecoord.wire import object_names
 
 SCOPES = ("object", "namespace", "managed")
 _NAMESPACE_SELECTORS = {
-    "namespace": {"leases": "", "configmaps": naming.STORE_LABEL},
-    "managed": {"leases": f"{naming.MANAGED_BY_LABEL}={naming.MANAGED_BY}", "configmaps": naming.STORE_LABEL},
+    "namespace": {"leases": "", "configmaps": object_names.STORE_LABEL},
+    "managed": {
+        "leases": f"{object_names.MANAGED_BY_LABEL}={object_names.MANAGED_BY}",
+        "configmaps": object_names.STORE_LABEL,
+    },
 }
 
 

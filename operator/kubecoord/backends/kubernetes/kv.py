@@ -1,7 +1,7 @@
-"""Storage and ListenerRegistry on a few ConfigMaps per store (shards, sharding.py).
+"""Storage and ListenerRegistry on a few ConfigMaps per store (shards, wire/kv_shards.py).
 
 Object layout: ConfigMaps ``kubecoord-kv.STORE`` (shard 0, which records the shard count)
-and ``kubecoord-kv.STORE.I`` (naming.py), labelled kubecoord.dev/store; a key lives in the
+and ``kubecoord-kv.STORE.I`` (wire/object_names.py), labelled kubecoord.dev/store; a key lives in the
 shard its hash picks, as one data key (keys.py: reversible encoding) holding the JSON of
 its key, per-key version and value.
 
@@ -50,11 +50,9 @@ from kubecoord import validation
 from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Versioned
-from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import CONFIGMAPS, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import Context, HandleBase
 from kubecoord.backends.kubernetes.keys import Entry, data_size, dump_entry, encode_key, load_entries, stored_size
-from kubecoord.backends.kubernetes.sharding import SHARD_BYTES, recorded_shards, shard_count_for, shard_of
 from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
 from kubecoord.errors import (
     BackendUnavailableError,
@@ -65,6 +63,8 @@ from kubecoord.errors import (
     ValueTooLargeError,
     VersionConflictError,
 )
+from kubecoord.wire import object_names
+from kubecoord.wire.kv_shards import SHARD_BYTES, recorded_shards, shard_count_for, shard_of
 
 T = TypeVar("T")
 log = logging.getLogger("kubecoord.kubernetes.kv")
@@ -102,7 +102,7 @@ class _StoreHandle(HandleBase):
         self._shard_lock = threading.RLock()
         self._informers: dict[int, Informer] = {}
         self._shards: int | None = None
-        self._names = {naming.store_shard_name(name, 0): 0}
+        self._names = {object_names.store_shard_name(name, 0): 0}
 
     # -- the shards' informers ----------------------------------------------------------
     def _informer(self, index: int) -> Informer:
@@ -112,7 +112,7 @@ class _StoreHandle(HandleBase):
             if informer is not None:
                 return informer
             pool = self._context.informers
-            informer = pool.acquire(CONFIGMAPS, name=naming.store_shard_name(self.name, index))
+            informer = pool.acquire(CONFIGMAPS, name=object_names.store_shard_name(self.name, index))
             informer.subscribe(self._on_changes)
             try:
                 informer.start()
@@ -125,13 +125,13 @@ class _StoreHandle(HandleBase):
 
     def _layout(self) -> int | None:
         """The store's recorded shard count, every shard watched; None while it does not exist."""
-        shard_zero = self._informer(0).get(naming.store_shard_name(self.name, 0))
+        shard_zero = self._informer(0).get(object_names.store_shard_name(self.name, 0))
         with self._shard_lock:
             if self._shards is None:
                 if shard_zero is None:
                     return None
                 self._shards = recorded_shards(shard_zero.obj)
-                self._names = {naming.store_shard_name(self.name, i): i for i in range(self._shards)}
+                self._names = {object_names.store_shard_name(self.name, i): i for i in range(self._shards)}
             shards = self._shards
         for index in range(1, shards):
             self._informer(index)
@@ -142,7 +142,7 @@ class _StoreHandle(HandleBase):
         shards = self._layout() or 1
         observed: dict[int, Observed] = {}
         for index in range(shards):
-            current = self._informer(index).get(naming.store_shard_name(self.name, index))
+            current = self._informer(index).get(object_names.store_shard_name(self.name, index))
             if current is not None:
                 observed[index] = current
         return observed
@@ -155,7 +155,7 @@ class _StoreHandle(HandleBase):
 
     def _on_changes(self, changes: list[Change]) -> None:
         """Internal subscriber; shard 0 appearing with more shards starts watching them."""
-        zero = naming.store_shard_name(self.name, 0)
+        zero = object_names.store_shard_name(self.name, 0)
         for name, _, new in changes:
             appeared = name == zero and new is not None and self._shards is None and not self._closed
             if appeared and new is not None and recorded_shards(new.obj) > 1:
@@ -202,7 +202,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
         if shards is None:
             return None
         index = shard_of(key, shards)
-        return entries_of(self._informer(index).get(naming.store_shard_name(self.name, index))).get(key)
+        return entries_of(self._informer(index).get(object_names.store_shard_name(self.name, index))).get(key)
 
     def _children(self, namespace: str) -> set[str]:
         return children_of(self._entries(), namespace)
@@ -262,7 +262,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
             self._create_shard_zero(shards)
             shards = self._layout() or shards
             index = shard_of(key, shards)
-        configmap = naming.store_shard_name(self.name, index)
+        configmap = object_names.store_shard_name(self.name, index)
         informer = self._informer(index)
         data_key = encode_key(key)
         fresh = False
@@ -304,7 +304,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
 
     def _create_shard_zero(self, shards: int) -> None:
         """Create the store's empty shard 0 (recording ``shards``) unless someone did."""
-        name = naming.store_shard_name(self.name, 0)
+        name = object_names.store_shard_name(self.name, 0)
         try:
             written = self._context.client.create(CONFIGMAPS, self._new_shard(0, shards))
         except AlreadyExists:
@@ -314,12 +314,12 @@ class KubeStorage(_StoreHandle, StorageHandle):
 
     def _new_shard(self, index: int, shards: int) -> dict[str, Any]:
         metadata: dict[str, Any] = {
-            "name": naming.store_shard_name(self.name, index),
+            "name": object_names.store_shard_name(self.name, index),
             "namespace": self._context.namespace,
-            "labels": {naming.STORE_LABEL: self.name, naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+            "labels": {object_names.STORE_LABEL: self.name, object_names.MANAGED_BY_LABEL: object_names.MANAGED_BY},
         }
         if index == 0:
-            metadata["annotations"] = {naming.KV_SHARDS_ANNOTATION: str(shards)}
+            metadata["annotations"] = {object_names.KV_SHARDS_ANNOTATION: str(shards)}
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {}}
 
     def _body(
@@ -344,7 +344,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
         return body
 
     def _check_room(self, index: int, shards: int, before: int, after: int) -> None:
-        configmap = naming.store_shard_name(self.name, index)
+        configmap = object_names.store_shard_name(self.name, index)
         if after > SHARD_BYTES:
             raise StoreFullError(
                 f"store {self.name!r}: shard {configmap!r} would hold {after} bytes, over the 1 MiB "
@@ -393,7 +393,7 @@ class KubeListenerRegistry(_StoreHandle, RegistryHandle):
                 others: dict[str, Entry] = {}
                 for other, informer in list(self._informers.items()):
                     if other != index:
-                        others.update(entries_of(informer.get(naming.store_shard_name(self.name, other))))
+                        others.update(entries_of(informer.get(object_names.store_shard_name(self.name, other))))
                 for namespace, key_set_listeners in key_sets:
                     children = children_of({**others, **after}, namespace)
                     if children != children_of({**others, **before}, namespace):

@@ -14,11 +14,11 @@ from __future__ import annotations
 from kubecoord._core.lease import Observation, Timings
 from kubecoord._core.lease.election import LeaseElection
 from kubecoord._core.lease.store import RecordStore
-from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import LEASES
 from kubecoord.backends.kubernetes.context import Context, Watching
 from kubecoord.backends.kubernetes.lease_store import LeaseStore, observation
 from kubecoord.backends.kubernetes.watch import Change
+from kubecoord.wire import object_names
 
 
 class KubeLeaderElection(Watching, LeaseElection):
@@ -34,7 +34,7 @@ class KubeLeaderElection(Watching, LeaseElection):
             request_timeout=context.client.request_timeout,
         )
         self._init_watching(context)
-        self._lease_name = naming.election_lease_name(service)
+        self._lease_name = object_names.election_lease_name(service)
 
     # -- the shared watch ---------------------------------------------------------------
     def _selector(self) -> dict[str, str]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from kubecoord._core.lease import LeaderRecord, Observation, RecordConflict
-from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import Context
-from kubecoord.backends.kubernetes.lease_record import lease_with_record, record_from_lease
 from kubecoord.backends.kubernetes.watch import Informer, Observed
 from kubecoord.errors import NamespaceNotFoundError, PermissionDeniedError
+from kubecoord.wire import object_names
+from kubecoord.wire.lease import lease_with_record, record_from_lease
 
 
 def observation(observed: Observed) -> Observation:
@@ -43,7 +43,7 @@ class LeaseStore:
     def create(self, record: LeaderRecord, timeout: float) -> Observation:
         body = lease_with_record(
             None, record, name=self._name, namespace=self._context.namespace,
-            labels={naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
+            labels={object_names.MANAGED_BY_LABEL: object_names.MANAGED_BY},
         )
         try:
             written = self._context.client.create(LEASES, body, timeout=timeout)

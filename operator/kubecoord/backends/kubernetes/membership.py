@@ -1,10 +1,10 @@
 """GroupMembership on one coordination.k8s.io/v1 Lease per member.
 
 Members renew and expire through the lease core (kubecoord._core.lease): the Lease is
-written by the same converter as an election's (lease_record.py), the heartbeat runs on
+written by the same converter as an election's (wire/lease.py), the heartbeat runs on
 the core's Loop and expiry is the core's one rule, expires_at.
 
-Object layout (names from naming.py): a Lease ``GROUP.m.SLUG-HASH`` labelled
+Object layout (names from wire/object_names.py): a Lease ``GROUP.m.SLUG-HASH`` labelled
 kubecoord.dev/group=GROUP, the exact member id and its data in annotations,
 spec.holderIdentity = the member id, renewTime refreshed every retry_period as the
 member's heartbeat, leaseDurationSeconds = the coordinator's lease_duration.
@@ -43,13 +43,13 @@ from typing import Any
 
 from kubecoord._core.handles import GroupHandle
 from kubecoord._core.lease import LeaderRecord, Loop, Timings, expires_at, from_unix
-from kubecoord.backends.kubernetes import naming
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import Context, WatchingHandle
-from kubecoord.backends.kubernetes.lease_record import lease_with_record, record_from_lease
 from kubecoord.backends.kubernetes.lease_store import observation
 from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
 from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
+from kubecoord.wire import object_names
+from kubecoord.wire.lease import lease_with_record, record_from_lease
 
 log = logging.getLogger("kubecoord.kubernetes.membership")
 
@@ -62,11 +62,11 @@ def member_of(observed: Observed) -> tuple[str, str, float] | None:
     The expiry is the lease core's one rule (expires_at), as for election Leases."""
     metadata = observed.obj.get("metadata") or {}
     annotations = metadata.get("annotations") or {}
-    member_id = annotations.get(naming.MEMBER_ID_ANNOTATION)
+    member_id = annotations.get(object_names.MEMBER_ID_ANNOTATION)
     spec = observed.obj.get("spec") or {}
     if not member_id or spec.get("holderIdentity") != member_id:
         return None
-    return member_id, annotations.get(naming.MEMBER_DATA_ANNOTATION, ""), expires_at(observation(observed))
+    return member_id, annotations.get(object_names.MEMBER_DATA_ANNOTATION, ""), expires_at(observation(observed))
 
 
 IDLE_STEP_SECONDS = 60.0
@@ -89,7 +89,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
 
     # -- the shared watch and the heartbeat/expiry loop ---------------------------------
     def _selector(self) -> dict[str, str]:
-        return {"label_selector": naming.group_selector(self.group)}
+        return {"label_selector": object_names.group_selector(self.group)}
 
     def _on_watching(self, informer: Informer) -> None:
         self._loop = Loop(f"kubecoord-group-{self.group}", self._step)
@@ -161,7 +161,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         return max(0.0, min(self._next_beat, next_expiry) - self._context.clock.now())
 
     def _heartbeat(self, informer: Informer, member_id: str, data: str) -> None:
-        name = naming.member_lease_name(self.group, member_id)
+        name = object_names.member_lease_name(self.group, member_id)
         current = informer.get(name)
         if current is None or (member_of(current) or ("",))[0] != member_id:
             self._expel(member_id, "its Lease is gone")
@@ -214,7 +214,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         """A member Lease (new, or ``base`` renewed), written by the same converter as an
         election's: the member is the holder, renewTime its heartbeat."""
         now = from_unix(time.time())
-        name = naming.member_lease_name(self.group, member_id)
+        name = object_names.member_lease_name(self.group, member_id)
         if base is not None:
             renewed = replace(record_from_lease(base), renew_time=now)
             return lease_with_record(base, renewed, name=name, namespace=self._context.namespace, holder_data=False)
@@ -224,8 +224,8 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         )
         return lease_with_record(
             None, record, name=name, namespace=self._context.namespace,
-            labels={naming.GROUP_LABEL: self.group, naming.MANAGED_BY_LABEL: naming.MANAGED_BY},
-            annotations={naming.MEMBER_ID_ANNOTATION: member_id, naming.MEMBER_DATA_ANNOTATION: data},
+            labels={object_names.GROUP_LABEL: self.group, object_names.MANAGED_BY_LABEL: object_names.MANAGED_BY},
+            annotations={object_names.MEMBER_ID_ANNOTATION: member_id, object_names.MEMBER_DATA_ANNOTATION: data},
             holder_data=False,
         )
 
@@ -235,7 +235,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
             if member_id in self._mine:
                 raise MemberExistsError(f"member {member_id!r} is already joined through this handle")
         informer = self._watching()
-        name = naming.member_lease_name(self.group, member_id)
+        name = object_names.member_lease_name(self.group, member_id)
         for _ in range(2):
             try:
                 written = self._context.client.create(LEASES, self._lease_body(member_id, data))
@@ -301,7 +301,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         informer = self._informer
         if informer is None:
             return
-        name = naming.member_lease_name(self.group, member_id)
+        name = object_names.member_lease_name(self.group, member_id)
         for _ in range(3):
             current = informer.get(name)
             if current is None or member_of(current) is None:

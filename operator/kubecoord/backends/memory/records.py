@@ -9,7 +9,7 @@ write, outside the table's lock (that is the watch).
 TableView is what one process observed of one record, and when, on its own clock:
 ``deliver()`` is its watch (observe the current version; the first sight of a version
 stamps seen_at), its own writes are observed as they succeed. The elector judges expiry
-from these observations only (kubecoord._core.lease.record.expires_at).
+from these observations only (kubecoord.wire.leader_record.expires_at).
 """
 
 from __future__ import annotations

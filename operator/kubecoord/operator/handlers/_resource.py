@@ -56,7 +56,8 @@ from kubecoord.operator import backing, kubeapi, lease_grants, metrics, rbac
 from kubecoord.operator.conditions import set_condition
 from kubecoord.operator.connections import connections
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
-from kubecoord.operator.model import GROUP, KINDS, VERSION, BackendSpec
+from kubecoord.operator.model import BackendSpec
+from kubecoord.wire.crd import GROUP, KINDS, VERSION
 
 log = logging.getLogger("kubecoord.operator")
 

@@ -23,12 +23,12 @@ from typing import Any
 import kopf
 
 from kubecoord.api import Coordinator
-from kubecoord.backends.kubernetes import naming
 from kubecoord.operator import backing, metrics
 from kubecoord.operator.assignment import CoordinatedGroupMirror
 from kubecoord.operator.departures import departures
 from kubecoord.operator.handlers._resource import Context, History, register
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
+from kubecoord.wire import object_names
 
 VERDICT_WAIT_SECONDS = 5.0
 """How long to wait for the member Lease's deletion to be seen before calling it a leave."""
@@ -61,7 +61,7 @@ def _record(context: Context, event: str, member: str) -> None:
     History.record(context.backend, context.namespace, primitive="group", name=context.name, event=event, member=member)
 
 
-@kopf.on.event("coordination.k8s.io", "v1", "leases", labels={naming.GROUP_LABEL: kopf.PRESENT})
+@kopf.on.event("coordination.k8s.io", "v1", "leases", labels={object_names.GROUP_LABEL: kopf.PRESENT})
 def member_lease_event(type: str | None, body: kopf.Body, **_: Any) -> None:
     departures.observe(type, dict(body))
 

@@ -13,10 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from kubecoord.api import Coordinator
-from kubecoord.backends.kubernetes import naming
 from kubecoord.operator import kubeapi, metrics
 from kubecoord.operator.handlers._resource import Context, History, register
 from kubecoord.operator.mirror import LeaderMirror, Mirror, Snapshot
+from kubecoord.wire import object_names
 
 
 def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> Mirror:
@@ -42,7 +42,7 @@ async def _after(context: Context, snapshot: Snapshot) -> None:
         renew_time = None
         if snapshot.status.get("leader"):
             path = f"/apis/coordination.k8s.io/v1/namespaces/{context.namespace}/leases/"
-            lease = await kubeapi.acall("GET", path + naming.election_lease_name(context.name))
+            lease = await kubeapi.acall("GET", path + object_names.election_lease_name(context.name))
             renew_time = (lease.get("spec") or {}).get("renewTime")
         await kubeapi.patch_status("leaderelections", context.namespace, context.name, {"renewTime": renew_time})
 

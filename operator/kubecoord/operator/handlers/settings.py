@@ -12,8 +12,8 @@ from typing import Any
 
 import kopf
 
-from kubecoord.backends.kubernetes import naming
-from kubecoord.operator.model import GROUP
+from kubecoord.wire import object_names
+from kubecoord.wire.crd import GROUP
 
 
 @kopf.on.startup()
@@ -28,7 +28,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # Server-side filtering: the member-Lease handler (group.py) needs only Leases that
     # carry the group label, so kopf never streams other applications' Leases (node
     # heartbeats, controllers' locks) into the operator.
-    settings.watching.label_selectors["coordination.k8s.io", "leases"] = naming.GROUP_LABEL
+    settings.watching.label_selectors["coordination.k8s.io", "leases"] = object_names.GROUP_LABEL
     settings.persistence.finalizer = f"{GROUP}/cleanup"
 
 

@@ -1,7 +1,7 @@
 """The election record, an observation of it, and the one expiry rule.
 
 A record is client-go's LeaderElectionRecord plus the holder's data; how it is stored
-is the store's business (a Lease on Kubernetes, lease_record.py there; an in-process
+is the store's business (a Lease on Kubernetes, kubecoord.wire.lease; an in-process
 table on memory://).
 
 The expiry rule, used for elections and group members alike: a held record expires

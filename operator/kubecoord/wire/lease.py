@@ -1,5 +1,5 @@
 """Pure converters between a coordination.k8s.io/v1 Lease (as JSON) and an election record
-(kubecoord._core.lease.record.LeaderRecord).
+(kubecoord.wire.leader_record.LeaderRecord).
 
 Field-compatible with client-go's LeaseLock (resourcelock/leaselock.go), so that Go
 controllers and kubecoord clients can run for the same Lease:
@@ -14,7 +14,7 @@ spec.renewTime              renew_time (MicroTime)
 spec.leaseTransitions       transitions: +1 on every change of holder; kubecoord's epoch
 ==========================  ================================================================
 
-The holder's data lives in the annotation naming.HOLDER_DATA_ANNOTATION as JSON with the
+The holder's data lives in the annotation object_names.HOLDER_DATA_ANNOTATION as JSON with the
 holder's id, because client-go rewrites only the spec: data written by another holder
 reads as "". Converting never touches other metadata (labels, other annotations,
 resourceVersion), so an update keeps what others put there.
@@ -31,8 +31,8 @@ import json
 import math
 from typing import Any
 
-from kubecoord._core.lease.record import LeaderRecord, from_unix, released
-from kubecoord.backends.kubernetes import naming
+from kubecoord.wire import object_names
+from kubecoord.wire.leader_record import LeaderRecord, from_unix, released
 
 __all__ = [
     "LeaderRecord",
@@ -80,7 +80,7 @@ def record_from_lease(lease: dict[str, Any]) -> LeaderRecord:
 
 
 def _holder_data(lease: dict[str, Any], holder: str) -> str:
-    raw = ((lease.get("metadata") or {}).get("annotations") or {}).get(naming.HOLDER_DATA_ANNOTATION)
+    raw = ((lease.get("metadata") or {}).get("annotations") or {}).get(object_names.HOLDER_DATA_ANNOTATION)
     if not raw or not holder:
         return ""
     try:
@@ -139,11 +139,11 @@ def lease_with_record(
     if not holder_data:
         pass
     elif record.holder:
-        kept[naming.HOLDER_DATA_ANNOTATION] = json.dumps(
+        kept[object_names.HOLDER_DATA_ANNOTATION] = json.dumps(
             {"holder": record.holder, "data": record.data}, ensure_ascii=False, separators=(",", ":")
         )
     else:
-        kept.pop(naming.HOLDER_DATA_ANNOTATION, None)
+        kept.pop(object_names.HOLDER_DATA_ANNOTATION, None)
     if not kept:
         metadata.pop("annotations")
     body["spec"] = spec_from_record(record)

@@ -1,7 +1,7 @@
 """How a KV store's keys are spread over several ConfigMaps (shards).
 
 The API server refuses a ConfigMap whose data exceeds 1 MiB, so a store is ``N``
-ConfigMaps (naming.store_shard_name) and a key lives in shard
+ConfigMaps (object_names.store_shard_name) and a key lives in shard
 ``int(sha256(key)[:8]) mod N``. ``N`` is fixed for the life of the store: it is written
 on shard 0 (annotation kubecoord.dev/kv-shards) by whoever creates shard 0 — the
 operator from the KVStore's ``spec.sizeLimit`` (shard_count_for), or a client from its
@@ -22,8 +22,8 @@ import hashlib
 import math
 from typing import Any
 
-from kubecoord.backends.kubernetes import naming
 from kubecoord.errors import InvalidArgumentError
+from kubecoord.wire import object_names
 
 SHARD_BYTES = 1024 * 1024
 """The API server's limit on one ConfigMap's data (keys plus values)."""
@@ -49,7 +49,7 @@ def shard_of(key: str, shards: int) -> int:
 def recorded_shards(shard_zero: dict[str, Any]) -> int:
     """The shard count written on a store's shard 0 (1 when absent or unreadable)."""
     annotations = (shard_zero.get("metadata") or {}).get("annotations") or {}
-    raw = str(annotations.get(naming.KV_SHARDS_ANNOTATION) or "1")
+    raw = str(annotations.get(object_names.KV_SHARDS_ANNOTATION) or "1")
     return int(raw) if raw.isdigit() and 1 <= int(raw) <= MAX_SHARDS else 1
 
 
