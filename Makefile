@@ -43,7 +43,7 @@ demo: install
 # faults, then the pipeline; exit 3 on a safety violation. SOAK_SECONDS is per backend.
 SOAK_SECONDS ?= 1200
 SOAK_SEED ?= 1
-SOAK_BACKENDS ?= $(shell $(PY) -c 'from tests.fixtures.real_apiserver import find_binaries as f; f()' 2>/dev/null \
+SOAK_BACKENDS ?= $(shell $(PY) -c 'from kubecoord_testkit.servers.kubernetes import find_binaries as f; f()' 2>/dev/null \
 	&& echo zookeeper,emulator,kubernetes || echo zookeeper,emulator)
 SOAK_OUT ?= soak-out
 soak: install system-deps

@@ -293,7 +293,7 @@ def main() -> None:
         url = f"memory://bench-{uuid.uuid4().hex[:6]}"
         ours["memory"] = rebalance_times("memory", lambda: kubecoord.connect(url, session_timeout=1.0), args.rounds)
     if "zookeeper" in backends:
-        from kubecoord.testing.zookeeper_server import ZooKeeperServer
+        from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
         with tempfile.TemporaryDirectory() as root:
             server = ZooKeeperServer.standalone(Path(root))

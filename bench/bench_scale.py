@@ -32,16 +32,14 @@ import kubernetes.client
 import kubernetes.config
 import yaml
 
+import kubecoord
+from kubecoord.wire.kv_shards import SHARD_BYTES, shard_count_for
+from kubecoord_testkit import processes
+from kubecoord_testkit.servers.kubernetes import RealApiServer
+from measure import load, ms, rss_and_threads
+from real_server import RequestCounter, real_server
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.fixtures.real_apiserver import RealApiServer  # noqa: E402
-
-import kubecoord  # noqa: E402
-from kubecoord._internal import processes  # noqa: E402
-from kubecoord.wire.kv_shards import SHARD_BYTES, shard_count_for  # noqa: E402
-from measure import load, ms, rss_and_threads  # noqa: E402
-from real_server import RequestCounter, real_server  # noqa: E402
 
 GROUP, VERSION = "kubecoord.dev", "v1alpha1"
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 import kubecoord
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from measure import pct
 
 SESSION = 2.0

@@ -7,15 +7,13 @@ import contextlib
 import pathlib
 import re
 import ssl
-import sys
 import tempfile
 import urllib.request
 from collections.abc import Iterator
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from kubecoord_testkit.servers.kubernetes import BinariesNotFound, RealApiServer, find_binaries
 
-from tests.fixtures.real_apiserver import BinariesNotFound, RealApiServer, find_binaries  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 class RequestCounter:

@@ -21,7 +21,7 @@ from kubernetes import config as k8s_config
 
 import kubecoord
 from kubecoord import Coordinator
-from kubecoord.testing import ZooKeeperServer
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 FAST = {"lease_duration": 3.0, "renew_deadline": 2.5, "retry_period": 0.5}
 

@@ -21,8 +21,8 @@ import pytest
 
 import kubecoord
 from kubecoord.testing import ManualClock, crash
+from kubecoord_testkit.servers.kubernetes import BinariesNotFound, find_binaries
 
-from ..fixtures.real_apiserver import BinariesNotFound, find_binaries
 from ..helpers import eventually
 from .checks import holders, stray_work, violations
 from .members import Group, Member, ProcessMember

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 import kubecoord
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from kubecoord_testkit.faults import FaultProxy, ThreadedFaultProxy
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.helpers import eventually
 
 

@@ -18,7 +18,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from kubecoord.testing import ApiEmulator
-from tests.fixtures.real_apiserver import RealApiServer
+from kubecoord_testkit.servers.kubernetes import RealApiServer
 from tests.fixtures.real_kubernetes import mint_token
 
 WRITES = ("create", "update", "patch", "delete", "deletecollection")

@@ -15,8 +15,8 @@ import kubecoord
 from kubecoord.api import Coordinator
 from kubecoord.errors import BackendUnavailableError, PermissionDeniedError, StoreFullError
 from kubecoord.testing import ApiEmulator
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from kubecoord.wire import object_names
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE
 

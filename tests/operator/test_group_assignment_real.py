@@ -29,10 +29,10 @@ from kubernetes.client.exceptions import ApiException
 
 import kubecoord
 from kubecoord.group_coordinator.record import derived_name
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord_testkit.servers.managed import free_port
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.coordinator.checks import holders, violations
 from tests.coordinator.members import Group, ProcessMember
-from tests.fixtures.real_apiserver import free_port
 from tests.fixtures.real_kubernetes import install_crds
 from tests.helpers import eventually
 

@@ -20,7 +20,7 @@ import kubernetes.client
 import pytest
 
 import kubecoord
-from kubecoord._internal.servers import free_port
+from kubecoord_testkit.servers.managed import free_port
 from tests.helpers import eventually
 
 TIMINGS = ["--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.5"]

@@ -14,7 +14,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from tests.fixtures.real_apiserver import (
+from kubecoord_testkit.servers.kubernetes import (
     ENV_APISERVER,
     Binaries,
     BinariesNotFound,

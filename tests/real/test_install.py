@@ -38,13 +38,15 @@ from kubernetes.dynamic import DynamicClient
 
 import kubecoord
 from kubecoord import PermissionDeniedError
-from kubecoord._internal import processes
 from kubecoord.group_coordinator import UnitsProtocol, decode_units
 from kubecoord.operator import lease_grants
+from kubecoord_testkit import processes
+from kubecoord_testkit.pytest_plugin import serve_real_api
+from kubecoord_testkit.servers.kubernetes import RealApiServer
+from kubecoord_testkit.servers.managed import free_port
 from tests.chart import conftest as chart_fixtures
 from tests.chart.conftest import CHART, run_helm
 from tests.fixtures import real_kubernetes
-from tests.fixtures.real_apiserver import RealApiServer, free_port
 from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace
 from tests.helpers import eventually
 
@@ -60,10 +62,10 @@ helm = chart_fixtures.helm  # the Makefile's helm (installed from its pinned whe
 
 # The install path starts on a cluster of its own: other modules create the CRDs without
 # Helm's ownership metadata, which `helm install` rightly refuses to adopt. These three
-# override the session fixtures of tests/fixtures/real_kubernetes.py for this module.
+# override the session fixtures (the testkit plugin's, tests/fixtures/real_kubernetes.py's) for this module.
 @pytest.fixture(scope="module")
 def real_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealApiServer]:
-    yield from real_kubernetes.serve(tmp_path_factory)
+    yield from serve_real_api(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

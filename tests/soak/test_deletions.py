@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 
 import kubecoord
 from kubecoord.soak.deletions import delete_store_tree
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 
 def test_a_store_tree_is_deleted_whole_while_a_writer_writes(zookeeper_server: ZooKeeperServer,

@@ -18,7 +18,7 @@ import pytest
 
 from kubecoord.soak.backends import BACKENDS
 from kubecoord.soak.runner import CLOCK_OFFSET, all_kinds
-from tests.fixtures.real_apiserver import BinariesNotFound, find_binaries
+from kubecoord_testkit.servers.kubernetes import BinariesNotFound, find_binaries
 
 pytestmark = pytest.mark.long
 

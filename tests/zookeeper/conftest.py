@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 
 @pytest.fixture

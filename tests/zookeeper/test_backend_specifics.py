@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 import kubecoord
 from kubecoord import Coordinator
 from kubecoord.backends.zookeeper.naming import decode_name, encode_name
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 from ..helpers import eventually
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 import kubecoord
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 from ..helpers import Recorder, eventually
 from .helpers import events

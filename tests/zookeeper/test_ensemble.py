@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import kubecoord
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 from ..helpers import eventually
 

@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 
 import kubecoord
 from kubecoord import Leader
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 from ..helpers import Recorder, eventually
 

@@ -13,8 +13,8 @@ import uuid
 from pathlib import Path
 
 import kubecoord
-from kubecoord.testing.zookeeper_server import ZooKeeperServer
 from kubecoord_testkit.faults import ThreadedFaultProxy
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 from ..helpers import Recorder, eventually
 from .helpers import TcpProxy, events, force_expiry
@@ -108,7 +108,7 @@ def test_requests_fail_typed_while_the_server_is_down(private_zookeeper: ZooKeep
 
 
 def test_unreachable_server_fails_connect_typed() -> None:
-    from kubecoord.testing.zookeeper_server import free_port
+    from kubecoord_testkit.servers.managed import free_port
 
     try:
         kubecoord.connect(f"zookeeper://127.0.0.1:{free_port()}/x", connect_timeout=0.5)

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from kubecoord._internal import processes
-from kubecoord._internal.servers import ManagedServers, free_port, wait_ready
 from kubecoord.analytics.session import FAST_START_JVM_OPTIONS
 from kubecoord.errors import CoordinationError
+from kubecoord_testkit import processes
+from kubecoord_testkit.servers.managed import ManagedServers, free_port, wait_ready
 
 READY_TIMEOUT = 240.0
 """Generous: each JVM starts in seconds on a quiet machine, many times that at load 20."""

@@ -32,9 +32,9 @@ from typing import Any
 import yaml
 
 import kubecoord
-from kubecoord._internal import processes
 from kubecoord.operator import kubeapi
 from kubecoord.wire.crd import API_VERSION, PLURALS
+from kubecoord_testkit import processes
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DEMO_TIMINGS = {

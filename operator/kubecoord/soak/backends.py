@@ -11,7 +11,7 @@ zookeeper              a 3-node ensemble (Debian's jars)           a follower, t
 emulator               the API emulator (kubernetes://)            the emulator (stop and
                                                                    start: objects kept)
 kubernetes             kube-apiserver + etcd (../shared/k8s,       kube-apiserver; etcd
-                       the RealApiServer starter of tests/)        (then the apiserver)
+                       kubecoord_testkit.servers.kubernetes)       (then the apiserver)
 =====================  ==========================================  =======================
 
 Clients reach every server through a ThreadedFaultProxy, so a proxy fault hits all of
@@ -20,10 +20,7 @@ them; the soak's own observer (who leads now?) and the deleter connect directly.
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -100,7 +97,7 @@ class ZooKeeperBackend(SoakBackend):
     extra_kinds = (ZK_FOLLOWER_RESTART, ZK_LEADER_RESTART, ZK_DELETE_ELECTION, ZK_DELETE_STORE)
 
     def start(self) -> None:
-        from kubecoord.testing.zookeeper_server import ZooKeeperServer
+        from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
         self.ensemble = ZooKeeperServer.ensemble(self.workdir / "zookeeper", 3)
         self.ensemble.start()
@@ -124,7 +121,7 @@ class ZooKeeperBackend(SoakBackend):
         return {"session_timeout": self.lease, "connect_timeout": 30.0}
 
     def inject(self, kind: str, pick: int) -> str:
-        from kubecoord.testing.zookeeper_server import ZooKeeperServer
+        from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
         if kind == ZK_DELETE_ELECTION:
             return self._delete_election_node(pick)
@@ -280,8 +277,9 @@ class RealKubernetesBackend(_KubernetesBase):
         return {"lease_duration": self.lease, "renew_deadline": 3.5, "retry_period": 1.0, "request_timeout": 3.0}
 
     def start(self) -> None:
-        starter = real_apiserver_module()
-        self.server = starter.RealApiServer(starter.find_binaries(), self.workdir / "real-apiserver")
+        from kubecoord_testkit.servers.kubernetes import RealApiServer, find_binaries
+
+        self.server = RealApiServer(find_binaries(), self.workdir / "real-apiserver")
         self.server.__enter__()
         self._front(self.server.admin_kubeconfig, _address(self.server.url))
         self._start_operator()
@@ -301,21 +299,6 @@ def _address(url: str) -> tuple[str, int]:
     host_port = url.split("://", 1)[1].rstrip("/")
     host, port = host_port.rsplit(":", 1)
     return host, int(port)
-
-
-def real_apiserver_module() -> Any:
-    """tests/fixtures/real_apiserver.py of this checkout (it is test tooling, not packaged)."""
-    root = Path(os.environ.get("KUBECOORD_PROJECT_ROOT", Path(__file__).resolve().parents[3]))
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    try:
-        module = importlib.import_module("tests.fixtures.real_apiserver")
-    except ImportError as exc:
-        raise RuntimeError(
-            f"the real API server starter (tests/fixtures/real_apiserver.py) is not under {root}: run the "
-            "kubernetes soak from a checkout, or set KUBECOORD_PROJECT_ROOT"
-        ) from exc
-    return module
 
 
 def describe(options: dict[str, Any]) -> str:

@@ -26,8 +26,8 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from kubecoord._internal import processes
-from kubecoord._internal.servers import free_port
+from kubecoord_testkit import processes
+from kubecoord_testkit.servers.managed import free_port
 
 GROUP, VERSION = "kubecoord.dev", "v1alpha1"
 READY_TIMEOUT = 120.0

@@ -6,11 +6,10 @@ library's layers (nothing in the library imports it).
 - ApiEmulator, RecordedRequest: an in-process Kubernetes API server (needs the
   ``testing`` extra): ``with ApiEmulator() as api: api.write_kubeconfig(path)``.
   Package ``kubecoord.testing.emulator``.
-- ZooKeeperServer: real ZooKeeper servers (Debian's jars) on 127.0.0.1, standalone or a
-  loopback ensemble. Module ``kubecoord.testing.zookeeper_server``.
 
-The fault proxy lives in the kubecoord-testkit distribution (``kubecoord_testkit.faults``).
-The emulator and the ZooKeeper server are imported lazily, so the helpers above work
+The fault proxy and the ZooKeeper server starter live in the kubecoord-testkit
+distribution (``kubecoord_testkit.faults``, ``kubecoord_testkit.servers.zookeeper``).
+The emulator is imported lazily, so the helpers above work
 without aiohttp.
 """
 
@@ -34,13 +33,11 @@ def crash(coordinator: Coordinator) -> None:
 
 if TYPE_CHECKING:
     from kubecoord.testing.emulator import ApiEmulator, RecordedRequest
-    from kubecoord.testing.zookeeper_server import ZooKeeperServer
 
 # public name -> the module that holds it (imported on first use)
 _LAZY = {
     "ApiEmulator": "kubecoord.testing.emulator",
     "RecordedRequest": "kubecoord.testing.emulator",
-    "ZooKeeperServer": "kubecoord.testing.zookeeper_server",
 }
 
 
@@ -51,5 +48,5 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ApiEmulator", "ManualClock", "RecordedRequest", "ZooKeeperServer", "crash",
+    "ApiEmulator", "ManualClock", "RecordedRequest", "crash",
 ]

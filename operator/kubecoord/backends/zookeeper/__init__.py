@@ -35,7 +35,7 @@ Modules: election.py (ephemeral sequential, kazoo Lock layout), membership.py
 (ephemeral member znodes), kv.py and record.py (persistent znodes, versions), watches.py
 (level-triggered data/children watches), session.py (the kazoo client and its states),
 errors.py (kazoo exceptions -> kubecoord.errors), naming.py (znode names and layout).
-Real ZooKeeper servers for tests and benchmarks are in kubecoord.testing.zookeeper_server.
+Real ZooKeeper servers for tests and benchmarks are in kubecoord_testkit.servers.zookeeper.
 
 Guarantees and non-guarantees are in each module's docstring; the README section
 "ZooKeeper backend" summarises them.

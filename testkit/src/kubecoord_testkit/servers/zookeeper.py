@@ -31,8 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from kubecoord._internal import processes
-from kubecoord._internal.servers import free_port
+from kubecoord_testkit import processes
+from kubecoord_testkit.servers.managed import free_port
 
 JARS_DIR = Path(os.environ.get("KUBECOORD_ZOOKEEPER_JARS", "/usr/share/java"))
 STANDALONE_MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"

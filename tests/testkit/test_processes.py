@@ -1,4 +1,4 @@
-"""kubecoord._internal.processes: every child is reaped, whatever state it is in."""
+"""kubecoord_testkit.processes: every child is reaped, whatever state it is in."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 
-from kubecoord._internal import processes
+from kubecoord_testkit import processes
 
 IGNORES_SIGTERM = (
     "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"

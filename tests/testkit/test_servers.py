@@ -1,4 +1,4 @@
-"""kubecoord._internal.servers: readiness waits that fail fast and a context manager that
+"""kubecoord_testkit.servers.managed: readiness waits that fail fast and a context manager that
 cleans up a half-done start."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kubecoord._internal.servers import ManagedServers, free_port, wait_ready
+from kubecoord_testkit.servers.managed import ManagedServers, free_port, wait_ready
 
 
 class Failed(Exception):

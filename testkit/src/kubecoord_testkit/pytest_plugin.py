@@ -1,0 +1,108 @@
+"""The testkit's pytest plugin (entry point ``pytest11``): fixtures that start real servers
+on 127.0.0.1 and stop and reap them at the end, even when tests fail.
+
+Installing kubecoord-testkit makes these fixtures visible to every test; nothing here is
+imported until a fixture is used (no JVM, no aiohttp, no etcd at collection time).
+
+ZooKeeper (Debian's jars; ``kubecoord_testkit.servers.zookeeper``):
+
+- ``zookeeper_server``: one standalone server for the whole session (tests isolate
+  themselves by chroot: ``zookeeper_url``).
+- ``private_zookeeper``: a standalone server of the test's own (for tests that stop or
+  freeze it); ``zookeeper_ensemble``: three servers forming one ensemble on loopback.
+- ``zookeeper_url``: ``zookeeper://HOSTS/test-<hex>``, a chroot no other test uses.
+
+The real kube-apiserver (``kubecoord_testkit.servers.kubernetes``):
+
+- ``real_api``: one RealApiServer (etcd + kube-apiserver) per session. Without the
+  binaries (../shared/k8s, or $KUBECOORD_KUBE_APISERVER) every test that uses it is
+  skipped with the reason.
+- ``real_kubeconfig``: its admin (system:masters) kubeconfig path; pass it explicitly,
+  KUBECONFIG is neither read nor set.
+- ``le_candidate``: client-go's LeaseLock candidate, unpacked (runs against any server).
+
+Not provided: clients, namespaces, CRDs — a suite's own glue builds those on top.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from kubecoord_testkit.servers.kubernetes import RealApiServer
+    from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """One standalone server for the whole run (tests isolate themselves by chroot)."""
+    from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
+
+    with ZooKeeperServer.standalone(tmp_path_factory.mktemp("zookeeper")) as server:
+        yield server
+
+
+@pytest.fixture
+def private_zookeeper(tmp_path: pathlib.Path) -> Iterator[ZooKeeperServer]:
+    """A standalone server of the test's own, for tests that stop or freeze the server."""
+    from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
+
+    with ZooKeeperServer.standalone(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture
+def zookeeper_ensemble(tmp_path: pathlib.Path) -> Iterator[ZooKeeperServer]:
+    """Three servers on loopback forming one ensemble, for failover tests."""
+    from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
+
+    with ZooKeeperServer.ensemble(tmp_path, 3) as ensemble:
+        yield ensemble
+
+
+@pytest.fixture
+def zookeeper_url(zookeeper_server: ZooKeeperServer) -> str:
+    """A URL with a chroot no other test uses."""
+    return f"zookeeper://{zookeeper_server.hosts}/test-{uuid.uuid4().hex[:12]}"
+
+
+def serve_real_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealApiServer]:
+    """A started RealApiServer, stopped and reaped when the generator ends; skips the test
+    without the binaries. For fixtures of other scopes (``yield from serve_real_api(...)``)."""
+    from kubecoord_testkit.servers.kubernetes import BinariesNotFound, RealApiServer, find_binaries
+
+    try:
+        binaries = find_binaries()
+    except BinariesNotFound as exc:
+        pytest.skip(f"real kube-apiserver tier: {exc}")
+    with RealApiServer(binaries, tmp_path_factory.mktemp("real-k8s")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def real_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealApiServer]:
+    yield from serve_real_api(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def real_kubeconfig(real_api: RealApiServer) -> pathlib.Path:
+    return real_api.admin_kubeconfig
+
+
+@pytest.fixture(scope="session")
+def le_candidate(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """client-go's candidate, unpacked; it needs no real server (it runs on the emulator too)."""
+    from kubecoord_testkit.servers.kubernetes import BinariesNotFound, find_binaries, unpack
+
+    try:
+        binaries = find_binaries()
+    except BinariesNotFound as exc:
+        pytest.skip(f"client-go interop: {exc}")
+    if binaries.le_candidate is None:
+        pytest.skip(f"client-go interop: no le-candidate[.xz] beside {binaries.apiserver}")
+    return unpack(binaries.le_candidate, tmp_path_factory.mktemp("client-go") / "le-candidate")
