@@ -1,4 +1,4 @@
-"""Scale benchmarks on the real kube-apiserver (tests/fixtures/real_apiserver.RealApiServer).
+"""Scale benchmarks on the real kube-apiserver (kubecoord_testkit.servers.kubernetes.RealApiServer).
 
     python bench/bench_scale.py kv        # bytes per single-key update vs store size (~2 min)
     python bench/bench_scale.py client    # one process, 1,000 election handles + 100 stores

@@ -1,5 +1,5 @@
 """One face for the two API servers the Kubernetes tests run on: the emulator (in this
-process) and the real kube-apiserver (tests/fixtures/real_apiserver.py).
+process) and the real kube-apiserver (kubecoord_testkit.servers.kubernetes).
 
 A test written against a Cluster runs on both; a disagreement is an emulator bug. What
 differs is hidden here: how a ServiceAccount gets a token (the emulator mints its own; the
