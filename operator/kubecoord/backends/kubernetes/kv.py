@@ -102,6 +102,10 @@ class _StoreHandle(HandleBase):
         self._shard_lock = threading.RLock()
         self._informers: dict[int, Informer] = {}
         self._shards: int | None = None
+        self._layout_uid: str | None = None
+        """The uid of the shard 0 that ``_shards`` was read from: a store deleted and re-created
+        (by hand, or by a KVStore with another sizeLimit) is a new incarnation whose shard count
+        may differ, and keys written by the old count would land in the wrong ConfigMap."""
         self._names = {object_names.store_shard_name(name, 0): 0}
 
     # -- the shards' informers ----------------------------------------------------------
@@ -124,13 +128,16 @@ class _StoreHandle(HandleBase):
             return informer
 
     def _layout(self) -> int | None:
-        """The store's recorded shard count, every shard watched; None while it does not exist."""
+        """The store's recorded shard count, every shard watched; None while it does not exist.
+        Read again whenever shard 0 is another incarnation (uid) than the one last read."""
         shard_zero = self._informer(0).get(object_names.store_shard_name(self.name, 0))
         with self._shard_lock:
-            if self._shards is None:
-                if shard_zero is None:
-                    return None
-                self._shards = recorded_shards(shard_zero.obj)
+            if shard_zero is None:
+                self._shards = self._layout_uid = None
+                return None
+            uid = str((shard_zero.obj.get("metadata") or {}).get("uid") or "")
+            if self._shards is None or uid != self._layout_uid:
+                self._shards, self._layout_uid = recorded_shards(shard_zero.obj), uid
                 self._names = {object_names.store_shard_name(self.name, i): i for i in range(self._shards)}
             shards = self._shards
         for index in range(1, shards):
@@ -256,18 +263,27 @@ class KubeStorage(_StoreHandle, StorageHandle):
     ) -> int:
         self._check_open()
         sent = time.time()  # logged as ``sent``: the write happened between it and the event's ts
-        shards = self._layout() or self._create_shards
-        index = shard_of(key, shards)
-        if index != 0 and self._layout() is None:
-            self._create_shard_zero(shards)
-            shards = self._layout() or shards
-            index = shard_of(key, shards)
-        configmap = object_names.store_shard_name(self.name, index)
-        informer = self._informer(index)
+        zero = object_names.store_shard_name(self.name, 0)
         data_key = encode_key(key)
-        fresh = False
+        fresh = layout_confirmed = False
         for attempt in range(MAX_ATTEMPTS):
+            # The layout again on every attempt: a conflict may have shown a new incarnation.
+            shards = self._layout()
+            if shards is None:
+                shards = self._create_shards
+                if shard_of(key, shards) != 0:
+                    self._create_shard_zero(shards)
+                    shards = self._layout() or shards
+            index = shard_of(key, shards)
+            configmap = object_names.store_shard_name(self.name, index)
+            informer = self._informer(index)
             observed = informer.get(configmap)
+            if observed is None and index != 0 and not layout_confirmed:
+                # Creating a shard other than 0: confirm the layout against the server first
+                # (a cached shard 0 of a deleted incarnation would put the key out of place).
+                self._informer(0).refresh(zero)
+                layout_confirmed = True
+                continue
             current = entries_of(observed).get(key)
             try:
                 new = change(current)
@@ -286,8 +302,11 @@ class KubeStorage(_StoreHandle, StorageHandle):
                 else:
                     written = self._context.client.replace(CONFIGMAPS, configmap, body)
             except (AlreadyExists, Conflict, NotFound):
-                # Someone else wrote the shard (maybe another key): re-read, re-apply.
+                # Someone else wrote the shard (maybe another key), or the store is another
+                # incarnation now: re-read the shard and the layout, re-apply.
                 informer.refresh(configmap)
+                if index != 0:
+                    self._informer(0).refresh(zero)
                 fresh = True
                 time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
                 continue
