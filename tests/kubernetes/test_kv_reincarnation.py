@@ -13,7 +13,7 @@ from kubernetes import client as k8s
 
 import kubecoord
 from kubecoord import KeyExistsError
-from kubecoord.wire import object_names as naming
+from kubecoord.wire import object_names
 from kubecoord.wire.kv_shards import shard_of
 
 from ..helpers import eventually
@@ -23,7 +23,7 @@ from .conftest import FAST
 
 def _delete_store(cluster: Cluster, store: str) -> None:
     k8s.CoreV1Api(cluster.admin_api).delete_collection_namespaced_config_map(
-        cluster.namespace, label_selector=f"{naming.STORE_LABEL}={store}"
+        cluster.namespace, label_selector=f"{object_names.STORE_LABEL}={store}"
     )
 
 
@@ -60,11 +60,11 @@ def test_a_store_recreated_with_another_shard_count_has_one_value_per_key(
             name for name, data in _store_data(cluster, store).items()
             if any(f'"k":"{key}"' in text for text in data.values())
         ]
-        assert stored == [naming.store_shard_name(store, shard_of(key, after))]
+        assert stored == [object_names.store_shard_name(store, shard_of(key, after))]
 
 
 def _store_data(cluster: Cluster, store: str) -> dict[str, dict[str, str]]:
     items = k8s.CoreV1Api(cluster.admin_api).list_namespaced_config_map(
-        cluster.namespace, label_selector=f"{naming.STORE_LABEL}={store}"
+        cluster.namespace, label_selector=f"{object_names.STORE_LABEL}={store}"
     ).items
     return {item.metadata.name: dict(item.data or {}) for item in items}
