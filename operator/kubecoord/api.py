@@ -324,6 +324,11 @@ class GroupProtocol(abc.ABC):
     The callbacks run on the handle's own thread, one at a time, never under a backend
     lock. A callback that raises is logged; the member then leaves the generation
     (its ensure_generation() fails) and re-joins.
+
+    Three methods must be given (metadata, perform_assignment, on_join_complete); the
+    others are optional hooks whose defaults keep Kafka's AbstractCoordinator behaviour:
+    on_join_prepare and on_leave_prepare do nothing, on_lost calls on_join_prepare,
+    rejoin_needed says no, units_of cannot tell. Override a hook to take part in it.
     """
 
     protocol_type: str = "consumer"
@@ -358,6 +363,25 @@ class GroupProtocol(abc.ABC):
 
     def on_leave_prepare(self) -> None:
         """The member is about to leave the group: give everything up."""
+        return None
+
+    def on_lost(self, generation: int, member_id: str) -> None:
+        """The member learned that a generation went by without it while it held units of
+        ``generation`` (its session expired, or the leader excluded it): they are gone,
+        give them up without committing (Kafka's onPartitionsLost). Default: on_join_prepare().
+        """
+        self.on_join_prepare(generation, member_id)
+
+    def rejoin_needed(self) -> bool:
+        """Asked of cooperative protocols (KIP-429) only, whenever the member reads the
+        group's state outside a rebalance it takes part in: True asks the leader for a
+        follow-up rebalance (to hand on what the last one took away). Default: False."""
+        return False
+
+    def units_of(self, assignment: bytes) -> list[str] | None:
+        """The unit names of one of this protocol's assignments, for the event log's
+        ``units`` field; None when the protocol cannot tell (the default). May raise
+        CoordinationError on an assignment it cannot read (logged as None)."""
         return None
 
 

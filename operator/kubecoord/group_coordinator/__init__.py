@@ -5,10 +5,14 @@ every member receives its share with a generation number, and any membership cha
 starts a rebalance — on every backend, because it uses only group membership, leader
 election, a compare-and-set KV record and listeners (see member.py for the layout).
 
-Belongs here: the member handle (member.py), the leader's rules (leading.py), the
-generation record (record.py), assignors (assignors.py) and the units protocol that
-applies them (units.py). Not here: backend code (this package imports no backend), the
-operator's server-side assignment (kubecoord.operator), analytics.
+Belongs here, a module a job: the member handle (member.py) and what its parts share
+(context.py: the record's compare-and-set, callbacks, events; view.py: what the member
+knows, under one lock), its worker thread (worker.py), the member's side of a rebalance
+(following.py), the leader's duties (leader_duties.py) and rules (leading.py), joining
+the membership again after an expiry (rejoin.py), the generation record (record.py),
+assignors (assignors.py) and the units protocol that applies them (units.py).
+Not here: backend code (this package imports no backend), the operator's server-side
+assignment (kubecoord.operator), analytics.
 
 Usage::
 

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubecoord.api import Storage
+from kubecoord.api import GroupDescription, Storage
 from kubecoord.errors import GroupProtocolError, KeyExistsError, KeyNotFoundError, VersionConflictError
 
 FORMAT = 1
@@ -118,6 +118,15 @@ def decode_state(text: str) -> GroupState:
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise GroupProtocolError(f"group state record is malformed: {exc}") from None
+
+
+def describe_state(group: str, state: GroupState) -> GroupDescription:
+    """The public view of ``group``'s record (GroupCoordinatorHandle.describe())."""
+    return GroupDescription(
+        group=group, generation=state.generation, phase=state.phase, protocol_type=state.protocol_type,
+        protocol=state.protocol, leader=state.leader, members=tuple(sorted(state.members)),
+        assignment=dict(state.assignment),
+    )
 
 
 def publish(store: Storage, state: GroupState, version: int | None) -> bool:
