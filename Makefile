@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 EXTRAS := all,test,dev
 HELM := $(VENV)/bin/helm
 
-.PHONY: install system-deps test lint demo soak bench chart-lint chart-crds helm e2e image clean
+.PHONY: install system-deps cassandra-jars test lint demo soak bench chart-lint chart-crds helm e2e image clean
 
 install: $(INSTALLED)
 
@@ -24,11 +24,25 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper libslf4j-java; \
 	fi
 
+# Cassandra 5.0 for the cassandra tests: cassandra-all and its dependencies, pinned by
+# testkit/cassandra/pom.xml, copied by Maven (installed from Debian when missing) into a cache
+# folder reused between runs (kubecoord.testing.cassandra_server reads it; the marker says the
+# copy is whole). The folder's name carries the version: a new pin fetches anew.
+CASSANDRA_VERSION := $(shell sed -n 's:.*<cassandra.version>\(.*\)</cassandra.version>.*:\1:p' testkit/cassandra/pom.xml)
+CASSANDRA_JARS ?= $(or $(KUBECOORD_CASSANDRA_JARS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubecoord/cassandra-$(CASSANDRA_VERSION))
+cassandra-jars: $(CASSANDRA_JARS)/.complete
+$(CASSANDRA_JARS)/.complete: testkit/cassandra/pom.xml
+	@command -v mvn > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
+	rm -rf $(CASSANDRA_JARS).partial
+	mvn -q -B -f testkit/cassandra/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+		-DoutputDirectory=$(CASSANDRA_JARS).partial
+	rm -rf $(CASSANDRA_JARS) && mv $(CASSANDRA_JARS).partial $(CASSANDRA_JARS) && touch $@
+
 # Most of the suite waits (leases expiring, servers starting), so two workers on two cores
 # take about two thirds of the time; whole files go to one worker (their module fixtures are
 # shared), the files marked long first. TEST_WORKERS=0 runs the suite in this one process.
 TEST_WORKERS ?= 2
-test: install system-deps $(HELM)
+test: install system-deps cassandra-jars $(HELM)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 lint: install

@@ -9,6 +9,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.kubernetes_harness",
     "tests.fixtures.real_kubernetes",
     "tests.fixtures.zookeeper",
+    "tests.fixtures.cassandra",
     "tests.fixtures.spark",
 ]
 

@@ -1,0 +1,136 @@
+"""CassandraCoordinator: one driver session, one dispatcher, one event log, its handles."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import uuid
+from typing import Any
+
+from kubecoord import validation
+from kubecoord._core.handles import CoordinatorBase
+from kubecoord._internal.clock import MonotonicClock
+from kubecoord._internal.dispatch import Dispatcher
+from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
+from kubecoord.backends.cassandra import schema
+from kubecoord.backends.cassandra.election import CassandraElection
+from kubecoord.backends.cassandra.kv import CassandraListenerRegistry, CassandraStorage
+from kubecoord.backends.cassandra.membership import CassandraGroup
+from kubecoord.backends.cassandra.options import Options
+from kubecoord.backends.cassandra.session import Session
+from kubecoord.errors import ClosedError, InvalidArgumentError
+from kubecoord.history import EventLog
+
+DEFAULT_PORT = 9042
+_HOST = re.compile(r"^(\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(:(?P<port>\d{1,5}))?$")
+_numbers = itertools.count(1)
+
+
+def check_hosts(location: str) -> list[tuple[str, int]]:
+    """HOST[:PORT][,HOST[:PORT]...] from the URL as (host, port) pairs, or InvalidArgumentError."""
+    hosts = []
+    for part in location.split(","):
+        match = _HOST.match(part) if part else None
+        port = int(match.group("port")) if match and match.group("port") else DEFAULT_PORT
+        if match is None or not 0 < port < 65536:
+            raise InvalidArgumentError(
+                f"cassandra URL hosts {location!r} must be HOST[:PORT][,HOST[:PORT]...], "
+                "e.g. cassandra://db1:9042,db2/coordination"
+            )
+        hosts.append((match.group("v6") or match.group("name"), port))
+    return hosts
+
+
+class CassandraCoordinator(CoordinatorBase):
+    backend = "cassandra"
+
+    def __init__(self, hosts: list[tuple[str, int]], keyspace: str, options: Options, events: EventLog) -> None:
+        super().__init__()
+        self.keyspace = keyspace
+        self.options = options
+        self.timings = options.timings
+        self.events = events
+        self.clock = MonotonicClock()
+        self.session_id = uuid.uuid4()
+        """Names this coordinator's member rows (a process's session, as on ZooKeeper)."""
+        self.dispatcher = Dispatcher(f"cassandra-{next(_numbers)}")
+        self._lock = threading.Lock()
+        self._closed = False
+        self.crashed = False
+        try:
+            self.session = Session(hosts, keyspace, options)
+            try:
+                schema.ensure(self.session, options)
+            except BaseException:
+                self.session.close()
+                raise
+        except BaseException:
+            self._closed = True
+            self.dispatcher.close()
+            self.events.close()
+            raise
+
+    def _open_leader_election(self, service: str, **options: Any) -> LeaderElection:
+        if options:
+            raise InvalidArgumentError(f"cassandra backend: leader_election takes no options, got {sorted(options)}")
+        return CassandraElection(self, service)
+
+    def _open_group_membership(self, group: str) -> GroupMembership:
+        return CassandraGroup(self, group)
+
+    def _open_storage(self, name: str) -> Storage:
+        return CassandraStorage(self, name)
+
+    def _open_listener_registry(self, name: str) -> ListenerRegistry:
+        return CassandraListenerRegistry(self, name)
+
+    def purge(self, primitive: str, name: str) -> int:
+        """Delete every row of one election, group or store; returns how many partitions went.
+
+        For the operator's finalizer: a deleted resource leaves nothing behind in Cassandra
+        (live holders and members see their leadership or membership end)."""
+        name = validation.check_name(name, "name")
+        statements = {
+            "leader_election": [
+                "DELETE FROM leader_election WHERE resource = ?", "DELETE FROM leader_epochs WHERE resource = ?"
+            ],
+            "group": ["DELETE FROM group_members WHERE grp = ?"],
+            "kv": ["DELETE FROM kv_entries WHERE store = ?"],
+        }[primitive]
+        for statement in statements:
+            self.session.execute(statement, [name])
+        return len(statements)
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("this cassandra coordinator was closed")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+        self._close_group_members()  # while the session is open: they leave through it
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for handle in reversed(self._tracked()):
+            handle.close()
+        self.session.close()
+        self.dispatcher.close()
+        self.events.close()
+
+    def simulate_crash(self) -> None:
+        """Stop as a process killed with -9 would: no resign, no leave, no callbacks. What it
+        held (leadership, memberships) expires by its TTL. Used by kubecoord.testing.crash()."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self.crashed = True
+        for handle in self._tracked():
+            handle.crash()
+        self.dispatcher.close(timeout=0)
+        self.session.close()
+        self.events.close()

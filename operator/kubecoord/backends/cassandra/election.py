@@ -1,0 +1,121 @@
+"""LeaderElection on cassandra://: the lease core's election over election_rows.ElectionRows.
+
+Each nominated candidate runs kubecoord._core.lease's Elector (client-go's loop: acquire,
+renew every retry_period, is_leader() from the renew deadline on the monotonic clock) over
+the handle's ElectionRows. Cassandra has no watch: the handle polls the election's rows
+every ``poll_period`` (one or two single-row reads) and steps its candidates when the
+version changed, so a released or expired election is taken over within a poll period.
+
+Why the holder cannot outlive its own view: a leader counts as leader until
+``renew_deadline`` after it *sent* its last successful write; the holder row's TTL
+(``session_timeout``) starts when the server applied that write, and Cassandra's TTLs
+have one-second granularity, so the row can vanish as early as ``session_timeout - 1``
+seconds after the write. options.Options.timings therefore requires
+``renew_deadline < session_timeout - 1``: is_leader() turns False before any other
+candidate — kubecoord's or a seed peer's — can take the row, given clocks (this host's
+and the Cassandra nodes') that tick at similar rates. Takeover itself is decided by the
+server (``INSERT ... IF NOT EXISTS`` on a vanished row), never by comparing clocks.
+
+Not guaranteed: that a seed peer stops in time — the seed plugin ignores whether its
+renewals applied; and listener calls when a row merely expires with nobody to take it
+are at most one poll period late.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kubecoord._core.lease import Loop, Observation
+from kubecoord._core.lease.election import Candidate, LeaseElection
+from kubecoord.backends.cassandra.election_rows import ElectionRows
+from kubecoord.errors import CoordinationError
+
+if TYPE_CHECKING:
+    from kubecoord.backends.cassandra.coordinator import CassandraCoordinator
+
+log = logging.getLogger("kubecoord.cassandra")
+
+
+class CassandraElection(LeaseElection):
+    def __init__(self, coordinator: CassandraCoordinator, service: str) -> None:
+        super().__init__(
+            coordinator, service, coordinator.events, timings=coordinator.timings, clock=coordinator.clock,
+            request_timeout=coordinator.options.request_timeout,
+        )
+        self._coordinator = coordinator
+        self._rows = ElectionRows(
+            coordinator.session, service, ttl=coordinator.options.session_timeout, clock=coordinator.clock
+        )
+        self._poll_period = coordinator.options.poll_period
+        self._poller: Loop | None = None
+
+    # -- polling (Cassandra's watch) -----------------------------------------------------
+    def _poll(self) -> float:
+        if self._closed:
+            return self._poll_period
+        try:
+            changed = self._rows.poll()
+        except CoordinationError as exc:
+            log.debug("election poll failed", extra={"service": self.service, "error": str(exc)})
+            return self._poll_period
+        if changed:
+            self._changed(step=True)
+        return self._poll_period
+
+    def _ensure_polling(self) -> None:
+        with self._lock:
+            if self._poller is not None or self._closed:
+                return
+            self._poller = Loop(f"kubecoord-cassandra-election-{self.service}", self._poll)
+        self._poller.start()
+
+    # -- lease core hooks ---------------------------------------------------------------
+    def _store(self, candidate_id: str) -> ElectionRows:
+        return self._rows
+
+    def _started(self, candidate: Candidate) -> None:
+        self._ensure_polling()
+
+    def _withdrawn(self, candidate: Candidate) -> None:
+        pass
+
+    def _view(self, *, start: bool) -> Observation | None:
+        if start:
+            # get_leader(): read now (a poll may be up to poll_period old; errors are the caller's).
+            if self._rows.poll():
+                self._changed(step=False)
+            self._ensure_polling()
+        return self._rows.observed()
+
+    def _notify(self, leader: str | None) -> None:
+        self._coordinator.dispatcher.notify(self._listeners, leader)
+
+    def _stopped(self) -> bool:
+        return self._coordinator.crashed
+
+    def _listener_added(self, first: bool) -> None:
+        if not self._closed and not self._coordinator.crashed:
+            self._ensure_polling()
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def _stop_polling(self) -> None:
+        with self._lock:
+            poller, self._poller = self._poller, None
+        if poller is not None:
+            poller.stop()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._withdraw_all(release=True)
+        self._report()
+        self._closed = True
+        self._stop_polling()
+
+    def crash(self) -> None:
+        self._closed = True
+        for candidate in list(self._candidates):
+            self._rows.forget(candidate)
+        self._withdraw_all(release=False)
+        self._stop_polling()

@@ -1,0 +1,329 @@
+"""Storage and ListenerRegistry on cassandra://: one partition per store, one row per key,
+versions by LWT, a change marker polled by listeners.
+
+Layout::
+
+    kv_entries (store text, key text, value text, version bigint, nonce uuid,
+                changed uuid STATIC, incarnation uuid STATIC,
+                PRIMARY KEY ((store), key))
+
+Every write is one LWT on the store's partition: put ``IF version = null`` (create-only;
+KeyExistsError), update and delete ``IF version = V`` (V the caller's expected_version,
+or the version just read: a plain update() retries on a concurrent write, one with
+expected_version raises VersionConflictError). Each write also sets the partition's
+static ``changed`` marker to its own nonce, so a listener learns of any write in the store
+from one small read. ``children(namespace)`` reads the keys under ``namespace/`` (a
+clustering-range read) and returns their first path segments.
+
+Store incarnation: the static ``incarnation`` is set by the first put() into an empty
+partition (``IF incarnation = null``) and carried by every later write's condition; a store
+deleted behind its clients' backs (its partition deleted) starts again empty, and the next
+put() gives it a new incarnation, logged with every write as ``store_incarnation`` (the
+pipeline judges versions per incarnation).
+
+Consistency: reads (fetch, children, listener polls) at ``consistency`` (QUORUM): they see
+every acknowledged write. Writes: Paxos at ``serial_consistency``, commit at
+``consistency``; an unknown outcome is resolved by a SERIAL read of the key's nonce.
+All keys of a store share one Paxos partition, so writes to one store are serialised (a
+coordination store's traffic, not a database's); different stores are independent.
+
+Listeners: each registry handle reads its store's ``changed`` marker every
+``poll_period``; when it moved, it re-reads the watched keys (one read) and, if key sets
+are watched, the store's keys (one read), and calls the listeners whose value or key set
+changed. Changes between two polls coalesce; the poll period bounds the latency.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from kubecoord import validation
+from kubecoord._core.handles import RegistryHandle, StorageHandle
+from kubecoord._core.lease import Loop
+from kubecoord._internal.dispatch import ListenerSet
+from kubecoord.api import Versioned
+from kubecoord.errors import CoordinationError, KeyExistsError, KeyNotFoundError, VersionConflictError
+
+if TYPE_CHECKING:
+    from kubecoord.backends.cassandra.coordinator import CassandraCoordinator
+
+log = logging.getLogger("kubecoord.cassandra")
+
+_READ = "SELECT value, version, nonce, incarnation FROM kv_entries WHERE store = ? AND key = ?"
+_READ_KEYS = "SELECT key, value, version FROM kv_entries WHERE store = ? AND key IN ?"
+_READ_INCARNATION = "SELECT incarnation FROM kv_entries WHERE store = ? LIMIT 1"
+_READ_MARKER = "SELECT changed, incarnation FROM kv_entries WHERE store = ? LIMIT 1"
+_ALL_KEYS = "SELECT key FROM kv_entries WHERE store = ?"
+_KEYS_UNDER = "SELECT key FROM kv_entries WHERE store = ? AND key > ? AND key < ?"
+_PUT_NEW_STORE = (
+    "UPDATE kv_entries SET value = ?, version = 1, nonce = ?, changed = ?, incarnation = ? "
+    "WHERE store = ? AND key = ? IF version = null AND incarnation = null"
+)
+_PUT = (
+    "UPDATE kv_entries SET value = ?, version = 1, nonce = ?, changed = ? "
+    "WHERE store = ? AND key = ? IF version = null AND incarnation = ?"
+)
+_UPDATE = (
+    "UPDATE kv_entries SET value = ?, version = ?, nonce = ?, changed = ? WHERE store = ? AND key = ? IF version = ?"
+)
+_DELETE = (
+    "BEGIN BATCH "
+    "DELETE FROM kv_entries WHERE store = ? AND key = ? IF version = ? "
+    "UPDATE kv_entries SET changed = ? WHERE store = ? "
+    "APPLY BATCH"
+)
+
+
+def _done(value: Any) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_result(value)
+    return future
+
+
+def _failed(error: BaseException) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_exception(error)
+    return future
+
+
+class CassandraStorage(StorageHandle):
+    def __init__(self, coordinator: CassandraCoordinator, name: str) -> None:
+        super().__init__(coordinator, name, coordinator.events)
+        self.name = name
+        self._session = coordinator.session
+        self.max_value_bytes = coordinator.options.max_value_bytes
+        self._incarnation: uuid.UUID | None = None
+
+    # -- reads ----------------------------------------------------------------------------
+    def _fetch_versioned(self, key: str) -> Future[Versioned | None]:
+        try:
+            rows = self._session.execute(_READ, [self.name, key])
+        except CoordinationError as exc:
+            return _failed(exc)
+        if not rows or rows[0].version is None:
+            return _done(None)
+        return _done(Versioned(rows[0].value or "", rows[0].version))
+
+    def _children(self, namespace: str) -> set[str]:
+        if namespace == "":
+            keys = [row.key for row in self._session.execute(_ALL_KEYS, [self.name]) if row.key is not None]
+        else:
+            # Every key below namespace/ sorts between "namespace/" and "namespace0" ('0' follows '/').
+            rows = self._session.execute(_KEYS_UNDER, [self.name, namespace + "/", namespace + "0"])
+            keys = [row.key for row in rows]
+        names = (validation.child_name(namespace, key) for key in keys)
+        return {name for name in names if name is not None}
+
+    # -- writes ---------------------------------------------------------------------------
+    def _put(self, key: str, data: str) -> int:
+        for _ in range(5):
+            incarnation = self._incarnation or self._read_incarnation()
+            nonce = uuid.uuid4()
+            if incarnation is None:
+                incarnation = uuid.uuid4()
+                result = self._session.cas(
+                    _PUT_NEW_STORE, [data, nonce, nonce, incarnation, self.name, key],
+                    resolve=lambda n=nonce: self._nonce_is(key, n),  # type: ignore[misc]
+                )
+            else:
+                result = self._session.cas(
+                    _PUT, [data, nonce, nonce, self.name, key, incarnation],
+                    resolve=lambda n=nonce: self._nonce_is(key, n),  # type: ignore[misc]
+                )
+            if result.applied:
+                self._incarnation = incarnation
+                self._record("put", key=key, version=1, store_incarnation=str(incarnation))
+                return 1
+            existing = result.existing or {}
+            if existing.get("version") is not None:
+                raise KeyExistsError(f"key {key!r} already exists (version {existing['version']})")
+            # The store's incarnation is not the one we knew (deleted and maybe re-created): learn it.
+            self._incarnation = existing.get("incarnation")
+        raise CoordinationError(f"put of {key!r}: the store kept changing incarnation")
+
+    def _update(self, key: str, data: str, expected_version: int | None) -> int:
+        while True:
+            current = self._read_row(key)
+            if current is None:
+                raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+            version = current.version
+            if expected_version is not None and version != expected_version:
+                self._record("conflict", key=key, version=expected_version)
+                raise VersionConflictError(f"key {key!r} is at version {version}, not {expected_version}")
+            nonce = uuid.uuid4()
+            result = self._session.cas(
+                _UPDATE, [data, version + 1, nonce, nonce, self.name, key, version],
+                resolve=lambda n=nonce: self._nonce_is(key, n),  # type: ignore[misc]
+            )
+            if result.applied:
+                self._incarnation = current.incarnation
+                self._record("updated", key=key, version=version + 1, store_incarnation=_text(current.incarnation))
+                return int(version + 1)
+            existing = result.existing or {}
+            if existing.get("version") is None:
+                raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+            if expected_version is not None:
+                self._record("conflict", key=key, version=expected_version)
+                raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
+            # A plain update() raced another writer: read again and write over the newer version.
+
+    def _delete(self, key: str, expected_version: int | None) -> None:
+        while True:
+            current = self._read_row(key)
+            if current is None:
+                raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+            version = current.version
+            if expected_version is not None and version != expected_version:
+                self._record("conflict", key=key, version=expected_version)
+                raise VersionConflictError(f"key {key!r} is at version {version}, not {expected_version}")
+            marker = uuid.uuid4()
+            result = self._session.cas(
+                _DELETE, [self.name, key, version, marker, self.name],
+                resolve=lambda v=version: self._gone_or_newer(key, v),  # type: ignore[misc]
+            )
+            if result.applied:
+                self._record("deleted", key=key, version=version, store_incarnation=_text(current.incarnation))
+                return
+            existing = result.existing or {}
+            if existing.get("version") is None:
+                raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+            if expected_version is not None:
+                self._record("conflict", key=key, version=expected_version)
+                raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
+
+    # -- helpers --------------------------------------------------------------------------
+    def _read_row(self, key: str, *, serial: bool = False) -> Any | None:
+        rows = self._session.execute(_READ, [self.name, key], serial=serial)
+        return rows[0] if rows and rows[0].version is not None else None
+
+    def _read_incarnation(self) -> uuid.UUID | None:
+        rows = self._session.execute(_READ_INCARNATION, [self.name], serial=True)
+        return rows[0].incarnation if rows else None
+
+    def _nonce_is(self, key: str, nonce: uuid.UUID) -> bool:
+        row = self._read_row(key, serial=True)
+        return row is not None and row.nonce == nonce
+
+    def _gone_or_newer(self, key: str, version: int) -> bool:
+        """After a delete with an unknown outcome: the key no longer holds ``version``. (A later
+        writer may have re-created it: then our delete did land before, or lost to theirs;
+        either way the version we deleted is gone.)"""
+        row = self._read_row(key, serial=True)
+        return row is None or row.version != version
+
+
+def _text(value: uuid.UUID | None) -> str | None:
+    return str(value) if value is not None else None
+
+
+class CassandraListenerRegistry(RegistryHandle):
+    def __init__(self, coordinator: CassandraCoordinator, name: str) -> None:
+        super().__init__(coordinator, name, coordinator.events)
+        self.name = name
+        self._coordinator = coordinator
+        self._session = coordinator.session
+        self._poll_lock = threading.Lock()
+        self._poller: Loop | None = None
+        self._marker: tuple[Any, Any] | None = None
+        self._values_seen: dict[str, tuple[str | None, int | None]] = {}
+        self._sets_seen: dict[str, frozenset[str]] = {}
+
+    def _value_listener_added(self, key: str, listeners: ListenerSet[str | None], first: bool) -> None:
+        if first:
+            seen = self._read_values([key]).get(key, (None, None))
+            with self._poll_lock:
+                self._values_seen[key] = seen
+        self._ensure_polling()
+
+    def _key_set_listener_added(self, namespace: str, listeners: ListenerSet[set[str]], first: bool) -> None:
+        if first:
+            names = frozenset(_children(namespace, self._all_keys()))
+            with self._poll_lock:
+                self._sets_seen[namespace] = names
+        self._ensure_polling()
+
+    def _value_listeners_gone(self, key: str) -> None:
+        with self._poll_lock:
+            self._values_seen.pop(key, None)
+
+    def _key_set_listeners_gone(self, namespace: str) -> None:
+        with self._poll_lock:
+            self._sets_seen.pop(namespace, None)
+
+    def _ensure_polling(self) -> None:
+        with self._poll_lock:
+            if self._poller is not None or self._closed:
+                return
+            self._poller = Loop(f"kubecoord-cassandra-kv-{self.name}", self._poll)
+        self._poller.start()
+
+    def _read_values(self, keys: list[str]) -> dict[str, tuple[str | None, int | None]]:
+        rows = self._session.execute(_READ_KEYS, [self.name, keys])
+        return {row.key: (row.value, row.version) for row in rows if row.version is not None}
+
+    def _all_keys(self) -> list[str]:
+        # A partition whose keys were all deleted still has its static row (key null).
+        return [row.key for row in self._session.execute(_ALL_KEYS, [self.name]) if row.key is not None]
+
+    def _poll(self) -> float:
+        period = self._coordinator.options.poll_period
+        if self._closed:
+            return period
+        try:
+            self._poll_once()
+        except CoordinationError as exc:
+            log.debug("listener poll failed", extra={"store": self.name, "error": str(exc)})
+        return period
+
+    def _poll_once(self) -> None:
+        rows = self._session.execute(_READ_MARKER, [self.name])
+        marker = (rows[0].changed, rows[0].incarnation) if rows else (None, None)
+        if marker == self._marker:
+            return
+        with self._poll_lock:
+            keys = list(self._values_seen)
+            namespaces = list(self._sets_seen)
+        values = self._read_values(keys) if keys else {}
+        all_keys = self._all_keys() if namespaces else []
+        self._marker = marker  # only once the reads behind it succeeded
+        with self._poll_lock:
+            for key in keys:
+                now = values.get(key, (None, None))
+                if key in self._values_seen and self._values_seen[key] != now:
+                    self._values_seen[key] = now
+                    listeners = self._values.get(key)
+                    if listeners is not None:
+                        self._coordinator.dispatcher.notify(listeners, now[0])
+            for namespace in namespaces:
+                names = frozenset(_children(namespace, all_keys))
+                if namespace in self._sets_seen and self._sets_seen[namespace] != names:
+                    self._sets_seen[namespace] = names
+                    key_set_listeners = self._key_sets.get(namespace)
+                    if key_set_listeners is not None:
+                        self._coordinator.dispatcher.notify(key_set_listeners, set(names))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._clear_listeners()
+        with self._poll_lock:
+            poller, self._poller = self._poller, None
+        if poller is not None:
+            poller.stop()
+        super().close()
+
+    def crash(self) -> None:
+        self._closed = True
+        with self._poll_lock:
+            poller, self._poller = self._poller, None
+        if poller is not None:
+            poller.stop()
+
+
+def _children(namespace: str, keys: list[str]) -> set[str]:
+    names = (validation.child_name(namespace, key) for key in keys)
+    return {name for name in names if name is not None}
