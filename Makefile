@@ -26,7 +26,7 @@ system-deps:
 
 # Cassandra 5.0 for the cassandra tests: cassandra-all and its dependencies, pinned by
 # testkit/cassandra/pom.xml, copied by Maven (installed from Debian when missing) into a cache
-# folder reused between runs (kubecoord.testing.cassandra_server reads it; the marker says the
+# folder reused between runs (kubecoord_testkit.servers.cassandra reads it; the marker says the
 # copy is whole). The folder's name carries the version: a new pin fetches anew.
 CASSANDRA_VERSION := $(shell sed -n 's:.*<cassandra.version>\(.*\)</cassandra.version>.*:\1:p' testkit/cassandra/pom.xml)
 CASSANDRA_JARS ?= $(or $(KUBECOORD_CASSANDRA_JARS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubecoord/cassandra-$(CASSANDRA_VERSION))

@@ -21,11 +21,21 @@ The real kube-apiserver (``kubecoord_testkit.servers.kubernetes``):
   KUBECONFIG is neither read nor set.
 - ``le_candidate``: client-go's LeaseLock candidate, unpacked (runs against any server).
 
+Cassandra 5.0 (Maven's jars, ``make cassandra-jars``; ``kubecoord_testkit.servers.cassandra``):
+
+- ``cassandra_server``: one node for the whole session (per xdist worker); tests isolate
+  themselves by names. ``KUBECOORD_TEST_CASSANDRA_HOSTS`` (HOST:PORT[,...]) points the
+  session at a server already running instead. Without java or the jars every test that
+  uses it is skipped with the reason.
+- ``cassandra_cluster``: three nodes on 127.0.0.1-3 (RF 3 keyspaces), for one module's
+  fault tests (module scope: it takes minutes to start on a loaded 2-core machine).
+
 Not provided: clients, namespaces, CRDs — a suite's own glue builds those on top.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
 import uuid
 from collections.abc import Iterator
@@ -34,6 +44,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from kubecoord_testkit.servers.cassandra import CassandraServer
     from kubecoord_testkit.servers.kubernetes import RealApiServer
     from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
@@ -106,3 +117,31 @@ def le_candidate(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     if binaries.le_candidate is None:
         pytest.skip(f"client-go interop: no le-candidate[.xz] beside {binaries.apiserver}")
     return unpack(binaries.le_candidate, tmp_path_factory.mktemp("client-go") / "le-candidate")
+
+
+@pytest.fixture(scope="session")
+def cassandra_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CassandraServer]:
+    """One Cassandra node for the whole run (tests isolate themselves by name)."""
+    from kubecoord_testkit.servers.cassandra import CassandraServer, external, jars_missing
+
+    hosts = os.environ.get("KUBECOORD_TEST_CASSANDRA_HOSTS")
+    if hosts:
+        yield external(hosts)
+        return
+    reason = jars_missing()
+    if reason is not None:
+        pytest.skip(f"Cassandra tier: {reason}")
+    with CassandraServer.single(tmp_path_factory.mktemp("cassandra")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cassandra_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CassandraServer]:
+    """Three Cassandra nodes on 127.0.0.1, .2, .3, for fault tests (one module at a time)."""
+    from kubecoord_testkit.servers.cassandra import CassandraServer, jars_missing
+
+    reason = jars_missing()
+    if reason is not None:
+        pytest.skip(f"Cassandra tier: {reason}")
+    with CassandraServer.cluster(tmp_path_factory.mktemp("cassandra-cluster"), 3) as cluster:
+        yield cluster

@@ -54,7 +54,7 @@ kubecoord terms, even after expiry; per-key versions +1 per write, by LWT; unkno
 outcomes resolved by SERIAL reads, never blind retries. Not guaranteed: anything when the
 Cassandra nodes' clocks run at different rates from the clients' (TTLs are judged by them);
 that a seed-plugin peer stops in time; listener latency below ``poll_period``.
-Real Cassandra servers for tests and benchmarks are in kubecoord.testing.cassandra_server.
+Real Cassandra servers for tests and benchmarks are in kubecoord_testkit.servers.cassandra.
 """
 
 from __future__ import annotations

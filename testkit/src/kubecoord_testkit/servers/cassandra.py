@@ -31,6 +31,7 @@ stays free until the JVM binds it (start() then fails, with the log's tail).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -40,8 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubecoord._internal import processes
-from kubecoord._internal.servers import ManagedServers, free_port
+from kubecoord_testkit import processes
+from kubecoord_testkit.servers.managed import ManagedServers, free_port
 
 CASSANDRA_VERSION = "5.0.6"
 JARS_DIR = Path(
@@ -243,7 +244,7 @@ class Node:
         self.process.wait()
 
     def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout``; always reaped."""
+        """SIGTERM (Cassandra drains), then SIGKILL after ``timeout``; always reaped."""
         if self.process is not None:
             processes.stop(self.process, timeout)
 
@@ -255,8 +256,6 @@ class Node:
 
 def _yaml(config: dict[str, Any]) -> str:
     """cassandra.yaml from plain values (JSON is YAML; no PyYAML needed)."""
-    import json
-
     return "".join(f"{key}: {json.dumps(value)}\n" for key, value in config.items() if value is not None)
 
 
@@ -389,3 +388,12 @@ def _write_at_all(node: Node, replicas: int) -> bool:
         return False
     finally:
         cluster.shutdown()
+
+
+def external(hosts: str) -> CassandraServer:
+    """A CassandraServer naming nodes that run already (HOST:PORT[,...]): nothing to start or stop."""
+    nodes = []
+    for host in hosts.split(","):
+        address, _, port = host.rpartition(":")
+        nodes.append(Node(Path("/nonexistent"), address, 0, int(port), address, "external"))
+    return CassandraServer(nodes)
