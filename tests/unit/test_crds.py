@@ -63,6 +63,7 @@ def test_three_namespaced_kinds_in_one_group_with_status_and_columns() -> None:
     columns = {
         "LeaderElection": ["Leader", "Epoch"], "Group": ["Members", "Generation", "Phase"], "KVStore": ["Keys", "Size"]
     }
+    # READY is a default column (not only -o wide): the first thing a user checks.
     for kind, plural in KINDS.items():
         crd = CRDS[f"{plural}.kubecoord.dev.yaml"]
         assert crd["spec"]["group"] == "kubecoord.dev" and crd["spec"]["scope"] == "Namespaced"
@@ -70,7 +71,7 @@ def test_three_namespaced_kinds_in_one_group_with_status_and_columns() -> None:
         (version,) = crd["spec"]["versions"]
         assert version["name"] == "v1alpha1" and version["subresources"] == {"status": {}}
         names = [column["name"] for column in version["additionalPrinterColumns"] if not column.get("priority")]
-        assert names == [*columns[kind], "Age"]
+        assert names == [*columns[kind], "Ready", "Age"]
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
