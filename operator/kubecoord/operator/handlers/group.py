@@ -58,6 +58,7 @@ async def _after(context: Context, snapshot: Snapshot) -> None:
 
 
 def _record(context: Context, event: str, member: str) -> None:
+    metrics.MEMBERSHIP_CHANGES.labels(context.namespace, context.name, event).inc()
     History.record(context.backend, context.namespace, primitive="group", name=context.name, event=event, member=member)
 
 

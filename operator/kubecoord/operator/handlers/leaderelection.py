@@ -24,6 +24,9 @@ def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], N
 
 
 async def _after(context: Context, snapshot: Snapshot) -> None:
+    lease_seconds = float((context.body.get("spec") or {}).get("leaseDurationSeconds", 15))
+    metrics.leader_presence(context.namespace, context.name, present=bool(snapshot.status.get("leader")),
+                            lease_seconds=lease_seconds)
     for notice in snapshot.notices:
         metrics.LEADER_CHANGES.labels(context.namespace, context.name).inc()
         History.record(
