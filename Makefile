@@ -75,14 +75,17 @@ $(HELM): charts/scripts/install_helm.py | $(INSTALLED)
 chart-crds: install
 	$(PY) charts/scripts/generate_crds.py
 
-# The chart: CRD templates up to date, helm lint in both watch modes, helm template with
-# the CRDs, and values.schema.json refusing an unknown key.
+# The chart: CRD templates up to date, helm lint in both watch modes and with monitoring,
+# helm template with the CRDs and on the oldest Kubernetes it supports, and
+# values.schema.json refusing an unknown key.
 chart-lint: install $(HELM)
 	$(PY) charts/scripts/generate_crds.py --check
 	$(HELM) lint --strict charts/kubecoord
 	$(HELM) lint --strict charts/kubecoord --set operator.allNamespaces=false --set crds.enabled=false
 	$(HELM) template kubecoord charts/kubecoord --namespace kubecoord-system > /dev/null
 	$(HELM) template kubecoord charts/kubecoord --namespace kubecoord-system --set operator.allNamespaces=false > /dev/null
+	$(HELM) lint --strict charts/kubecoord --set serviceMonitor.enabled=true --set prometheusRule.enabled=true --set dashboards.enabled=true
+	$(HELM) template kubecoord charts/kubecoord --namespace kubecoord-system --kube-version 1.28.0 > /dev/null
 	@if $(HELM) template kubecoord charts/kubecoord --set unknownKey=1 > /dev/null 2>&1; then \
 		echo "values.schema.json accepted an unknown key" >&2; exit 1; \
 	else echo "values.schema.json refuses unknown keys: ok"; fi

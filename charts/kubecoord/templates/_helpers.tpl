@@ -61,6 +61,35 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
+{{/* The metrics Service; also Prometheus's job label for the operator's metrics. */}}
+{{- define "kubecoord.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "kubecoord.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The API version of the ValidatingAdmissionPolicy: v1 from Kubernetes 1.30, v1beta1 on
+1.28-1.29 when the cluster serves it (a beta API that is off unless enabled there; helm
+template knows only with --api-versions), else empty: the policy is left out and
+NOTES.txt says so.
+*/}}
+{{- define "kubecoord.admissionPolicyApiVersion" -}}
+{{- if semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version }}
+{{- "admissionregistration.k8s.io/v1" }}
+{{- else if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1beta1/ValidatingAdmissionPolicy" }}
+{{- "admissionregistration.k8s.io/v1beta1" }}
+{{- end }}
+{{- end }}
+
+{{/* Why the admission policy is missing (NOTES.txt, and a comment in the rendered manifest). */}}
+{{- define "kubecoord.admissionPolicySkipped" -}}
+WARNING: rbac.confineGroupClients is true, but this cluster (Kubernetes {{ .Capabilities.KubeVersion.Version }}) serves
+no ValidatingAdmissionPolicy API: admissionregistration.k8s.io/v1 needs 1.30, and v1beta1 on
+1.28-1.29 must be enabled on the API server (--runtime-config and the ValidatingAdmissionPolicy
+feature gate). The policy was NOT installed: a Group's spec.clients may write every Lease of
+their namespace, as RBAC alone allows. Upgrade the cluster, or set rbac.confineGroupClients=false
+to say you accept that.
+{{- end }}
+
 {{/* The namespaces a namespaced operator watches: operator.namespaces, or the release namespace. */}}
 {{- define "kubecoord.watchedNamespaces" -}}
 {{- if .Values.operator.namespaces }}
