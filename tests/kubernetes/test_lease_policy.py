@@ -127,3 +127,49 @@ def test_a_listed_service_account_writes_only_the_leases_it_is_granted(
     finally:
         core.delete_namespaced_config_map(lease_grants.CONFIGMAP, ns)
         cluster.revoke(role)
+
+
+def test_a_group_client_cannot_label_its_leases_for_another_group(
+    cluster: Cluster, policy: str, tmp_path: pathlib.Path
+) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    app, alpha, beta = f"app-{suffix}", f"alpha-{suffix}", f"beta-{suffix}"
+    role = cluster.grant_namespace_clients()
+    core = k8s.CoreV1Api(cluster.admin_api)
+    grants = lease_grants.grants([{"kind": "Group", "metadata": {"name": alpha}, "spec": {"clients": [app]}}], [])
+    core.create_namespaced_config_map(cluster.namespace, {"metadata": {"name": lease_grants.CONFIGMAP},
+                                                          "data": grants})
+    as_app = k8s.CoordinationV1Api(kubernetes.config.new_client_from_config(
+        config_file=str(cluster.service_account_kubeconfig(app, tmp_path))))
+    admin_leases = k8s.CoordinationV1Api(cluster.admin_api)
+    ns = cluster.namespace
+
+    def spoof(name: str, group: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "labels": {"kubecoord.dev/group": group}}, "spec": {}}
+
+    try:
+        def confined() -> bool:  # the policy's parameters arrive through an informer
+            try:
+                as_app.create_namespaced_lease(ns, _lease(f"unrelated-{suffix}"))
+            except ApiException as error:
+                return error.status == 403
+            admin_leases.delete_namespaced_lease(f"unrelated-{suffix}", ns)
+            return False
+
+        eventually(confined, timeout=20, interval=0.2)
+        # Named inside its own prefix, labelled for another group: refused, with the reason.
+        error = _denied(lambda: as_app.create_namespaced_lease(ns, spoof(f"{alpha}.m.x", beta)))
+        assert error.status == 403
+        assert json.loads(error.body)["message"].endswith(
+            f"ServiceAccount {app} may label a Lease kubecoord.dev/group={beta} only if it is named {beta}.m.*, "
+            f"not {alpha}.m.x")
+        # Relabelling one of its own member Leases later: refused too.
+        as_app.create_namespaced_lease(ns, spoof(f"{alpha}.m.y", alpha))
+        assert _denied(lambda: as_app.patch_namespaced_lease(
+            f"{alpha}.m.y", ns, {"metadata": {"labels": {"kubecoord.dev/group": beta}}})).status == 403
+        # Its own group's label on its own Leases, and deleting them, still work.
+        as_app.patch_namespaced_lease(f"{alpha}.m.y", ns, {"spec": {"holderIdentity": "y"}})
+        as_app.delete_namespaced_lease(f"{alpha}.m.y", ns)
+    finally:
+        core.delete_namespaced_config_map(lease_grants.CONFIGMAP, ns)
+        cluster.revoke(role)

@@ -212,12 +212,12 @@ async def _ensure_store(body: dict[str, Any]) -> Ensured:
 
 
 async def member_leases(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Group's member Leases: labelled for it *and* named after their member id
+    (object_names.member_id_of). A Lease a client of another group labelled for this one is
+    not adopted (its owner's deletion would take it along) nor deleted with the Group."""
     group = body["metadata"]["name"]
-    return await kubeapi.list_objects(*LEASES, body["metadata"]["namespace"], object_names.group_selector(group))
-
-
-def member_id(lease: dict[str, Any]) -> str | None:
-    return (lease["metadata"].get("annotations") or {}).get(object_names.MEMBER_ID_ANNOTATION)
+    leases = await kubeapi.list_objects(*LEASES, body["metadata"]["namespace"], object_names.group_selector(group))
+    return [lease for lease in leases if object_names.member_id_of(lease, group) is not None]
 
 
 async def adopt_members(body: dict[str, Any], leases: list[dict[str, Any]]) -> None:
@@ -261,8 +261,6 @@ async def delete_all(body: dict[str, Any]) -> int:
             if existing is not None and owned(existing, body):
                 deleted += await kubeapi.delete(record)
         for lease in await member_leases(body):
-            if member_id(lease) is None:  # labelled like a member, but not made by a kubecoord client
-                continue
             obj = {
                 "apiVersion": LEASES[0],
                 "kind": "Lease",

@@ -50,7 +50,7 @@ class Departures:
                 return
             self._seen.pop(key, None)
             group = (metadata.get("labels") or {}).get(object_names.GROUP_LABEL)
-            member = (metadata.get("annotations") or {}).get(object_names.MEMBER_ID_ANNOTATION)
+            member = object_names.member_id_of(lease, group) if group is not None else None
             if group is None or member is None:
                 return
             # The lease core's one expiry rule, less the slack between observers.

@@ -21,6 +21,8 @@ member Lease names are injective in (group, member id) — ids are case-sensitiv
 hold any character, so the name carries a hash of the exact id and the id itself is kept
 in an annotation. Election Leases are named by the service (a DNS-1123 label, no dots),
 member Leases always contain a dot, so the two never collide.
+A member Lease counts for its group only when its name is the one derived from its group
+and member id (member_id_of): labels and annotations alone prove nothing.
 Not guaranteed: that nothing else in the namespace uses these names.
 """
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
 GROUP_LABEL = "kubecoord.dev/group"
 """On every member Lease: the group it belongs to (list/watch selector)."""
@@ -71,6 +74,23 @@ def member_lease_name(group: str, member_id: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", member_id.lower()).strip("-")[:_SLUG_CHARS].strip("-") or "id"
     digest = hashlib.sha256(member_id.encode("utf-8")).hexdigest()[:_HASH_CHARS]
     return f"{member_lease_prefix(group)}{slug}-{digest}"
+
+
+def member_id_of(lease: dict[str, Any], group: str) -> str | None:
+    """The member id a Lease carries, if it is ``group``'s member Lease of that id: labelled
+    for ``group`` and named exactly ``member_lease_name(group, id)``; else None.
+
+    The name is the proof: a Lease labelled for another group, or named for another id (a
+    client of group ``alpha`` writing ``alpha.m.x`` labelled ``beta``, or claiming one of
+    beta's ids), is nobody's member — the admission policy confines a Group's clients by
+    name, never by label or annotation."""
+    metadata = lease.get("metadata") or {}
+    if (metadata.get("labels") or {}).get(GROUP_LABEL) != group:
+        return None
+    member_id = (metadata.get("annotations") or {}).get(MEMBER_ID_ANNOTATION)
+    if not isinstance(member_id, str) or not member_id:
+        return None
+    return member_id if metadata.get("name") == member_lease_name(group, member_id) else None
 
 
 def member_lease_prefix(group: str) -> str:

@@ -10,7 +10,9 @@ spec.holderIdentity = the member id, renewTime refreshed every retry_period as t
 member's heartbeat, leaseDurationSeconds = the coordinator's lease_duration.
 
 Guarantees:
-- Membership is the set of member Leases whose latest version this process observed less
+- Membership is the set of the group's member Leases — named after their member id and
+  group (object_names.member_id_of; a Lease merely labelled for the group is not one) —
+  whose latest version this process observed less
   than leaseDurationSeconds ago (its own monotonic clock; never renewTime vs the local
   wall clock). An expired member disappears from membership() and the listeners at once,
   and whoever notices first deletes its Lease — with a resourceVersion precondition, so a
@@ -56,16 +58,16 @@ log = logging.getLogger("kubecoord.kubernetes.membership")
 _UNSET: Any = object()
 
 
-def member_of(observed: Observed) -> tuple[str, str, float] | None:
-    """(member id, data, expiry in this process's view) of a member Lease; None if not one of ours.
+def member_of(observed: Observed, group: str) -> tuple[str, str, float] | None:
+    """(member id, data, expiry in this process's view) of ``group``'s member Lease; None if
+    it is not one (object_names.member_id_of: the name must be the member's own).
 
     The expiry is the lease core's one rule (expires_at), as for election Leases."""
-    metadata = observed.obj.get("metadata") or {}
-    annotations = metadata.get("annotations") or {}
-    member_id = annotations.get(object_names.MEMBER_ID_ANNOTATION)
+    member_id = object_names.member_id_of(observed.obj, group)
     spec = observed.obj.get("spec") or {}
-    if not member_id or spec.get("holderIdentity") != member_id:
+    if member_id is None or spec.get("holderIdentity") != member_id:
         return None
+    annotations = (observed.obj.get("metadata") or {}).get("annotations") or {}
     return member_id, annotations.get(object_names.MEMBER_DATA_ANNOTATION, ""), expires_at(observation(observed))
 
 
@@ -108,7 +110,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         now = self._context.clock.now()
         live: dict[str, str] = {}
         for observed in informer.items().values():
-            member = member_of(observed)
+            member = member_of(observed, self.group)
             if member is not None and now < member[2]:
                 live[member[0]] = member[1]
         return live
@@ -144,7 +146,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
             mine_ids = set(self._mine)
         members = 0
         for name, observed in informer.items().items():
-            member = member_of(observed)
+            member = member_of(observed, self.group)
             if member is None:
                 continue
             members += 1
@@ -163,7 +165,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
     def _heartbeat(self, informer: Informer, member_id: str, data: str) -> None:
         name = object_names.member_lease_name(self.group, member_id)
         current = informer.get(name)
-        if current is None or (member_of(current) or ("",))[0] != member_id:
+        if current is None or (member_of(current, self.group) or ("",))[0] != member_id:
             self._expel(member_id, "its Lease is gone")
             return
         body = self._lease_body(member_id, data, base=current.obj)
@@ -244,7 +246,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
                 existing = informer.refresh(name)
                 if existing is None:
                     continue  # deleted between our create and our read: try again
-                member = member_of(existing)
+                member = member_of(existing, self.group)
                 expiry = member[2] if member is not None else existing.seen_at + self.timings.lease_duration_seconds
                 if self._context.clock.now() < expiry and self._still_renewed(name, existing.version):
                     raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}") from None
@@ -304,7 +306,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         name = object_names.member_lease_name(self.group, member_id)
         for _ in range(3):
             current = informer.get(name)
-            if current is None or member_of(current) is None:
+            if current is None or member_of(current, self.group) is None:
                 break
             try:
                 self._context.client.delete(LEASES, name, resource_version=current.version)
