@@ -51,7 +51,7 @@ lint: install
 	$(VENV)/bin/lint-imports
 
 demo: install
-	$(PY) -m kubecoord.demos
+	$(VENV)/bin/kubecoord-testkit demo
 
 # The long soak: every backend (the real kube-apiserver when ../shared/k8s has it), seeded
 # faults, then the pipeline; exit 3 on a safety violation. SOAK_SECONDS is per backend.
@@ -61,7 +61,7 @@ SOAK_BACKENDS ?= $(shell $(PY) -c 'from kubecoord_testkit.servers.kubernetes imp
 	&& echo zookeeper,emulator,kubernetes || echo zookeeper,emulator)
 SOAK_OUT ?= soak-out
 soak: install system-deps
-	$(PY) -m kubecoord.cli soak --backend $(SOAK_BACKENDS) --duration $(SOAK_SECONDS) --seed $(SOAK_SEED) --out $(SOAK_OUT)
+	$(VENV)/bin/kubecoord-testkit soak --backend $(SOAK_BACKENDS) --duration $(SOAK_SECONDS) --seed $(SOAK_SEED) --out $(SOAK_OUT)
 
 bench: install system-deps
 	@for script in bench/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

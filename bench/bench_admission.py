@@ -1,4 +1,4 @@
-"""Cost of CRD admission in the API emulator (kubecoord.testing.emulator.admission).
+"""Cost of CRD admission in the API emulator (kubecoord_testkit.emulator.admission).
 
 Prints, for the project's LeaderElection CRD, microseconds per admit() of: creates of
 distinct objects, spec updates (transition rules run), refused creates (422 built), and
@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from kubecoord.testing.emulator.admission import Invalid, admit
+from kubecoord_testkit.emulator.admission import Invalid, admit
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = 300

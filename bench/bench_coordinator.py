@@ -307,7 +307,7 @@ def main() -> None:
             finally:
                 server.stop()
     if "kubernetes" in backends:
-        from kubecoord.testing import ApiEmulator
+        from kubecoord_testkit.emulator import ApiEmulator
 
         with tempfile.TemporaryDirectory() as root, ApiEmulator(host="127.0.0.1", port=0) as api:
             config = str(api.write_kubeconfig(Path(root) / "kubeconfig"))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import kubernetes
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 from measure import pct
 
 

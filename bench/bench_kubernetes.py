@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 import kubecoord
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 from measure import pct
 
 LEASE, DEADLINE, RETRY = 2.0, 1.5, 1.0

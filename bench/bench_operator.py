@@ -33,8 +33,8 @@ import kubernetes.config
 import yaml
 
 import kubecoord
-from kubecoord.testing import ApiEmulator
 from kubecoord_testkit import processes
+from kubecoord_testkit.emulator import ApiEmulator
 from measure import ms, rss_and_threads
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

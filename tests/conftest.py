@@ -1,11 +1,12 @@
-"""Fixtures every test folder can use. Server fixtures live in tests/fixtures/ as plugins."""
+"""Fixtures every test folder can use. The servers (the API emulator, ZooKeeper, the real
+kube-apiserver, Spark standalone) come from the kubecoord-testkit pytest plugin; this
+suite's glue over them (harnesses, clients, namespaces) lives in tests/fixtures/ as plugins."""
 
 from __future__ import annotations
 
 import pytest
 
 pytest_plugins: list[str] = [
-    "tests.fixtures.kubernetes",
     "tests.fixtures.kubernetes_harness",
     "tests.fixtures.real_kubernetes",
     "tests.fixtures.zookeeper",

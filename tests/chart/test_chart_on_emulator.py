@@ -18,8 +18,8 @@ from kubernetes.client import ApiClient, ApiException
 from kubernetes.dynamic import DynamicClient
 
 import kubecoord
-from kubecoord.testing import ApiEmulator
 from kubecoord_testkit import processes
+from kubecoord_testkit.emulator import ApiEmulator
 from tests.chart.conftest import Render
 from tests.helpers import eventually
 

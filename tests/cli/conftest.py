@@ -27,14 +27,23 @@ FAST = {"lease_duration": 3.0, "renew_deadline": 2.5, "retry_period": 0.5}
 
 
 class Cli:
-    """Runs ``python -m kubecoord.cli ARGS`` with a connection URL preset in the environment."""
+    """Runs ``python -m kubecoord.cli ARGS`` (``.testkit(ARGS)``: the kubecoord-testkit
+    command) with a connection URL preset in the environment."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
 
     def __call__(self, *args: str, stdin: str | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+        return self._run("kubecoord.cli", args, stdin, timeout)
+
+    def testkit(self, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+        return self._run("kubecoord_testkit", args, None, timeout)
+
+    def _run(
+        self, module: str, args: tuple[str, ...], stdin: str | None, timeout: float
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "kubecoord.cli", *args],
+            [sys.executable, "-m", module, *args],
             env=self.env,
             input=stdin,
             capture_output=True,

@@ -12,7 +12,7 @@ import pytest
 import kubecoord
 from kubecoord import Coordinator
 from kubecoord.cli import exits
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 
 from .conftest import Cli
 
@@ -28,23 +28,39 @@ def test_top_level_help_says_what_the_tool_is_for(plain_cli: Cli) -> None:
         "watch",
         "group",
         "status",
-        "soak",
-        "demo",
-        "emulator",
         "operator",
         "analyze",
-        "generate-history",
     ):
         assert f"\n    {command}" in result.stdout, command
+    for command in TESTKIT_COMMANDS:  # test tooling is kubecoord-testkit's
+        assert f"\n    {command}" not in result.stdout, command
     assert "exit statuses:" in result.stdout and "4 not found" in result.stdout
     assert plain_cli().returncode == exits.USAGE
 
 
-@pytest.mark.parametrize("command", ["demo", "emulator", "operator", "analyze", "generate-history", "soak"])
-def test_existing_subcommands_still_answer(plain_cli: Cli, command: str) -> None:
-    result = plain_cli(command, "--help")
+TESTKIT_COMMANDS = ("soak", "demo", "emulator", "generate-history")
+
+
+def test_testkit_help_lists_the_tooling_commands(plain_cli: Cli) -> None:
+    result = plain_cli.testkit("--help")
     assert result.returncode == 0, result.stderr
-    assert f"usage: kubecoord {command}" in result.stdout
+    for command in TESTKIT_COMMANDS:
+        assert f"\n    {command}" in result.stdout, command
+    assert plain_cli.testkit().returncode == exits.USAGE
+
+
+@pytest.mark.parametrize(
+    ("prog", "command"),
+    [
+        ("kubecoord", "operator"),
+        ("kubecoord", "analyze"),
+        *(("kubecoord-testkit", command) for command in TESTKIT_COMMANDS),
+    ],
+)
+def test_existing_subcommands_still_answer(plain_cli: Cli, prog: str, command: str) -> None:
+    result = (plain_cli.testkit if prog == "kubecoord-testkit" else plain_cli)(command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert f"usage: {prog} {command}" in result.stdout
 
 
 def test_leader_as_table_and_json(k8s_cli: Cli, k8s_connect: Callable[[], Coordinator]) -> None:

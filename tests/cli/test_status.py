@@ -9,7 +9,7 @@ import kubernetes
 import yaml
 
 from kubecoord.cli import exits
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 
 from .conftest import Cli
 

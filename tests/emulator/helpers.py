@@ -8,7 +8,7 @@ from typing import Any
 import urllib3
 from kubernetes.client import ApiException
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 
 
 def status_of(error: ApiException) -> dict[str, Any]:

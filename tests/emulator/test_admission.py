@@ -1,4 +1,4 @@
-"""CRD admission (kubecoord.testing.emulator.admission) on sample CRDs: pruning, defaulting,
+"""CRD admission (kubecoord_testkit.emulator.admission) on sample CRDs: pruning, defaulting,
 schema validation and CEL rules, with the API server's messages and field paths."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubecoord.testing.emulator.admission import Invalid, admit
+from kubecoord_testkit.emulator.admission import Invalid, admit
 
 SPEC_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -1,5 +1,5 @@
 """Invalid custom resources as a user meets them: the kubernetes client against the API
-emulator, which admits custom resources through kubecoord.testing.emulator.admission."""
+emulator, which admits custom resources through kubecoord_testkit.emulator.admission."""
 
 from __future__ import annotations
 

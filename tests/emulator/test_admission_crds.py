@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubecoord.testing.emulator.admission import Invalid, admit
+from kubecoord_testkit.emulator.admission import Invalid, admit
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = {

@@ -14,7 +14,7 @@ import kubernetes
 import pytest
 import urllib3
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
 
 from .helpers import lease, request
@@ -91,7 +91,7 @@ def test_kubecoord_emulator_command_prints_the_url_and_stops_on_sigterm(tmp_path
         [
             sys.executable,
             "-m",
-            "kubecoord.cli",
+            "kubecoord_testkit",
             "emulator",
             "--port",
             "0",

@@ -14,8 +14,7 @@ import pytest
 import urllib3
 from kubernetes.client import ApiException
 
-from kubecoord.testing import ApiEmulator
-from kubecoord.testing.emulator import admitting
+from kubecoord_testkit.emulator import ApiEmulator, admitting
 from tests.helpers import eventually
 
 from .helpers import request, status_of

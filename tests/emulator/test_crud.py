@@ -8,7 +8,7 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiException
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 
 from .helpers import lease, status_of
 

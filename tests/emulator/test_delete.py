@@ -7,7 +7,7 @@ import kubernetes
 import pytest
 from kubernetes.client import ApiException
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
 
 from .helpers import lease, status_of

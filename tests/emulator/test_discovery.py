@@ -11,7 +11,7 @@ import kubernetes
 import pytest
 from kubernetes.dynamic import DynamicClient
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 
 from .helpers import request
 

@@ -13,7 +13,7 @@ import textwrap
 import kubernetes
 import pytest
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
 
 WRITER = textwrap.dedent("""

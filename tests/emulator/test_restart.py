@@ -9,7 +9,7 @@ import threading
 import kubernetes
 from kubernetes import watch
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 
 
 def test_restart_keeps_objects_and_serves_new_watches(tmp_path: pathlib.Path) -> None:

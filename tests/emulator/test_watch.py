@@ -9,7 +9,7 @@ import kubernetes
 import pytest
 from kubernetes import watch
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
 
 from .helpers import first_event, lease, request, status_of

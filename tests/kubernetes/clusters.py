@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 from kubecoord_testkit.servers.kubernetes import RealApiServer
 from tests.fixtures.real_kubernetes import mint_token
 

@@ -13,7 +13,7 @@ from kubernetes import config as k8s_config
 
 import kubecoord
 from kubecoord import Coordinator
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 
 from .clusters import Cluster, EmulatorCluster, RealCluster
 

@@ -24,9 +24,10 @@ from kubecoord import (
     ValueTooLargeError,
     Versioned,
 )
-from kubecoord.testing import ApiEmulator, crash
+from kubecoord.testing import crash
 from kubecoord.wire import object_names
 from kubecoord.wire.lease import format_micro_time, from_unix, parse_micro_time
+from kubecoord_testkit.emulator import ApiEmulator
 
 from ..helpers import Recorder, eventually
 from .conftest import FAST, Connect, grant, kubeconfig_for

@@ -2,7 +2,7 @@
 from Kubernetes' own tree) running for one Lease, on the emulator and the real server.
 
 client-go's typed clients write Leases as protobuf; the emulator decodes those
-(kubecoord.testing.emulator.protobuf) since these tests found it answering 415.
+(kubecoord_testkit.emulator.protobuf) since these tests found it answering 415.
 
 Both sides use lease 2 s / renew deadline 1.5 s; kubecoord retries every 0.5 s, client-go
 every 0.4 s (with client-go's jitter, up to 0.88 s). A leader's term, from its own point
@@ -25,7 +25,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 
 from .clusters import Cluster, EmulatorCluster, RealCluster
 from .processes import Child, Children

@@ -12,9 +12,9 @@ import pytest
 
 from kubecoord import PermissionDeniedError, StoreFullError, Versioned
 from kubecoord.backends.kubernetes.kv import KubeStorage
-from kubecoord.testing import ApiEmulator
 from kubecoord.wire import object_names
 from kubecoord.wire.kv_shards import shard_count_for, shard_of
+from kubecoord_testkit.emulator import ApiEmulator
 
 from ..helpers import Recorder, eventually
 from .conftest import Connect, grant, kubeconfig_for

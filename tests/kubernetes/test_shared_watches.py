@@ -8,8 +8,8 @@ import threading
 
 from kubernetes import client as k8s
 
-from kubecoord.testing import ApiEmulator
 from kubecoord.wire import object_names
+from kubecoord_testkit.emulator import ApiEmulator
 
 from ..helpers import Recorder, eventually
 from .conftest import Connect

@@ -12,7 +12,7 @@ import time
 
 import yaml
 
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 
 from ..helpers import Recorder
 from .conftest import Connect

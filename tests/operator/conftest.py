@@ -21,7 +21,7 @@ import yaml
 from kopf.testing import KopfRunner
 
 from kubecoord.operator import kubeapi
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

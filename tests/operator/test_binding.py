@@ -14,8 +14,8 @@ from kopf.testing import KopfRunner
 import kubecoord
 from kubecoord.api import Coordinator
 from kubecoord.errors import BackendUnavailableError, PermissionDeniedError, StoreFullError
-from kubecoord.testing import ApiEmulator
 from kubecoord.wire import object_names
+from kubecoord_testkit.emulator import ApiEmulator
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE

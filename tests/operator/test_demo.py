@@ -10,7 +10,7 @@ import sys
 def test_make_demo_shows_failover_group_change_and_kv_listeners_then_cleans_up() -> None:
     env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}  # the embedded emulator
     result = subprocess.run(
-        [sys.executable, "-m", "kubecoord.cli", "demo"], env=env, capture_output=True, text=True, timeout=240
+        [sys.executable, "-m", "kubecoord_testkit", "demo"], env=env, capture_output=True, text=True, timeout=240
     )
     out = result.stdout
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]

@@ -11,7 +11,7 @@ import pytest
 
 import kubecoord
 from kubecoord.group_coordinator import GroupMember, UnitsProtocol, decode_units
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
 from tests.operator.conftest import INVALID_ASSIGNMENTS, NAMESPACE, Resources
 

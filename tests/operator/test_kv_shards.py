@@ -6,9 +6,9 @@ from __future__ import annotations
 import pathlib
 
 import kubecoord
-from kubecoord.testing import ApiEmulator
 from kubecoord.wire import object_names
 from kubecoord.wire.kv_shards import shard_count_for, shard_of
+from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE, Resources
 

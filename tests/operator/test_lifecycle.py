@@ -16,8 +16,8 @@ import pytest
 import kubecoord
 from kubecoord.api import Coordinator
 from kubecoord.errors import PermissionDeniedError
-from kubecoord.testing import ApiEmulator
 from kubecoord.wire import object_names
+from kubecoord_testkit.emulator import ApiEmulator
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE, Resources

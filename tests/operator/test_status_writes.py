@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 
 import kubecoord
 from kubecoord.api import Coordinator
-from kubecoord.testing import ApiEmulator
+from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
 from tests.operator.conftest import NAMESPACE, Resources
 

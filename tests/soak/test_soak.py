@@ -45,7 +45,7 @@ def test_short_soak_every_backend_every_fault_no_violation(tmp_path: pathlib.Pat
         [
             sys.executable,
             "-m",
-            "kubecoord.cli",
+            "kubecoord_testkit",
             "soak",
             "--backend",
             ",".join(backends),

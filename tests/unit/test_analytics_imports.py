@@ -1,4 +1,5 @@
-"""The kubecoord command and the analytics command modules start no JVM on import."""
+"""The kubecoord and kubecoord-testkit commands and the analytics command modules start no
+JVM on import."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import sys
 
 def test_cli_imports_neither_pyspark_nor_matplotlib() -> None:
     code = (
-        "import sys, kubecoord.cli as c\n"
+        "import sys, kubecoord.cli as c, kubecoord_testkit.cli as t\n"
         "import argparse\n"
-        "for name, (module, _) in c.SUBCOMMANDS.items():\n"
+        "for name, (module, _) in [*c.SUBCOMMANDS.items(), *t.SUBCOMMANDS.items()]:\n"
         "    __import__(module)\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'matplotlib', 'py4j'))\n"
         "print(bad)\n"

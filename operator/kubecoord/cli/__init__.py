@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from kubecoord._internal import logs
 from kubecoord.cli import exits
@@ -28,8 +29,8 @@ context's namespace), plus --kubeconfig/--context for Kubernetes.
 """
 
 EPILOG = """\
-exit statuses: 0 ok, 1 unexpected error, 2 bad usage, 3 safety violations (analyze,
-soak), 4 not found, 5 conflict (exists / stale version), 6 backend unavailable,
+exit statuses: 0 ok, 1 unexpected error, 2 bad usage, 3 safety violations (analyze),
+4 not found, 5 conflict (exists / stale version), 6 backend unavailable,
 7 permission denied.
 
 examples:
@@ -48,74 +49,97 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("kubecoord.cli.watch", "a live table of a leader, a group or a store, redrawn in place"),
     "group": ("kubecoord.cli.group", "describe a group coordinator: generation, leader, assignment"),
     "status": ("kubecoord.cli.status", "every LeaderElection, Group and KVStore of a namespace, with health"),
-    "soak": (
-        "kubecoord.soak.cli",
-        "client processes under a seeded fault schedule, then the pipeline; exit 3 on violations",
-    ),
-    "demo": ("kubecoord.demos.cli", "run the demo scenario"),
-    "emulator": ("kubecoord.testing.emulator.cli", "run the Kubernetes API emulator in the foreground"),
     "operator": ("kubecoord.operator.cli", "run the operator (kopf) for the kubecoord.dev CRDs"),
     "analyze": ("kubecoord.analytics.cli", "analyze coordination event logs with PySpark; exit 3 on safety violations"),
-    "generate-history": ("kubecoord.analytics.generate", "write synthetic coordination event logs"),
 }
 
-QUIET_COMMANDS = frozenset({"leader", "members", "kv", "watch", "status", "group", "soak"})
+QUIET_COMMANDS = frozenset({"leader", "members", "kv", "watch", "status", "group"})
 """Commands whose own output says what failed: the clients' warnings would only repeat it."""
 
 
+@dataclass(frozen=True)
+class CommandLine:
+    """A command made of subcommands, each in a module of its own that provides
+    ``add_arguments(parser)`` and ``run(args) -> int``, imported only when its subcommand
+    runs (or for its own ``--help``). The ``kubecoord`` command is one; kubecoord-testkit's
+    command is another, built the same way."""
+
+    prog: str
+    description: str
+    epilog: str
+    subcommands: Mapping[str, tuple[str, str]]
+    """name -> (module, one-line help)."""
+    quiet: frozenset[str] = frozenset()
+    """Subcommands that log at ERROR by default (their own output says what failed)."""
+
+    def build_parser(self, selected: str | None) -> argparse.ArgumentParser:
+        """The parser; only ``selected``'s module is imported (all of them when None)."""
+        parser = argparse.ArgumentParser(
+            prog=self.prog,
+            description=self.description,
+            epilog=self.epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        parser.add_argument(
+            "--log-level", help="DEBUG, INFO, WARNING, ERROR (default: ERROR for the state commands, else WARNING)"
+        )
+        parser.add_argument("--log-format", choices=["json", "text"], default="json", help="default: %(default)s")
+        sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+        for name, (module_name, help_text) in self.subcommands.items():
+            sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+            if selected is None or name == selected:
+                module = importlib.import_module(module_name)
+                description = (module.__doc__ or help_text).strip().replace("``", "")
+                sub_parser.description = description
+                sub_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+                module.add_arguments(sub_parser)
+                sub_parser.set_defaults(_run=module.run)
+        return parser
+
+    def _selected(self, argv: Sequence[str]) -> str | None:
+        """The subcommand named on the command line, skipping the global options."""
+        skip = False
+        for arg in argv:
+            if skip:
+                skip = False
+                continue
+            if arg in ("--log-level", "--log-format"):
+                skip = True
+            elif not arg.startswith("-"):
+                return arg if arg in self.subcommands else None
+        return None
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """Parse ``argv`` (default: sys.argv), set up logging, run the subcommand; every
+        error becomes one line and a documented exit status (cli/exits.py)."""
+        arguments = list(sys.argv[1:] if argv is None else argv)
+        selected = self._selected(arguments)
+        parser = self.build_parser(selected)
+        args = parser.parse_args(arguments)
+        if getattr(args, "_run", None) is None:  # a subcommand argparse accepted but we did not load
+            parser = self.build_parser(None)
+            args = parser.parse_args(arguments)
+        # A state command reports its failure in one line; the client's own warnings (a
+        # refused connection, a retry) would only repeat it.
+        level = args.log_level or ("ERROR" if args.command in self.quiet else "WARNING")
+        logs.configure(level, args.log_format)
+        try:
+            return int(args._run(args))
+        except KeyboardInterrupt:
+            return 130
+        except Exception as error:  # every error becomes one line and a documented status
+            if level.upper() == "DEBUG":
+                raise
+            return exits.report(args.command, error, prog=self.prog)
+
+
+KUBECOORD = CommandLine("kubecoord", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS)
+
+
 def build_parser(selected: str | None) -> argparse.ArgumentParser:
-    """The parser; only ``selected``'s module is imported (all of them when None)."""
-    parser = argparse.ArgumentParser(
-        prog="kubecoord", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--log-level", help="DEBUG, INFO, WARNING, ERROR (default: ERROR for the state commands, else WARNING)"
-    )
-    parser.add_argument("--log-format", choices=["json", "text"], default="json", help="default: %(default)s")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (module_name, help_text) in SUBCOMMANDS.items():
-        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
-        if selected is None or name == selected:
-            module = importlib.import_module(module_name)
-            description = (module.__doc__ or help_text).strip().replace("``", "")
-            sub_parser.description = description
-            sub_parser.formatter_class = argparse.RawDescriptionHelpFormatter
-            module.add_arguments(sub_parser)
-            sub_parser.set_defaults(_run=module.run)
-    return parser
-
-
-def _selected(argv: Sequence[str]) -> str | None:
-    """The subcommand named on the command line, skipping the global options."""
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in ("--log-level", "--log-format"):
-            skip = True
-        elif not arg.startswith("-"):
-            return arg if arg in SUBCOMMANDS else None
-    return None
+    """The ``kubecoord`` parser; only ``selected``'s module is imported (all of them when None)."""
+    return KUBECOORD.build_parser(selected)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    selected = _selected(arguments)
-    parser = build_parser(selected)
-    args = parser.parse_args(arguments)
-    if getattr(args, "_run", None) is None:  # a subcommand argparse accepted but we did not load
-        parser = build_parser(None)
-        args = parser.parse_args(arguments)
-    # A state command reports its failure in one line; the client's own warnings (a
-    # refused connection, a retry) would only repeat it.
-    level = args.log_level or ("ERROR" if args.command in QUIET_COMMANDS else "WARNING")
-    logs.configure(level, args.log_format)
-    try:
-        return int(args._run(args))
-    except KeyboardInterrupt:
-        return 130
-    except Exception as error:  # every error becomes one line and a documented status
-        if level.upper() == "DEBUG":
-            raise
-        return exits.report(args.command, error)
+    return KUBECOORD.main(argv)

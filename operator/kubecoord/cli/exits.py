@@ -6,7 +6,7 @@ code   meaning
 0      success (``watch``: stopped with Ctrl-C)
 1      an unexpected error (a bug: the message says what failed)
 2      bad usage: unknown option, malformed URL, key or name (nothing was sent)
-3      safety violations found (``analyze``, ``soak``)
+3      safety violations found (``analyze``; ``kubecoord-testkit soak``)
 4      not found: the key, the resource or the input does not exist
 5      conflict: the key already exists, or the expected version is stale
 6      backend unavailable: unreachable, timed out, session lost
@@ -81,13 +81,13 @@ def status_of(error: BaseException) -> int:
     return ERROR
 
 
-def report(command: str, error: BaseException) -> int:
-    """Print ``kubecoord COMMAND: message`` on stderr; return the exit status."""
+def report(command: str, error: BaseException, *, prog: str = "kubecoord") -> int:
+    """Print ``PROG COMMAND: message`` on stderr; return the exit status."""
     status = status_of(error)
     message = str(error) or type(error).__name__
     if isinstance(error, TimeoutError):
         message = f"timed out waiting for the backend ({message})"
     if status == ERROR and not isinstance(error, CommandError):
         message = f"{type(error).__name__}: {message}"
-    print(f"kubecoord {command}: {message}", file=sys.stderr)
+    print(f"{prog} {command}: {message}", file=sys.stderr)
     return status

@@ -108,7 +108,7 @@ def cluster(workdir: pathlib.Path) -> Iterator[tuple[str, bool]]:
     if os.environ.get("KUBECONFIG"):
         yield os.environ["KUBECONFIG"], False
         return
-    from kubecoord.testing import ApiEmulator
+    from kubecoord_testkit.emulator import ApiEmulator
 
     with ApiEmulator(host="127.0.0.1", port=0) as api:
         yield str(api.write_kubeconfig(workdir / "kubeconfig", namespace="default")), True

@@ -251,7 +251,7 @@ class EmulatorBackend(_KubernetesBase):
     extra_kinds = (*_KubernetesBase.extra_kinds, EMULATOR_RESTART)
 
     def start(self) -> None:
-        from kubecoord.testing import ApiEmulator
+        from kubecoord_testkit.emulator import ApiEmulator
 
         self.api = ApiEmulator().start()
         self._front(self.api.write_kubeconfig(self.workdir / "kubeconfig"), ("127.0.0.1", self.api.port))

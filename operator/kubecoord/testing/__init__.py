@@ -1,22 +1,16 @@
-"""Test tooling for applications built on kubecoord: a product of its own, kept out of the
-library's layers (nothing in the library imports it).
+"""What applications built on kubecoord import in their own tests, as ``kopf.testing``
+offers kopf's users: a few helpers over the memory backend, nothing that starts a server.
 
 - ManualClock: pass as ``clock=`` to memory:// to make expiry deterministic.
 - crash(coordinator): stop a memory coordinator as kill -9 would (no resign, no leave).
-- ApiEmulator, RecordedRequest: an in-process Kubernetes API server (needs the
-  ``testing`` extra): ``with ApiEmulator() as api: api.write_kubeconfig(path)``.
-  Package ``kubecoord.testing.emulator``.
 
-The fault proxy and the ZooKeeper server starter live in the kubecoord-testkit
-distribution (``kubecoord_testkit.faults``, ``kubecoord_testkit.servers.zookeeper``).
-The emulator is imported lazily, so the helpers above work
-without aiohttp.
+Servers and fault injectors (the Kubernetes API emulator, real ZooKeeper and
+kube-apiserver starters, the TCP fault proxy) and their pytest fixtures are the
+kubecoord-testkit distribution (``kubecoord_testkit``). Nothing in the library imports
+this module.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
 
 from kubecoord._internal.clock import ManualClock
 from kubecoord.api import Coordinator
@@ -31,22 +25,4 @@ def crash(coordinator: Coordinator) -> None:
     simulate()
 
 
-if TYPE_CHECKING:
-    from kubecoord.testing.emulator import ApiEmulator, RecordedRequest
-
-# public name -> the module that holds it (imported on first use)
-_LAZY = {
-    "ApiEmulator": "kubecoord.testing.emulator",
-    "RecordedRequest": "kubecoord.testing.emulator",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = [
-    "ApiEmulator", "ManualClock", "RecordedRequest", "crash",
-]
+__all__ = ["ManualClock", "crash"]

@@ -4,6 +4,14 @@ on 127.0.0.1 and stop and reap them at the end, even when tests fail.
 Installing kubecoord-testkit makes these fixtures visible to every test; nothing here is
 imported until a fixture is used (no JVM, no aiohttp, no etcd at collection time).
 
+The Kubernetes API emulator (``kubecoord_testkit.emulator``):
+
+- ``api_emulator``: a started ApiEmulator for the whole session (stopped and its thread
+  joined at the end, even when tests fail).
+- ``kubeconfig_path``: an admin kubeconfig for it in a temporary directory. Pass the path
+  explicitly (``kubernetes.config.new_client_from_config(config_file=...)``); the
+  KUBECONFIG environment variable is neither read nor set.
+
 ZooKeeper (Debian's jars; ``kubecoord_testkit.servers.zookeeper``):
 
 - ``zookeeper_server``: one standalone server for the whole session (tests isolate
@@ -44,9 +52,27 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from kubecoord_testkit.emulator import ApiEmulator
     from kubecoord_testkit.servers.cassandra import CassandraServer
     from kubecoord_testkit.servers.kubernetes import RealApiServer
     from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture(scope="session")
+def api_emulator() -> Iterator[ApiEmulator]:
+    from kubecoord_testkit.emulator import ApiEmulator
+
+    api = ApiEmulator(host="127.0.0.1", port=0)
+    api.start()
+    try:
+        yield api
+    finally:
+        api.stop()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig_path(api_emulator: ApiEmulator, tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    return api_emulator.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
 
 
 @pytest.fixture(scope="session")

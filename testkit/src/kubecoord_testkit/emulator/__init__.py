@@ -14,12 +14,13 @@ Modules, one concern each: ``store`` (objects, resourceVersion, history, watcher
 (built-in validation), ``admitting`` (the call site of the custom-resource admission
 package, ``admission``: ``admit``, ``field_errors``, ``pruning``, ``schema_validation``,
 ``cel_rules``), ``status`` (error bodies),
-``server`` (``ApiEmulator``), ``cli`` (``kubecoord emulator``).
+``server`` (``ApiEmulator``), ``cli`` (``kubecoord-testkit emulator``).
 
-Users import ``ApiEmulator`` from ``kubecoord.testing``.
+Users import ``ApiEmulator`` from here (``kubecoord_testkit.emulator``); the testkit's pytest
+plugin serves one per session (``api_emulator``, ``kubeconfig_path``).
 """
 
-from kubecoord.testing.emulator.requestinfo import RecordedRequest
-from kubecoord.testing.emulator.server import ApiEmulator
+from kubecoord_testkit.emulator.requestinfo import RecordedRequest
+from kubecoord_testkit.emulator.server import ApiEmulator
 
 __all__ = ["ApiEmulator", "RecordedRequest"]

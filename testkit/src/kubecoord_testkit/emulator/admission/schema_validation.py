@@ -13,8 +13,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kubecoord.testing.emulator.admission.field_errors import _OMIT, _child, _FieldError, _go_value, _index
-from kubecoord.testing.emulator.admission.pruning import _additional, _keeps_resource_keys
+from kubecoord_testkit.emulator.admission.field_errors import _OMIT, _child, _FieldError, _go_value, _index
+from kubecoord_testkit.emulator.admission.pruning import _additional, _keeps_resource_keys
 
 
 def _json_type(value: Any) -> str:

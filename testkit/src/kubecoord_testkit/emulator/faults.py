@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubecoord.testing.emulator.requestinfo import RequestInfo
-from kubecoord.testing.emulator.status import StatusError
+from kubecoord_testkit.emulator.requestinfo import RequestInfo
+from kubecoord_testkit.emulator.status import StatusError
 
 REASONS = {
     413: ("RequestEntityTooLarge", "Request entity too large: limit is 3145728"),

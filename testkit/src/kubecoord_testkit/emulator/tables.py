@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from kubecoord.testing.emulator.resources import ResourceType
+from kubecoord_testkit.emulator.resources import ResourceType
 
 JSON = dict[str, Any]
 _STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")

@@ -12,8 +12,8 @@ import base64
 import re
 from typing import Any
 
-from kubecoord.testing.emulator import status
-from kubecoord.testing.emulator.resources import ResourceType
+from kubecoord_testkit.emulator import status
+from kubecoord_testkit.emulator.resources import ResourceType
 
 JSON = dict[str, Any]
 Cause = tuple[str, str, str]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from kubecoord.testing.emulator import status
-from kubecoord.testing.emulator.resources import CRD_KEY, NAMESPACE_KEY, ResourceType
+from kubecoord_testkit.emulator import status
+from kubecoord_testkit.emulator.resources import CRD_KEY, NAMESPACE_KEY, ResourceType
 
 JSON = dict[str, Any]
 CRD_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from kubecoord.testing.emulator.resources import ResourceType
+from kubecoord_testkit.emulator.resources import ResourceType
 
 JSON = dict[str, Any]
 VERSION = {

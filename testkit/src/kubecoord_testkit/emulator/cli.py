@@ -1,6 +1,6 @@
-"""``kubecoord emulator``: run the Kubernetes API emulator in the foreground.
+"""``kubecoord-testkit emulator``: run the Kubernetes API emulator in the foreground.
 
-    kubecoord emulator --port 0 --kubeconfig /tmp/kubeconfig
+    kubecoord-testkit emulator --port 0 --kubeconfig /tmp/kubeconfig
     kubectl --kubeconfig /tmp/kubeconfig get namespaces
 
 Prints the URL (and the kubeconfig path) once it is ready; stops on Ctrl-C or SIGTERM.
@@ -13,7 +13,7 @@ import signal
 import threading
 from types import FrameType
 
-from kubecoord.testing.emulator.server import ApiEmulator
+from kubecoord_testkit.emulator.server import ApiEmulator
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """The one call site of the custom-resource admission hook.
 
-``kubecoord.testing.emulator.admission`` (a separate, pure module) applies a CRD's schema
+``kubecoord_testkit.emulator.admission`` (a separate, pure module) applies a CRD's schema
 defaults and validation (openAPIV3Schema, x-kubernetes-validations):
 
     admit(crd: dict, obj: dict, old: dict | None, subresource: str | None) -> dict
@@ -19,10 +19,10 @@ import logging
 from types import ModuleType
 from typing import Any
 
-from kubecoord.testing.emulator.status import StatusError
+from kubecoord_testkit.emulator.status import StatusError
 
 JSON = dict[str, Any]
-MODULE = "kubecoord.testing.emulator.admission"
+MODULE = "kubecoord_testkit.emulator.admission"
 _log = logging.getLogger(__name__)
 _cached: list[ModuleType | None] = []
 

@@ -25,7 +25,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from kubecoord.testing.emulator.store import Store
+from kubecoord_testkit.emulator.store import Store
 
 JSON = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubecoord.testing.emulator import status
+from kubecoord_testkit.emulator import status
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"

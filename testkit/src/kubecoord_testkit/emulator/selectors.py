@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from kubecoord.testing.emulator import status
+from kubecoord_testkit.emulator import status
 
 JSON = dict[str, Any]
 Predicate = Callable[[JSON], bool]

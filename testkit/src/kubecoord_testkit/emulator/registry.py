@@ -25,13 +25,13 @@ from typing import Any
 
 import yaml
 
-from kubecoord.testing.emulator import patching, policies, status
-from kubecoord.testing.emulator.admitting import admit_custom
-from kubecoord.testing.emulator.resources import BUILTINS, CRD_KEY, NAMESPACE_KEY, ResourceType, from_crd
-from kubecoord.testing.emulator.selectors import FIELDS_BY_RESOURCE, combined
-from kubecoord.testing.emulator.store import Store
-from kubecoord.testing.emulator.strategies import blocking_finalizers, check_crd, now, prepare_create, spec_changed
-from kubecoord.testing.emulator.validating import validate
+from kubecoord_testkit.emulator import patching, policies, status
+from kubecoord_testkit.emulator.admitting import admit_custom
+from kubecoord_testkit.emulator.resources import BUILTINS, CRD_KEY, NAMESPACE_KEY, ResourceType, from_crd
+from kubecoord_testkit.emulator.selectors import FIELDS_BY_RESOURCE, combined
+from kubecoord_testkit.emulator.store import Store
+from kubecoord_testkit.emulator.strategies import blocking_finalizers, check_crd, now, prepare_create, spec_changed
+from kubecoord_testkit.emulator.validating import validate
 
 JSON = dict[str, Any]
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

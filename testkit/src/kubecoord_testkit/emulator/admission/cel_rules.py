@@ -18,9 +18,9 @@ import celpy.celtypes as ct
 from celpy import evaluation
 from celpy.celparser import CELParseError
 
-from kubecoord.testing.emulator.admission.field_errors import _child, _FieldError, _index
-from kubecoord.testing.emulator.admission.pruning import _RESOURCE_KEYS, _additional, _keeps_resource_keys
-from kubecoord.testing.emulator.admission.schema_validation import _json_equal, _parse_datetime
+from kubecoord_testkit.emulator.admission.field_errors import _child, _FieldError, _index
+from kubecoord_testkit.emulator.admission.pruning import _RESOURCE_KEYS, _additional, _keeps_resource_keys
+from kubecoord_testkit.emulator.admission.schema_validation import _json_equal, _parse_datetime
 
 # Kubernetes escapes property names that are not CEL identifiers or are reserved words.
 _CEL_RESERVED = frozenset(

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubecoord.testing.emulator import status
+from kubecoord_testkit.emulator import status
 
 JSON = dict[str, Any]
 Key = tuple[str, str]  # (group, plural)

@@ -15,12 +15,12 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubecoord.testing.emulator import auth, discovery, policies, protobuf, status, tables, watching
-from kubecoord.testing.emulator.faults import Faults
-from kubecoord.testing.emulator.registry import ListOptions, Registry
-from kubecoord.testing.emulator.requestinfo import RecordedRequest, RequestInfo, parse
-from kubecoord.testing.emulator.resources import ResourceType
-from kubecoord.testing.emulator.selectors import combined
+from kubecoord_testkit.emulator import auth, discovery, policies, protobuf, status, tables, watching
+from kubecoord_testkit.emulator.faults import Faults
+from kubecoord_testkit.emulator.registry import ListOptions, Registry
+from kubecoord_testkit.emulator.requestinfo import RecordedRequest, RequestInfo, parse
+from kubecoord_testkit.emulator.resources import ResourceType
+from kubecoord_testkit.emulator.selectors import combined
 
 JSON = dict[str, Any]
 _log = logging.getLogger(__name__)

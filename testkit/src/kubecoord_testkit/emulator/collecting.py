@@ -24,10 +24,10 @@ import copy
 import logging
 from typing import Any
 
-from kubecoord.testing.emulator import status
-from kubecoord.testing.emulator.registry import Registry
-from kubecoord.testing.emulator.resources import CRD_KEY, NAMESPACE_KEY, ResourceType
-from kubecoord.testing.emulator.strategies import CRD_FINALIZER, NAMESPACE_FINALIZER
+from kubecoord_testkit.emulator import status
+from kubecoord_testkit.emulator.registry import Registry
+from kubecoord_testkit.emulator.resources import CRD_KEY, NAMESPACE_KEY, ResourceType
+from kubecoord_testkit.emulator.strategies import CRD_FINALIZER, NAMESPACE_FINALIZER
 
 JSON = dict[str, Any]
 _log = logging.getLogger(__name__)

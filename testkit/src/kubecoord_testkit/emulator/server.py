@@ -1,6 +1,6 @@
 """``ApiEmulator``: the emulated API server on its own thread and event loop.
 
-    from kubecoord.testing import ApiEmulator
+    from kubecoord_testkit.emulator import ApiEmulator
 
     with ApiEmulator() as api:                      # port 0: a free port
         path = api.write_kubeconfig(tmp_path / "kubeconfig")
@@ -31,13 +31,13 @@ from typing import Any, TypeVar
 import yaml
 from aiohttp import web
 
-from kubecoord.testing.emulator import auth
-from kubecoord.testing.emulator.collecting import collect
-from kubecoord.testing.emulator.faults import Fault, Faults
-from kubecoord.testing.emulator.registry import Registry
-from kubecoord.testing.emulator.requestinfo import RecordedRequest
-from kubecoord.testing.emulator.routing import Router
-from kubecoord.testing.emulator.store import Store
+from kubecoord_testkit.emulator import auth
+from kubecoord_testkit.emulator.collecting import collect
+from kubecoord_testkit.emulator.faults import Fault, Faults
+from kubecoord_testkit.emulator.registry import Registry
+from kubecoord_testkit.emulator.requestinfo import RecordedRequest
+from kubecoord_testkit.emulator.routing import Router
+from kubecoord_testkit.emulator.store import Store
 
 T = TypeVar("T")
 JSON = dict[str, Any]
@@ -284,7 +284,7 @@ class ApiEmulator:
              times: int = 1) -> None:
         """The next ``times`` requests with this verb (get, list, create, update, patch,
         delete, ...), resource plural and subresource answer ``code`` (413, 422, 429, 5xx)
-        with the API server's Status, unprocessed (kubecoord.testing.emulator.faults)."""
+        with the API server's Status, unprocessed (kubecoord_testkit.emulator.faults)."""
         fault = Fault(verb, resource, subresource, code, times)
         self._call(lambda: self._faults.add(fault))
 

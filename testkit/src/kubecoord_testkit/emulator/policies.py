@@ -35,11 +35,11 @@ from typing import Any
 import celpy.adapter
 import celpy.celtypes as ct
 
-from kubecoord.testing.emulator.admission.cel_rules import _evaluate, _RuleError
-from kubecoord.testing.emulator.auth import Identity
-from kubecoord.testing.emulator.resources import ResourceType
-from kubecoord.testing.emulator.status import StatusError
-from kubecoord.testing.emulator.store import Store
+from kubecoord_testkit.emulator.admission.cel_rules import _evaluate, _RuleError
+from kubecoord_testkit.emulator.auth import Identity
+from kubecoord_testkit.emulator.resources import ResourceType
+from kubecoord_testkit.emulator.status import StatusError
+from kubecoord_testkit.emulator.store import Store
 
 JSON = dict[str, Any]
 GROUP = "admissionregistration.k8s.io"

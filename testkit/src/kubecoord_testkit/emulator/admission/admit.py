@@ -7,10 +7,10 @@ import copy
 import re
 from typing import Any
 
-from kubecoord.testing.emulator.admission.cel_rules import _RuleValidator
-from kubecoord.testing.emulator.admission.field_errors import _FieldError, _invalid
-from kubecoord.testing.emulator.admission.pruning import _default, _prune
-from kubecoord.testing.emulator.admission.schema_validation import _SchemaValidator
+from kubecoord_testkit.emulator.admission.cel_rules import _RuleValidator
+from kubecoord_testkit.emulator.admission.field_errors import _FieldError, _invalid
+from kubecoord_testkit.emulator.admission.pruning import _default, _prune
+from kubecoord_testkit.emulator.admission.schema_validation import _SchemaValidator
 
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _SUBDOMAIN_MESSAGE = (

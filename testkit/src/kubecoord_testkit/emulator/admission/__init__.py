@@ -43,7 +43,7 @@ replace, split, join, indexOf, lastIndexOf, substring, charAt), list (sum, min, 
 isSorted) and regex (find, findAll) extensions and cross-type numeric comparisons.
 """
 
-from kubecoord.testing.emulator.admission.admit import admit
-from kubecoord.testing.emulator.admission.field_errors import Invalid
+from kubecoord_testkit.emulator.admission.admit import admit
+from kubecoord_testkit.emulator.admission.field_errors import Invalid
 
 __all__ = ["Invalid", "admit"]

@@ -19,9 +19,9 @@ from typing import Any
 
 from aiohttp import web
 
-from kubecoord.testing.emulator.resources import ResourceType
-from kubecoord.testing.emulator.status import StatusError, bad_request
-from kubecoord.testing.emulator.store import Store
+from kubecoord_testkit.emulator.resources import ResourceType
+from kubecoord_testkit.emulator.status import StatusError, bad_request
+from kubecoord_testkit.emulator.store import Store
 
 JSON = dict[str, Any]
 

@@ -1,0 +1,48 @@
+"""The ``kubecoord-testkit`` command: the soak, the demos, the API emulator and the history
+generator, from a terminal (``python -m kubecoord_testkit`` runs it too).
+
+Built like the ``kubecoord`` command (kubecoord.cli.CommandLine): each subcommand lives in
+its own module with ``add_arguments(parser)`` and ``run(args) -> int``, imported only when
+it runs, and errors become the exit statuses of kubecoord.cli.exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kubecoord.cli import CommandLine
+
+DESCRIPTION = """\
+kubecoord-testkit: the test tooling of kubecoord. Runs the multi-process soak under
+seeded faults, the demos, a Kubernetes API emulator in the foreground, and writes
+synthetic coordination event logs for the analytics pipeline (kubecoord analyze).
+"""
+
+EPILOG = """\
+exit statuses: 0 ok, 1 unexpected error, 2 bad usage, 3 safety violations (soak).
+
+examples:
+  kubecoord-testkit demo
+  kubecoord-testkit soak --backend zookeeper,emulator --duration 300 --seed 1 --out soak-out
+  kubecoord-testkit emulator --port 0 --kubeconfig /tmp/kubeconfig
+  kubecoord-testkit generate-history --out /tmp/logs --elections 20
+"""
+
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "soak": (
+        "kubecoord.soak.cli",
+        "client processes under a seeded fault schedule, then the pipeline; exit 3 on violations",
+    ),
+    "demo": ("kubecoord.demos.cli", "run the demo scenario"),
+    "emulator": ("kubecoord_testkit.emulator.cli", "run the Kubernetes API emulator in the foreground"),
+    "generate-history": ("kubecoord.analytics.generate", "write synthetic coordination event logs"),
+}
+
+QUIET_COMMANDS = frozenset({"soak"})
+"""The soak's own output says what failed: the clients' warnings would only repeat it."""
+
+TESTKIT = CommandLine("kubecoord-testkit", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return TESTKIT.main(argv)
