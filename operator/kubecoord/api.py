@@ -22,11 +22,12 @@ epoch as a fencing token where the work itself can check it.
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, Literal, Self, TypeVar
 
 from kubecoord.history import EventLog
 
@@ -45,6 +46,12 @@ ValueListener = Callable[[str | None], None]
 KeySetListener = Callable[[set[str]], None]
 """Called with the names of a namespace's direct children after every change."""
 
+_T = TypeVar("_T")
+
+LeadingCallback = Callable[[int, threading.Event], object]
+"""The runners' work: called with the fencing epoch/token of the term and an event that is
+set when the term ends (loss, resign, stop); it should return soon after the event is set."""
+
 
 @dataclass(frozen=True, slots=True)
 class Leader:
@@ -53,6 +60,16 @@ class Leader:
     id: str
     data: str
     epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class LockHolder:
+    """A holder of a lock (slot 0) or of one slot of a semaphore, as the backend records it."""
+
+    id: str
+    data: str
+    token: int
+    slot: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +172,158 @@ class LeaderElection(_Closeable):
     @abc.abstractmethod
     def remove_listener(self, listener: LeaderListener) -> None:
         """Stop calling ``listener``. Unknown listeners are ignored."""
+
+    def run(
+        self,
+        on_started_leading: LeadingCallback,
+        on_stopped_leading: Callable[[], object] | None = None,
+        *,
+        candidate_id: str | None = None,
+        data: str = "",
+        stop: threading.Event | None = None,
+        signals: bool = True,
+        check_interval: float = 0.05,
+    ) -> None:
+        """client-go's RunOrDie: lead, work, stop working before anybody else can lead, repeat.
+
+        Nominates ``candidate_id`` (default host-pid-random) and, each time it leads, calls
+        ``on_started_leading(epoch, term_stop)`` on a worker thread. When the term ends —
+        leadership lost (is_leader() turned False: the renew deadline passed, the session
+        was suspended, the record was taken), ``stop`` set, SIGTERM/SIGINT (``signals``,
+        main thread only), this handle or its coordinator closed — ``term_stop`` is set and
+        ``on_stopped_leading()`` is called. On a loss both happen as soon as this process
+        notices it (within ``check_interval`` of is_leader() turning False, which is before
+        any other candidate can acquire); on a voluntary end the worker is waited for and
+        the leadership resigned first, so a successor starts after the work stopped.
+
+        The runner re-enters the election after a loss. It returns when ``stop`` is set,
+        on a signal, when the handle or coordinator is closed, or when
+        ``on_started_leading`` returns (its leadership is then resigned: kazoo's
+        ``Election.run``). An exception from ``on_started_leading`` is re-raised after the
+        resign. Not guaranteed: that the worker has stopped acting by the time a successor
+        leads after a loss (it was frozen, or ignores ``term_stop``): pass the epoch to
+        whatever the work writes to (fencing).
+        """
+        from kubecoord.locking.running import run_election
+
+        run_election(
+            self, on_started_leading, on_stopped_leading, candidate_id=candidate_id, data=data, stop=stop,
+            signals=signals, check_interval=check_interval,
+        )
+
+
+class Lock(_Closeable):
+    """A distributed mutual-exclusion lock with a fencing token (coord.lock(name)).
+
+    One Lock object is one prospective holder with its own id; threads and processes that
+    must exclude each other use a Lock object each. Not reentrant: acquire() on an object
+    that holds the lock raises LockHeldError (a second thread calling acquire() on the same
+    object waits for the first thread's attempt, then gets the same answer). Used as a
+    context manager it acquires on entry (blocking) and releases on exit.
+
+    Guarantees (every backend):
+
+    - At most one holder at a time, each in its own view: is_held() turns False before
+      any other Lock can acquire (a Lease holder's renew deadline, a ZooKeeper session's
+      suspension), as LeaderElection.is_leader() does.
+    - ``token`` strictly increases from one acquisition to the next, across holders
+      (Kubernetes/memory: the Lease's leaseTransitions; ZooKeeper: the holding znode's
+      czxid). Hand it to whatever the critical section writes to, which rejects tokens
+      lower than the highest it has seen: that fences a holder frozen past its lease.
+    - Waiting is driven by the backend's watch: a release hands over at once.
+    - A crashed holder's lock becomes free when its lease/session expires.
+
+    Not guaranteed: fairness on lease backends (Kubernetes, memory: whoever writes first
+    after a release wins); ZooKeeper is FIFO.
+    """
+
+    name: str
+    id: str
+    """This object's holder identity (the Lease's holderIdentity, the znode's data)."""
+
+    @abc.abstractmethod
+    def acquire(
+        self, timeout: float | None = None, blocking: bool = True, *, cancel: threading.Event | None = None
+    ) -> bool:
+        """Wait until this object holds the lock; True once it does.
+
+        False after ``timeout`` seconds, at once when ``blocking`` is False and the lock is
+        held elsewhere, or when ``cancel`` is set; the attempt is then withdrawn. Raises
+        LockHeldError if this object already holds it.
+        """
+
+    @abc.abstractmethod
+    def release(self) -> None:
+        """Give the lock up; the next waiter takes over at once. Raises LockNotHeldError if
+        this object does not hold it (never acquired, released, or lost)."""
+
+    @abc.abstractmethod
+    def is_held(self) -> bool:
+        """Whether this object holds the lock, in its own view (answered locally)."""
+
+    @property
+    @abc.abstractmethod
+    def token(self) -> int | None:
+        """The fencing token of this object's current hold; None while it does not hold it."""
+
+    @abc.abstractmethod
+    def holders(self) -> list[LockHolder]:
+        """Who holds the lock as the backend records it (empty when free); works without
+        acquiring."""
+
+    def run(
+        self,
+        fn: Callable[[int, threading.Event], _T],
+        *,
+        timeout: float | None = None,
+        stop: threading.Event | None = None,
+        signals: bool = True,
+        check_interval: float = 0.05,
+    ) -> _T | None:
+        """Acquire, call ``fn(token, lost)`` on a worker thread, release; return its result.
+
+        ``lost`` is set as soon as this process notices that the lock was lost (before
+        anybody else can acquire) or when ``stop`` is set or a SIGTERM/SIGINT arrives
+        (``signals``, main thread only); ``fn`` should return soon after. Returns None
+        without calling ``fn`` if the lock was not acquired within ``timeout`` or ``stop``
+        was set first. An exception from ``fn`` is re-raised after the release.
+        """
+        from kubecoord.locking.running import run_lock
+
+        return run_lock(self, fn, timeout=timeout, stop=stop, signals=signals, check_interval=check_interval)
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.is_held():
+            self.release()
+
+
+class Semaphore(Lock):
+    """At most ``max_leases`` holders at a time (coord.semaphore(name, max_leases)).
+
+    The Lock interface with N slots: acquire() takes a free slot, ``slot`` says which,
+    ``token`` is that slot's fencing token (strictly increasing per slot; slots are
+    separate lock records, so tokens of different slots are not ordered). A crashed
+    holder's slot returns when its lease/session expires. Every user of a semaphore must
+    pass the same ``max_leases``: a holder with a larger one can take slots the others do
+    not know of (a larger count is detected when its slots are held, and refused with
+    InvalidArgumentError).
+    """
+
+    max_leases: int
+
+    @property
+    @abc.abstractmethod
+    def slot(self) -> int | None:
+        """The slot this object holds (0..max_leases-1), or None."""
 
 
 class GroupMembership(_Closeable):
@@ -280,6 +449,27 @@ class Coordinator(_Closeable):
     @abc.abstractmethod
     def leader_election(self, service: str) -> LeaderElection:
         """A LeaderElection client for ``service`` (a DNS-1123 label)."""
+
+    def lock(self, name: str, *, id: str | None = None, data: str = "") -> Lock:
+        """A Lock on ``name`` (a DNS-1123 label) for the holder ``id`` (default
+        host-pid-random; ids must be unique among the lock's users).
+
+        A lock is held through the leader-election record of the same name (its Lease on
+        Kubernetes, /CHROOT/elections/NAME on ZooKeeper), so the election's safety rules
+        and its epoch (the token) are the lock's, a client-go LeaseLock on that Lease and a
+        kazoo Lock on that path exclude it, and an election of the same name is the same
+        lock. Backends may override this with a native lock; the guarantees are
+        kubecoord.api.Lock's.
+        """
+        from kubecoord.locking.lock import ElectionLock
+
+        return ElectionLock(self, name, holder_id=id, data=data)
+
+    def semaphore(self, name: str, max_leases: int, *, id: str | None = None, data: str = "") -> Semaphore:
+        """A Semaphore ``name`` with ``max_leases`` slots (slot I is the lock ``NAME-I``)."""
+        from kubecoord.locking.semaphore import SlotSemaphore
+
+        return SlotSemaphore(self, name, max_leases, holder_id=id, data=data)
 
     @abc.abstractmethod
     def group_membership(self, group: str) -> GroupMembership:

@@ -87,3 +87,12 @@ class RebalanceInProgressError(CoordinationError):
 class GroupProtocolError(CoordinationError):
     """The group cannot agree on an assignment protocol, or a protocol returned an
     assignment that breaks the rules (unknown member, wrong type)."""
+
+
+class LockHeldError(CoordinationError):
+    """acquire() on a Lock (or Semaphore) object that already holds it: locks are not reentrant."""
+
+
+class LockNotHeldError(CoordinationError):
+    """release() on a Lock (or Semaphore) object that does not hold it (never acquired,
+    released, or lost)."""
