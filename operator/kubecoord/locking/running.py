@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -35,6 +36,9 @@ from kubecoord.locking.signals import stopping_on_signals
 log = logging.getLogger("kubecoord.locking")
 
 _T = TypeVar("_T")
+
+PROBE_PERIOD = 1.0
+"""While waiting to lead, how often the runner checks that its handle is still open."""
 
 
 class _Term(Generic[_T]):
@@ -115,10 +119,16 @@ def run_election(
     try:
         with stopping_on_signals(stop, signals):
             election.nominate(candidate, data)
+            probe_at = time.monotonic() + PROBE_PERIOD
             while not stop.is_set():
                 changed.clear()
                 if not election.is_leader(candidate):
                     changed.wait(interval)  # woken by the listener; the interval bounds stop's latency
+                    if time.monotonic() >= probe_at:
+                        # A closed (or crashed) handle says nothing to listeners: ask it,
+                        # through a call that raises ClosedError once it is closed.
+                        probe_at = time.monotonic() + PROBE_PERIOD
+                        election.get_leader()
                     continue
                 leader = election.get_leader()
                 if leader is None or leader.id != candidate:
@@ -131,6 +141,7 @@ def run_election(
                     log.info("leadership lost; work told to stop", extra={"service": election.service})
                     _call(on_stopped_leading, "on_stopped_leading")
                     term.wait(None)
+                    probe_at = time.monotonic()
                     continue  # still a candidate: the backend runs it for the next term
                 term.wait(None)
                 election.resign(candidate)

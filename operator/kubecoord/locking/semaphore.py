@@ -62,7 +62,12 @@ class SlotSemaphore(Semaphore):
         self._beyond = slot_record(name, max_leases)
         self._slots = [
             ElectionLock(
-                coordinator, name, holder_id=self.id, data=data, record=slot_record(name, i), slot=i,
+                coordinator,
+                name,
+                holder_id=self.id,
+                data=data,
+                record=slot_record(name, i),
+                slot=i,
                 primitive="semaphore",
             )
             for i in range(max_leases)

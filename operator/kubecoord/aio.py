@@ -1,0 +1,375 @@
+"""kubecoord for asyncio: the same clients with ``async`` methods and async iterators.
+
+Usage (a kopf handler, an aiohttp or FastAPI service)::
+
+    coord = await kubecoord.aio.connect("kubernetes://billing")
+    le = await coord.leader_election("billing-controller")
+    await le.nominate("pod-a")
+    async for leader in le.watch():          # the leader id, or None, on every change
+        ...
+    async with coord.lock("nightly") as lock:
+        await export(fencing_token=lock.token)
+    await le.run(lead)                       # async def lead(epoch, stop: asyncio.Event)
+    await coord.close()
+
+How it works: a thin layer over the thread-safe core. Every call that may wait on the
+network or on another holder runs on this coordinator's own thread pool
+(``loop.run_in_executor``), never on the loop; only calls the core answers from local
+state (is_leader(), is_held(), token) run inline. Listeners cross threads with
+``loop.call_soon_threadsafe(queue.put_nowait, value)``: the core's dispatcher thread
+hands each value to an asyncio.Queue that ``watch()`` reads, so the loop never waits on a
+lock the dispatcher holds. A waiting ``acquire()`` holds one pool thread until it returns;
+cancelling the awaiting task sets the attempt's cancel event, waits for the thread to
+give up (within ~50 ms) and releases a lock won meanwhile, so a cancelled acquire never
+leaves a hold behind.
+
+Guarantees: those of the synchronous interface (kubecoord.api), plus: no method blocks
+the event loop on I/O or on another process. Not guaranteed: more concurrent waits than
+the pool has threads (``max_workers``, default 32); a further wait queues behind them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
+
+from kubecoord.api import (
+    Coordinator,
+    GroupMembership,
+    Leader,
+    LeaderElection,
+    ListenerRegistry,
+    Lock,
+    LockHolder,
+    Semaphore,
+    Storage,
+    Versioned,
+)
+from kubecoord.connect import connect as connect_sync
+
+_T = TypeVar("_T")
+_V = TypeVar("_V")
+
+AsyncLeadingCallback = Callable[[int, asyncio.Event], Awaitable[object]]
+
+
+async def connect(url: str, *, max_workers: int = 32, **options: Any) -> AsyncCoordinator:
+    """kubecoord.connect(url, **options) on a worker thread (it may read a kubeconfig and
+    reach the server), wrapped for asyncio."""
+    executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kubecoord-aio")
+    loop = asyncio.get_running_loop()
+    try:
+        coordinator = await loop.run_in_executor(executor, functools.partial(connect_sync, url, **options))
+    except BaseException:
+        executor.shutdown(wait=False)
+        raise
+    return AsyncCoordinator(coordinator, executor=executor)
+
+
+class _Bridge(Generic[_V]):
+    """A listener that hands values from the core's dispatcher thread to an asyncio.Queue."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.queue: asyncio.Queue[_V] = asyncio.Queue()
+
+    def __call__(self, value: _V) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop was closed: nobody is listening
+            self._loop.call_soon_threadsafe(self.queue.put_nowait, value)
+
+
+class _Async:
+    def __init__(self, executor: ThreadPoolExecutor) -> None:
+        self._executor = executor
+
+    async def _run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+
+class AsyncCoordinator(_Async):
+    """A Coordinator for asyncio; ``sync`` is the wrapped thread-safe coordinator."""
+
+    def __init__(self, coordinator: Coordinator, *, executor: ThreadPoolExecutor | None = None) -> None:
+        super().__init__(executor or ThreadPoolExecutor(max_workers=32, thread_name_prefix="kubecoord-aio"))
+        self.sync = coordinator
+        self.backend = coordinator.backend
+
+    async def leader_election(self, service: str) -> AsyncLeaderElection:
+        return AsyncLeaderElection(await self._run(self.sync.leader_election, service), self._executor)
+
+    async def group_membership(self, group: str) -> AsyncGroupMembership:
+        return AsyncGroupMembership(await self._run(self.sync.group_membership, group), self._executor)
+
+    async def storage(self, name: str) -> AsyncStorage:
+        return AsyncStorage(await self._run(self.sync.storage, name), self._executor)
+
+    async def listener_registry(self, name: str) -> AsyncListenerRegistry:
+        return AsyncListenerRegistry(await self._run(self.sync.listener_registry, name), self._executor)
+
+    def lock(self, name: str, *, id: str | None = None, data: str = "") -> AsyncLock:
+        """Makes no request (the sync lock opens its election at acquire())."""
+        return AsyncLock(self.sync.lock(name, id=id, data=data), self._executor)
+
+    def semaphore(self, name: str, max_leases: int, *, id: str | None = None, data: str = "") -> AsyncSemaphore:
+        return AsyncSemaphore(self.sync.semaphore(name, max_leases, id=id, data=data), self._executor)
+
+    async def close(self) -> None:
+        await self._run(self.sync.close)
+        self._executor.shutdown(wait=False)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class AsyncLeaderElection(_Async):
+    def __init__(self, election: LeaderElection, executor: ThreadPoolExecutor) -> None:
+        super().__init__(executor)
+        self.sync = election
+        self.service = election.service
+
+    async def nominate(self, candidate_id: str, data: str = "") -> bool:
+        return await self._run(self.sync.nominate, candidate_id, data)
+
+    async def get_leader(self) -> Leader | None:
+        return await self._run(self.sync.get_leader)
+
+    async def resign(self, candidate_id: str) -> None:
+        await self._run(self.sync.resign, candidate_id)
+
+    def is_leader(self, candidate_id: str | None = None) -> bool:
+        """Answered from local state (the renew deadline, the session state): no I/O."""
+        return self.sync.is_leader(candidate_id)
+
+    async def watch(self) -> AsyncIterator[str | None]:
+        """The leader id (or None) on every change, from the next change on; ends when the
+        consumer stops iterating."""
+        bridge: _Bridge[str | None] = _Bridge(asyncio.get_running_loop())
+        self.sync.add_listener(bridge)
+        try:
+            while True:
+                yield await bridge.queue.get()
+        finally:
+            self.sync.remove_listener(bridge)
+
+    async def run(
+        self,
+        on_started_leading: AsyncLeadingCallback,
+        on_stopped_leading: Callable[[], Awaitable[object]] | None = None,
+        *,
+        candidate_id: str | None = None,
+        data: str = "",
+        check_interval: float = 0.05,
+    ) -> None:
+        """LeaderElection.run for coroutines: ``await on_started_leading(epoch, stop)`` on
+        the loop while leading (``stop`` an asyncio.Event set when the term ends), the same
+        rules. Cancelling the awaiting task ends the runner (resigning if it leads). The
+        runner owns the handle: it is closed when run returns."""
+        loop = asyncio.get_running_loop()
+        stop = threading.Event()
+
+        def started(epoch: int, term: threading.Event) -> None:
+            # A worker thread of the sync runner: the coroutine runs on the loop; the term
+            # event crosses into it with call_soon_threadsafe.
+            async def guarded() -> None:
+                event = asyncio.Event()
+                watcher = loop.run_in_executor(self._executor, term.wait)
+                watcher.add_done_callback(lambda _: event.set())
+                await on_started_leading(epoch, event)
+
+            asyncio.run_coroutine_threadsafe(guarded(), loop).result()
+
+        def stopped() -> None:
+            if on_stopped_leading is not None:
+                asyncio.run_coroutine_threadsafe(_awaited(on_stopped_leading), loop).result()
+
+        future = loop.run_in_executor(
+            self._executor,
+            functools.partial(
+                self.sync.run,
+                started,
+                stopped,
+                candidate_id=candidate_id,
+                data=data,
+                stop=stop,
+                signals=False,
+                check_interval=check_interval,
+            ),
+        )
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            stop.set()
+            await asyncio.wait([future])
+            raise
+
+    async def close(self) -> None:
+        await self._run(self.sync.close)
+
+
+async def _awaited(fn: Callable[[], Awaitable[object]]) -> None:
+    await fn()
+
+
+class AsyncLock(_Async):
+    """A Lock for asyncio (kubecoord.api.Lock's rules). ``async with`` acquires and releases."""
+
+    def __init__(self, lock: Lock, executor: ThreadPoolExecutor) -> None:
+        super().__init__(executor)
+        self.sync = lock
+        self.name = lock.name
+        self.id = lock.id
+
+    async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:
+        cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            self._executor, functools.partial(self.sync.acquire, timeout, blocking, cancel=cancel)
+        )
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel.set()
+            await asyncio.wait([future])
+            if not future.cancelled() and future.exception() is None and future.result():
+                await self._run(self.sync.release)  # won just before the cancel landed
+            raise
+
+    async def release(self) -> None:
+        await self._run(self.sync.release)
+
+    def is_held(self) -> bool:
+        """Answered from local state: no I/O."""
+        return self.sync.is_held()
+
+    @property
+    def token(self) -> int | None:
+        return self.sync.token
+
+    async def holders(self) -> list[LockHolder]:
+        return await self._run(self.sync.holders)
+
+    async def close(self) -> None:
+        await self._run(self.sync.close)
+
+    async def __aenter__(self) -> Self:
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.sync.is_held():
+            await self.release()
+
+
+class AsyncSemaphore(AsyncLock):
+    def __init__(self, semaphore: Semaphore, executor: ThreadPoolExecutor) -> None:
+        super().__init__(semaphore, executor)
+        self.max_leases = semaphore.max_leases
+        self._semaphore = semaphore
+
+    @property
+    def slot(self) -> int | None:
+        return self._semaphore.slot
+
+
+class AsyncGroupMembership(_Async):
+    def __init__(self, group: GroupMembership, executor: ThreadPoolExecutor) -> None:
+        super().__init__(executor)
+        self.sync = group
+        self.group = group.group
+
+    async def join(self, member_id: str, data: str = "") -> None:
+        await self._run(self.sync.join, member_id, data)
+
+    async def leave(self, member_id: str) -> None:
+        await self._run(self.sync.leave, member_id)
+
+    async def membership_list(self) -> set[str]:
+        return await self._run(self.sync.membership_list)
+
+    async def membership(self) -> dict[str, str]:
+        return await self._run(self.sync.membership)
+
+    async def watch(self) -> AsyncIterator[set[str]]:
+        """The member ids after every change, from the next change on."""
+        bridge: _Bridge[set[str]] = _Bridge(asyncio.get_running_loop())
+        self.sync.add_listener(bridge)
+        try:
+            while True:
+                yield await bridge.queue.get()
+        finally:
+            self.sync.remove_listener(bridge)
+
+    async def close(self) -> None:
+        await self._run(self.sync.close)
+
+
+class AsyncStorage(_Async):
+    def __init__(self, storage: Storage, executor: ThreadPoolExecutor) -> None:
+        super().__init__(executor)
+        self.sync = storage
+        self.name = storage.name
+
+    async def fetch(self, key: str) -> str | None:
+        future = await self._run(self.sync.fetch, key)
+        return await asyncio.wrap_future(future)
+
+    async def fetch_versioned(self, key: str) -> Versioned | None:
+        future = await self._run(self.sync.fetch_versioned, key)
+        return await asyncio.wrap_future(future)
+
+    async def put(self, key: str, data: str) -> int:
+        return await self._run(self.sync.put, key, data)
+
+    async def update(self, key: str, data: str, *, expected_version: int | None = None) -> int:
+        return await self._run(self.sync.update, key, data, expected_version=expected_version)
+
+    async def delete(self, key: str, *, expected_version: int | None = None) -> None:
+        await self._run(self.sync.delete, key, expected_version=expected_version)
+
+    async def children(self, namespace: str = "") -> set[str]:
+        return await self._run(self.sync.children, namespace)
+
+    async def close(self) -> None:
+        await self._run(self.sync.close)
+
+
+class AsyncListenerRegistry(_Async):
+    def __init__(self, registry: ListenerRegistry, executor: ThreadPoolExecutor) -> None:
+        super().__init__(executor)
+        self.sync = registry
+        self.name = registry.name
+
+    async def watch_value(self, key: str) -> AsyncIterator[str | None]:
+        """The key's value (None once deleted) after every change, from the next change on."""
+        bridge: _Bridge[str | None] = _Bridge(asyncio.get_running_loop())
+        await self._run(self.sync.add_value_change_listener, key, bridge)
+        try:
+            while True:
+                yield await bridge.queue.get()
+        finally:
+            await self._run(self.sync.remove_value_change_listener, key, bridge)
+
+    async def watch_keys(self, namespace: str) -> AsyncIterator[set[str]]:
+        """The namespace's child names after every change, from the next change on."""
+        bridge: _Bridge[set[str]] = _Bridge(asyncio.get_running_loop())
+        await self._run(self.sync.add_key_set_change_listener, namespace, bridge)
+        try:
+            while True:
+                yield await bridge.queue.get()
+        finally:
+            await self._run(self.sync.remove_key_set_change_listener, namespace, bridge)
+
+    async def close(self) -> None:
+        await self._run(self.sync.close)
