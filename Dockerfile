@@ -1,4 +1,5 @@
-# The operator image: kubecoord/operator:<version>  (make image)
+# The operator image: kubecoord/operator:<version>  (make image; the release workflow
+# builds it for linux/amd64 and linux/arm64).
 #
 # Runs `kubecoord operator` as an unprivileged user (65532, as the chart's
 # podSecurityContext) on a read-only root filesystem: nothing is written at run time
@@ -12,11 +13,16 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml constraints.txt README.md ./
 COPY operator ./operator
-# Only what the operator needs: the kubernetes and zookeeper backends and the operator
-# extra (kopf, the kubernetes client, prometheus-client), with the project's pins.
-RUN python -m venv /opt/kubecoord \
- && /opt/kubecoord/bin/pip install --no-compile -c constraints.txt '.[kubernetes,zookeeper,operator]' \
- && /opt/kubecoord/bin/python -m compileall -q /opt/kubecoord
+# The image installs the wheel it builds here (the artefact `make dist` checks and a
+# release publishes), not the source tree. Only what the operator needs: the kubernetes
+# and zookeeper backends and the operator extra (kopf, the kubernetes client,
+# prometheus-client), with the project's pins.
+RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
+ && python -m venv /opt/kubecoord \
+ && wheel="$(ls /wheels/kubecoord-*.whl)" \
+ && /opt/kubecoord/bin/pip install --no-compile -c constraints.txt "kubecoord[kubernetes,zookeeper,operator] @ file://${wheel}" \
+ && /opt/kubecoord/bin/python -m compileall -q /opt/kubecoord \
+ && /opt/kubecoord/bin/kubecoord --version
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="kubecoord operator" \

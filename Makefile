@@ -3,10 +3,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
-EXTRAS := all,test,dev
+EXTRAS := all,test,dev,docs
 HELM := $(VENV)/bin/helm
 
-.PHONY: install system-deps cassandra-jars test lint demo soak bench chart-lint chart-crds helm e2e image clean
+.PHONY: install system-deps cassandra-jars test lint demo soak bench chart-lint chart-crds helm e2e image dist actionlint clean
 
 install: $(INSTALLED)
 
@@ -45,10 +45,20 @@ TEST_WORKERS ?= 2
 test: install system-deps cassandra-jars $(HELM)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
-lint: install
+lint: install $(ACTIONLINT)
 	$(VENV)/bin/ruff check operator testkit tests bench charts/scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(ACTIONLINT) -no-color -shellcheck= -pyflakes=
+
+# actionlint (the release workflow's linter), a pinned version from the Go module proxy,
+# built into the venv by the machine's Go; ~80 s the first time, seconds once cached.
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT := $(VENV)/bin/actionlint
+actionlint: $(ACTIONLINT)
+$(ACTIONLINT): | $(INSTALLED)
+	GOBIN=$(abspath $(VENV))/bin go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+
 
 demo: install
 	$(VENV)/bin/kubecoord-testkit demo
@@ -99,5 +109,29 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 image:
 	docker build -t kubecoord/operator:$(VERSION) .
 
+# Release artefacts in dist/: the sdists and wheels of kubecoord and kubecoord-testkit,
+# checked (twine check --strict; installed together into a fresh venv, where
+# `kubecoord --version` must print this version and the testkit must import), and the
+# chart, linted and packaged. The release workflow (.github/workflows/release.yml) runs this.
+DIST ?= dist
+dist: install $(HELM) $(ACTIONLINT)
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(PY) -m build --outdir $(DIST) .
+	$(PY) -m build --outdir $(DIST) testkit
+	$(VENV)/bin/twine check --strict $(DIST)/*.whl $(DIST)/*.tar.gz
+	$(PYTHON) -m venv $(DIST)/venv
+	$(DIST)/venv/bin/pip install --quiet -c constraints.txt $(DIST)/kubecoord-$(VERSION)-py3-none-any.whl \
+		$(DIST)/kubecoord_testkit-$(VERSION)-py3-none-any.whl
+	test "$$($(DIST)/venv/bin/kubecoord --version)" = "kubecoord $(VERSION)"
+	cd $(DIST) && venv/bin/python -c 'import kubecoord, kubecoord_testkit, pathlib; \
+		assert "site-packages" in kubecoord.__file__ and "site-packages" in kubecoord_testkit.__file__; \
+		assert (pathlib.Path(kubecoord.__file__).parent / "py.typed").exists(); \
+		print("installed:", kubecoord.__file__)'
+	rm -rf $(DIST)/venv
+	$(HELM) lint --strict charts/kubecoord
+	$(HELM) package charts/kubecoord --destination $(DIST)
+	$(ACTIONLINT) -no-color -shellcheck= -pyflakes=
+	@ls -1 $(DIST)
+
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

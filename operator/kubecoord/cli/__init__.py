@@ -71,15 +71,24 @@ class CommandLine:
     """name -> (module, one-line help)."""
     quiet: frozenset[str] = frozenset()
     """Subcommands that log at ERROR by default (their own output says what failed)."""
+    distribution: str = "kubecoord"
+    """The installed distribution whose version ``--version`` prints."""
 
-    def build_parser(self, selected: str | None) -> argparse.ArgumentParser:
-        """The parser; only ``selected``'s module is imported (all of them when None)."""
+    def build_parser(self, selected: str | None, *, load_all: bool = False) -> argparse.ArgumentParser:
+        """The parser; only ``selected``'s module is imported (every one with ``load_all``).
+
+        With no subcommand named (``--help``, ``--version``, a usage error) no module is
+        imported: the top-level help lists the subcommands from ``subcommands``, and an
+        installation without the optional extras still answers.
+        """
         parser = argparse.ArgumentParser(
             prog=self.prog,
             description=self.description,
             epilog=self.epilog,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
+        parser.add_argument("--version", action="version", version=f"{self.prog} {_version(self.distribution)}",
+                            help="print the installed version and exit")
         parser.add_argument(
             "--log-level", help="DEBUG, INFO, WARNING, ERROR (default: ERROR for the state commands, else WARNING)"
         )
@@ -87,7 +96,7 @@ class CommandLine:
         sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
         for name, (module_name, help_text) in self.subcommands.items():
             sub_parser = sub.add_parser(name, help=help_text, description=help_text)
-            if selected is None or name == selected:
+            if load_all or name == selected:
                 module = importlib.import_module(module_name)
                 description = (module.__doc__ or help_text).strip().replace("``", "")
                 sub_parser.description = description
@@ -117,7 +126,7 @@ class CommandLine:
         parser = self.build_parser(selected)
         args = parser.parse_args(arguments)
         if getattr(args, "_run", None) is None:  # a subcommand argparse accepted but we did not load
-            parser = self.build_parser(None)
+            parser = self.build_parser(None, load_all=True)
             args = parser.parse_args(arguments)
         # A state command reports its failure in one line; the client's own warnings (a
         # refused connection, a retry) would only repeat it.
@@ -133,12 +142,21 @@ class CommandLine:
             return exits.report(args.command, error, prog=self.prog)
 
 
+def _version(distribution: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "unknown (not installed)"
+
+
 KUBECOORD = CommandLine("kubecoord", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS)
 
 
-def build_parser(selected: str | None) -> argparse.ArgumentParser:
-    """The ``kubecoord`` parser; only ``selected``'s module is imported (all of them when None)."""
-    return KUBECOORD.build_parser(selected)
+def build_parser(selected: str | None, *, load_all: bool = False) -> argparse.ArgumentParser:
+    """The ``kubecoord`` parser; only ``selected``'s module is imported (every one with ``load_all``)."""
+    return KUBECOORD.build_parser(selected, load_all=load_all)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

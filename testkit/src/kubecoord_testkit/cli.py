@@ -41,7 +41,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 QUIET_COMMANDS = frozenset({"soak"})
 """The soak's own output says what failed: the clients' warnings would only repeat it."""
 
-TESTKIT = CommandLine("kubecoord-testkit", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS)
+TESTKIT = CommandLine(
+    "kubecoord-testkit", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS, distribution="kubecoord-testkit"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
