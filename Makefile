@@ -123,6 +123,7 @@ dist: install $(HELM) $(ACTIONLINT)
 	$(DIST)/venv/bin/pip install --quiet -c constraints.txt $(DIST)/kubecoord-$(VERSION)-py3-none-any.whl \
 		$(DIST)/kubecoord_testkit-$(VERSION)-py3-none-any.whl
 	test "$$($(DIST)/venv/bin/kubecoord --version)" = "kubecoord $(VERSION)"
+	test "$$($(DIST)/venv/bin/kubecoord-testkit --version)" = "kubecoord-testkit $(VERSION)"
 	cd $(DIST) && venv/bin/python -c 'import kubecoord, kubecoord_testkit, pathlib; \
 		assert "site-packages" in kubecoord.__file__ and "site-packages" in kubecoord_testkit.__file__; \
 		assert (pathlib.Path(kubecoord.__file__).parent / "py.typed").exists(); \
