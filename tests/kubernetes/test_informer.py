@@ -7,8 +7,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from kubecoord.backends.kubernetes.cache import Change
 from kubecoord.backends.kubernetes.client import LEASES, Gone
-from kubecoord.backends.kubernetes.watch import Change, Informer
+from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.testing import ManualClock
 
 from ..helpers import eventually

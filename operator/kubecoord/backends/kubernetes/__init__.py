@@ -41,8 +41,10 @@ also takes lease_duration / renew_deadline / retry_period per handle.
 Objects (wire/object_names.py): a Lease per election (client-go LeaseLock compatible,
 wire/lease.py), a Lease per group member (membership.py), one or more ConfigMaps per KV
 store (kv.py: keys spread over a fixed number of shards of up to 1 MiB each, wire/kv_shards.py). Every write has a
-resourceVersion precondition; 409 means re-read. Listeners are fed by one watch per
-election, group and store per coordinator (watch.py).
+resourceVersion precondition; 409 means re-read. Listeners and reads are fed by shared
+informers (shared_informer.py, joining cache.py, reflector.py and watchdog.py, as
+client-go's tools/cache does), one per election, group and store shard, or one per kind
+and namespace (watch_scope; informers.py).
 
 The kubernetes client is imported only in this package (and by the API emulator and the
 operator).

@@ -9,9 +9,10 @@ from kubecoord._core.handles import Handle
 from kubecoord._core.lease.timings import Timings
 from kubecoord._internal.clock import Clock
 from kubecoord._internal.dispatch import Dispatcher
+from kubecoord.backends.kubernetes.cache import Change
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
 from kubecoord.backends.kubernetes.informers import InformerPool
-from kubecoord.backends.kubernetes.watch import Change, Informer
+from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import ClosedError
 from kubecoord.history import EventLog
 

@@ -36,8 +36,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kubecoord._internal.clock import Clock, MonotonicClock
+from kubecoord.backends.kubernetes.cache import Observed, Subscriber
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
-from kubecoord.backends.kubernetes.watch import Informer, Observed, Route, Subscriber
+from kubecoord.backends.kubernetes.shared_informer import Informer, Route
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.wire import object_names
 

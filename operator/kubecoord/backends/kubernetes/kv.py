@@ -50,10 +50,11 @@ from kubecoord import validation
 from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Versioned
+from kubecoord.backends.kubernetes.cache import Change, Observed
 from kubecoord.backends.kubernetes.client import CONFIGMAPS, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import Context, HandleBase
 from kubecoord.backends.kubernetes.keys import Entry, data_size, dump_entry, encode_key, load_entries, stored_size
-from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
+from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import (
     BackendUnavailableError,
     CoordinationError,

@@ -14,10 +14,10 @@ from __future__ import annotations
 from kubecoord._core.lease import Observation, Timings
 from kubecoord._core.lease.election import LeaseElection
 from kubecoord._core.lease.store import RecordStore
+from kubecoord.backends.kubernetes.cache import Change
 from kubecoord.backends.kubernetes.client import LEASES
 from kubecoord.backends.kubernetes.context import Context, Watching
 from kubecoord.backends.kubernetes.lease_store import LeaseStore, observation
-from kubecoord.backends.kubernetes.watch import Change
 from kubecoord.wire import object_names
 
 

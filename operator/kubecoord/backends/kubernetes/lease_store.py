@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from kubecoord._core.lease import LeaderRecord, Observation, RecordConflict
+from kubecoord.backends.kubernetes.cache import Observed
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import Context
-from kubecoord.backends.kubernetes.watch import Informer, Observed
+from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import NamespaceNotFoundError, PermissionDeniedError
 from kubecoord.wire import object_names
 from kubecoord.wire.lease import lease_with_record, record_from_lease

@@ -45,10 +45,11 @@ from typing import Any
 
 from kubecoord._core.handles import GroupHandle
 from kubecoord._core.lease import LeaderRecord, Loop, Timings, expires_at, from_unix
+from kubecoord.backends.kubernetes.cache import Change, Observed
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import Context, WatchingHandle
 from kubecoord.backends.kubernetes.lease_store import observation
-from kubecoord.backends.kubernetes.watch import Change, Informer, Observed
+from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
 from kubecoord.wire import object_names
 from kubecoord.wire.lease import lease_with_record, record_from_lease

@@ -1,0 +1,224 @@
+"""The reflector: one list+watch of one resource type and selector, feeding a cache.
+
+Protocol (the Kubernetes list/watch contract, as client-go's reflector follows it):
+
+1. LIST with the selector; the list's resourceVersion is where the watch starts.
+2. WATCH from the last resourceVersion seen (bookmarks included); when the server ends
+   the stream (timeoutSeconds, a restart) watch again from there.
+3. On 410 Gone (the version was compacted away) LIST again; the cache delivers the
+   difference between what it held and the new list as changes — objects deleted
+   meanwhile come out as deletions, unchanged ones produce nothing, and objects this
+   process already holds at a version newer than the list (its own writes) are kept: the
+   watch from the list brings their later changes.
+4. On network errors, and on any unexpected exception, retry with jittered exponential
+   backoff; the watch thread never dies while the reflector runs. The cache keeps
+   serving what was last observed.
+5. Dead watches: a stream that stays silent for much longer than its usual gap between
+   events (bookmarks included) is closed and re-opened from the last resourceVersion by
+   the process-wide watchdog (watchdog.py), without a re-list. An idle watch has no usual
+   gap and is only re-opened when the server ends it (``timeoutSeconds``, jittered) or
+   the read timeout passes. (kube-apiserver 1.32 sends a bookmark on an idle watch only
+   once a minute and about two seconds before the watch's timeoutSeconds deadline, so
+   silence alone cannot tell an idle watch from a dead one within a minute.)
+
+After every list and every event it calls ``on_change`` (the informer delivers what the
+cache queued), on the watch thread. Not guaranteed: freshness — the cache lags the
+server by the watch's latency, and by a lot while the API server is unreachable.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubecoord import metrics
+from kubecoord.backends.kubernetes.cache import ObjectCache, object_name
+from kubecoord.backends.kubernetes.client import Gone, KubeClient, Resource
+from kubecoord.backends.kubernetes.watchdog import watchdog
+from kubecoord.errors import CoordinationError
+
+log = logging.getLogger("kubecoord.kubernetes.watch")
+
+WATCH_TIMEOUT_SECONDS = 60
+"""Server-side timeoutSeconds of one watch request, stretched by up to 25 % at random so
+that many informers do not reconnect in step (client-go jitters its timeout likewise)."""
+BACKOFF_MAX = 2.0
+SILENCE_FACTOR = 6.0
+"""A stream is dead after this many usual gaps between its events without one."""
+MIN_SILENCE = 2.0
+"""...and never before this many seconds (a loaded machine delays events)."""
+STOP_JOIN_TIMEOUT = 5.0
+"""Seconds stop() waits for the watch thread to end."""
+
+
+class Reflector:
+    """Lists and watches ``resource`` objects matching a selector into ``cache``."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        resource: Resource,
+        cache: ObjectCache,
+        *,
+        on_change: Callable[[], None],
+        label_selector: str | None = None,
+        name: str | None = None,
+        watch_timeout: int = WATCH_TIMEOUT_SECONDS,
+    ) -> None:
+        self._client = client
+        self._resource = resource
+        self._cache = cache
+        self._on_change = on_change
+        self._label_selector = label_selector
+        self._name = name
+        self._field_selector = f"metadata.name={name}" if name else None
+        self._watch_timeout = watch_timeout
+        self._lock = threading.Lock()
+        self._started = False
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stream: Any = None
+        self._heard_at = 0.0  # time.monotonic() of the stream's last event (or its opening)
+        self._gap: float | None = None  # smoothed seconds between the stream's events
+        self.relists = 0
+        self.silent_restarts = 0
+
+    @property
+    def description(self) -> str:
+        return f"{self._resource.plural}[{self._label_selector or self._field_selector or '*'}]"
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        """List synchronously (raising translated errors), then watch on a thread. Idempotent."""
+        with self._lock:
+            if self._started:
+                return
+        self.relist()
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        self._thread = threading.Thread(target=self._run, name=f"kubecoord-watch-{self.description}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching. Idempotent."""
+        self._stopped.set()
+        watchdog.unwatch(self)
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+        # Wait for the thread to notice: a daemon thread still inside the client when
+        # the interpreter finalizes can abort the process (SIGABRT at exit).
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(STOP_JOIN_TIMEOUT)
+
+    def relist(self) -> None:
+        items, version = self._client.list(
+            self._resource, label_selector=self._label_selector, field_selector=self._field_selector
+        )
+        self._cache.replace({object_name(obj): obj for obj in items if self._wanted(obj)}, version)
+        self.relists += 1
+        self._on_change()
+
+    def _wanted(self, obj: dict[str, Any]) -> bool:
+        return self._name is None or object_name(obj) == self._name
+
+    # -- the watch thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        failures = 0
+        while not self._stopped.is_set():
+            try:
+                self._watch_once()
+                failures = 0
+            except Gone:
+                log.info("watch too old; re-listing", extra={"informer": self.description})
+                metrics.watch_restarted("kubernetes", self._resource.plural)
+                try:
+                    self.relist()
+                    failures = 0
+                except Exception as exc:  # retried with backoff, like any failure
+                    failures += 1
+                    self._pause(failures, exc)
+            except CoordinationError as exc:
+                failures += 1
+                metrics.watch_restarted("kubernetes", self._resource.plural)
+                self._pause(failures, exc)
+            except Exception as exc:  # a bug or a malformed event must not end watching
+                failures += 1
+                log.exception("watch failed unexpectedly; retrying", extra={"informer": self.description})
+                metrics.watch_restarted("kubernetes", self._resource.plural)
+                self._pause(failures, exc)
+
+    def _watch_once(self) -> None:
+        started = time.monotonic()
+        events = 0
+        since = self._cache.synced_to()
+        timeout = int(self._watch_timeout * random.uniform(1.0, 1.25))
+        stream = self._client.watch(
+            self._resource, resource_version=since, label_selector=self._label_selector,
+            field_selector=self._field_selector, timeout_seconds=timeout,
+        )
+        self._heard(opened=True)
+        self._stream = stream
+        watchdog.watch(self)
+        try:
+            if self._stopped.is_set():  # stop() ran while the watch was being opened
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+                return
+            for event in stream:
+                if self._stopped.is_set():
+                    return
+                events += 1
+                self._heard()
+                obj = event.get("object") or {}
+                self._cache.watched(event.get("type"), obj, selected=self._wanted(obj))
+                self._on_change()
+        finally:
+            self._stream = None
+        if events == 0 and time.monotonic() - started < 1.0:
+            self._stopped.wait(0.2)  # a server that closes watches at once must not spin us
+
+    def _pause(self, failures: int, exc: Exception) -> None:
+        if self._stopped.is_set():
+            return  # stop() broke the stream on purpose
+        # Full jitter (AWS-style), so that informers failing together do not retry in step.
+        delay = min(BACKOFF_MAX, 0.1 * 2 ** min(failures, 5)) * random.uniform(0.5, 1.0)
+        log.info("watch failed; retrying", extra={"informer": self.description, "error": str(exc), "delay": delay})
+        self._stopped.wait(delay)
+
+    # -- dead-watch detection (asked by the watchdog's thread) ------------------------------
+    def _heard(self, *, opened: bool = False) -> None:
+        now = time.monotonic()
+        if not opened:
+            gap = now - self._heard_at
+            self._gap = gap if self._gap is None else 0.8 * self._gap + 0.2 * gap
+        self._heard_at = now
+
+    def silent_for(self) -> float | None:
+        """Seconds the open stream has been silent beyond its allowance, or None if it is fine."""
+        stream, gap = self._stream, self._gap
+        if stream is None or gap is None or self._stopped.is_set():
+            return None
+        allowance = max(MIN_SILENCE, SILENCE_FACTOR * gap)
+        silent = time.monotonic() - self._heard_at
+        return silent - allowance if silent > allowance else None
+
+    def restart_silent(self) -> None:
+        """Close a stream that went silent; the watch thread re-opens it from the last version."""
+        stream = self._stream
+        if stream is None:
+            return
+        self.silent_restarts += 1
+        # A quiet but healthy stream must not be restarted in a loop: the silence just
+        # endured becomes the usual gap, so the next allowance is SILENCE_FACTOR times it.
+        self._gap = max(2 * (self._gap or 0.0), time.monotonic() - self._heard_at)
+        log.info("watch silent; re-opening it", extra={"informer": self.description})
+        stream.close()
