@@ -518,7 +518,8 @@ class GroupProtocol(abc.ABC):
     Three methods must be given (metadata, perform_assignment, on_join_complete); the
     others are optional hooks whose defaults keep Kafka's AbstractCoordinator behaviour:
     on_join_prepare and on_leave_prepare do nothing, on_lost calls on_join_prepare,
-    rejoin_needed says no, units_of cannot tell. Override a hook to take part in it.
+    rejoin_needed says no, units_of cannot tell, accepts_metadata accepts everything.
+    Override a hook to take part in it.
     """
 
     protocol_type: str = "consumer"
@@ -573,6 +574,13 @@ class GroupProtocol(abc.ABC):
         ``units`` field; None when the protocol cannot tell (the default). May raise
         CoordinationError on an assignment it cannot read (logged as None)."""
         return None
+
+    def accepts_metadata(self, protocol: str, metadata: bytes) -> bool:
+        """Asked on the leader of every other member's metadata for ``protocol``: False
+        excludes that member from the group's generations (with one warning) — any process
+        can join a group with any data, and one member's malformed metadata must never keep
+        the group from being assigned. Default: True (the protocol cannot tell)."""
+        return True
 
 
 class GroupCoordinatorHandle(_Closeable):

@@ -238,3 +238,31 @@ def test_invalid_arguments_are_rejected_before_any_request(harness: Harness, nam
     with pytest.raises(InvalidArgumentError):
         UnitsProtocol(UNITS, assignors=["no-such-assignor"])
     assert coordinator.group_membership(name).membership() == {}
+
+
+@pytest.mark.parametrize(
+    "poison",
+    [
+        '{"t":"units","p":[["sticky",null]]}',  # well-formed JSON, wrong types
+        '{"t":"units","p":[["sticky","bm90IGpzb24="]]}',  # valid base64 of metadata that is not JSON
+        '{"t":"units","p":[["sticky","eyJ1bml0cyI6WzFdfQ=="]]}',  # {"units":[1]}
+        '{"t":"units","p":"sticky"}',
+        '[1,2,3]',
+    ],
+)
+def test_a_member_with_malformed_data_is_excluded_never_the_group(harness: Harness, name: str, poison: str) -> None:
+    ledger = Ledger()
+    members = [_member(harness, name, f"w{i}", ledger.protocol(f"w{i}", UNITS)) for i in range(2)]
+    members[0].join()
+    eventually(lambda: _settled(members[:1]), harness.settle * 2)
+    # A raw member of the group, with data no coordinator member would write.
+    poisoned = harness.connect().group_membership(name)
+    poisoned.join("poison", data=poison)
+    members[1].join()
+    eventually(lambda: _settled(members), harness.settle * 2)
+    assert ledger.violations == []
+    # It leaves; the group goes on rebalancing (the leader's worker is alive).
+    poisoned.leave("poison")
+    members[0].leave()
+    eventually(lambda: _settled(members[1:]), harness.settle * 2)
+    assert sorted(ledger.held_by("w1")) == sorted(UNITS) and ledger.violations == []

@@ -31,6 +31,8 @@ class LeaderDuties:
         self._ctx = context
         self._membership = membership
         self._timers = LeaderTimers()
+        self._malformed: set[str] = set()
+        """Members already warned about (once each, not on every read of the record)."""
         self.wake_at: float | None = None
         """Monotonic time at which a timer of the rules may change the decision, or None."""
 
@@ -49,10 +51,14 @@ class LeaderDuties:
         live: dict[str, Protocols] = {}
         for member, data in self._membership.membership().items():
             decoded = decode_join_data(data)
-            if decoded is None:
-                continue
-            if decoded[0] != protocol_type:
+            if decoded is not None and decoded[0] != protocol_type:
                 log.warning("member of another protocol type ignored", extra={"group": ctx.group, "member": member})
+                continue
+            if decoded is None or not self._accepted(decoded[1]):
+                if member not in self._malformed:
+                    self._malformed.add(member)
+                    log.warning("member with malformed membership data excluded", extra={"group": ctx.group,
+                                                                                          "member": member})
                 continue
             live[member] = decoded[1]
         base = state or GroupState(generation=0, phase=STABLE, protocol_type=protocol_type)
@@ -69,6 +75,14 @@ class LeaderDuties:
         with ctx.view.lock:
             self.wake_at = None if decision.wake_in is None else now + decision.wake_in
         return self._publish(decision, version, base.holders)
+
+    def _accepted(self, protocols: Protocols) -> bool:
+        """The protocol's verdict on a member's metadata; a hook that raises refuses it."""
+        try:
+            return all(self._ctx.protocol.accepts_metadata(name, data) for name, data in protocols)
+        except Exception:
+            log.exception("accepts_metadata() raised; the member is excluded", extra={"group": self._ctx.group})
+            return False
 
     def _assign(self, protocol: str, metadata: dict[str, bytes]) -> dict[str, bytes]:
         result = self._ctx.protocol.perform_assignment(self._ctx.member_id, protocol, metadata)

@@ -150,12 +150,25 @@ def encode_join_data(protocol_type: str, protocols: Protocols) -> str:
 
 
 def decode_join_data(text: str) -> tuple[str, Protocols] | None:
-    """(protocol_type, protocols) of a member's data, or None if it is not a coordinator member."""
+    """(protocol_type, protocols) of a member's data, or None if it is not a well-formed
+    coordinator member's: any member can write any data, so every type is checked — one
+    member's malformed data excludes that member, never breaks the leader reading it."""
     try:
         raw = json.loads(text)
-        return str(raw["t"]), tuple((str(name), _unb64(meta)) for name, meta in raw["p"])
-    except (ValueError, KeyError, TypeError):
+    except ValueError:
         return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("t"), str) or not isinstance(raw.get("p"), list):
+        return None
+    protocols: list[tuple[str, bytes]] = []
+    for item in raw["p"]:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and item[0]
+                and isinstance(item[1], str)):
+            return None
+        try:
+            protocols.append((item[0], _unb64(item[1])))
+        except ValueError:  # binascii.Error, and non-ASCII text
+            return None
+    return (raw["t"], tuple(protocols)) if protocols else None
 
 
 def check_protocols(protocols: object) -> Protocols:

@@ -58,12 +58,19 @@ def decode_subscription(data: bytes) -> Subscription:
         return Subscription()
     try:
         raw = json.loads(data)
-        return Subscription(
-            tuple(str(u) for u in raw["units"]), int(raw.get("generation", -1)),
-            tuple(str(u) for u in raw.get("previous", ())),
-        )
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except ValueError as exc:
         raise GroupProtocolError(f"malformed units metadata: {exc}") from None
+    if not isinstance(raw, dict):
+        raise GroupProtocolError("malformed units metadata: not an object")
+    units, generation, previous = raw.get("units"), raw.get("generation", -1), raw.get("previous", [])
+    if not _names(units) or not _names(previous) or isinstance(generation, bool) or not isinstance(generation, int):
+        raise GroupProtocolError("malformed units metadata: units and previous must be lists of names, "
+                                 "generation an integer")
+    return Subscription(tuple(units), generation, tuple(previous))
+
+
+def _names(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 class UnitsProtocol(GroupProtocol):
@@ -134,6 +141,7 @@ class UnitsProtocol(GroupProtocol):
 
     def perform_assignment(self, leader_id: str, protocol: str, members_metadata: dict[str, bytes]) -> dict[str, bytes]:
         assignor = self.assignors.get(protocol) or StickyAssignor()
+        # The leader excluded members whose metadata accepts_metadata() refused.
         subscriptions = {member: decode_subscription(data) for member, data in members_metadata.items()}
         result = assignor.assign(self.units, subscriptions)
         return {member: encode_units(result.get(member, [])) for member in members_metadata}
@@ -164,6 +172,13 @@ class UnitsProtocol(GroupProtocol):
     def units_of(self, assignment: bytes) -> list[str]:
         """The units of an assignment of this protocol (for the event log)."""
         return decode_units(assignment)[0]
+
+    def accepts_metadata(self, protocol: str, metadata: bytes) -> bool:
+        try:
+            decode_subscription(metadata)
+        except GroupProtocolError:
+            return False
+        return True
 
     def rejoin_needed(self) -> bool:
         with self._lock:

@@ -2,10 +2,11 @@
 change) and at least every ``interval`` (polling, which is also how the member confirms
 its session), or earlier when a timer of the leader's rules is due.
 
-A step that raises a CoordinationError is retried on the next wake (logged: a backend
-that is unavailable at debug level, anything else as a warning); ClosedError ends the
-thread. Not guaranteed: that stop() returns only after the thread ended — it waits
-``timeout`` at most, and never for itself (a callback that calls leave()).
+A step that raises is retried on the next wake (logged: a backend that is unavailable
+at debug level, another CoordinationError as a warning, any other exception as an error
+with its traceback); only ClosedError ends the thread. Not guaranteed: that stop()
+returns only after the thread ended — it waits ``timeout`` at most, and never for
+itself (a callback that calls leave()).
 """
 
 from __future__ import annotations
@@ -66,3 +67,7 @@ class MemberWorker:
                 log.debug("group step failed; retrying", extra={"group": self._group, "error": str(exc)})
             except CoordinationError as exc:
                 log.warning("group step failed; retrying", extra={"group": self._group, "error": str(exc)})
+            except Exception:
+                # Anything else (a protocol callback's bug, data nobody anticipated) must not
+                # end the thread: a group whose worker died never rebalances again.
+                log.exception("group step raised; retrying", extra={"group": self._group})
