@@ -62,15 +62,18 @@ def decode_subscription(data: bytes) -> Subscription:
         raise GroupProtocolError(f"malformed units metadata: {exc}") from None
     if not isinstance(raw, dict):
         raise GroupProtocolError("malformed units metadata: not an object")
-    units, generation, previous = raw.get("units"), raw.get("generation", -1), raw.get("previous", [])
-    if not _names(units) or not _names(previous) or isinstance(generation, bool) or not isinstance(generation, int):
+    units, generation, previous = _names(raw.get("units")), raw.get("generation", -1), _names(raw.get("previous", []))
+    if units is None or previous is None or isinstance(generation, bool) or not isinstance(generation, int):
         raise GroupProtocolError("malformed units metadata: units and previous must be lists of names, "
                                  "generation an integer")
-    return Subscription(tuple(units), generation, tuple(previous))
+    return Subscription(units, generation, previous)
 
 
-def _names(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+def _names(value: object) -> tuple[str, ...] | None:
+    """``value`` as unit names if it is a list of strings, else None."""
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return None
+    return tuple(value)
 
 
 class UnitsProtocol(GroupProtocol):
