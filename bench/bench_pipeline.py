@@ -35,11 +35,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from kubecoord.analytics import output, schema
-from kubecoord.analytics.generate import Spec, generate
 from kubecoord.analytics.pipeline import analyze
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.session import build_session
-from kubecoord.analytics.standalone import StandaloneCluster
+from kubecoord_testkit.history_generator import Spec, generate
+from kubecoord_testkit.servers.spark import StandaloneCluster
 
 HOURS = 24.0
 PROCESSES = 8

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubecoord.analytics.generate import Spec, generate
 from kubecoord.analytics.schema import VIOLATION_TYPES
 from kubecoord.cli import main
+from kubecoord_testkit.history_generator import Spec, generate
 
 TABLES = ("violations", "leadership_intervals", "failover_gaps", "membership_timeline", "membership_churn",
           "heartbeat_to_expiry", "kv_keys", "kv_stores", "elections", "seq_gaps", "malformed_lines",

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from kubecoord.analytics.generate import Spec, generate
 from kubecoord.analytics.schema import VIOLATION_TYPES
 from kubecoord.analytics.session import FAST_START_JVM_OPTIONS, QUIET_JVM_OPTIONS
 from kubecoord.cli import main
+from kubecoord_testkit.history_generator import Spec, generate
 
 SETTINGS = {
     "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",

@@ -11,8 +11,8 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 import kubecoord
-from kubecoord.soak.deletions import delete_store_tree
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
+from kubecoord_testkit.soak.deletions import delete_store_tree
 
 
 def test_a_store_tree_is_deleted_whole_while_a_writer_writes(zookeeper_server: ZooKeeperServer,

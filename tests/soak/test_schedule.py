@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 
-from kubecoord.soak import schedule
-from kubecoord.soak.backends import BACKENDS
-from kubecoord.soak.runner import all_kinds
+from kubecoord_testkit.soak import schedule
+from kubecoord_testkit.soak.backends import BACKENDS
+from kubecoord_testkit.soak.runner import all_kinds
 
 
 def test_same_seed_same_schedule_and_another_seed_another() -> None:

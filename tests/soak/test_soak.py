@@ -1,6 +1,6 @@
 """The short soak of make test: every backend, every fault kind, zero safety violations.
 
-One ``kubecoord soak`` run soaks the backends one after another (60 s of faults each:
+One ``kubecoord-testkit soak`` run soaks the backends one after another (60 s of faults each:
 the first round of every kind always completes) and judges all their logs with one
 pipeline run, to stay within the 5 minutes the soaks may take of make test on an idle
 machine. The real kube-apiserver is soaked when its binaries are present (../shared/k8s).
@@ -16,9 +16,9 @@ import warnings
 
 import pytest
 
-from kubecoord.soak.backends import BACKENDS
-from kubecoord.soak.runner import CLOCK_OFFSET, all_kinds
 from kubecoord_testkit.servers.kubernetes import BinariesNotFound, find_binaries
+from kubecoord_testkit.soak.backends import BACKENDS
+from kubecoord_testkit.soak.runner import CLOCK_OFFSET, all_kinds
 
 pytestmark = pytest.mark.long
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from kubecoord.soak import verdict
+from kubecoord_testkit.soak import verdict
 from tests.helpers import eventually
 
 
@@ -30,7 +30,7 @@ def test_clock_offset_and_jump_shift_the_log_timestamps(tmp_path: pathlib.Path, 
         [
             sys.executable,
             "-m",
-            "kubecoord.soak.worker",
+            "kubecoord_testkit.soak.worker",
             "candidate",
             "--url",
             zookeeper_url,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kubecoord.analytics.generate import Spec, generate
 from kubecoord.errors import InvalidArgumentError
+from kubecoord_testkit.history_generator import Spec, generate
 
 
 def lines(root: Path) -> list[str]:

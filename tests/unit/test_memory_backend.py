@@ -58,7 +58,7 @@ def test_crashed_member_expires_on_the_clock() -> None:
 
 
 def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    from kubecoord.demos.memory_scenario import scenario
+    from kubecoord_testkit.demos.memory_scenario import scenario
 
     assert scenario("memory://demo-under-test") == 0
     out = capsys.readouterr().out

@@ -30,12 +30,12 @@ examples:
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "soak": (
-        "kubecoord.soak.cli",
+        "kubecoord_testkit.soak.cli",
         "client processes under a seeded fault schedule, then the pipeline; exit 3 on violations",
     ),
-    "demo": ("kubecoord.demos.cli", "run the demo scenario"),
+    "demo": ("kubecoord_testkit.demos.cli", "run the demo scenario"),
     "emulator": ("kubecoord_testkit.emulator.cli", "run the Kubernetes API emulator in the foreground"),
-    "generate-history": ("kubecoord.analytics.generate", "write synthetic coordination event logs"),
+    "generate-history": ("kubecoord_testkit.history_generator", "write synthetic coordination event logs"),
 }
 
 QUIET_COMMANDS = frozenset({"soak"})

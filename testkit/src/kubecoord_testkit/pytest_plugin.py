@@ -38,6 +38,11 @@ Cassandra 5.0 (Maven's jars, ``make cassandra-jars``; ``kubecoord_testkit.server
 - ``cassandra_cluster``: three nodes on 127.0.0.1-3 (RF 3 keyspaces), for one module's
   fault tests (module scope: it takes minutes to start on a loaded 2-core machine).
 
+Spark (``kubecoord_testkit.servers.spark``, needs pyspark):
+
+- ``spark_standalone``: a Spark standalone master and two workers (1 core, 1 GiB each) on
+  127.0.0.1 from the pyspark installation, for the session; stopped and reaped at the end.
+
 Not provided: clients, namespaces, CRDs — a suite's own glue builds those on top.
 """
 
@@ -55,6 +60,7 @@ if TYPE_CHECKING:
     from kubecoord_testkit.emulator import ApiEmulator
     from kubecoord_testkit.servers.cassandra import CassandraServer
     from kubecoord_testkit.servers.kubernetes import RealApiServer
+    from kubecoord_testkit.servers.spark import StandaloneCluster
     from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 
@@ -170,4 +176,14 @@ def cassandra_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cass
     if reason is not None:
         pytest.skip(f"Cassandra tier: {reason}")
     with CassandraServer.cluster(tmp_path_factory.mktemp("cassandra-cluster"), 3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """A Spark standalone master and two workers (1 core, 1 GiB each) on 127.0.0.1, started
+    from the pyspark installation; stopped and reaped at the end of the session."""
+    from kubecoord_testkit.servers.spark import StandaloneCluster
+
+    with StandaloneCluster(workers=2, cores=1, memory="1g", log_dir=tmp_path_factory.mktemp("standalone")) as cluster:
         yield cluster

@@ -9,7 +9,7 @@
   ``leases/*``), resourceNames; subjects of kind ServiceAccount, User and Group.
 - A request without a known token answers 401 (unless the emulator was started with
   ``anonymous_admin=True``: then a request without an Authorization header is admin, as
-  on the old insecure port; ``kubecoord emulator`` does this for kubectl, which sends
+  on the old insecure port; ``kubecoord-testkit emulator`` does this for kubectl, which sends
   no bearer token over plain HTTP).
 - Every authenticated identity may read the non-resource URLs (discovery, /version,
   health), as the default ``system:discovery`` role grants.

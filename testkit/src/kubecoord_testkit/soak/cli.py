@@ -1,4 +1,4 @@
-"""``kubecoord soak``: client processes on one backend under a seeded schedule of faults,
+"""``kubecoord-testkit soak``: client processes on one backend under a seeded schedule of faults,
 then the analytics pipeline over their event logs; exit 3 on any safety violation.
 
 Processes: 3 leader-election candidates, 3 group members and 3 KV writers (compare-and-set
@@ -36,7 +36,7 @@ from kubecoord.cli.exits import ERROR, OK, VIOLATIONS, UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from kubecoord.soak.backends import BACKENDS
+    from kubecoord_testkit.soak.backends import BACKENDS
 
     parser.add_argument(
         "--backend",
@@ -76,11 +76,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubecoord.soak import schedule as kinds
-    from kubecoord.soak import verdict
-    from kubecoord.soak.backends import BACKENDS
-    from kubecoord.soak.runner import SoakConfig
-    from kubecoord.soak.runner import run as run_soak
+    from kubecoord_testkit.soak import schedule as kinds
+    from kubecoord_testkit.soak import verdict
+    from kubecoord_testkit.soak.backends import BACKENDS
+    from kubecoord_testkit.soak.runner import SoakConfig
+    from kubecoord_testkit.soak.runner import run as run_soak
 
     backends = [name for name in args.backend.split(",") if name]
     unknown = [name for name in backends if name not in BACKENDS]
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the stepped clock offset (4/3 x --clock-offset) must stay below --skew-tolerance")
 
     def say(line: str) -> None:
-        print(f"kubecoord soak: {line}" if not line.startswith(" ") else line, flush=True)
+        print(f"kubecoord-testkit soak: {line}" if not line.startswith(" ") else line, flush=True)
 
     started = time.monotonic()
     runs: dict[str, Any] = {}
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     _print(document, figures)
     if judged.analyze_status not in (0, 3):
         print(
-            f"kubecoord soak: the pipeline failed (exit {judged.analyze_status}):\n{judged.stderr[-3000:]}",
+            f"kubecoord-testkit soak: the pipeline failed (exit {judged.analyze_status}):\n{judged.stderr[-3000:]}",
             file=sys.stderr,
         )
         return ERROR
@@ -157,20 +157,21 @@ def run(args: argparse.Namespace) -> int:
     failed = {name: len(run["fault_failures"]) for name, run in runs.items() if run["fault_failures"]}
     if failed:
         print(
-            f"kubecoord soak: faults that could not be injected: {failed} (see {args.out}/*/faults.jsonl)",
+            f"kubecoord-testkit soak: faults that could not be injected: {failed} (see {args.out}/*/faults.jsonl)",
             file=sys.stderr,
         )
         return ERROR
     if crashed:
         print(
-            f"kubecoord soak: client processes exited abnormally: {crashed} (see {args.out}/*/stderr)", file=sys.stderr
+            f"kubecoord-testkit soak: client processes exited abnormally: {crashed} (see {args.out}/*/stderr)",
+            file=sys.stderr,
         )
         return ERROR
     return OK
 
 
 def _print(document: dict[str, Any], figures: dict[str, Any]) -> None:
-    from kubecoord.soak.verdict import format_gaps
+    from kubecoord_testkit.soak.verdict import format_gaps
 
     for name, run in document["backends"].items():
         faults = ", ".join(f"{kind} {count}" for kind, count in run["faults"].items())

@@ -1,4 +1,4 @@
-"""One soak client process: ``python -m kubecoord.soak.worker ROLE ...``.
+"""One soak client process: ``python -m kubecoord_testkit.soak.worker ROLE ...``.
 
 Roles:
 
@@ -45,7 +45,7 @@ def _skewed_time() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kubecoord.soak.worker")
+    parser = argparse.ArgumentParser(prog="kubecoord_testkit.soak.worker")
     parser.add_argument("role", choices=["candidate", "member", "writer"])
     parser.add_argument("--url", required=True)
     parser.add_argument("--id", required=True)

@@ -1,7 +1,7 @@
 """A process of the embedded demo: one election candidate or one group member.
 
-    python -m kubecoord.demos.worker candidate billing pod-a NAMESPACE KUBECONFIG
-    python -m kubecoord.demos.worker member workers w1 NAMESPACE KUBECONFIG
+    python -m kubecoord_testkit.demos.worker candidate billing pod-a NAMESPACE KUBECONFIG
+    python -m kubecoord_testkit.demos.worker member workers w1 NAMESPACE KUBECONFIG
 
 It binds by name — no timing constants here: the LeaderElection ``billing`` and the Group
 ``workers`` say how long leases last. SIGTERM closes the coordinator (a leader resigns, a

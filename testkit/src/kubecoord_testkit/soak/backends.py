@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from kubecoord.soak.schedule import DELETE_CONFIGMAP, DELETE_LEASE
 from kubecoord_testkit.faults import ThreadedFaultProxy
+from kubecoord_testkit.soak.schedule import DELETE_CONFIGMAP, DELETE_LEASE
 
 ZK_FOLLOWER_RESTART = "zookeeper_follower_restart"
 ZK_LEADER_RESTART = "zookeeper_leader_restart"
@@ -126,7 +126,7 @@ class ZooKeeperBackend(SoakBackend):
         if kind == ZK_DELETE_ELECTION:
             return self._delete_election_node(pick)
         if kind == ZK_DELETE_STORE:
-            from kubecoord.soak.deletions import delete_store_tree
+            from kubecoord_testkit.soak.deletions import delete_store_tree
 
             return delete_store_tree(self.ensemble.hosts, f"/{self.chroot}/kv/{self.store}")
         if kind == ZK_LEADER_RESTART:
@@ -145,7 +145,7 @@ class ZooKeeperBackend(SoakBackend):
 
 
     def _delete_election_node(self, pick: int) -> str:
-        from kubecoord.soak.deletions import delete_election_znode
+        from kubecoord_testkit.soak.deletions import delete_election_znode
 
         return delete_election_znode(self.ensemble.hosts, f"/{self.chroot}/elections/{self.election}", pick)
 
@@ -166,7 +166,7 @@ class _KubernetesBase(SoakBackend):
         """The election, group and store as kubecoord.dev resources with the soak's timings,
         served by a ``kubecoord operator`` process (soak/operator.py): the clients bind to
         them, and the operator re-creates a deleted Lease or ConfigMap."""
-        from kubecoord.soak.operator import SoakOperator
+        from kubecoord_testkit.soak.operator import SoakOperator
 
         history = None if self.logs is None else self.logs / "operator.jsonl"
         self.operator = SoakOperator(self.control_kubeconfig, self.namespace, self.workdir / "operator", history)
@@ -228,7 +228,7 @@ class _KubernetesBase(SoakBackend):
 
     def inject(self, kind: str, pick: int) -> str:
         if kind in (DELETE_LEASE, DELETE_CONFIGMAP):
-            from kubecoord.soak.deletions import Deleter
+            from kubecoord_testkit.soak.deletions import Deleter
 
             if self._deleter is None:
                 self._deleter = Deleter(self.control_kubeconfig, self.namespace)

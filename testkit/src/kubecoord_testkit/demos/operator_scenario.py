@@ -3,7 +3,7 @@
 Starts the Kubernetes API emulator (or, with $KUBECONFIG set, uses that cluster),
 installs the CRDs from crds/, runs ``kubecoord operator`` as a process, applies the
 examples/ resources (with short demo timings), starts three candidate processes and two
-group members (kubecoord.demos.worker), kills the leader with -9 and shows the
+group members (kubecoord_testkit.demos.worker), kills the leader with -9 and shows the
 failover, lets a member leave, writes to the KV store with listeners attached, prints
 ``kubectl get``-style tables of the resources' status along the way, and stops
 everything it started. About 30 seconds.
@@ -35,8 +35,8 @@ import kubecoord
 from kubecoord.operator import kubeapi
 from kubecoord.wire.crd import API_VERSION, PLURALS
 from kubecoord_testkit import processes
+from kubecoord_testkit.checkout import project_root
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 DEMO_TIMINGS = {
     "LeaderElection": {"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.5},
     "Group": {"leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5},
@@ -62,7 +62,7 @@ def _wait(what: str, predicate: Callable[[], bool], timeout: float = 30.0) -> fl
 
 # -- kubectl get ------------------------------------------------------------------------
 def _columns(kind: str) -> list[dict[str, Any]]:
-    crd = yaml.safe_load((ROOT / "crds" / f"{PLURALS[kind]}.kubecoord.dev.yaml").read_text())
+    crd = yaml.safe_load((project_root() / "crds" / f"{PLURALS[kind]}.kubecoord.dev.yaml").read_text())
     return [c for c in crd["spec"]["versions"][0]["additionalPrinterColumns"] if not c.get("priority")]
 
 
@@ -115,11 +115,11 @@ def cluster(workdir: pathlib.Path) -> Iterator[tuple[str, bool]]:
 
 
 def install_crds() -> None:
-    for path in sorted((ROOT / "crds").glob("*.yaml")):
+    for path in sorted((project_root() / "crds").glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
         with contextlib.suppress(kubeapi.ApiException):  # 409: installed already
             kubeapi.call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-    for path in sorted((ROOT / "crds").glob("*.yaml")):
+    for path in sorted((project_root() / "crds").glob("*.yaml")):
         name = yaml.safe_load(path.read_text())["metadata"]["name"]
         _wait(f"CRD {name} established", functools.partial(_established, name))
 
@@ -134,7 +134,7 @@ def apply_examples(namespace: str) -> list[tuple[str, str]]:
     """Create the examples/ resources (demo timings merged in); returns (kind, name) pairs."""
     created: list[tuple[str, str]] = []
     for file in ("serviceaccounts.yaml", "leaderelection.yaml", "group.yaml", "kvstore.yaml"):
-        for doc in yaml.safe_load_all((ROOT / "examples" / file).read_text()):
+        for doc in yaml.safe_load_all((project_root() / "examples" / file).read_text()):
             doc["metadata"]["namespace"] = namespace
             if doc["kind"] == "ServiceAccount":
                 with contextlib.suppress(kubeapi.ApiException):
@@ -183,7 +183,7 @@ class Processes:
 
 
 def _worker(role: str, name: str, identity: str, namespace: str, kubeconfig: str) -> list[str]:
-    return [sys.executable, "-m", "kubecoord.demos.worker", role, name, identity, namespace, kubeconfig]
+    return [sys.executable, "-m", "kubecoord_testkit.demos.worker", role, name, identity, namespace, kubeconfig]
 
 
 def run_demo(*, namespace: str = "default", external_operator: bool = False) -> int:

@@ -1,4 +1,4 @@
-"""``kubecoord soak``: many client processes on one backend under a seeded schedule of
+"""``kubecoord-testkit soak``: many client processes on one backend under a seeded schedule of
 faults, then the analytics pipeline over every process's event log.
 
 Modules: schedule.py (the seeded schedule, pure), worker.py (one client process:

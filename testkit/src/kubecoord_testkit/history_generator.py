@@ -2,8 +2,8 @@
 
 Usage::
 
-    kubecoord generate-history --out /tmp/logs --elections 20 --groups 4 --stores 4 --hours 24
-    kubecoord generate-history --out /tmp/bad --inject overlapping_leadership=2 --inject lost_update=1
+    kubecoord-testkit generate-history --out /tmp/logs --elections 20 --groups 4 --stores 4 --hours 24
+    kubecoord-testkit generate-history --out /tmp/bad --inject overlapping_leadership=2 --inject lost_update=1
 
 N elections, groups and stores over T hours, written as one JSON Lines file per process
 (optionally gzip) plus ``_manifest.json`` (ignored by the reader: names starting with

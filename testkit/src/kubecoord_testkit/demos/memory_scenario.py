@@ -1,4 +1,4 @@
-"""The in-process demo scenario (``kubecoord demo --url memory://demo``): three
+"""The in-process demo scenario (``kubecoord-testkit demo --url memory://demo``): three
 candidates race for one election, the leader resigns and another takes over, a group
 gains and loses members, and a KV write reaches value and key-set listeners (~1 s).
 """

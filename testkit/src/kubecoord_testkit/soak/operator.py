@@ -27,6 +27,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from kubecoord_testkit import processes
+from kubecoord_testkit.checkout import project_root
 from kubecoord_testkit.servers.managed import free_port
 
 GROUP, VERSION = "kubecoord.dev", "v1alpha1"
@@ -34,7 +35,7 @@ READY_TIMEOUT = 120.0
 
 
 def _crds_dir() -> Path:
-    return Path(__file__).resolve().parents[3] / "crds"
+    return project_root() / "crds"
 
 
 class SoakOperator:

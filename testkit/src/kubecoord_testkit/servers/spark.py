@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from kubecoord.analytics.session import FAST_START_JVM_OPTIONS
+from kubecoord.analytics.session import FAST_START_JVM_OPTIONS, LOG4J2
 from kubecoord.errors import CoordinationError
 from kubecoord_testkit import processes
 from kubecoord_testkit.servers.managed import ManagedServers, free_port, wait_ready
@@ -35,7 +35,6 @@ READY_TIMEOUT = 240.0
 """Generous: each JVM starts in seconds on a quiet machine, many times that at load 20."""
 STOP_TIMEOUT = 20.0
 LOG_TAIL = 20
-LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
 
 class ClusterStartError(CoordinationError):

@@ -1,19 +1,19 @@
-"""``kubecoord demo`` (and ``make demo``): the embedded end-to-end demo, or a short
+"""``kubecoord-testkit demo`` (and ``make demo``): the embedded end-to-end demo, or a short
 scenario on the memory backend.
 
-``kubecoord demo`` runs demos.operator_scenario: the Kubernetes API emulator (or the
+``kubecoord-testkit demo`` runs demos.operator_scenario: the Kubernetes API emulator (or the
 cluster of $KUBECONFIG), the operator, the examples/ resources, three candidate
 processes and two group members, a leader killed with -9 and the failover, a member
 leaving, a KV update with listeners, and ``kubectl get`` tables along the way (~30 s).
 
-``kubecoord demo --url memory://demo`` runs demos.memory_scenario instead (~1 s).
+``kubecoord-testkit demo --url memory://demo`` runs demos.memory_scenario instead (~1 s).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from kubecoord.demos.memory_scenario import scenario
+from kubecoord_testkit.demos.memory_scenario import scenario
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.url:
         return scenario(args.url)
-    from kubecoord.demos.operator_scenario import run_demo  # needs the operator extra (kopf, kubernetes)
+    from kubecoord_testkit.demos.operator_scenario import run_demo  # needs the operator extra (kopf, kubernetes)
 
     return run_demo(namespace=args.namespace, external_operator=args.external_operator)
 

@@ -65,7 +65,7 @@ class WorkerPool:
         argv = [
             sys.executable,
             "-m",
-            "kubecoord.soak.worker",
+            "kubecoord_testkit.soak.worker",
             spec.role,
             "--url",
             self.url,

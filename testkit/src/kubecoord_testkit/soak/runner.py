@@ -21,12 +21,12 @@ from typing import Any
 import kubecoord
 from kubecoord.api import Coordinator
 from kubecoord.errors import CoordinationError
-from kubecoord.soak import schedule as kinds
-from kubecoord.soak.backends import BACKENDS, SoakBackend
-from kubecoord.soak.processes import Worker, WorkerPool, WorkerSpec
-from kubecoord.soak.schedule import Fault, make_schedule
+from kubecoord_testkit.soak import schedule as kinds
+from kubecoord_testkit.soak.backends import BACKENDS, SoakBackend
+from kubecoord_testkit.soak.processes import Worker, WorkerPool, WorkerSpec
+from kubecoord_testkit.soak.schedule import Fault, make_schedule
 
-log = logging.getLogger("kubecoord.soak")
+log = logging.getLogger("kubecoord_testkit.soak")
 
 CLOCK_OFFSET = "clock_offset"
 
