@@ -5,6 +5,9 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 EXTRAS := all,test,dev,docs
 HELM := $(VENV)/bin/helm
+# Defined before the rules that list it as a prerequisite (prerequisites expand when read).
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT := $(VENV)/bin/actionlint
 
 .PHONY: install system-deps cassandra-jars test lint demo soak bench chart-lint chart-crds helm e2e image dist actionlint clean
 
@@ -53,8 +56,6 @@ lint: install $(ACTIONLINT)
 
 # actionlint (the release workflow's linter), a pinned version from the Go module proxy,
 # built into the venv by the machine's Go; ~80 s the first time, seconds once cached.
-ACTIONLINT_VERSION := v1.7.12
-ACTIONLINT := $(VENV)/bin/actionlint
 actionlint: $(ACTIONLINT)
 $(ACTIONLINT): | $(INSTALLED)
 	GOBIN=$(abspath $(VENV))/bin go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
