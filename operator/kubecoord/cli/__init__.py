@@ -38,6 +38,8 @@ examples:
   kubecoord kv put topics orders/config '{"partitions": 3}' --url zookeeper://zk:2181/app
   kubecoord watch members workers -n prod
   kubecoord status -n prod -o json
+  kubecoord lock nightly-report -n prod -- ./report.sh
+  kubecoord elect billing-controller --id "$HOSTNAME" -n prod -- ./controller
 """
 
 # name -> (module, one-line help). Modules are imported only when their
@@ -48,6 +50,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "kv": ("kubecoord.cli.kv", "get, put, update, delete or list the keys of a store"),
     "watch": ("kubecoord.cli.watch", "a live table of a leader, a group or a store, redrawn in place"),
     "group": ("kubecoord.cli.group", "describe a group coordinator: generation, leader, assignment"),
+    "elect": ("kubecoord.cli.elect", "run a command only while leading an election (SIGTERM to it on loss)"),
+    "lock": ("kubecoord.cli.lock", "run a command while holding a lock, or show who holds it (--status)"),
     "status": ("kubecoord.cli.status", "every LeaderElection, Group and KVStore of a namespace, with health"),
     "operator": ("kubecoord.operator.cli", "run the operator (kopf) for the kubecoord.dev CRDs"),
     "analyze": ("kubecoord.analytics.cli", "analyze coordination event logs with PySpark; exit 3 on safety violations"),
@@ -73,6 +77,8 @@ class CommandLine:
     """Subcommands that log at ERROR by default (their own output says what failed)."""
     distribution: str = "kubecoord"
     """The installed distribution whose version ``--version`` prints."""
+    trailing_command: frozenset[str] = frozenset()
+    """Subcommands that take ``-- CMD ARGS...`` last: main() hands it over as ``args.cmd``."""
 
     def build_parser(self, selected: str | None, *, load_all: bool = False) -> argparse.ArgumentParser:
         """The parser; only ``selected``'s module is imported (every one with ``load_all``).
@@ -123,11 +129,19 @@ class CommandLine:
         error becomes one line and a documented exit status (cli/exits.py)."""
         arguments = list(sys.argv[1:] if argv is None else argv)
         selected = self._selected(arguments)
+        trailing: list[str] = []
+        if selected in self.trailing_command and "--" in arguments:
+            # Everything after the first -- is the command to run, options included
+            # (argparse would match them against ours).
+            split = arguments.index("--")
+            arguments, trailing = arguments[:split], arguments[split + 1 :]
         parser = self.build_parser(selected)
         args = parser.parse_args(arguments)
         if getattr(args, "_run", None) is None:  # a subcommand argparse accepted but we did not load
             parser = self.build_parser(None, load_all=True)
             args = parser.parse_args(arguments)
+        if selected in self.trailing_command:
+            args.cmd = trailing
         # A state command reports its failure in one line; the client's own warnings (a
         # refused connection, a retry) would only repeat it.
         level = args.log_level or ("ERROR" if args.command in self.quiet else "WARNING")
@@ -151,7 +165,9 @@ def _version(distribution: str) -> str:
         return "unknown (not installed)"
 
 
-KUBECOORD = CommandLine("kubecoord", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS)
+KUBECOORD = CommandLine(
+    "kubecoord", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS, trailing_command=frozenset({"elect", "lock"})
+)
 
 
 def build_parser(selected: str | None, *, load_all: bool = False) -> argparse.ArgumentParser:

@@ -1,0 +1,38 @@
+"""``kubecoord elect NAME [--id ID] -- CMD ARGS...``: run CMD only while leading NAME (etcdctl elect).
+
+Runs for election; once leading, runs CMD with KUBECOORD_TOKEN (the epoch) and
+KUBECOORD_HOLDER (the id) in its environment. When CMD exits, resigns and exits with
+CMD's status. If leadership is lost, CMD gets SIGTERM at once (before another candidate
+can lead; SIGKILL after --grace) and kubecoord exits with CMD's status. SIGTERM/SIGINT to
+kubecoord: CMD gets SIGTERM, then kubecoord resigns and exits with CMD's status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+
+from kubecoord.cli.connection import add_connection_arguments, open_coordinator
+from kubecoord.cli.holding import Child, add_command_arguments, command_of
+from kubecoord.locking.identity import default_id
+
+NOT_LED = 1
+"""Exit status when kubecoord stopped (a signal) before it ever led: CMD never ran."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME", help="the election (its Lease / znode path)")
+    add_command_arguments(parser)
+    add_connection_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    command = command_of(args)
+    candidate = args.id or default_id()
+    child = Child(command, args.grace, candidate)
+    stop = threading.Event()
+    with open_coordinator(args) as coord:
+        election = coord.leader_election(args.name)
+        # A loss ends the command and kubecoord with it: stop the runner from re-entering.
+        election.run(child.run, stop.set, candidate_id=candidate, data=args.data, stop=stop)
+    return NOT_LED if child.status is None else child.status

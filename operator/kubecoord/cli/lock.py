@@ -1,0 +1,54 @@
+"""``kubecoord lock NAME -- CMD ARGS...``: run CMD while holding the lock NAME (etcdctl lock).
+
+Waits for the lock (--wait SECONDS: give up, exit 5), runs CMD with KUBECOORD_TOKEN (the
+fencing token) and KUBECOORD_HOLDER in its environment, releases when CMD exits and exits
+with CMD's status. If the lock is lost, or kubecoord gets SIGTERM/SIGINT, CMD gets SIGTERM
+(SIGKILL after --grace) and kubecoord exits with CMD's status.
+
+``kubecoord lock NAME --status``: who holds it (id, token, data); exit 0 either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from kubecoord.cli.connection import add_connection_arguments, open_coordinator
+from kubecoord.cli.exits import CONFLICT, UsageError
+from kubecoord.cli.holding import Child, add_command_arguments, command_of
+from kubecoord.cli.output import add_output_argument, print_json, print_table
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME", help="the lock (coord.lock(NAME); the Lease / election NAME)")
+    parser.add_argument("--status", action="store_true", help="print who holds the lock, run nothing")
+    parser.add_argument("--wait", type=float, metavar="SECONDS", help="give up (exit 5) after waiting this long")
+    add_command_arguments(parser)
+    add_output_argument(parser)
+    add_connection_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.status:
+        if args.cmd:
+            raise UsageError("--status runs no command")
+        return _status(args)
+    command = command_of(args)
+    with open_coordinator(args) as coord:
+        lock = coord.lock(args.name, id=args.id, data=args.data)
+        child = Child(command, args.grace, lock.id)
+        lock.run(child.run, timeout=args.wait)
+        if child.status is None:
+            return CONFLICT  # not acquired within --wait (or stopped while waiting)
+        return child.status
+
+
+def _status(args: argparse.Namespace) -> int:
+    with open_coordinator(args) as coord:
+        holders = coord.lock(args.name).holders()
+    document = [{"id": h.id, "token": h.token, "data": h.data} for h in holders]
+    if args.output == "json":
+        print_json({"lock": args.name, "holders": document})
+    else:
+        rows = [[h["id"], str(h["token"]), h["data"]] for h in document] or [["<none>", "", ""]]
+        print_table(["HOLDER", "TOKEN", "DATA"], rows)
+    return 0
