@@ -99,10 +99,10 @@ def test_backoff_doubles_per_failure_until_forget() -> None:
 
     waits = run(main())
     assert isinstance(waits, list)
-    assert waits[0] == pytest.approx(0.02, abs=0.015)
-    assert waits[1] == pytest.approx(0.04, abs=0.02)
-    assert waits[2] == pytest.approx(0.08, abs=0.03)
-    assert waits[3] == pytest.approx(0.1, abs=0.03)  # capped
+    # Never earlier than the backoff (a loaded machine may be later: no upper bound).
+    for wait, expected in zip(waits, (0.02, 0.04, 0.08, 0.1), strict=True):
+        assert wait >= expected - 0.005
+    assert [WorkQueue(base_delay=0.02, max_delay=0.1).backoff(n) for n in range(5)] == [0.02, 0.04, 0.08, 0.1, 0.1]
 
 
 def test_add_after_keeps_the_earliest_timer_and_threads_may_add() -> None:

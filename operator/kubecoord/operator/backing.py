@@ -39,6 +39,7 @@ deleted resource leaves nothing behind; objects it did not create stay.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,8 +49,11 @@ from kubecoord.operator import kubeapi
 from kubecoord.operator.model import owner_reference, size_limit_bytes
 from kubecoord.wire import object_names
 from kubecoord.wire.kv_shards import recorded_shards, shard_count_for
+from kubecoord.wire.lease import LeaderRecord, lease_with_record, parse_micro_time
 
 LEASES = ("coordination.k8s.io/v1", "leases")
+DEFAULT_LEASE_SECONDS = 15.0
+"""leaseDurationSeconds of a restored Lease whose resource does not set one (the backend's default)."""
 CONFIGMAPS = ("v1", "configmaps")
 
 
@@ -63,15 +67,41 @@ def _metadata(body: dict[str, Any], name: str, labels: dict[str, str]) -> dict[s
 
 
 def election_lease(body: dict[str, Any], final: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The election's Lease to create; ``final``: the deleted Lease as last seen (if ours)."""
+    """The election's Lease to create; ``final``: the deleted Lease as last seen (if ours).
+
+    Without the final state (the operator restarted since), the Lease is re-created from
+    the resource's status — its last known leader, leader data, epoch and times — never
+    holderless: a holderless Lease is free to take, and a follower would take it while the
+    real holder is still inside its renew deadline (two leaders). The holder, if alive,
+    renews it; if not, the others wait a whole lease from seeing it, as for any holder.
+    """
     name = object_names.election_lease_name(body["metadata"]["name"])
+    status = body.get("status") or {}
     # Start at the last observed epoch: the next acquisition makes it one more (see above).
-    epoch = int((body.get("status") or {}).get("epoch") or 0)
+    epoch = int(status.get("epoch") or 0)
     spec: dict[str, Any] = {}
+    annotations: dict[str, str] = {}
     if final is not None and owned(final, body):
         spec = {key: value for key, value in dict(final.get("spec") or {}).items() if value is not None}
+        annotations = dict((final.get("metadata") or {}).get("annotations") or {})
+    elif status.get("leader"):
+        now = dt.datetime.now(tz=dt.UTC)
+        duration = float((body.get("spec") or {}).get("leaseDurationSeconds") or DEFAULT_LEASE_SECONDS)
+        record = LeaderRecord(
+            holder=str(status["leader"]), lease_duration_seconds=duration,
+            acquire_time=parse_micro_time(status.get("leaderSince")) or now,
+            renew_time=parse_micro_time(status.get("renewTime")) or now,
+            transitions=epoch, data=str(status.get("leaderData") or ""),
+        )
+        restored = lease_with_record(None, record, name=name, namespace=body["metadata"]["namespace"])
+        spec = restored["spec"]
+        annotations = dict(restored["metadata"].get("annotations") or {})
     spec["leaseTransitions"] = max(epoch, int(spec.get("leaseTransitions") or 0))
-    return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {}), "spec": spec}
+    metadata = _metadata(body, name, {})
+    holder_data = annotations.get(object_names.HOLDER_DATA_ANNOTATION)
+    if holder_data:
+        metadata["annotations"] = {object_names.HOLDER_DATA_ANNOTATION: holder_data}
+    return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": metadata, "spec": spec}
 
 
 def owned(obj: dict[str, Any], body: dict[str, Any]) -> bool:
@@ -106,24 +136,23 @@ class Ensured:
     """"Kind name" of same-named objects the operator did not create (left untouched)."""
 
 
-async def _create_or_check(obj: dict[str, Any], body: dict[str, Any], created: list[str] | None = None) -> bool:
+async def _create_or_check(
+    obj: dict[str, Any], body: dict[str, Any], created: list[str] | None = None, alive: Alive | None = None
+) -> bool:
     """Create ``obj`` if absent (its name added to ``created``); True when an object of that
-    name exists that is not ours."""
+    name exists that is not ours. POST first (one request when it is new), GET on 409."""
     path = kubeapi.object_path(obj)
+    if alive is not None and not alive():
+        return False  # the resource is gone: never re-create anything for its uid
     try:
-        existing = await kubeapi.acall("GET", path.item)
-    except kubeapi.ApiException as error:
-        if error.status != 404:
+        await kubeapi.acall("POST", path.collection, obj)
+        if created is not None:
+            created.append(f"{obj['kind']} {obj['metadata']['name']}")
+        return False
+    except kubeapi.ApiException as conflict:
+        if conflict.status != 409:
             raise
-        try:
-            await kubeapi.acall("POST", path.collection, obj)
-            if created is not None:
-                created.append(f"{obj['kind']} {obj['metadata']['name']}")
-            return False
-        except kubeapi.ApiException as conflict:
-            if conflict.status != 409:
-                raise
-            existing = await kubeapi.acall("GET", path.item)
+    existing = await kubeapi.acall("GET", path.item)
     if not owned(existing or {}, body):
         return True
     labels = (existing.get("metadata") or {}).get("labels") or {}
@@ -164,26 +193,32 @@ LastState = Callable[[str, str], dict[str, Any] | None]
 """(plural, name) -> the object as the operator's watch last saw it, deleted or not."""
 
 
-async def ensure_owned(body: dict[str, Any], last_state: LastState | None = None) -> Ensured:
+Alive = Callable[[], bool]
+"""Whether the resource still exists as far as the operator's watch knows (drift repair
+checks it before every create, so nothing is re-created for a deleted resource)."""
+
+
+async def ensure_owned(body: dict[str, Any], last_state: LastState | None = None, *,
+                       alive: Alive | None = None) -> Ensured:
     """Create what is missing (drift repair too); report same-named objects that are not ours."""
     kind = body["kind"]
     if kind == "KVStore":
-        return await _ensure_store(body)
+        return await _ensure_store(body, alive)
     result = Ensured()
     if kind == "Group":
         for obj in (coordinator_configmap(body), coordinator_lease(body)):
             result.objects.append(obj)
-            await _create_or_check(obj, body, result.created)  # members may have made it first: theirs is fine
+            await _create_or_check(obj, body, result.created, alive)  # members may have made it first: theirs is fine
     if kind == "LeaderElection":
         name = object_names.election_lease_name(body["metadata"]["name"])
         lease = election_lease(body, last_state("leases", name) if last_state is not None else None)
         result.objects.append(lease)
-        if await _create_or_check(lease, body, result.created):
+        if await _create_or_check(lease, body, result.created, alive):
             result.foreign.append(f"Lease {lease['metadata']['name']}")
     return result
 
 
-async def _ensure_store(body: dict[str, Any]) -> Ensured:
+async def _ensure_store(body: dict[str, Any], alive: Alive | None = None) -> Ensured:
     """Shard 0 first (recording the shard count only if it creates it), then the others."""
     zero = store_configmap(body, 0)
     planned = shard_count_for(size_limit_bytes(dict(body.get("spec") or {})))
@@ -191,6 +226,8 @@ async def _ensure_store(body: dict[str, Any]) -> Ensured:
     created = {**zero, "metadata": {**zero["metadata"], "annotations": annotations}}
     path = kubeapi.object_path(zero)
     made: list[str] = []
+    if alive is not None and not alive():
+        return Ensured(objects=[zero])
     try:
         await kubeapi.acall("POST", path.collection, created)
         shards = planned
@@ -205,7 +242,7 @@ async def _ensure_store(body: dict[str, Any]) -> Ensured:
     result = Ensured(objects=[zero], created=made)
     for index in range(1, shards):
         shard = store_configmap(body, index)
-        if await _create_or_check(shard, body, result.created):
+        if await _create_or_check(shard, body, result.created, alive):
             result.foreign.append(f"ConfigMap {shard['metadata']['name']}")
         result.objects.append(shard)
     return result

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import FrameType
 
 from kubecoord.api import Coordinator
-from kubecoord.operator import metrics
+from kubecoord.operator import fencing, metrics
 from kubecoord.operator.health import HealthState
 
 log = logging.getLogger("kubecoord.operator.ha")
@@ -65,6 +65,7 @@ def run_when_leading(
             handle.close()
             return 0
     health.role = "leader"
+    fencing.install(lambda: handle.is_leader(identity))  # every API write asks first
     metrics.IS_LEADER.set(1)
     log.info("leading: starting reconciliation", extra={"identity": identity})
 
@@ -82,6 +83,7 @@ def run_when_leading(
         else:
             run_kopf(scope, stop, health)
     finally:
+        fencing.install(lambda: False)  # no write after this point, whatever is still running
         metrics.IS_LEADER.set(0)
         health.stopping = True
         stop.set()

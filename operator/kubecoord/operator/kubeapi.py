@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 __all__ = ["ApiException", "acall", "apply", "call", "delete", "list_objects", "patch_status"]
 
+from kubecoord.operator import fencing
 from kubecoord.wire.crd import GROUP, VERSION
 
 REQUEST_TIMEOUT = 30.0
@@ -80,6 +81,8 @@ def object_path(obj: dict[str, Any]) -> ObjectPath:
 
 def call(method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> Any:
     """One blocking request through the client's auth and TLS settings; the decoded JSON."""
+    if method != "GET" and not fencing.allowed():
+        raise ApiException(status=0, reason="NotLeading: this replica does not hold the operator Lease")
     client = api_client()
     resource, _, query = path.partition("?")
     serialized = client.param_serialize(

@@ -115,8 +115,13 @@ def configmap(namespace: str, data: dict[str, str], owners: list[dict[str, Any]]
     }
 
 
-async def reconcile(namespace: str) -> dict[str, str] | None:
+async def reconcile(namespace: str, *, keep: dict[str, Any] | None = None) -> dict[str, str] | None:
     """Recompute the namespace's ConfigMap from its Groups and LeaderElections; the data written.
+
+    ``keep``: a resource as it was before a spec change that removed clients; its grants
+    are kept in this recompute (the union of old and new), so that the confinement of a
+    removed client outlives its RBAC grant. The caller recomputes again without it once
+    the RBAC grant is revoked.
 
     Calls queued behind the lock (an operator resuming thousands of resources) are
     coalesced: a recompute that began listing after a call was made has seen that call's
@@ -125,17 +130,20 @@ async def reconcile(namespace: str) -> dict[str, str] | None:
     requested = time.monotonic()
     lock = _locks.setdefault(namespace, asyncio.Lock())
     async with lock:
-        if _computed_at.get(namespace, float("-inf")) >= requested:
+        if keep is None and _computed_at.get(namespace, float("-inf")) >= requested:
             return _written.get(namespace)
         began = time.monotonic()
-        data = await _recompute(namespace)
-        _computed_at[namespace] = began
+        data = await _recompute(namespace, keep)
+        # A union is not the namespace's state: the next call must recompute.
+        _computed_at[namespace] = began if keep is None else float("-inf")
         return data
 
 
-async def _recompute(namespace: str) -> dict[str, str]:
+async def _recompute(namespace: str, keep: dict[str, Any] | None = None) -> dict[str, str]:
     groups = await kubeapi.list_objects(API_VERSION, "groups", namespace, "")
     elections = await kubeapi.list_objects(API_VERSION, "leaderelections", namespace, "")
+    if keep is not None and keep.get("spec") is not None:
+        (groups if keep.get("kind") == "Group" else elections).append(keep)
     for body in groups:
         body.setdefault("kind", "Group")
     data = grants(groups, elections)
@@ -150,7 +158,7 @@ async def _recompute(namespace: str) -> dict[str, str]:
                 raise
         _written[namespace] = None
         return data
-    owners = [g for g in groups if _on_kubernetes(g) and _clients(g)]
+    owners = list({g["metadata"]["uid"]: g for g in groups if _on_kubernetes(g) and _clients(g)}.values())
     uids = {g["metadata"]["uid"] for g in owners}
     if _written.get(namespace) == data and _owners.get(namespace) == uids:
         return data  # what the API has (the drift check notices edits by others)
@@ -172,6 +180,8 @@ async def check_drift(namespace: str) -> None:
     now = time.monotonic()
     if now - _checked.get(namespace, -DRIFT_SECONDS) < DRIFT_SECONDS:
         return
+    if namespace in _written and _written[namespace] is None:
+        return  # no Group client here: nothing of ours to check (no request while idle)
     _checked[namespace] = now
     path = f"{kubeapi.collection_path('v1', 'configmaps', namespace)}/{CONFIGMAP}"
     try:

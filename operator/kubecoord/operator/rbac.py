@@ -44,8 +44,29 @@ def role_name(body: dict[str, Any]) -> str:
     return f"kubecoord-{body['kind'].lower()}-{body['metadata']['name']}"
 
 
-def rules(body: dict[str, Any], *, kv_shards: int | None = None) -> list[dict[str, Any]]:
-    """The Role's rules; ``kv_shards`` is a KVStore's recorded shard count (else from sizeLimit)."""
+def rules(
+    body: dict[str, Any], *, kv_shards: int | None = None, withhold: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The Role's rules; ``kv_shards`` is a KVStore's recorded shard count (else from sizeLimit);
+    ``withhold``: "Kind name" of same-named objects the operator did not create — nothing
+    is granted on them (a user denied on a Lease must not get it by naming a resource after it)."""
+    result = _rules(body, kv_shards=kv_shards)
+    held = {entry.split(" ", 1)[1] for entry in withhold or [] if " " in entry}
+    if not held:
+        return result
+    kept = []
+    for rule in result:
+        names = rule.get("resourceNames")
+        if names and rule["apiGroups"] != [GROUP]:
+            names = [name for name in names if name not in held]
+            if not names:
+                continue
+            rule = {**rule, "resourceNames": names}
+        kept.append(rule)
+    return kept
+
+
+def _rules(body: dict[str, Any], *, kv_shards: int | None = None) -> list[dict[str, Any]]:
     kind, name = body["kind"], body["metadata"]["name"]
     result = [_rule(GROUP, PLURALS[kind], ["get"], name)]
     if (body.get("spec") or {}).get("backend", "kubernetes") != "kubernetes":
@@ -73,7 +94,8 @@ def _rule(api_group: str, plural: str, verbs: list[str], *names: str) -> dict[st
     return rule
 
 
-def objects(body: dict[str, Any], *, kv_shards: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def objects(body: dict[str, Any], *, kv_shards: int | None = None,
+            withhold: list[str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The Role and the RoleBinding of a resource."""
     metadata = {
         "name": role_name(body),
@@ -82,7 +104,8 @@ def objects(body: dict[str, Any], *, kv_shards: int | None = None) -> tuple[dict
         "ownerReferences": [owner_reference(body)],
     }
     clients = sorted(set((body.get("spec") or {}).get("clients") or []))
-    role = {"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata, "rules": rules(body, kv_shards=kv_shards)}
+    role = {"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata,
+            "rules": rules(body, kv_shards=kv_shards, withhold=withhold)}
     binding = {
         "apiVersion": RBAC_API,
         "kind": "RoleBinding",
@@ -95,13 +118,19 @@ def objects(body: dict[str, Any], *, kv_shards: int | None = None) -> tuple[dict
     return role, binding
 
 
-async def reconcile(body: dict[str, Any], *, kv_shards: int | None = None) -> int:
+async def reconcile(body: dict[str, Any], *, kv_shards: int | None = None, withhold: list[str] | None = None) -> int:
     """Create, update or (with no clients) delete the Role and RoleBinding; returns the client count."""
-    role, binding = objects(body, kv_shards=kv_shards)
+    role, binding = objects(body, kv_shards=kv_shards, withhold=withhold)
     if not binding["subjects"]:
-        await kubeapi.delete(binding)
-        await kubeapi.delete(role)
+        await revoke(body)
         return 0
     await kubeapi.apply(role)
     await kubeapi.apply(binding)
     return len(binding["subjects"])
+
+
+async def revoke(body: dict[str, Any]) -> None:
+    """Delete the RoleBinding, then the Role (already gone counts as done)."""
+    role, binding = objects(body)
+    await kubeapi.delete(binding)
+    await kubeapi.delete(role)

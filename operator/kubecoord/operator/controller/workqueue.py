@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
@@ -70,10 +71,8 @@ class WorkQueue(Generic[K]):
         if running is loop:
             self.add(key)
         else:
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (operator stopping)
                 loop.call_soon_threadsafe(self.add, key)
-            except RuntimeError:  # the loop closed meanwhile (operator stopping)
-                pass
 
     def add_after(self, key: K, delay: float) -> None:
         """Queue ``key`` once ``delay`` seconds have passed (at once when ``delay <= 0``)."""

@@ -13,14 +13,34 @@ from collections.abc import Callable
 from typing import Any
 
 from kubecoord.api import Coordinator
-from kubecoord.operator import kubeapi, metrics
+from kubecoord.operator import metrics
 from kubecoord.operator.handlers._resource import Context, History, register
 from kubecoord.operator.mirror import LeaderMirror, Mirror, Snapshot
 from kubecoord.wire import object_names
 
 
+class _LeaseMirror(LeaderMirror):
+    """The leader mirror plus renewTime, read from the operator's Lease cache (no request)."""
+
+    def __init__(self, coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> None:
+        previous = dict(body.get("status") or {})
+        super().__init__(coordinator, body["metadata"]["name"], previous, wake)
+        self._observed = getattr(coordinator, "observed", None)  # the kubernetes backend's watch cache
+        self._lease = object_names.election_lease_name(body["metadata"]["name"])
+        self._renew_time: str | None = previous.get("renewTime")
+
+    def _snapshot(self) -> Snapshot:
+        snapshot = super()._snapshot()
+        if self._observed is not None and snapshot.notices:
+            lease = self._observed("leases", self._lease) if snapshot.status.get("leader") else None
+            self._renew_time = ((lease or {}).get("spec") or {}).get("renewTime")
+        if self._observed is not None:
+            snapshot.status["renewTime"] = self._renew_time
+        return snapshot
+
+
 def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> Mirror:
-    return LeaderMirror(coordinator, body["metadata"]["name"], dict(body.get("status") or {}), wake)
+    return _LeaseMirror(coordinator, body, wake)
 
 
 async def _after(context: Context, snapshot: Snapshot) -> None:
@@ -39,15 +59,6 @@ async def _after(context: Context, snapshot: Snapshot) -> None:
             epoch=snapshot.status.get("epoch"),
             reason=notice.reason,
         )
-
-
-    if snapshot.notices and context.backend.backend == "kubernetes":
-        renew_time = None
-        if snapshot.status.get("leader"):
-            path = f"/apis/coordination.k8s.io/v1/namespaces/{context.namespace}/leases/"
-            lease = await kubeapi.acall("GET", path + object_names.election_lease_name(context.name))
-            renew_time = (lease.get("spec") or {}).get("renewTime")
-        await kubeapi.patch_status("leaderelections", context.namespace, context.name, {"renewTime": renew_time})
 
 
 register("leaderelections", _mirror, _after)

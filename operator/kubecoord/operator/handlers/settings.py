@@ -12,6 +12,7 @@ from typing import Any
 
 import kopf
 
+from kubecoord.operator.controller.status import controller
 from kubecoord.wire import object_names
 from kubecoord.wire.crd import GROUP
 
@@ -30,6 +31,17 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # heartbeats, controllers' locks) into the operator.
     settings.watching.label_selectors["coordination.k8s.io", "leases"] = object_names.GROUP_LABEL
     settings.persistence.finalizer = f"{GROUP}/cleanup"
+
+
+@kopf.on.startup()
+async def start_controller(**_: Any) -> None:
+    """The status controller's workers run on kopf's loop, from before the first watch event."""
+    await controller.start()
+
+
+@kopf.on.cleanup()
+async def stop_controller(**_: Any) -> None:
+    await controller.stop()
 
 
 @kopf.on.login()

@@ -1,0 +1,478 @@
+"""The status controller: one work queue, a few workers, no task or thread per resource.
+
+Inputs (events never do work, they only enqueue the owning resource's key):
+- the CRD watch — kopf's one watch per kind, fed in through ``observe`` — keeps the cache
+  of resource bodies (the informer of the three kinds) and enqueues the resource;
+- the status mirrors' listeners, driven by the backend's shared informers (one list+watch
+  per kind and namespace on kubernetes, the session's watches on zookeeper), enqueue the
+  resource whose election, group or store changed (controller-runtime's "watch owned
+  objects, enqueue the owner", by way of the mirror that owns the handle);
+- the create/update handlers enqueue the resource once its backing objects and client
+  access are written (``reconciled``);
+- a resync every RESYNC_SECONDS enqueues only the resources whose backing objects the
+  informer cache shows missing or foreign (a dict lookup each: no request).
+
+A worker's reconcile is level-based: it reads the cached body and the mirror's current
+state, computes the status and conditions, writes them only when they differ from what it
+last wrote, re-creates backing objects the cache shows deleted (drift repair, at most every
+REPAIR_SECONDS per resource) and posts the Events of what changed.
+
+Guarantees:
+- A key is reconciled by one worker at a time (the queue's contract); WORKERS keys at most
+  are reconciled at once, whatever the number of resources.
+- A resource the watch shows DELETED (or with a deletionTimestamp) is dropped at once: its
+  mirror closes, nothing of it is written or re-created afterwards — the backing objects
+  go with their ownerReferences (Kubernetes' garbage collector), never back. A reconcile
+  already running re-checks the cache before every write.
+- Status is written only when it changed (no write while nothing changes); a refused
+  write (422, 413, 429, 5xx, timeouts) is logged and retried with the key's backoff.
+- A backend that cannot be reached turns BackendReachable and Ready False (with the error)
+  and is retried with backoff, never crashing a worker.
+- Before its create/update handler has written the backing objects and the clients'
+  Role, a resource is not reported Ready (``kubectl wait`` must not release a client
+  before its RoleBinding exists); its first status is written once, Ready, when that
+  handler finishes within RECONCILING_GRACE_SECONDS.
+Not guaranteed: status while the operator is down, or while this replica does not hold
+the operator Lease (kubecoord.operator.fencing refuses the writes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubecoord.api import Coordinator
+from kubecoord.errors import CoordinationError
+from kubecoord.operator import backing, events, fencing, kubeapi, lease_grants, metrics, rbac
+from kubecoord.operator.conditions import set_condition
+from kubecoord.operator.connections import connections
+from kubecoord.operator.controller.workqueue import ShutDown, WorkQueue
+from kubecoord.operator.mirror import Mirror, Notice, Snapshot
+from kubecoord.operator.model import BackendSpec
+from kubecoord.wire.crd import KINDS
+
+log = logging.getLogger("kubecoord.operator")
+
+Key = tuple[str, str, str]
+"""(plural, namespace, name) of a resource."""
+
+WORKERS = 4
+"""Reconciles at once. Status work is short (cache reads, one PATCH); more workers would
+only contend for the same two cores and the API server."""
+RESYNC_SECONDS = 60.0
+"""How often every resource's backing objects are checked against the informer cache."""
+REPAIR_SECONDS = 0.5
+"""Least time between two repairs of one resource's backing objects."""
+RECONCILING_GRACE_SECONDS = 2.0
+"""How long a new resource waits for its create handler before "Reconciling" is written
+(normally the handler finishes first and the first status written is Ready)."""
+RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
+
+MirrorFactory = Callable[[Coordinator, dict[str, Any], Callable[[], None]], Mirror]
+"""(coordinator, resource body, wake) -> mirror; runs in a worker thread."""
+AfterSnapshot = Callable[["Context", Snapshot], Awaitable[None]]
+
+
+@dataclass
+class Context:
+    """What a kind's hook may use: the cached body, its backend, its mirror and its coordinator."""
+
+    body: dict[str, Any]
+    backend: BackendSpec
+    mirror: Mirror
+    coordinator: Coordinator
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.body["metadata"]["namespace"])
+
+    def post(self, notice: Notice) -> None:
+        events.post_soon(self.body, notice.type, notice.reason, notice.message)
+
+
+@dataclass(frozen=True)
+class KindHooks:
+    plural: str
+    factory: MirrorFactory
+    after_snapshot: AfterSnapshot | None = None
+
+
+class _StatusWriter:
+    """Writes status when it changed; a refused write is logged and counted, never raised."""
+
+    def __init__(self, kind: str, key: Key) -> None:
+        self.kind, self.key = kind, key
+        self.written: dict[str, Any] | None = None
+        self.failures = 0
+
+    async def write(self, status: dict[str, Any]) -> bool:
+        """True when the API has the status (now or already); False after a refused write."""
+        if status == self.written:
+            return True
+        plural, namespace, name = self.key
+        try:
+            await kubeapi.patch_status(plural, namespace, name, status)
+        except Exception as error:  # 422/413 (too large, invalid), 429, 5xx, timeouts, not leading: retried
+            metrics.ERRORS.labels(self.kind, "status").inc()
+            self.failures += 1
+            log.warning("status write failed; will retry", extra={
+                "kind": self.kind, "resource": f"{namespace}/{name}",
+                "status_code": getattr(error, "status", None), "error": f"{type(error).__name__}: {error}"[:500],
+            })
+            return False
+        self.written, self.failures = status, 0
+        return True
+
+
+@dataclass
+class _Entry:
+    """What the controller keeps per resource between reconciles (no task, no thread)."""
+
+    spec: dict[str, Any]
+    generation: int | None
+    backend: BackendSpec
+    writer: _StatusWriter
+    conditions: list[dict[str, Any]]
+    first_seen: float = field(default_factory=time.monotonic)
+    coordinator: Coordinator | None = None
+    mirror: Mirror | None = None
+    foreign: list[str] = field(default_factory=list)
+    last_repair: float = float("-inf")
+    failures: int = 0
+
+
+class StatusController:
+    """The work queue, its workers and the per-resource state they share."""
+
+    def __init__(self, *, workers: int = WORKERS) -> None:
+        self.workers = workers
+        self.queue: WorkQueue[Key] = WorkQueue(base_delay=RETRY_SECONDS[0], max_delay=RETRY_SECONDS[-1])
+        self.hooks: dict[str, KindHooks] = {}
+        self.bodies: dict[Key, dict[str, Any]] = {}
+        """The informer cache of the three kinds (kopf's watch feeds it)."""
+        self.reconciled: dict[Key, int | None] = {}
+        """The generation whose backing objects and client Role were last written."""
+        self._entries: dict[Key, _Entry] = {}
+        self._gone: dict[Key, dict[str, Any]] = {}
+        """Deleted resources' final bodies until their clean-up ran."""
+        self._handler_foreign: dict[Key, list[str]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._running = False
+
+    def register(self, hooks: KindHooks) -> None:
+        self.hooks[hooks.plural] = hooks
+
+    # -- inputs -------------------------------------------------------------------------
+    def observe(self, event_type: str | None, body: dict[str, Any]) -> None:
+        """One watch event of a resource (None: kopf's initial listing)."""
+        metadata = body.get("metadata") or {}
+        plural = _plural(body)
+        if plural is None:
+            return
+        key = (plural, str(metadata.get("namespace")), str(metadata.get("name")))
+        if event_type == "DELETED" or metadata.get("deletionTimestamp"):
+            if self.bodies.pop(key, None) is not None or event_type == "DELETED":
+                self._gone[key] = body
+        else:
+            self._gone.pop(key, None)
+            self.bodies[key] = body
+        self.queue.add(key)
+
+    def mark_reconciled(self, key: Key, generation: int | None, foreign: list[str] | None = None) -> None:
+        """The create/update handler wrote the backing objects and client access of
+        ``generation``; ``foreign``: same-named objects it found that are not the resource's."""
+        self.reconciled[key] = generation
+        self._handler_foreign[key] = list(foreign or [])
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry.foreign = list(foreign or [])
+        self.queue.add(key)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._running:
+            return
+        self._running = True
+        self._tasks = [asyncio.create_task(self._work(), name=f"kubecoord-status-{i}") for i in range(self.workers)]
+        self._tasks.append(asyncio.create_task(self._resync(), name="kubecoord-status-resync"))
+
+    async def stop(self) -> None:
+        """Stop the workers and close every mirror (their handles, their connections)."""
+        if not self._running:
+            return
+        self._running = False
+        self.queue.shut_down()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        for key in list(self._entries):
+            await self._drop(key)
+        self.bodies.clear()
+        self.reconciled.clear()
+        self.queue = WorkQueue(base_delay=RETRY_SECONDS[0], max_delay=RETRY_SECONDS[-1])
+
+    async def _work(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                again = await self._reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug: logged, retried with backoff, never kills the worker
+                metrics.ERRORS.labels(KINDS.get(key[0], key[0]), "mirror").inc()
+                log.exception("status reconcile failed", extra={"resource": f"{key[1]}/{key[2]}"})
+                again = -1.0
+            finally:
+                self.queue.done(key)
+            if again is None:
+                self.queue.forget(key)
+            elif again < 0:
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+                self.queue.add_after(key, again)
+
+    async def _resync(self) -> None:
+        """Enqueue the resources whose backing objects the informer cache shows missing."""
+        while True:
+            await asyncio.sleep(RESYNC_SECONDS)
+            checked: set[str] = set()
+            for key, entry in list(self._entries.items()):
+                if entry.backend.backend != "kubernetes" or key not in self.bodies:
+                    continue
+                if entry.foreign or not self._all_cached(key, entry):
+                    self.queue.add(key)
+                if KINDS[key[0]] in lease_grants.KINDS and key[1] not in checked:
+                    checked.add(key[1])
+                    try:
+                        await lease_grants.check_drift(key[1])
+                    except (kubeapi.ApiException, OSError) as error:
+                        log.info("lease grants check failed", extra={"namespace": key[1], "error": str(error)[:300]})
+                await asyncio.sleep(0)  # thousands of resources: let the workers run between them
+
+    # -- one reconcile ------------------------------------------------------------------
+    async def _reconcile(self, key: Key) -> float | None:
+        """Returns None (done), a delay to look again after, or -1 (retry with backoff)."""
+        plural, namespace, name = key
+        body = self.bodies.get(key)
+        if body is None:
+            await self._drop(key)
+            final = self._gone.get(key)
+            if final is not None:
+                try:
+                    await self._clean_up(final)
+                except (kubeapi.ApiException, OSError) as error:
+                    log.info("clean-up after deletion failed; will retry",
+                             extra={"resource": f"{namespace}/{name}", "error": str(error)[:300]})
+                    return -1.0
+                self._gone.pop(key, None)
+            return None
+        kind = KINDS[plural]
+        hooks = self.hooks[plural]
+        spec = dict(body.get("spec") or {})
+        generation = body["metadata"].get("generation")
+        entry = self._entries.get(key)
+        if entry is not None and (entry.spec != spec or entry.generation != generation):
+            if entry.spec != spec:  # a new backend, timings or limit: re-open the mirror
+                await self._close(entry)
+            entry.spec, entry.generation = spec, generation
+            entry.backend = BackendSpec.from_spec(spec, namespace=namespace)
+        if entry is None:
+            conditions = list((body.get("status") or {}).get("conditions") or [])
+            entry = _Entry(spec, generation, BackendSpec.from_spec(spec, namespace=namespace),
+                           _StatusWriter(kind, key), conditions, foreign=list(self._handler_foreign.get(key, [])))
+            self._entries[key] = entry
+            metrics.MIRRORED.labels(kind).inc()
+        reconciled = self.reconciled.get(key, -1) == generation
+        if not reconciled and time.monotonic() - entry.first_seen < RECONCILING_GRACE_SECONDS:
+            return RECONCILING_GRACE_SECONDS  # the handler's completion enqueues it sooner
+        if entry.mirror is None:
+            try:
+                entry.coordinator = await connections.acquire(entry.backend)
+            except CoordinationError as error:
+                return await self._unreachable(key, entry, error)
+            try:
+                entry.mirror = await asyncio.to_thread(hooks.factory, entry.coordinator, body, self._waker(key))
+            except CoordinationError as error:
+                await connections.release(entry.backend)
+                entry.coordinator = None
+                return await self._unreachable(key, entry, error)
+        assert entry.mirror is not None and entry.coordinator is not None
+        try:
+            snapshot = await asyncio.to_thread(entry.mirror.snapshot)
+        except CoordinationError as error:
+            return await self._unreachable(key, entry, error)
+        entry.failures = 0
+        if key not in self.bodies:  # deleted while we read: write nothing, re-create nothing
+            await self._drop(key)
+            return None
+        again: float | None = None
+        if entry.backend.backend == "kubernetes" and reconciled:
+            missing = not self._all_cached(key, entry)
+            if missing or entry.foreign:
+                since = time.monotonic() - entry.last_repair
+                if since >= REPAIR_SECONDS:
+                    entry.last_repair = time.monotonic()
+                    entry.foreign = await self._repair(key, entry)
+                if missing and not entry.foreign:
+                    again = REPAIR_SECONDS  # until the watch shows the re-created object
+        status = self._status(kind, entry, snapshot, reconciled, generation)
+        if key not in self.bodies:
+            await self._drop(key)
+            return None
+        written = await entry.writer.write(status)
+        if snapshot.changed_at is not None:
+            metrics.STATUS_LAG.labels(kind).observe(time.monotonic() - snapshot.changed_at)
+        context = Context(body=body, backend=entry.backend, mirror=entry.mirror, coordinator=entry.coordinator)
+        for notice in snapshot.notices:
+            context.post(notice)
+        if hooks.after_snapshot is not None:
+            try:
+                await hooks.after_snapshot(context, snapshot)
+            except (CoordinationError, kubeapi.ApiException, OSError) as error:
+                metrics.ERRORS.labels(kind, "mirror").inc()
+                # 404/409: an object went or changed meanwhile (a member left, a Lease was
+                # deleted and is being re-created): normal operation, retried next change.
+                race = getattr(error, "status", None) in (404, 409)
+                log.log(logging.INFO if race else logging.WARNING, "after-snapshot step failed",
+                        extra={"kind": kind, "resource": name, "status_code": getattr(error, "status", None),
+                               "error": str(error)[:500]})
+                again = -1.0
+        if not written:
+            return -1.0
+        if not reconciled:
+            return RECONCILING_GRACE_SECONDS * 2  # look again even if the handler never reports
+        return again
+
+    def _status(self, kind: str, entry: _Entry, snapshot: Snapshot, reconciled: bool,
+                generation: int | None) -> dict[str, Any]:
+        ready, reason, message = snapshot.ready
+        if not reconciled:
+            ready, reason, message = False, "Reconciling", "backing objects and client access are being written"
+        conditions = set_condition(entry.conditions, "BackendReachable", True, "Connected",
+                                   f"{entry.backend.backend} backend reachable", generation=generation)
+        if entry.foreign:
+            conditions = set_condition(
+                conditions, "BackingObjects", False, "NotOwned",
+                f"{', '.join(entry.foreign)} exists and was not created for this {kind}; the operator leaves it "
+                "untouched and grants nothing on it (rename the resource or remove that object)",
+                generation=generation,
+            )
+            ready, reason, message = False, "NotOwned", f"{', '.join(entry.foreign)} is not this {kind}'s"
+        elif entry.backend.backend == "kubernetes":
+            conditions = set_condition(conditions, "BackingObjects", True, "Owned",
+                                       "backing objects present and owned", generation=generation)
+        conditions = set_condition(conditions, "Ready", ready, reason, message, generation=generation)
+        entry.conditions = conditions
+        return {**snapshot.status, "observedGeneration": generation, "conditions": conditions}
+
+    async def _unreachable(self, key: Key, entry: _Entry, error: Exception) -> float:
+        kind = KINDS[key[0]]
+        metrics.ERRORS.labels(kind, "mirror").inc()
+        message = f"{type(error).__name__}: {error}"
+        generation = entry.generation
+        conditions = set_condition(entry.conditions, "BackendReachable", False, "BackendUnavailable", message,
+                                   generation=generation)
+        conditions = set_condition(conditions, "Ready", False, "BackendUnavailable", message, generation=generation)
+        entry.conditions = conditions
+        if key in self.bodies:
+            await entry.writer.write({"conditions": conditions})
+        delay = RETRY_SECONDS[min(entry.failures, len(RETRY_SECONDS) - 1)]
+        entry.failures += 1
+        return delay
+
+    def _all_cached(self, key: Key, entry: _Entry) -> bool:
+        body = self.bodies.get(key)
+        observed = getattr(entry.coordinator, "observed", None)
+        return body is not None and observed is not None and backing.cached_and_owned(body, observed)
+
+    async def _repair(self, key: Key, entry: _Entry) -> list[str]:
+        """Re-create deleted backing objects; the names of same-named objects that are not ours."""
+        body = self.bodies.get(key)
+        if body is None:
+            return []
+        last_state = getattr(entry.coordinator, "last_state", None)
+        try:
+            ensured = await backing.ensure_owned(body, last_state, alive=lambda: key in self.bodies)
+        except (kubeapi.ApiException, OSError) as error:
+            log.info("drift check failed", extra={"resource": f"{key[1]}/{key[2]}", "error": str(error)[:300]})
+            return entry.foreign
+        if ensured.created:
+            log.info("re-created deleted backing objects", extra={"resource": f"{key[1]}/{key[2]}",
+                                                                   "objects": ensured.created})
+        return ensured.foreign
+
+    async def _clean_up(self, final: dict[str, Any]) -> None:
+        """After a deletion: revoke the clients' RBAC first, then lift their confinement.
+
+        The garbage collector would delete the Role and RoleBinding too, but in no order
+        relative to the Lease grants; revoking here first closes the window in which a
+        former Group client holds the namespace-wide Lease grant without its fence."""
+        spec = final.get("spec") or {}
+        if spec.get("backend", "kubernetes") != "kubernetes" or not spec.get("clients"):
+            return
+        if self._running and fencing.allowed():
+            await rbac.revoke(final)
+            if final.get("kind") in lease_grants.KINDS:
+                await lease_grants.reconcile(final["metadata"]["namespace"])
+
+    def foreign(self, key: Key) -> list[str]:
+        """Same-named backing objects the operator did not create (as the last check found)."""
+        entry = self._entries.get(key)
+        return list(entry.foreign) if entry is not None else []
+
+    def _waker(self, key: Key) -> Callable[[], None]:
+        queue = self.queue
+
+        def wake() -> None:
+            queue.add_threadsafe(key)
+
+        return wake
+
+    async def _close(self, entry: _Entry) -> None:
+        mirror, entry.mirror = entry.mirror, None
+        if mirror is not None:
+            try:
+                await asyncio.to_thread(mirror.close)
+            finally:
+                if entry.coordinator is not None:
+                    await connections.release(entry.backend)
+                entry.coordinator = None
+
+    async def _drop(self, key: Key) -> None:
+        entry = self._entries.pop(key, None)
+        self.reconciled.pop(key, None)
+        self._handler_foreign.pop(key, None)
+        self.queue.discard(key)
+        if entry is None:
+            return
+        metrics.MIRRORED.labels(KINDS[key[0]]).dec()
+        metrics.forget(key[1], key[2])
+        await self._close(entry)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _plural(body: dict[str, Any]) -> str | None:
+    kind = body.get("kind")
+    for plural, name in KINDS.items():
+        if name == kind:
+            return plural
+    return None
+
+
+controller = StatusController()
+"""The operator process's controller (started and stopped by kopf's startup and cleanup)."""
