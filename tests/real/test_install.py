@@ -334,13 +334,21 @@ def test_a_same_named_lease_it_did_not_create_is_left_alone_and_reported(
         "spec": {"holderIdentity": "go-controller-0", "leaseDurationSeconds": 15, "leaseTransitions": 3},
     })
     before = real_admin_api.sanitize_for_serialization(leases.read_namespaced_lease(name, real_namespace))
-    _create_and_wait(operator_process, real_admin_api, real_namespace, "LeaderElection", name, {})
+    k8s.CustomObjectsApi(real_admin_api).create_namespaced_custom_object(
+        GROUP, VERSION, real_namespace, "leaderelections", _resource("LeaderElection", name, {"clients": ["app"]}))
 
     def reported() -> bool:
         condition = _condition(_status(real_admin_api, real_namespace, "LeaderElection", name), "BackingObjects")
         return condition is not None and condition["status"] == "False" and condition["reason"] == "NotOwned"
 
-    eventually(reported, timeout=30, interval=0.2)
+    eventually(reported, timeout=60, interval=0.2)
+    # Not Ready, and its clients are granted nothing on the Lease that is not its own.
+    ready = _condition(_status(real_admin_api, real_namespace, "LeaderElection", name), "Ready")
+    assert ready is not None and ready["status"] == "False" and ready["reason"] == "NotOwned"
+    rbac = k8s.RbacAuthorizationV1Api(real_admin_api)
+    eventually(lambda: _granted(rbac, real_namespace, "LeaderElection", name), timeout=30, interval=0.2)
+    role = rbac.read_namespaced_role(f"kubecoord-leaderelection-{name}", real_namespace)
+    assert not [rule for rule in role.rules if "leases" in rule.resources], role.rules
     after = real_admin_api.sanitize_for_serialization(leases.read_namespaced_lease(name, real_namespace))
     assert after["metadata"].get("ownerReferences") is None
     assert after["metadata"]["labels"] == before["metadata"]["labels"]

@@ -22,6 +22,7 @@ members keep their units meanwhile).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +46,8 @@ from kubecoord.group_coordinator.record import (
 )
 from kubecoord.group_coordinator.units import decode_subscription, decode_units, encode_units
 from kubecoord.operator.mirror import GroupMirror, Notice, Snapshot
+
+log = logging.getLogger("kubecoord.operator")
 
 OPERATOR_ID = "kubecoord-operator"
 UNITS_PROTOCOL_TYPE = "units"
@@ -72,6 +75,18 @@ class AssignmentSpec:
             session_timeout=float(raw.get("sessionTimeoutSeconds", 10)),
             rebalance_timeout=float(raw.get("rebalanceTimeoutSeconds", 30)),
         )
+
+
+def _readable(protocols: Protocols, assignor: str) -> bool:
+    """Whether the member's metadata for the protocol the operator uses can be read."""
+    if not protocols:
+        return False
+    metadata = dict(protocols).get(assignor, protocols[0][1])  # as kubecoord.group_coordinator.leading picks it
+    try:
+        decode_subscription(metadata)
+    except GroupProtocolError:
+        return False
+    return True
 
 
 def assign_units(spec: AssignmentSpec, metadata: dict[str, bytes]) -> dict[str, bytes]:
@@ -102,6 +117,7 @@ class GroupCoordinatorView:
         self._timers = LeaderTimers()
         self._timer: threading.Timer | None = None
         self._seen: tuple[int, str] | None = None
+        self._excluded: set[str] = set()
 
     def _poke(self, *_: Any) -> None:
         self._wake()
@@ -113,7 +129,15 @@ class GroupCoordinatorView:
         for _ in range(20):
             versioned = self._store.fetch_versioned(STATE_KEY).result()
             state = decode_state(versioned.value) if versioned is not None else None
-            if self.spec is None or not self._lead(state, None if versioned is None else versioned.version):
+            version = None if versioned is None else versioned.version
+            if self.spec is None:
+                if state is not None and state.assigned_by is not None:
+                    # spec.assignment is gone (the Group was re-created without it): hand the
+                    # group back to its members, or nobody would ever assign it again.
+                    publish(self._store, state.evolve(assigned_by=None), version)
+                    continue
+                break
+            if not self._lead(state, version):
                 break
         return state, self._notices(state)
 
@@ -124,8 +148,18 @@ class GroupCoordinatorView:
         live: dict[str, Protocols] = {}
         for member, data in self._membership.membership().items():
             decoded = decode_join_data(data)
-            if decoded is not None and decoded[0] == UNITS_PROTOCOL_TYPE:
-                live[member] = decoded[1]
+            if decoded is None or decoded[0] != UNITS_PROTOCOL_TYPE:
+                continue
+            if not _readable(decoded[1], spec.assignor):
+                # One member's unreadable metadata must not keep the whole group unassigned:
+                # it is left out (as a member of another protocol would be) and told once.
+                if member not in self._excluded:
+                    self._excluded.add(member)
+                    log.warning("member with malformed units metadata left out of the assignment",
+                                extra={"group": self.group, "member": member})
+                continue
+            self._excluded.discard(member)
+            live[member] = decoded[1]
         base = state or GroupState(generation=0, phase=STABLE, protocol_type=UNITS_PROTOCOL_TYPE)
         takeover = base.assigned_by != "operator"
         base = base.evolve(assigned_by="operator")

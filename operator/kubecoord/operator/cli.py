@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from prometheus_client import start_http_server
 
     import kubecoord
-    from kubecoord.operator import health
+    from kubecoord.operator import health, kubeapi
     from kubecoord.operator.ha import Scope, run_when_leading
     from kubecoord.operator.handlers._resource import History
 
@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig  # read by kopf's login and by kubeapi
     History.target = args.history
+    kubeapi.USER_AGENT = f"kubecoord-operator/{args.identity}"
     state = health.HealthState()
     server = health.serve(state, args.bind, args.health_port)
     if args.metrics_port:

@@ -31,6 +31,9 @@ MERGE_PATCH = "application/merge-patch+json"
 
 _lock = threading.Lock()
 _client: kubernetes.client.ApiClient | None = None
+USER_AGENT = "kubecoord-operator"
+"""What the operator's requests say they are; ``kubecoord operator`` appends its identity
+(``kubecoord-operator/POD``), so the API server's audit log tells the replicas apart."""
 
 
 def api_client() -> kubernetes.client.ApiClient:
@@ -45,6 +48,7 @@ def api_client() -> kubernetes.client.ApiClient:
                 path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
                 kubernetes.config.load_kube_config(config_file=path, client_configuration=configuration)  # type: ignore[no-untyped-call]
             _client = kubernetes.client.ApiClient(configuration)
+            _client.user_agent = USER_AGENT
         return _client
 
 

@@ -1,0 +1,464 @@
+"""The operator's defects a review reproduced, on the whole cluster: the real kube-apiserver
+with kube-controller-manager's garbage collector, ``kubecoord operator`` as a process.
+
+Each test failed before the status side became a controller (kubecoord.operator.controller):
+- deleted resources' daemons lived on and re-created their Leases and ConfigMaps, owned by
+  a uid that no longer exists, fighting the garbage collector;
+- a backing Lease deleted while the operator was down came back holderless, so a follower
+  took it while the holder was still inside its renew deadline (two leaders);
+- a LeaderElection named after a Lease the operator does not own granted its clients
+  update on that Lease;
+- Group ``jobs`` and KVStore / LeaderElection ``jobs-gc`` shared objects (derived names);
+- removing a Group client lifted its admission confinement before its RBAC grant went;
+- one member's unreadable metadata kept an operator-assigned Group from being assigned;
+- a group record left ``assigned_by: operator`` with no spec.assignment was never assigned;
+- a replica that lost the operator Lease went on writing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+import kubecoord
+from kubecoord._internal import processes
+from kubecoord.group_coordinator import GroupMember, UnitsProtocol
+from kubecoord.group_coordinator.record import STATE_KEY, derived_name
+from tests.fixtures.real_apiserver import RealApiServer, find_binaries, free_port, unpack
+from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace, install_crds
+from tests.helpers import eventually
+
+pytestmark = pytest.mark.slow
+
+GROUP, VERSION = "kubecoord.dev", "v1alpha1"
+PLURALS = {"LeaderElection": "leaderelections", "Group": "groups", "KVStore": "kvstores"}
+FAST = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+
+
+# -- the cluster: kube-controller-manager's garbage collector beside the session server -----
+@pytest.fixture(scope="module")
+def garbage_collector(real_api: RealApiServer) -> Iterator[subprocess.Popen[bytes]]:
+    """kube-controller-manager with the garbage collector (what ``refk8s.sh --cluster`` runs,
+    limited to the controller these tests need)."""
+    shipped = find_binaries().apiserver.parent
+    source = next((p for p in (shipped / "kube-controller-manager", shipped / "kube-controller-manager.xz")
+                   if p.is_file()), None)
+    if source is None:
+        pytest.skip(f"no kube-controller-manager[.xz] in {shipped}")
+    binary = real_api.workdir / "bin" / "kube-controller-manager"
+    if not binary.exists():
+        unpack(source, binary)
+        binary.chmod(0o755)
+    admin = str(real_api.admin_kubeconfig)
+    log = open(real_api.workdir / "logs" / "kube-controller-manager.log", "ab")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [str(binary), "--kubeconfig", admin, "--authentication-kubeconfig", admin,
+         "--authorization-kubeconfig", admin, "--authentication-skip-lookup", "--leader-elect=false",
+         "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
+         "--service-account-private-key-file", str(real_api.pki / "sa.key"),
+         "--root-ca-file", str(real_api.pki / "ca.crt"), "--use-service-account-credentials=false",
+         "--controllers", "garbagecollector"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        time.sleep(3)  # the collector's informers sync
+        assert process.poll() is None, "kube-controller-manager exited"
+        yield process
+    finally:
+        processes.stop(process, 20)
+        log.close()
+
+
+class Operator:
+    """``kubecoord operator`` for one namespace, as a process (admin rights, its own identity)."""
+
+    def __init__(self, kubeconfig: pathlib.Path, namespace: str, folder: pathlib.Path, identity: str) -> None:
+        self.kubeconfig, self.namespace, self.identity = kubeconfig, namespace, identity
+        self.log = folder / f"{identity}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Operator:
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "operator",
+                 "--namespace", self.namespace, "--kubeconfig", str(self.kubeconfig),
+                 "--lease-namespace", self.namespace, "--identity", self.identity,
+                 "--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.5",
+                 "--health-port", str(free_port()), "--metrics-port", "0", "--bind", "127.0.0.1"],
+                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
+            )  # fmt: skip
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            processes.stop(self.process, 30)
+            self.process = None
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+@pytest.fixture(scope="module")
+def namespace(real_admin_api: k8s.ApiClient, garbage_collector: subprocess.Popen[bytes]) -> str:
+    install_crds(real_admin_api)
+    return create_namespace(real_admin_api, "controller")
+
+
+@pytest.fixture(scope="module")
+def operator(real_kubeconfig: pathlib.Path, namespace: str,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    running = Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "operator-a").start()
+    try:
+        yield running
+    finally:
+        running.stop()
+        print(running.text()[-4000:])
+
+
+class Api:
+    def __init__(self, admin: k8s.ApiClient, namespace: str) -> None:
+        self.namespace = namespace
+        self.custom = k8s.CustomObjectsApi(admin)
+        self.core = k8s.CoreV1Api(admin)
+        self.leases = k8s.CoordinationV1Api(admin)
+        self.rbac = k8s.RbacAuthorizationV1Api(admin)
+
+    def create(self, kind: str, name: str, spec: dict[str, Any]) -> None:
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": name}, "spec": spec}
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURALS[kind], body)
+
+    def delete(self, kind: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURALS[kind], name)
+
+    def status(self, kind: str, name: str) -> dict[str, Any]:
+        try:
+            body = self.custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURALS[kind], name)
+        except ApiException as error:
+            if error.status == 404:
+                return {}
+            raise
+        return dict(body.get("status") or {})
+
+    def condition(self, kind: str, name: str, type_: str) -> dict[str, Any]:
+        conditions = self.status(kind, name).get("conditions") or []
+        return next((c for c in conditions if c["type"] == type_), {})
+
+    def ready(self, kind: str, name: str) -> bool:
+        return self.condition(kind, name, "Ready").get("status") == "True"
+
+    def lease_names(self) -> set[str]:
+        return {lease.metadata.name for lease in self.leases.list_namespaced_lease(self.namespace).items}
+
+    def configmap_names(self) -> set[str]:
+        return {cm.metadata.name for cm in self.core.list_namespaced_config_map(self.namespace).items}
+
+
+@pytest.fixture(scope="module")
+def api(real_admin_api: k8s.ApiClient, namespace: str) -> Api:
+    return Api(real_admin_api, namespace)
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def _connect(kubeconfig: pathlib.Path, namespace: str, **timings: float) -> kubecoord.Coordinator:
+    return kubecoord.connect(f"kubernetes://{namespace}", kubeconfig=str(kubeconfig), **(timings or FAST))
+
+
+# -- deleted resources ----------------------------------------------------------------------
+@pytest.mark.timeout(240)
+def test_deleted_resources_stay_deleted_and_their_names_are_free_again(operator: Operator, api: Api) -> None:
+    elections = [_unique("gone-le") for _ in range(8)]
+    stores = [_unique("gone-kv") for _ in range(4)]
+    for name in elections:
+        api.create("LeaderElection", name, {})
+    for name in stores:
+        api.create("KVStore", name, {})
+    everything = [("LeaderElection", n) for n in elections] + [("KVStore", n) for n in stores]
+    eventually(lambda: all(api.ready(kind, name) for kind, name in everything), timeout=60, interval=0.5)
+    backing = set(elections) | {f"kubecoord-kv.{name}" for name in stores}
+    assert backing <= api.lease_names() | api.configmap_names()
+    for kind, name in everything:
+        api.delete(kind, name)
+    # The garbage collector removes the backing objects (ownerReferences) ...
+    eventually(lambda: not backing & (api.lease_names() | api.configmap_names()), timeout=60, interval=0.5)
+    # ... and nothing brings them back (the old daemons re-created them every ~10 s).
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        back = backing & (api.lease_names() | api.configmap_names())
+        assert not back, f"re-created after their resources were deleted: {sorted(back)}"
+        time.sleep(0.5)
+    # A new resource of a deleted one's name owns its objects (no NotOwned leftovers).
+    api.create("LeaderElection", elections[0], {})
+    eventually(lambda: api.ready("LeaderElection", elections[0]), timeout=30, interval=0.3)
+    assert api.condition("LeaderElection", elections[0], "BackingObjects")["reason"] == "Owned"
+    assert "re-created deleted backing objects" not in operator.text()
+
+
+# -- a Lease deleted while the operator is down ---------------------------------------------
+@pytest.mark.timeout(240)
+def test_a_lease_deleted_while_the_operator_is_down_comes_back_with_its_holder(
+    operator: Operator, api: Api, real_kubeconfig: pathlib.Path
+) -> None:
+    name = _unique("restart")
+    timings = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 1.0}
+    api.create("LeaderElection", name, {"leaseDurationSeconds": 15, "renewDeadlineSeconds": 10,
+                                        "retryPeriodSeconds": 1})
+    eventually(lambda: api.ready("LeaderElection", name), timeout=60, interval=0.3)
+    with _connect(real_kubeconfig, api.namespace, **timings) as a_side, \
+            _connect(real_kubeconfig, api.namespace, **timings) as b_side:
+        holder, follower = a_side.leader_election(name), b_side.leader_election(name)
+        assert holder.nominate("pod-a")
+        follower.nominate("pod-b")
+        eventually(lambda: api.status("LeaderElection", name).get("leader") == "pod-a", timeout=30, interval=0.2)
+        epoch = api.status("LeaderElection", name)["epoch"]
+        operator.stop()
+        try:
+            api.leases.delete_namespaced_lease(name, api.namespace)
+        finally:
+            operator.start()
+        both: list[float] = []
+        deadline = time.monotonic() + 25  # past the holder's renew deadline and a whole lease
+        while time.monotonic() < deadline:
+            if holder.is_leader("pod-a") and follower.is_leader("pod-b"):
+                both.append(time.monotonic())
+            time.sleep(0.05)
+        assert not both, f"two leaders for {both[-1] - both[0]:.1f} s after the operator restarted"
+        lease = api.leases.read_namespaced_lease(name, api.namespace)
+        assert lease.spec.holder_identity == "pod-a"
+        assert lease.spec.lease_transitions == epoch  # the same term, continued
+        assert holder.is_leader("pod-a")
+
+
+# -- a foreign Lease --------------------------------------------------------------------------
+@pytest.mark.timeout(180)
+def test_a_resource_named_after_a_foreign_lease_grants_nothing_on_it(
+    operator: Operator, api: Api, real_kubeconfig: pathlib.Path, mint_kubeconfig: MintKubeconfig
+) -> None:
+    name = _unique("foreign")
+    api.leases.create_namespaced_lease(api.namespace, {"metadata": {"name": name}, "spec": {"holderIdentity": "x"}})
+    api.create("LeaderElection", name, {"clients": ["intruder"]})
+    eventually(lambda: api.condition("LeaderElection", name, "BackingObjects").get("reason") == "NotOwned",
+               timeout=60, interval=0.3)
+    assert api.condition("LeaderElection", name, "Ready").get("status") == "False"
+    kubeconfig = mint_kubeconfig(api.namespace, "intruder")
+    intruder = k8s.CoordinationV1Api(_client(kubeconfig))
+    patch = {"spec": {"holderIdentity": "intruder"}}
+    for _ in range(10):  # whatever the operator granted meanwhile: never write on that Lease
+        with pytest.raises(ApiException) as denied:
+            intruder.patch_namespaced_lease(name, api.namespace, patch)
+        assert denied.value.status == 403
+        time.sleep(0.3)
+    assert api.leases.read_namespaced_lease(name, api.namespace).spec.holder_identity == "x"
+
+
+def _client(kubeconfig: pathlib.Path) -> k8s.ApiClient:
+    from kubernetes import config as k8s_config
+
+    configuration = k8s.Configuration()
+    k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    return k8s.ApiClient(configuration)
+
+
+# -- derived names ------------------------------------------------------------------------------
+@pytest.mark.timeout(120)
+def test_no_resource_can_take_a_group_coordinators_names(operator: Operator, api: Api) -> None:
+    group = _unique("jobs")
+    # One direction: the Group exists first; its coordinator's names are not for others.
+    api.create("Group", group, {})
+    for kind in ("KVStore", "LeaderElection"):
+        with pytest.raises(ApiException) as refused:
+            api.create(kind, derived_name(group), {})
+        assert refused.value.status == 422, refused.value.body
+        assert "reserved" in refused.value.body
+    # The other: a store or election named like some future Group's coordinator is refused
+    # before that Group exists, so the Group is never robbed of them.
+    later = _unique("later")
+    for kind in ("KVStore", "LeaderElection"):
+        with pytest.raises(ApiException) as refused:
+            api.create(kind, derived_name(later), {})
+        assert refused.value.status == 422
+    api.create("Group", later, {})
+    eventually(lambda: api.ready("Group", later) and api.ready("Group", group), timeout=60, interval=0.3)
+
+
+# -- revoke order -------------------------------------------------------------------------------
+@pytest.mark.timeout(180)
+def test_removing_a_group_client_revokes_its_rbac_before_its_confinement(
+    operator: Operator, api: Api, real_api: RealApiServer
+) -> None:
+    name = _unique("revoke")
+    api.create("Group", name, {"clients": ["stays", "leaves"]})
+    eventually(lambda: api.ready("Group", name), timeout=60, interval=0.3)
+
+    def confined() -> set[str]:
+        try:
+            data = api.core.read_namespaced_config_map("kubecoord-lease-grants", api.namespace).data or {}
+        except ApiException:
+            return set()
+        return set(data)
+
+    eventually(lambda: {"stays", "leaves"} <= confined(), timeout=30, interval=0.2)
+    mark = real_api.audit_mark()
+    patch = {"spec": {"clients": ["stays"]}}
+    api.custom.patch_namespaced_custom_object(GROUP, VERSION, api.namespace, "groups", name, patch)
+    eventually(lambda: "leaves" not in confined(), timeout=30, interval=0.2)
+    writes = [w for w in real_api.writes(since=mark) if w["namespace"] == api.namespace]
+    binding = next(i for i, w in enumerate(writes)
+                   if w["resource"] == "rolebindings" and w["name"] == f"kubecoord-group-{name}")
+    lifted = max(i for i, w in enumerate(writes)
+                 if w["resource"] == "configmaps" and w["name"] == "kubecoord-lease-grants")
+    assert binding < lifted, f"confinement lifted before the RBAC grant was revoked: {writes}"
+    subjects = api.rbac.read_namespaced_role_binding(f"kubecoord-group-{name}", api.namespace).subjects
+    assert [s.name for s in subjects] == ["stays"]
+
+
+# -- group assignment ----------------------------------------------------------------------------
+def _member(coordinator: kubecoord.Coordinator, group: str, member_id: str) -> GroupMember:
+    member = coordinator.group_coordinator(group, UnitsProtocol([], assignors=["sticky"]), member_id=member_id,
+                                           session_timeout=1.0, rebalance_timeout=10.0)
+    assert isinstance(member, GroupMember)
+    member.join()
+    return member
+
+
+@pytest.mark.timeout(180)
+def test_one_member_with_unreadable_metadata_does_not_keep_the_group_unassigned(
+    operator: Operator, api: Api, real_kubeconfig: pathlib.Path
+) -> None:
+    name = _unique("poison")
+    api.create("Group", name, {"leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5, "assignment": {
+        "units": 6, "assignor": "sticky", "sessionTimeoutSeconds": 1, "rebalanceTimeoutSeconds": 10}})
+    eventually(lambda: api.ready("Group", name), timeout=60, interval=0.3)
+    poison = json.dumps({"t": "units", "p": [["sticky", base64.b64encode(b"{not json").decode()]]})
+    with _connect(real_kubeconfig, api.namespace) as first, _connect(real_kubeconfig, api.namespace) as second, \
+            _connect(real_kubeconfig, api.namespace) as bad:
+        bad.group_membership(name).join("bad", data=poison)
+        a, b = _member(first, name, "a"), _member(second, name, "b")
+        try:
+            def assigned() -> bool:
+                status = api.status("Group", name)
+                units = {m["id"]: m.get("units") for m in status.get("members") or []}
+                return status.get("phase") == "Stable" and bool(units.get("a")) and bool(units.get("b"))
+
+            eventually(assigned, timeout=60, interval=0.3)
+            units = {m["id"]: m.get("units") or [] for m in api.status("Group", name)["members"]}
+            assert sorted(units["a"] + units["b"]) == [str(i) for i in range(6)]
+            assert not units.get("bad")
+        finally:
+            a.close()
+            b.close()
+    assert operator.text().count("Traceback") == 0
+
+
+@pytest.mark.timeout(180)
+def test_a_group_without_spec_assignment_is_handed_back_to_its_members(
+    operator: Operator, api: Api, real_kubeconfig: pathlib.Path
+) -> None:
+    name = _unique("handback")
+    api.create("Group", name, {"leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5})
+    eventually(lambda: api.ready("Group", name), timeout=60, interval=0.3)
+    with _connect(real_kubeconfig, api.namespace) as first, _connect(real_kubeconfig, api.namespace) as writer:
+        # What a Group re-created without spec.assignment finds: the record of its
+        # operator-assigned predecessor, still marked assigned_by operator.
+        store = writer.storage(derived_name(name))
+        store.put(STATE_KEY, json.dumps({"generation": 3, "phase": "stable", "protocol_type": "units",
+                                         "members": {}, "assignment": {}, "assigned_by": "operator"}))
+        member = _member(first, name, "a")
+        try:
+            def member_led() -> bool:
+                status = api.status("Group", name)
+                return status.get("assignedBy") == "members" and status.get("phase") == "Stable"
+
+            eventually(member_led, timeout=60, interval=0.3)
+            eventually(lambda: member.assignment is not None, timeout=30, interval=0.2)
+        finally:
+            member.close()
+
+
+# -- HA ---------------------------------------------------------------------------------------------
+def _operator_writes(real_api: RealApiServer, namespace: str) -> list[tuple[float, str]]:
+    """(request received, user agent) of every write in ``namespace`` the operators made."""
+    result = []
+    for line in real_api.audit_log.read_text().splitlines():
+        event = json.loads(line)
+        agent = str(event.get("userAgent") or "")
+        ref = event.get("objectRef") or {}
+        if not agent.startswith("kubecoord-operator/") or ref.get("namespace") != namespace:
+            continue
+        if event.get("verb") not in ("create", "update", "patch", "delete") or ref.get("resource") == "leases":
+            continue  # the operator Lease itself is the election, not reconciliation
+        stamp = event["requestReceivedTimestamp"]
+        moment = time.mktime(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) + float("0." + stamp[20:26] or "0")
+        result.append((moment, agent))
+    return result
+
+
+@pytest.mark.timeout(240)
+def test_a_replica_that_lost_the_operator_lease_stops_writing_before_the_next_one_starts(
+    real_admin_api: k8s.ApiClient, real_api: RealApiServer, real_kubeconfig: pathlib.Path,
+    garbage_collector: subprocess.Popen[bytes], tmp_path: pathlib.Path,
+) -> None:
+    install_crds(real_admin_api)
+    namespace = create_namespace(real_admin_api, "ha")
+    api = Api(real_admin_api, namespace)
+    first = Operator(real_kubeconfig, namespace, tmp_path, "replica-1").start()
+    eventually(lambda: "leading: starting reconciliation" in first.text(), timeout=60, interval=0.2)
+    second = Operator(real_kubeconfig, namespace, tmp_path, "replica-2").start()
+    names = [_unique("ha") for _ in range(3)]
+    stop = threading.Event()
+    try:
+        for name in names:
+            api.create("LeaderElection", name, {"leaseDurationSeconds": 2, "renewDeadlineSeconds": 1.5,
+                                                "retryPeriodSeconds": 0.4})
+        eventually(lambda: all(api.ready("LeaderElection", n) for n in names), timeout=60, interval=0.3)
+
+        def churn() -> None:  # leader changes: status writes all the time
+            with _connect(real_kubeconfig, namespace, lease_duration=2.0, renew_deadline=1.5,
+                          retry_period=0.4) as coordinator:
+                handles = [coordinator.leader_election(n) for n in names]
+                turn = 0
+                while not stop.is_set():
+                    for handle in handles:
+                        handle.nominate(f"c{turn}")
+                        stop.wait(0.2)
+                        handle.resign(f"c{turn}")
+                    turn += 1
+
+        threading.Thread(target=churn, daemon=True).start()
+        time.sleep(3)
+        assert first.process is not None
+        first.process.send_signal(signal.SIGSTOP)  # a replica frozen past its lease (GC pause, a stalled node)
+        eventually(lambda: "leading: starting reconciliation" in second.text(), timeout=30, interval=0.2)
+        time.sleep(3)
+        first.process.send_signal(signal.SIGCONT)
+        eventually(lambda: first.process is not None and first.process.poll() is not None, timeout=30, interval=0.2)
+        time.sleep(3)
+    finally:
+        stop.set()
+        if first.process is not None and first.process.poll() is None:
+            first.process.send_signal(signal.SIGCONT)
+        first.stop()
+        second.stop()
+    writes = _operator_writes(real_api, namespace)
+    by_second = [moment for moment, agent in writes if agent.endswith("/replica-2")]
+    assert by_second, "the standby never took over"
+    late = [moment - by_second[0] for moment, agent in writes if agent.endswith("/replica-1")
+            and moment >= by_second[0]]
+    assert not late, f"the deposed replica wrote {len(late)} times after its successor began"
+    assert "lost the operator lease" in first.text()
