@@ -37,7 +37,7 @@ from kubernetes.client.exceptions import ApiException
 import kubecoord
 from kubecoord._internal import processes
 from kubecoord.group_coordinator import GroupMember, UnitsProtocol
-from kubecoord.group_coordinator.record import STATE_KEY, derived_name
+from kubecoord.group_coordinator.record import STABLE, STATE_KEY, GroupState, derived_name, encode_state
 from tests.fixtures.real_apiserver import RealApiServer, find_binaries, free_port, unpack
 from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace, install_crds
 from tests.helpers import eventually
@@ -377,8 +377,8 @@ def test_a_group_without_spec_assignment_is_handed_back_to_its_members(
         # What a Group re-created without spec.assignment finds: the record of its
         # operator-assigned predecessor, still marked assigned_by operator.
         store = writer.storage(derived_name(name))
-        store.put(STATE_KEY, json.dumps({"generation": 3, "phase": "stable", "protocol_type": "units",
-                                         "members": {}, "assignment": {}, "assigned_by": "operator"}))
+        store.put(STATE_KEY, encode_state(GroupState(generation=3, phase=STABLE, protocol_type="units",
+                                                     assigned_by="operator")))
         member = _member(first, name, "a")
         try:
             def member_led() -> bool:

@@ -91,8 +91,8 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
     async def reconcile(body: kopf.Body, spec: kopf.Spec, reason: str, old: Any = None, **_: Any) -> None:
         namespace = body["metadata"]["namespace"]
         clients = set(spec.get("clients") or [])
-        previous = dict(old or {}) if reason == "update" else {}
-        removed = set((previous.get("spec") or {}).get("clients") or []) - clients
+        previous = dict(old or {}) if reason == "update" else {}  # field="spec": kopf passes the old spec
+        removed = set(previous.get("clients") or []) - clients
         foreign: list[str] = []
         try:
             kv_shards = None
@@ -105,7 +105,7 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
             if kind in lease_grants.KINDS and not fresh:
                 # The confinement first (the old clients' too while they still hold RBAC),
                 # then the grant it confines.
-                keep = {**dict(body), "kind": kind, "spec": previous.get("spec")} if removed else None
+                keep = {**dict(body), "kind": kind, "spec": previous} if removed else None
                 await lease_grants.reconcile(namespace, keep=keep)
             if not fresh:
                 await rbac.reconcile(dict(body), kv_shards=kv_shards, withhold=foreign)
