@@ -17,7 +17,6 @@ Each test failed before the status side became a controller (kubecoord.operator.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import pathlib
@@ -35,10 +34,11 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 import kubecoord
-from kubecoord._internal import processes
 from kubecoord.group_coordinator import GroupMember, UnitsProtocol
 from kubecoord.group_coordinator.record import STABLE, STATE_KEY, GroupState, derived_name, encode_state
-from tests.fixtures.real_apiserver import RealApiServer, find_binaries, free_port, unpack
+from kubecoord_testkit import processes
+from kubecoord_testkit.servers.kubernetes import RealApiServer, find_binaries, unpack
+from kubecoord_testkit.servers.managed import free_port
 from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace, install_crds
 from tests.helpers import eventually
 
@@ -228,8 +228,11 @@ def test_a_lease_deleted_while_the_operator_is_down_comes_back_with_its_holder(
         eventually(lambda: api.status("LeaderElection", name).get("leader") == "pod-a", timeout=30, interval=0.2)
         epoch = api.status("LeaderElection", name)["epoch"]
         operator.stop()
+        first_seen: list[dict[str, Any]] = []
+        watcher = threading.Thread(target=_first_version, args=(api, name, first_seen), daemon=True)
         try:
             api.leases.delete_namespaced_lease(name, api.namespace)
+            watcher.start()
         finally:
             operator.start()
         both: list[float] = []
@@ -239,10 +242,28 @@ def test_a_lease_deleted_while_the_operator_is_down_comes_back_with_its_holder(
                 both.append(time.monotonic())
             time.sleep(0.05)
         assert not both, f"two leaders for {both[-1] - both[0]:.1f} s after the operator restarted"
+        watcher.join(5)
+        # As the operator re-created it: the last known holder and epoch, never holderless
+        # (a holderless Lease is anyone's to take while the holder still believes it leads).
+        assert first_seen and first_seen[0].get("holderIdentity") == "pod-a", first_seen
+        assert first_seen[0].get("leaseTransitions") == epoch
         lease = api.leases.read_namespaced_lease(name, api.namespace)
         assert lease.spec.holder_identity == "pod-a"
         assert lease.spec.lease_transitions == epoch  # the same term, continued
         assert holder.is_leader("pod-a")
+
+
+def _first_version(api: Api, name: str, seen: list[dict[str, Any]]) -> None:
+    """The spec of the first version of Lease ``name`` created from now on (a watch)."""
+    from kubernetes import watch
+
+    stream = watch.Watch()
+    for event in stream.stream(api.leases.list_namespaced_lease, api.namespace,
+                               field_selector=f"metadata.name={name}", timeout_seconds=60):
+        if event["type"] == "ADDED":
+            seen.append(api.leases.api_client.sanitize_for_serialization(event["object"].spec) or {})
+            stream.stop()
+            return
 
 
 # -- a foreign Lease --------------------------------------------------------------------------
@@ -337,6 +358,11 @@ def _member(coordinator: kubecoord.Coordinator, group: str, member_id: str) -> G
     return member
 
 
+class _Unreadable(UnitsProtocol):
+    def metadata(self) -> list[tuple[str, bytes]]:
+        return [("sticky", b"{not json")]
+
+
 @pytest.mark.timeout(180)
 def test_one_member_with_unreadable_metadata_does_not_keep_the_group_unassigned(
     operator: Operator, api: Api, real_kubeconfig: pathlib.Path
@@ -345,10 +371,12 @@ def test_one_member_with_unreadable_metadata_does_not_keep_the_group_unassigned(
     api.create("Group", name, {"leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5, "assignment": {
         "units": 6, "assignor": "sticky", "sessionTimeoutSeconds": 1, "rebalanceTimeoutSeconds": 10}})
     eventually(lambda: api.ready("Group", name), timeout=60, interval=0.3)
-    poison = json.dumps({"t": "units", "p": [["sticky", base64.b64encode(b"{not json").decode()]]})
     with _connect(real_kubeconfig, api.namespace) as first, _connect(real_kubeconfig, api.namespace) as second, \
-            _connect(real_kubeconfig, api.namespace) as bad:
-        bad.group_membership(name).join("bad", data=poison)
+            _connect(real_kubeconfig, api.namespace) as third:
+        # A member that takes part in every generation but whose metadata nobody can read.
+        bad = third.group_coordinator(name, _Unreadable([], assignors=["sticky"]), member_id="bad",
+                                      session_timeout=1.0, rebalance_timeout=10.0)
+        bad.join()
         a, b = _member(first, name, "a"), _member(second, name, "b")
         try:
             def assigned() -> bool:
@@ -363,6 +391,7 @@ def test_one_member_with_unreadable_metadata_does_not_keep_the_group_unassigned(
         finally:
             a.close()
             b.close()
+            bad.close()
     assert operator.text().count("Traceback") == 0
 
 

@@ -53,7 +53,7 @@ from kubecoord.operator.connections import connections
 from kubecoord.operator.controller.workqueue import ShutDown, WorkQueue
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
 from kubecoord.operator.model import BackendSpec
-from kubecoord.wire.crd import KINDS
+from kubecoord.wire.crd import GROUP, KINDS, VERSION
 
 log = logging.getLogger("kubecoord.operator")
 
@@ -67,6 +67,9 @@ RESYNC_SECONDS = 60.0
 """How often every resource's backing objects are checked against the informer cache."""
 REPAIR_SECONDS = 0.5
 """Least time between two repairs of one resource's backing objects."""
+REPAIR_GRACE_SECONDS = 5.0
+"""No repair this soon after the create/update handler wrote the backing objects: the
+watch may not show them yet, and a repair then would cost requests for nothing."""
 RECONCILING_GRACE_SECONDS = 2.0
 """How long a new resource waits for its create handler before "Reconciling" is written
 (normally the handler finishes first and the first status written is Ready)."""
@@ -164,6 +167,8 @@ class StatusController:
         self._gone: dict[Key, dict[str, Any]] = {}
         """Deleted resources' final bodies until their clean-up ran."""
         self._handler_foreign: dict[Key, list[str]] = {}
+        self._ensured_at: dict[Key, float] = {}
+        """When the create/update handler last wrote the backing objects (monotonic)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
 
@@ -190,6 +195,7 @@ class StatusController:
         """The create/update handler wrote the backing objects and client access of
         ``generation``; ``foreign``: same-named objects it found that are not the resource's."""
         self.reconciled[key] = generation
+        self._ensured_at[key] = time.monotonic()
         self._handler_foreign[key] = list(foreign or [])
         entry = self._entries.get(key)
         if entry is not None:
@@ -322,11 +328,15 @@ class StatusController:
         if entry.backend.backend == "kubernetes" and reconciled:
             missing = not self._all_cached(key, entry)
             if missing or entry.foreign:
-                since = time.monotonic() - entry.last_repair
-                if since >= REPAIR_SECONDS:
+                since = time.monotonic() - max(entry.last_repair, self._ensured_at.get(key, float("-inf")))
+                if since < REPAIR_GRACE_SECONDS:
+                    # The create/update handler has just written them: the watch has not
+                    # shown them yet. Look again after the grace, without a request now.
+                    again = REPAIR_GRACE_SECONDS - since
+                elif since >= REPAIR_SECONDS:
                     entry.last_repair = time.monotonic()
                     entry.foreign = await self._repair(key, entry)
-                if missing and not entry.foreign:
+                if missing and not entry.foreign and again is None:
                     again = REPAIR_SECONDS  # until the watch shows the re-created object
         status = self._status(kind, entry, snapshot, reconciled, generation)
         if key not in self.bodies:
@@ -405,6 +415,12 @@ class StatusController:
             return []
         last_state = getattr(entry.coordinator, "last_state", None)
         try:
+            # The garbage collector may see a deletion before our watch does (and delete the
+            # backing objects, which is what made them missing): ask the API whether the
+            # resource still exists, with this uid, before re-creating anything for it.
+            if not await _exists(key, body["metadata"].get("uid")):
+                log.info("not repairing a deleted resource", extra={"resource": f"{key[1]}/{key[2]}"})
+                return entry.foreign
             ensured = await backing.ensure_owned(body, last_state, alive=lambda: key in self.bodies)
         except (kubeapi.ApiException, OSError) as error:
             log.info("drift check failed", extra={"resource": f"{key[1]}/{key[2]}", "error": str(error)[:300]})
@@ -455,6 +471,7 @@ class StatusController:
         entry = self._entries.pop(key, None)
         self.reconciled.pop(key, None)
         self._handler_foreign.pop(key, None)
+        self._ensured_at.pop(key, None)
         self.queue.discard(key)
         if entry is None:
             return
@@ -464,6 +481,20 @@ class StatusController:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+async def _exists(key: Key, uid: str | None) -> bool:
+    """Whether the API still has the resource ``key`` with ``uid`` (one GET)."""
+    plural, namespace, name = key
+    path = f"{kubeapi.collection_path(f'{GROUP}/{VERSION}', plural, namespace)}/{name}"
+    try:
+        current = await kubeapi.acall("GET", path)
+    except kubeapi.ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    metadata = (current or {}).get("metadata") or {}
+    return bool(metadata.get("uid") == uid and not metadata.get("deletionTimestamp"))
 
 
 def _plural(body: dict[str, Any]) -> str | None:
