@@ -93,10 +93,11 @@ class CassandraCoordinator(CoordinatorBase):
         name = validation.check_name(name, "name")
         statements = {
             "leader_election": [
-                "DELETE FROM leader_election WHERE resource = ?", "DELETE FROM leader_epochs WHERE resource = ?"
+                "DELETE FROM {ks}.leader_election WHERE resource = ?",
+                "DELETE FROM {ks}.leader_epochs WHERE resource = ?",
             ],
-            "group": ["DELETE FROM group_members WHERE grp = ?"],
-            "kv": ["DELETE FROM kv_entries WHERE store = ?"],
+            "group": ["DELETE FROM {ks}.group_members WHERE grp = ?"],
+            "kv": ["DELETE FROM {ks}.kv_entries WHERE store = ?"],
         }[primitive]
         for statement in statements:
             self.session.execute(statement, [name])

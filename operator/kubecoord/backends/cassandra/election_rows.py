@@ -11,24 +11,28 @@ Layout (one election = one ``resource``)::
 The holder row says who leads, for seed peers and kubecoord candidates alike: everything
 in it carries a TTL (the seed's default 2 s for the seed's writes; ``session_timeout`` for
 ours), so it vanishes when its holder stops renewing, and a seed peer's ``INSERT ... IF NOT
-EXISTS`` then applies. The fencing epoch cannot live in that row: a cell that never
+EXISTS`` then applies. The fencing epoch cannot live only in that row: a cell that never
 expires would keep the row alive forever and lock every seed peer out. It lives in its own
 partition of ``leader_epochs``, written ``USING TTL 0``, and a kubecoord candidate takes
 over in three steps:
 
-1. reserve epoch E+1 by LWT on the epoch row (``IF epoch = E``, E as read; or ``IF NOT
-   EXISTS`` for the first term) with a fresh token (column ``tenure``: ``token`` is a
-   reserved word in CQL);
-2. ``INSERT`` the holder row ``IF NOT EXISTS`` with that token and epoch, ``USING TTL``;
-3. read the epoch row at SERIAL: if somebody reserved a later epoch meanwhile (a
-   candidate that may have led with it already), delete the row ``IF tenure = ours`` and
-   give up (RecordConflict) — so the epochs of successive kubecoord terms strictly increase.
+1. ``INSERT`` the holder row ``IF NOT EXISTS`` with a fresh token (column ``tenure``:
+   ``token`` is a reserved word in CQL) and no epoch yet, ``USING TTL``;
+2. as the row's holder, bump the epoch row by LWT (``IF epoch = E``, E as read; ``IF NOT
+   EXISTS`` for the first term) to E+1;
+3. write E+1 into the holder row ``IF tenure = ours``; only then does it lead.
+
+Only holders bump the epoch, one holder at a time: a holder bumps while its row lives (its
+renew deadline, counted from before step 1, ends before the row can expire), and the next
+holder's row can only be inserted after that row is gone, so every term's epoch is higher
+than the one before, after expiry too. A row with a tenure and no epoch (steps 1-3 in
+flight, or a candidate that died in between: it expires) reads as held by nobody.
 
 Renewals (``UPDATE ... USING TTL ... IF tenure = ? AND epoch = ?``) and the release
 (``DELETE ... IF tenure = ? AND epoch = ?``) are conditional on the tenure (token, epoch),
 never on the owner name alone. A seed peer's term has no epoch of its own: observers report
-the epoch row's value (the last kubecoord term's) during it. Failed takeovers burn an
-epoch number: epochs increase strictly, not by exactly one.
+the epoch row's value (the last kubecoord term's) during it. Epochs increase strictly
+across kubecoord terms (by one, unless a holder died between steps 2 and 3).
 
 Versions (what the elector compares): our row: its nonce (new on every write); a seed
 peer's row: writetime(owner) (changes on every renewal); no holder row: the epoch row's
@@ -49,20 +53,27 @@ from kubecoord._internal.clock import Clock
 from kubecoord.backends.cassandra.session import Session
 
 _READ_HOLDER = (
-    "SELECT owner, sup_data, tenure, epoch, nonce, writetime(owner) AS written FROM leader_election WHERE resource = ?"
+    "SELECT owner, sup_data, tenure, epoch, nonce, writetime(owner) AS written FROM {ks}.leader_election "
+    "WHERE resource = ?"
 )
-_READ_EPOCH = "SELECT epoch, tenure FROM leader_epochs WHERE resource = ?"
-_FIRST_EPOCH = "INSERT INTO leader_epochs (resource, epoch, tenure) VALUES (?, ?, ?) IF NOT EXISTS USING TTL 0"
-_NEXT_EPOCH = "UPDATE leader_epochs USING TTL 0 SET epoch = ?, tenure = ? WHERE resource = ? IF epoch = ?"
+_READ_EPOCH = "SELECT epoch, tenure FROM {ks}.leader_epochs WHERE resource = ?"
+_FIRST_EPOCH = "INSERT INTO {ks}.leader_epochs (resource, epoch, tenure) VALUES (?, ?, ?) IF NOT EXISTS USING TTL 0"
+_NEXT_EPOCH = "UPDATE {ks}.leader_epochs USING TTL 0 SET epoch = ?, tenure = ? WHERE resource = ? IF epoch = ?"
 _INSERT_HOLDER = (
-    "INSERT INTO leader_election (resource, owner, sup_data, tenure, epoch, nonce) VALUES (?, ?, ?, ?, ?, ?) "
+    "INSERT INTO {ks}.leader_election (resource, owner, sup_data, tenure, nonce) VALUES (?, ?, ?, ?, ?) "
     "IF NOT EXISTS USING TTL ?"
 )
-_RENEW = (
-    "UPDATE leader_election USING TTL ? SET owner = ?, sup_data = ?, nonce = ? WHERE resource = ? "
-    "IF tenure = ? AND epoch = ?"
+_SET_EPOCH = (
+    "UPDATE {ks}.leader_election USING TTL ? SET owner = ?, sup_data = ?, nonce = ?, tenure = ?, epoch = ? "
+    "WHERE resource = ? IF tenure = ?"
 )
-_RELEASE = "DELETE FROM leader_election WHERE resource = ? IF tenure = ? AND epoch = ?"
+# Every cell again, tenure and epoch too: each carries its own TTL, and one left to expire
+# would turn the row into a seed peer's in every reader's eyes.
+_RENEW = (
+    "UPDATE {ks}.leader_election USING TTL ? SET owner = ?, sup_data = ?, nonce = ?, tenure = ?, epoch = ? "
+    "WHERE resource = ? IF tenure = ? AND epoch = ?"
+)
+_RELEASE = "DELETE FROM {ks}.leader_election WHERE resource = ? IF tenure = ? AND epoch = ?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +104,10 @@ class ElectionRows:
         self._observation: Observation | None = None
         self._epoch_seen: int | None = None
         self._tenures: dict[str, Tenure] = {}
+        self._writes = 0
+        """Counts this handle's own writes: a read that began before one of them is older
+        than what that write told us, and must not replace it (a poll racing an acquire
+        would otherwise show the leader somebody else's version, and it would step down)."""
 
     # -- reading ----------------------------------------------------------------------
     def observed(self) -> Observation | None:
@@ -100,27 +115,32 @@ class ElectionRows:
             return self._observation
 
     def refresh(self, timeout: float) -> Observation | None:
-        return self._observe(self._read(serial=True, timeout=timeout))
+        with self._lock:
+            writes = self._writes
+        return self._observe(self._read(serial=True, timeout=timeout), writes)
 
     def poll(self) -> bool:
         """Read both rows (QUORUM); True if the version changed since the last observation."""
         with self._lock:
             before = self._observation.version if self._observation else None
-        after = self._observe(self._read(serial=False, timeout=None))
+            writes = self._writes
+        after = self._observe(self._read(serial=False, timeout=None), writes)
         return (after.version if after else None) != before
 
     def _read(self, *, serial: bool, timeout: float | None) -> Rows:
         holders = self._session.execute(_READ_HOLDER, [self._resource], serial=serial, timeout=timeout)
         holder = holders[0] if holders else None
         if holder is not None and holder.tenure is not None and holder.epoch is not None:
-            return Rows(holder, None, None)  # our row carries its epoch: one read
+            return Rows(holder, None, None)  # a kubecoord holder's row carries its epoch: one read
         epochs = self._session.execute(_READ_EPOCH, [self._resource], serial=serial, timeout=timeout)
         epoch = epochs[0] if epochs else None
         return Rows(holder, epoch.epoch if epoch else None, epoch.tenure if epoch else None)
 
-    def _observe(self, rows: Rows) -> Observation | None:
+    def _observe(self, rows: Rows, writes: int) -> Observation | None:
         record, version = self._record_of(rows)
         with self._lock:
+            if writes != self._writes:
+                return self._observation  # we wrote since this read began: ours is newer
             if rows.epoch is not None:
                 self._epoch_seen = rows.epoch
             elif record is not None and rows.holder is not None and rows.holder.tenure is not None:
@@ -139,6 +159,9 @@ class ElectionRows:
             return self._record("", "", rows.epoch), f"e:{rows.epoch}:{rows.epoch_token}"
         if holder.tenure is not None and holder.epoch is not None:
             return self._record(holder.owner or "", holder.sup_data or "", holder.epoch), f"k:{holder.nonce}"
+        if holder.tenure is not None:
+            # A kubecoord candidate between its insert and its epoch: nobody leads yet.
+            return self._record("", "", rows.epoch or 0), f"a:{holder.nonce}"
         # A seed peer's row: no epoch of its own; the last kubecoord term's stands for it.
         return self._record(holder.owner or "", holder.sup_data or "", rows.epoch or 0), f"s:{holder.written}"
 
@@ -162,46 +185,63 @@ class ElectionRows:
         return self._acquire(record, timeout)
 
     def _acquire(self, record: LeaderRecord, timeout: float) -> Observation:
-        with self._lock:
-            seen = self._epoch_seen
         token = uuid.uuid4()
-        epoch = max(record.transitions, (seen or 0) + 1)
-        # 1. Reserve the epoch.
-        if seen is None:
-            reserved = self._session.cas(
-                _FIRST_EPOCH, [self._resource, epoch, token], resolve=lambda: self._epoch_is(epoch, token),
-                timeout=timeout,
-            )
-        else:
-            reserved = self._session.cas(
-                _NEXT_EPOCH, [epoch, token, self._resource, seen], resolve=lambda: self._epoch_is(epoch, token),
-                timeout=timeout,
-            )
-        if not reserved.applied:
-            if reserved.existing is not None and reserved.existing.get("epoch") is not None:
-                with self._lock:
-                    self._epoch_seen = max(self._epoch_seen or 0, reserved.existing["epoch"])
-            raise RecordConflict("another candidate reserved the next epoch")
-        with self._lock:
-            self._epoch_seen = epoch
-        # 2. Take the holder row if nobody holds it.
+        # 1. Take the holder row if nobody holds it (no epoch yet: it reads as held by nobody).
         nonce = uuid.uuid4()
         inserted = self._session.cas(
-            _INSERT_HOLDER, [self._resource, record.holder, record.data, token, epoch, nonce, self._ttl],
+            _INSERT_HOLDER, [self._resource, record.holder, record.data, token, nonce, self._ttl],
             resolve=lambda: self._holder_nonce_is(nonce), timeout=timeout,
         )
         if not inserted.applied:
             raise RecordConflict("the election is held")
-        # 3. Nobody reserved a later epoch meanwhile (they might have led with it before us).
-        if not self._epoch_is(epoch, token):
-            self._session.cas(_RELEASE, [self._resource, token, epoch], resolve=lambda: True, timeout=timeout)
-            raise RecordConflict("a later epoch was reserved while we took the election")
+        # 2. As its holder, bump the epoch (nobody else may: only holders bump).
+        epoch = self._bump_epoch(record.transitions, token, timeout)
+        # 3. The epoch into our row; from here on we lead.
+        nonce = uuid.uuid4()
+        stamped = self._session.cas(
+            _SET_EPOCH, [self._ttl, record.holder, record.data, nonce, token, epoch, self._resource, token],
+            resolve=lambda: self._holder_nonce_is(nonce), timeout=timeout,
+        )
+        if not stamped.applied:
+            raise RecordConflict("our holder row vanished before it got its epoch")
         return self._written(record, token, epoch, nonce)
+
+    def _bump_epoch(self, wanted: int, token: uuid.UUID, timeout: float) -> int:
+        """Raise the epoch row from what it holds to at least ``wanted`` (the elector's highest
+        epoch seen + 1); the new epoch."""
+        with self._lock:
+            current = self._epoch_seen
+        for _ in range(3):
+            epoch = max(wanted, (current or 0) + 1)
+            if current is None:
+                result = self._session.cas(
+                    _FIRST_EPOCH, [self._resource, epoch, token],
+                    resolve=lambda e=epoch: self._epoch_is(e, token),  # type: ignore[misc]
+                    timeout=timeout,
+                )
+            else:
+                result = self._session.cas(
+                    _NEXT_EPOCH, [epoch, token, self._resource, current],
+                    resolve=lambda e=epoch: self._epoch_is(e, token),  # type: ignore[misc]
+                    timeout=timeout,
+                )
+            if result.applied:
+                with self._lock:
+                    self._epoch_seen = epoch
+                return epoch
+            # Our view of the epoch row was stale: the answer says what it holds.
+            current = (result.existing or {}).get("epoch")
+            if current is None:
+                rows = self._session.execute(_READ_EPOCH, [self._resource], serial=True, timeout=timeout)
+                current = rows[0].epoch if rows else None
+        raise RecordConflict("the epoch row kept changing")
 
     def _renew(self, record: LeaderRecord, tenure: Tenure, timeout: float) -> Observation:
         nonce = uuid.uuid4()
         renewed = self._session.cas(
-            _RENEW, [self._ttl, record.holder, record.data, nonce, self._resource, tenure.token, tenure.epoch],
+            _RENEW,
+            [self._ttl, record.holder, record.data, nonce, tenure.token, tenure.epoch, self._resource, tenure.token,
+             tenure.epoch],
             resolve=lambda: self._holder_nonce_is(nonce), timeout=timeout,
         )
         if not renewed.applied:
@@ -227,6 +267,7 @@ class ElectionRows:
         observation = Observation(record, f"e:{tenure.epoch}:released", self._clock.now())
         with self._lock:
             self._observation = observation
+            self._writes += 1
         return observation
 
     def forget(self, candidate: str) -> None:
@@ -241,6 +282,7 @@ class ElectionRows:
         with self._lock:
             self._tenures[record.holder] = Tenure(token, epoch, version)
             self._observation = observation
+            self._writes += 1
         return observation
 
     # -- resolving unknown outcomes (SERIAL reads) ---------------------------------------

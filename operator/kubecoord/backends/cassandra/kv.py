@@ -53,27 +53,28 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kubecoord.cassandra")
 
-_READ = "SELECT value, version, nonce, incarnation FROM kv_entries WHERE store = ? AND key = ?"
-_READ_KEYS = "SELECT key, value, version FROM kv_entries WHERE store = ? AND key IN ?"
-_READ_INCARNATION = "SELECT incarnation FROM kv_entries WHERE store = ? LIMIT 1"
-_READ_MARKER = "SELECT changed, incarnation FROM kv_entries WHERE store = ? LIMIT 1"
-_ALL_KEYS = "SELECT key FROM kv_entries WHERE store = ?"
-_KEYS_UNDER = "SELECT key FROM kv_entries WHERE store = ? AND key > ? AND key < ?"
+_READ = "SELECT value, version, nonce, incarnation FROM {ks}.kv_entries WHERE store = ? AND key = ?"
+_READ_KEYS = "SELECT key, value, version FROM {ks}.kv_entries WHERE store = ? AND key IN ?"
+_READ_INCARNATION = "SELECT incarnation FROM {ks}.kv_entries WHERE store = ? LIMIT 1"
+_READ_MARKER = "SELECT changed, incarnation FROM {ks}.kv_entries WHERE store = ? LIMIT 1"
+_ALL_KEYS = "SELECT key FROM {ks}.kv_entries WHERE store = ?"
+_KEYS_UNDER = "SELECT key FROM {ks}.kv_entries WHERE store = ? AND key > ? AND key < ?"
 _PUT_NEW_STORE = (
-    "UPDATE kv_entries SET value = ?, version = 1, nonce = ?, changed = ?, incarnation = ? "
+    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, changed = ?, incarnation = ? "
     "WHERE store = ? AND key = ? IF version = null AND incarnation = null"
 )
 _PUT = (
-    "UPDATE kv_entries SET value = ?, version = 1, nonce = ?, changed = ? "
+    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, changed = ? "
     "WHERE store = ? AND key = ? IF version = null AND incarnation = ?"
 )
 _UPDATE = (
-    "UPDATE kv_entries SET value = ?, version = ?, nonce = ?, changed = ? WHERE store = ? AND key = ? IF version = ?"
+    "UPDATE {ks}.kv_entries SET value = ?, version = ?, nonce = ?, changed = ? "
+    "WHERE store = ? AND key = ? IF version = ?"
 )
 _DELETE = (
     "BEGIN BATCH "
-    "DELETE FROM kv_entries WHERE store = ? AND key = ? IF version = ? "
-    "UPDATE kv_entries SET changed = ? WHERE store = ? "
+    "DELETE FROM {ks}.kv_entries WHERE store = ? AND key = ? IF version = ? "
+    "UPDATE {ks}.kv_entries SET changed = ? WHERE store = ? "
     "APPLY BATCH"
 )
 

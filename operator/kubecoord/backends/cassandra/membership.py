@@ -38,14 +38,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("kubecoord.cassandra")
 
 _JOIN = (
-    "INSERT INTO group_members (grp, member, data, session, nonce) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?"
+    "INSERT INTO {ks}.group_members (grp, member, data, session, nonce) VALUES (?, ?, ?, ?, ?) "
+    "IF NOT EXISTS USING TTL ?"
 )
 _HEARTBEAT = (
-    "UPDATE group_members USING TTL ? SET data = ?, nonce = ? WHERE grp = ? AND member = ? IF session = ?"
+    "UPDATE {ks}.group_members USING TTL ? SET data = ?, nonce = ? WHERE grp = ? AND member = ? IF session = ?"
 )
-_LEAVE = "DELETE FROM group_members WHERE grp = ? AND member = ? IF session = ?"
-_READ_ONE = "SELECT session, nonce FROM group_members WHERE grp = ? AND member = ?"
-_READ_ALL = "SELECT member, data FROM group_members WHERE grp = ?"
+_LEAVE = "DELETE FROM {ks}.group_members WHERE grp = ? AND member = ? IF session = ?"
+_READ_ONE = "SELECT session, nonce FROM {ks}.group_members WHERE grp = ? AND member = ?"
+_READ_ALL = "SELECT member, data FROM {ks}.group_members WHERE grp = ?"
 
 
 class CassandraGroup(GroupHandle):

@@ -66,7 +66,6 @@ def ensure(session: Session, options: Options) -> None:
             "cassandra", f"keyspace {ks!r}'s schema version {installed} (this client knows {SCHEMA_VERSION})"
         )
     if installed == SCHEMA_VERSION:
-        session.session.set_keyspace(ks)
         return
     if not options.create_schema:
         raise CoordinationError(f"cassandra backend: keyspace {ks!r} has no kubecoord schema and create_schema=False")
@@ -90,4 +89,3 @@ def ensure(session: Session, options: Options) -> None:
         f"INSERT INTO {ks}.kubecoord_schema (component, version) VALUES ('kubecoord', {SCHEMA_VERSION})",
         prepared=False, timeout=30,
     )
-    session.session.set_keyspace(ks)

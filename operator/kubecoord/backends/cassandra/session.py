@@ -81,7 +81,9 @@ class Session:
             statement = self._prepared.get(query)
         if statement is None:
             with translating():
-                statement = self.session.prepare(query)
+                # Tables qualified with the keyspace ({ks}), not a session-wide USE: the server
+                # warns about USE with prepared statements.
+                statement = self.session.prepare(query.format(ks=self.keyspace))
             with self._lock:
                 self._prepared[query] = statement
         return statement
