@@ -39,35 +39,59 @@ class Peer:
         self.process.wait(30)
 
     def events(self) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        found = []
-        for line in self.log.read_text().splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # a last line still being written
-            if "at" not in event and "ts" in event:
-                event["at"] = dt.datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
-            found.append(event)
-        return found
+        return read_events(self.log)
 
     def intervals(self) -> list[tuple[float, float, int | None, str]]:
         """(start, end, epoch, id) of every leadership this process believed it held; one still
         running ends when the process was stopped (or never, if it runs on)."""
-        found: list[tuple[float, float, int | None, str]] = []
-        start: tuple[float, int | None] | None = None
-        for event in self.events():
-            if event.get("primitive", "leader_election") != "leader_election":
-                continue
-            if event["event"] == "acquired":
-                start = (event["at"], event.get("epoch"))
-            elif event["event"] in ("lost", "resigned") and start is not None:
-                found.append((start[0], event["at"], start[1], self.id))
-                start = None
-        if start is not None:
-            found.append((start[0], self.stopped_at or float("inf"), start[1], self.id))
-        return found
+        return intervals_in(self.events(), self.id, self.stopped_at)
+
+
+def read_events(log: Path) -> list[dict[str, Any]]:
+    """A JSON Lines log; "at" = each event's wall-clock time (from "ts" for kubecoord's)."""
+    if not log.exists():
+        return []
+    found = []
+    for line in log.read_text().splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a last line still being written
+        if "at" not in event and "ts" in event:
+            event["at"] = dt.datetime.fromisoformat(event["ts"].replace("Z", "+00:00")).timestamp()
+        found.append(event)
+    return found
+
+
+def intervals_in(
+    events: list[dict[str, Any]], who: str, stopped_at: float | None = None, *, member: str | None = None
+) -> list[tuple[float, float, int | None, str]]:
+    """(start, end, epoch, who) of the leaderships an event log shows (of ``member`` only, if given).
+
+    A leadership ends at its ``lost`` event, or earlier, at the ``valid_until`` of its last
+    acquire or renewal: is_leader() turned False then, and a candidate blocked in a request
+    (a held connection) logs ``lost`` only once that request returns."""
+    found: list[tuple[float, float, int | None, str]] = []
+    start: tuple[float, int | None] | None = None
+    valid_until = float("inf")
+    for event in events:
+        if member is not None and event.get("member") != member:
+            continue
+        if event.get("primitive", "leader_election") != "leader_election":
+            continue
+        if event["event"] in ("acquired", "renewed") and event.get("valid_until"):
+            valid_until = dt.datetime.fromisoformat(event["valid_until"].replace("Z", "+00:00")).timestamp()
+        if event["event"] == "acquired":
+            start = (event["at"], event.get("epoch"))
+        elif event["event"] == "lost" and start is not None:
+            found.append((start[0], min(event["at"], valid_until), start[1], who))
+            start = None
+        elif event["event"] == "resigned" and start is not None:
+            found.append((start[0], event["at"], start[1], who))
+            start = None
+    if start is not None:
+        found.append((start[0], stopped_at or float("inf"), start[1], who))
+    return found
 
 
 def _spawn(args: list[str], peer_id: str, kind: str, log: Path, logs: Path) -> Peer:
@@ -100,7 +124,13 @@ def spawn_seed(host: str, keyspace: str, service: str, peer_id: str, logs: Path)
 
 def assert_no_overlap(peers: list[Peer]) -> list[tuple[float, float, int | None, str]]:
     """No two believed leaderships overlap; kubecoord epochs strictly increase. Returns them in order."""
-    intervals = sorted(interval for peer in peers for interval in peer.intervals())
+    return assert_intervals_apart([interval for peer in peers for interval in peer.intervals()])
+
+
+def assert_intervals_apart(
+    found: list[tuple[float, float, int | None, str]],
+) -> list[tuple[float, float, int | None, str]]:
+    intervals = sorted(found)
     for (_, end, _, who), (start, _, _, next_who) in itertools.pairwise(intervals):
         assert end < start, f"{next_who} led from {start:.3f} while {who} led until {end:.3f}: {intervals}"
     epochs = [epoch for _, _, epoch, _ in intervals if epoch is not None]
