@@ -2,13 +2,22 @@
 shipped apart from the library (``pip install kubecoord`` installs none of it), as kopf
 ships its API mock as kmock.
 
-Packages:
-
+- ``servers``: real servers on 127.0.0.1 that a test starts and the context manager
+  reaps: ZooKeeper (``zookeeper``), etcd + kube-apiserver (``kubernetes``), Cassandra
+  (``cassandra``), a Spark standalone cluster (``spark``).
+- ``emulator``: an in-process Kubernetes API server (``ApiEmulator``).
 - ``faults``: a TCP proxy on 127.0.0.1 that delays, holds, drops and cuts the traffic
   between clients and a server (``FaultProxy`` on asyncio, ``ThreadedFaultProxy``).
+- ``history_generator``: synthetic coordination event logs with known answers.
+- ``soak``: many client processes under a seeded fault schedule, judged by the pipeline.
+- ``demos``: what ``make demo`` runs.
+- ``pytest_plugin``: the servers as fixtures (entry point ``pytest11``).
+- ``cli``: the ``kubecoord-testkit`` command (soak, demo, emulator, generate-history).
+- ``processes``, ``checkout``: stopping child processes; finding the repository's crds/.
 
 What belongs here: servers and fault injectors a test starts, generators of test input,
 the soak and the demos. What does not: anything an application needs at run time, and
 the few helpers users import in their own unit tests (``kubecoord.testing``: ManualClock,
-crash()). The testkit uses kubecoord's public modules only, never ``kubecoord._internal``.
+crash()). The testkit uses kubecoord's public modules only, never ``kubecoord._internal``
+or ``_core`` (import-linter checks it), and kubecoord never imports the testkit.
 """
