@@ -134,6 +134,7 @@ def test_crashed_holders_lock_returns_after_expiry(harness: Harness, name: str) 
     result: list[bool] = []
     thread = threading.Thread(target=lambda: result.append(waiter.acquire(timeout=60)))
     thread.start()
+    time.sleep(0.5)  # the waiter is queued (memory's manual clock: it must observe the record before time jumps)
     harness.expire()
     thread.join(60)
     assert result == [True]
@@ -197,6 +198,7 @@ def test_semaphore_slots_holders_and_crash(harness: Harness, name: str) -> None:
     result: list[bool] = []
     thread = threading.Thread(target=lambda: result.append(third.acquire(timeout=60)))
     thread.start()
+    time.sleep(0.5)  # the waiter is queued (memory's manual clock: it must observe the record before time jumps)
     harness.expire()
     thread.join(60)
     assert result == [True]

@@ -30,9 +30,9 @@ def main() -> None:
     sys.stdout.write(json.dumps({"t": time.time(), "id": ident, "ready": True}) + "\n")
     sys.stdout.flush()
     while not stopping.is_set():
-        # Blocking (SIGTERM cancels): repeated short timeouts would each start a fresh
-        # observation of a crashed holder's Lease and never see it expire (see the report).
-        if not lock.acquire(cancel=stopping):
+        # Short timeouts, retried: the lock's observer keeps the coordinator's view of a
+        # crashed holder's Lease, so it still expires for the retries.
+        if not lock.acquire(timeout=1):
             continue
         token = lock.token
         for _ in range(10):

@@ -85,6 +85,11 @@ class ElectionLock(Lock):
         self._lost = False
         self._changes = 0
         self._closed = False
+        self._observer: LeaderElection | None = None
+        """Opened at the first acquire() and kept until close(): it keeps the coordinator's
+        watch of the record (and so when it saw the current version) alive between
+        attempts. Without it, each attempt's fresh handle would start a fresh observation
+        and a waiter retrying short timeouts would never see a crashed holder expire."""
 
     # -- the interface ------------------------------------------------------------------
     def acquire(
@@ -152,8 +157,10 @@ class ElectionLock(Lock):
                 self.release()
         with self._state:
             election, self._election, self._token = self._election, None, None
-        if election is not None:
-            election.close()
+            observer, self._observer = self._observer, None
+        for handle in (election, observer):
+            if handle is not None:
+                handle.close()
 
     # -- acquiring ----------------------------------------------------------------------
     def _acquire(self, deadline: float | None, blocking: bool, cancel: threading.Event | None) -> bool:
@@ -165,6 +172,9 @@ class ElectionLock(Lock):
             stale, self._election = self._election, None
         if stale is not None:
             stale.close()  # a hold that ended (lost): withdraw its candidacy for good
+        if self._observer is None:
+            self._observer = self._coordinator.leader_election(self._record_name)
+            self._observer.add_listener(_ignore)
         election = self._coordinator.leader_election(self._record_name)
         watcher = _Watcher(self, cancel)
         election.add_listener(self._on_leader)
@@ -260,6 +270,10 @@ class _Watcher:
         with self._lock._state:
             if self._lock._changes == seen and not self._lock._closed:
                 self._lock._state.wait(limit)
+
+
+def _ignore(leader: str | None) -> None:
+    """The observer's listener: a listener is what keeps a handle watching."""
 
 
 def _close_quietly(election: LeaderElection) -> None:
