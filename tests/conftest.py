@@ -12,6 +12,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.zookeeper",
     "tests.fixtures.cassandra",
     "tests.fixtures.spark",
+    "tests.fixtures.whole_cluster",
 ]
 
 

@@ -2,13 +2,17 @@
 
     POD_NAME=$(hostname) APP_ELECTION=billing python app.py     # kubernetes:// = the pod's namespace
 
+APP_ELECTION names the LeaderElection, APP_STORE the KVStore (default: the election's
+name); both must exist in the namespace, with this pod's ServiceAccount in spec.clients.
+
 - Identity: POD_NAME (the downward API in deployment.yaml) is the candidate id, so the
   LeaderElection's status and the Lease name the pod that leads.
 - Rights: the pod's serviceAccountName is listed in spec.clients of the LeaderElection and
   of the KVStore; the operator turns that into a Role and RoleBinding. Until they exist
-  the app gets PermissionDeniedError: it logs one clear line ("waiting for permission")
-  and retries with backoff (1 s doubling to 30 s), never crashes; the kubelet has nothing
-  to restart.
+  the app gets PermissionDeniedError: it logs one clear line ("waiting_for_permission",
+  naming the resource, and saying that either it does not exist or the ServiceAccount
+  is not in its spec.clients: RBAC answers the same 403 to both) and retries with
+  backoff (1 s doubling to 30 s), never crashes; the kubelet has nothing to restart.
 - SIGTERM (a rollout, a drain): the app stops working, then close() releases the Lease,
   so a standby replica takes over at once instead of after the lease duration.
 - Fencing: the leader's epoch rises on every change of leader. Every result goes to the
@@ -50,7 +54,8 @@ def until_permitted(what: str, action: Callable[[], T]) -> T:
             return action()
         except PermissionDeniedError as error:
             log("waiting_for_permission", action=what, retry_in=delay,
-                hint="is this pod's ServiceAccount in spec.clients of the resource?", error=str(error)[:300])
+                hint=f"{what.split(' ', 1)[-1]} must exist in this namespace with this pod's ServiceAccount "
+                "in its spec.clients", error=str(error)[:600])
             if stopping.wait(delay):
                 raise SystemExit(0) from None
             delay = min(delay * 2, 30.0)
@@ -83,10 +88,11 @@ def write_fenced(store: kubecoord.Storage, epoch: int, result: str) -> None:
 def main() -> int:
     me = os.environ.get("POD_NAME") or f"{os.uname().nodename}-{os.getpid()}"
     name = os.environ.get("APP_ELECTION", "billing")
+    store_name = os.environ.get("APP_STORE", name)
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
     with kubecoord.connect(os.environ.get("KUBECOORD_URL", "kubernetes://")) as coordinator:
-        election = until_permitted("bind LeaderElection", lambda: coordinator.leader_election(name))
-        store = until_permitted("bind KVStore", lambda: coordinator.storage(name))
+        election = until_permitted(f"bind LeaderElection {name}", lambda: coordinator.leader_election(name))
+        store = until_permitted(f"bind KVStore {store_name}", lambda: coordinator.storage(store_name))
         until_permitted("nominate", lambda: election.nominate(me))
         log("candidate", id=me)
         runs = 0

@@ -39,8 +39,9 @@ from kubernetes import client as k8s
 
 from kubecoord._core.lease.timings import Timings
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
+from kubecoord.errors import PermissionDeniedError
 from kubecoord.resources import BackendSpec, election_timing_overrides, member_timings, parse_quantity
-from kubecoord.wire.crd import GROUP, VERSION
+from kubecoord.wire.crd import GROUP, KINDS, VERSION
 
 log = logging.getLogger("kubecoord.kubernetes.binding")
 
@@ -104,7 +105,17 @@ def lookup(client: KubeClient, resource: Resource, name: str) -> Binding | None:
     if not client.served(GROUP, VERSION):
         log.debug("no binding: kubecoord.dev not served", extra={"resource": resource.plural, "object": name})
         return None
-    obj = client.get(resource, name)
+    try:
+        obj = client.get(resource, name)
+    except PermissionDeniedError as error:
+        # RBAC answers 403 both for a resource that exists without this identity in its
+        # spec.clients and for one that does not exist at all (no Role is made for it): say both.
+        kind = KINDS.get(resource.plural, resource.plural)
+        raise PermissionDeniedError(
+            f"{error}. Either {kind} {name!r} does not exist in namespace {client.namespace!r} (kubectl get "
+            f"{resource.plural} {name} -n {client.namespace}), or this identity is not in its spec.clients "
+            "(the operator grants access to the ServiceAccounts listed there)"
+        ) from None
     if obj is None:
         log.debug("no binding", extra={"resource": resource.plural, "object": name})
         return None
