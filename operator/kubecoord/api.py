@@ -387,6 +387,19 @@ class Storage(_Closeable):
         """The key's value and version, or None if absent."""
 
     @abc.abstractmethod
+    def fetch_confirmed(self, key: str, *, max_age: float) -> tuple[Versioned | None, float]:
+        """The key's value and version as the server itself vouched for them at most
+        ``max_age`` seconds ago, with the time.monotonic() moment of that evidence.
+
+        A backend that reads from a cache (Kubernetes' watches) answers from it only while
+        its watch heard from the server within ``max_age`` (an event or a bookmark), else it
+        asks the server; the others always ask the server (the moment is the request's
+        start). Raises BackendUnavailableError when the server cannot vouch: a client cut
+        off from its server never mistakes its cache for the present. The group
+        coordinator's members confirm their session with it.
+        """
+
+    @abc.abstractmethod
     def put(self, key: str, data: str) -> int:
         """Create ``key``; returns its version (1). Raises KeyExistsError if present."""
 

@@ -19,6 +19,7 @@ Rules:
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 
@@ -124,6 +125,13 @@ def check_epoch(epoch: object) -> int | None:
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
         raise InvalidArgumentError(f"fencing_epoch must be None or an int >= 0, got {epoch!r}")
     return epoch
+
+
+def check_seconds(value: object, what: str) -> float:
+    """A positive, finite number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise InvalidArgumentError(f"{what} must be a positive number of seconds, got {value!r}")
+    return float(value)
 
 
 def parent_of(key: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -171,3 +172,22 @@ def test_a_store_deleted_behind_its_clients_backs_starts_again_empty(harness: Ha
     eventually(lambda: other.fetch_versioned("a").result() == Versioned("again", 1), timeout=harness.settle)
     assert other.update("a", "then", expected_version=1) == 2
     assert other.fetch("ns/b").result() is None
+
+
+@pytest.mark.parametrize("max_age", [0, -1.0, float("nan"), "1", True])
+def test_fetch_confirmed_rejects_a_bad_max_age(harness: Harness, name: str, max_age: object) -> None:
+    with pytest.raises(InvalidArgumentError):
+        harness.connect().storage(name).fetch_confirmed("k", max_age=max_age)  # type: ignore[arg-type]
+
+
+def test_fetch_confirmed_answers_what_the_server_vouched_for_and_when(harness: Harness, name: str) -> None:
+    writer, reader = harness.connect().storage(name), harness.connect().storage(name)
+    before = time.monotonic()
+    assert reader.fetch_confirmed("k", max_age=5.0) == (None, pytest.approx(before, abs=5.0))
+    writer.put("k", "v1")
+    writer.update("k", "v2")
+    eventually(lambda: reader.fetch_versioned("k").result() == Versioned("v2", 2), harness.settle)
+    asked = time.monotonic()
+    versioned, confirmed_at = reader.fetch_confirmed("k", max_age=5.0)
+    assert versioned == Versioned("v2", 2)
+    assert asked - 5.0 <= confirmed_at <= time.monotonic()

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import pathlib
+import threading
+import time
 import uuid
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 
 import kubecoord
@@ -18,6 +21,7 @@ from kubecoord import BackendUnavailableError, Coordinator
 from kubecoord.api import GroupCoordinatorHandle
 from kubecoord.group_coordinator import UnitsProtocol, decode_units
 from kubecoord.wire import object_names
+from kubecoord_testkit.faults import ThreadedFaultProxy
 from tests.helpers import eventually
 
 from .clusters import Cluster
@@ -109,3 +113,64 @@ def test_a_join_whose_nomination_fails_is_undone(connect: Connect, name: str, mo
     monkeypatch.undo()
     a.join()
     eventually(lambda: a.is_stable(), 30)
+
+
+def test_a_member_cut_off_from_the_server_stops_confirming_before_its_units_move(
+    cluster: Cluster, tmp_path: pathlib.Path
+) -> None:
+    """Its connection held (no error, no reset: silence), a member's watch cache still looks
+    current, and with member Leases of 15 s its own membership still counts it in; a
+    rebalance meanwhile (c joins) excludes it after rebalance_timeout and hands its units
+    on. It must fail ensure_generation() before another member is given its units."""
+    group = f"held-{uuid.uuid4().hex[:8]}"
+    document = yaml.safe_load(cluster.admin_kubeconfig.read_text())
+    scheme, _, address = document["clusters"][0]["cluster"]["server"].partition("://")
+    host, _, port = address.rstrip("/").rpartition(":")
+    got: dict[str, float] = {}  # unit -> when another member was given it
+    lock = threading.Lock()
+
+    def assigned(units: list[str]) -> None:
+        with lock:
+            for unit in units:
+                got.setdefault(unit, time.monotonic())
+
+    options: dict[str, Any] = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0,
+                               "request_timeout": 1.0}
+    admin = str(cluster.admin_kubeconfig)
+    with ThreadedFaultProxy((host, int(port))) as proxy:
+        document["clusters"][0]["cluster"]["server"] = f"{scheme}://{proxy.address}"
+        held_config = tmp_path / "held.kubeconfig"
+        held_config.write_text(yaml.safe_dump(document))
+        with kubecoord.connect(cluster.url, kubeconfig=admin, **options) as first, \
+                kubecoord.connect(cluster.url, kubeconfig=str(held_config), **options) as second, \
+                kubecoord.connect(cluster.url, kubeconfig=admin, **options) as third:
+            b = first.group_coordinator(group, UnitsProtocol(UNITS, on_assigned=assigned), member_id="b", **SESSION)
+            b.join()  # first: b leads the group
+            eventually(lambda: b.is_stable(), 30)
+            a = second.group_coordinator(group, UnitsProtocol(UNITS), member_id="a", **SESSION)
+            a.join()
+            eventually(lambda: a.is_stable() and b.is_stable() and len(_units(a)) == 2, 30)
+            with lock:
+                got.clear()
+            held = set(_units(a))
+            proxy.hold()  # a's requests and watch events stall
+            c = third.group_coordinator(group, UnitsProtocol(UNITS, on_assigned=assigned), member_id="c", **SESSION)
+            c.join()
+            last_confirmed = time.monotonic()
+            deadline = time.monotonic() + 60
+            watch_until = deadline
+            while time.monotonic() < min(deadline, watch_until):
+                try:
+                    a.ensure_generation(a.generation)
+                    last_confirmed = time.monotonic()
+                except kubecoord.CoordinationError:
+                    pass
+                with lock:
+                    if held <= set(got) and watch_until == deadline:
+                        watch_until = time.monotonic() + 2 * SESSION["session_timeout"]  # and a while after
+                time.sleep(0.01)
+            assert held <= set(got), "a's units were never handed on"
+            handed_on = min(got[unit] for unit in held)
+            # a stopped counting itself in its generation before anyone was given its units.
+            assert last_confirmed < handed_on, f"a confirmed {last_confirmed - handed_on:.2f} s after its units moved"
+            proxy.release()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import abc
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -224,6 +225,12 @@ class StorageHandle(Handle, Storage):
         self._check_open()
         return self._fetch_versioned(key)
 
+    def fetch_confirmed(self, key: str, *, max_age: float) -> tuple[Versioned | None, float]:
+        validation.check_key(key)
+        validation.check_seconds(max_age, "max_age")
+        self._check_open()
+        return self._fetch_confirmed(key, max_age)
+
     def put(self, key: str, data: str) -> int:
         validation.check_key(key)
         validation.check_value(data, max_bytes=self.max_value_bytes)
@@ -263,6 +270,12 @@ class StorageHandle(Handle, Storage):
 
         versioned.add_done_callback(done)
         return value
+
+    def _fetch_confirmed(self, key: str, max_age: float) -> tuple[Versioned | None, float]:
+        """By default a read of the server: its evidence is the moment it was sent. A backend
+        that serves reads from a cache overrides this."""
+        sent = time.monotonic()
+        return self._fetch_versioned(key).result(), sent
 
     @abc.abstractmethod
     def _fetch_versioned(self, key: str) -> Future[Versioned | None]: ...

@@ -18,14 +18,15 @@ What it uses of the coordinator it was made from (so it runs on every backend):
   (kubecoord.group_coordinator.record), written only by compare-and-set; a member joins a
   generation by adding itself to ``joined`` with its fresh metadata (following.py);
 - a value listener on that key, and polling every session_timeout/4, which is also how
-  a member confirms its session: ensure_generation() fails once no read of the record
-  succeeded for ``session_timeout``.
+  a member confirms its session: ensure_generation() fails once the server has not
+  vouched for the member's read of the record for ``session_timeout``
+  (Storage.fetch_confirmed: a watch event or bookmark, or a fresh read — never a cache
+  that a held connection keeps looking current).
 
 This module is the handle: its lifecycle (join, leave, close), its public reads of the
 member's view (view.py) and the step its worker thread (worker.py) runs on every wake.
 All callbacks and all writes happen on that one thread per member; listeners only wake
-it. Not guaranteed: on Kubernetes reads come from the store's watch cache, so "confirmed"
-means the watch was delivering (bookmarks keep it honest) rather than a fresh quorum read.
+it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import contextlib
 import logging
 import os
 import socket
-import time
 import uuid
 from typing import Any
 
@@ -281,8 +281,9 @@ class GroupMember(GroupCoordinatorHandle):
             with self._lock:
                 if not self._joined:
                     return
-            read_at = time.monotonic()
-            versioned = self._store.fetch_versioned(STATE_KEY).result()
+            # The server's word, not a cache's: a member cut off from its server must stop
+            # counting itself confirmed before the leader fences it (session_timeout).
+            versioned, read_at = self._store.fetch_confirmed(STATE_KEY, max_age=self.session_timeout / 2)
             state = decode_state(versioned.value) if versioned is not None else None
             self._view.observe(state, read_at)
             wrote = False

@@ -37,7 +37,7 @@ class MemberView:
         with self.lock:
             if state is None or self.latest is None or state.generation >= self.latest.generation:
                 self.latest = state
-            self.confirmed_at = read_at
+            self.confirmed_at = max(self.confirmed_at, read_at)
             self.lock.notify_all()
 
     def stable(self) -> bool:

@@ -212,6 +212,27 @@ class KubeStorage(_StoreHandle, StorageHandle):
         index = shard_of(key, shards)
         return entries_of(self._informer(index).get(object_names.store_shard_name(self.name, index))).get(key)
 
+    def _fetch_confirmed(self, key: str, max_age: float) -> tuple[Versioned | None, float]:
+        """From the shard's watch cache while its watch heard from the server within
+        ``max_age`` (an event or a bookmark), else from a GET of the shard (and of shard 0
+        when the layout may have changed): a watch held open by a partition keeps the cache
+        looking current forever and must never count as the server's word."""
+        shards = self._layout()
+        index = shard_of(key, shards) if shards is not None else 0
+        informer = self._informer(index)
+        if shards is not None and time.monotonic() - informer.confirmed_at <= max_age:
+            evidence = informer.confirmed_at
+            entry = self._read(key)
+            return (entry.versioned if entry is not None else None), evidence
+        sent = time.monotonic()
+        self._informer(0).refresh(object_names.store_shard_name(self.name, 0))  # the layout, and maybe the key
+        shards = self._layout()
+        index = shard_of(key, shards) if shards is not None else 0
+        if index != 0:
+            self._informer(index).refresh(object_names.store_shard_name(self.name, index))
+        entry = self._read(key)
+        return (entry.versioned if entry is not None else None), sent
+
     def _children(self, namespace: str) -> set[str]:
         return children_of(self._entries(), namespace)
 

@@ -83,6 +83,11 @@ class Reflector:
         self._thread: threading.Thread | None = None
         self._stream: Any = None
         self._heard_at = 0.0  # time.monotonic() of the stream's last event (or its opening)
+        self.confirmed_at = float("-inf")
+        """time.monotonic() of the latest evidence from the server itself that the cache is
+        current: the start of the last successful list, or the receipt of the last watch
+        event or bookmark (every earlier event was delivered before it). The opening of a
+        watch is not evidence: events the server had queued may still be on their way."""
         self._gap: float | None = None  # smoothed seconds between the stream's events
         self.relists = 0
         self.silent_restarts = 0
@@ -119,10 +124,12 @@ class Reflector:
             thread.join(STOP_JOIN_TIMEOUT)
 
     def relist(self) -> None:
+        requested = time.monotonic()
         items, version = self._client.list(
             self._resource, label_selector=self._label_selector, field_selector=self._field_selector
         )
         self._cache.replace({object_name(obj): obj for obj in items if self._wanted(obj)}, version)
+        self.confirmed_at = max(self.confirmed_at, requested)
         self.relists += 1
         self._on_change()
 
@@ -180,6 +187,7 @@ class Reflector:
                 self._heard()
                 obj = event.get("object") or {}
                 self._cache.watched(event.get("type"), obj, selected=self._wanted(obj))
+                self.confirmed_at = self._heard_at
                 self._on_change()
         finally:
             self._stream = None

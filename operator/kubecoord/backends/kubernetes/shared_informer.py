@@ -77,6 +77,11 @@ class Informer:
     def silent_restarts(self) -> int:
         return self._reflector.silent_restarts
 
+    @property
+    def confirmed_at(self) -> float:
+        """time.monotonic() from which the server vouched for the whole cache (reflector.py)."""
+        return self._reflector.confirmed_at
+
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
         """List synchronously (raising translated errors), then watch on a thread. Idempotent."""
