@@ -387,8 +387,6 @@ class RegistryHandle(Handle, ListenerRegistry):
         """The last listener of ``namespace`` went."""
 
 
-H = TypeVar("H", bound=Handle)
-
 
 class CoordinatorBase(Coordinator):
     """Name validation, handle tracking and the open check of a coordinator; the backend

@@ -9,7 +9,8 @@
 - ``elector``: one candidate's acquire/renew state machine over a RecordStore, with the
   backend's name and metrics passed in.
 - ``timings``: lease_duration > renew_deadline > 1.2 x retry_period, checked at construction.
-- ``loop``: the background thread that calls a step again after the delay it returns.
+- ``loop``: Loop, which calls a step again after the delay it returns, on a scheduler the
+  whole process shares (a few worker threads, not a thread per elector).
 """
 
 from kubecoord._core.lease.elector import Elector

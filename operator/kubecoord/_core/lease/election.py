@@ -1,7 +1,8 @@
 """The LeaderElection handle over the lease core, shared by kubernetes:// and memory://.
 
 Each nominated candidate runs an Elector over a record store the backend supplies
-(``_store``), on a Loop of its own (``_threaded``) or stepped by the backend. The backend
+(``_store``), on a Loop of its own (``_threaded``: the process's shared scheduler steps
+it) or stepped by the backend. The backend
 also supplies this handle's own view of the record (``_view``) and calls ``_changed()``
 when its watch delivers a new version.
 
@@ -37,7 +38,7 @@ _MAX_IMMEDIATE_STEPS = 3
 
 
 class Candidate:
-    """One nominated candidate: its elector, its store, its loop (if it has a thread) and
+    """One nominated candidate: its elector, its store, its Loop (if the shared scheduler steps it) and
     when it is next due (what a backend that steps electors itself reads)."""
 
     def __init__(self, elector: Elector, store: RecordStore, timings: Timings, clock: Clock) -> None:
@@ -121,7 +122,7 @@ class LeaseElection(ElectionHandle):
         """Deliver ``leader`` to the listeners (the coordinator's dispatcher)."""
 
     def _threaded(self) -> bool:
-        """Whether each candidate gets a Loop thread (else the backend steps them)."""
+        """Whether each candidate gets a Loop on the shared scheduler (else the backend steps them)."""
         return True
 
     def _check_store(self, store: RecordStore) -> None:

@@ -66,7 +66,7 @@ from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.backends.kubernetes import config as cluster_config
 from kubecoord.backends.kubernetes.client import KubeClient
-from kubecoord.backends.kubernetes.context import Context
+from kubecoord.backends.kubernetes.context import KubernetesContext
 from kubecoord.backends.kubernetes.coordinator import KubernetesCoordinator
 from kubecoord.backends.kubernetes.informers import InformerPool, check_scope
 from kubecoord.backends.kubernetes.kv import DEFAULT_MAX_VALUE_BYTES, MAX_STORE_BYTES
@@ -111,7 +111,7 @@ def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -
         )
     cluster = cluster_config.load(url.location, kubeconfig=kubeconfig, context=context_name)
     client = KubeClient(k8s.ApiClient(cluster.configuration), cluster.namespace, request_timeout=float(request_timeout))
-    context = Context(
+    context = KubernetesContext(
         client=client,
         informers=InformerPool(client, clock, scope=watch_scope),
         clock=clock,

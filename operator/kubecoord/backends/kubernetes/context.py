@@ -18,7 +18,7 @@ from kubecoord.history import EventLog
 
 
 @dataclass(eq=False)
-class Context:
+class KubernetesContext:
     client: KubeClient
     informers: InformerPool
     clock: Clock
@@ -45,7 +45,7 @@ class Context:
 class HandleBase(Handle):
     """The core's handle scaffolding with this coordinator's context as the owner."""
 
-    def __init__(self, context: Context, name: str) -> None:
+    def __init__(self, context: KubernetesContext, name: str) -> None:
         super().__init__(context, name, context.events)
         self._context = context
 
@@ -59,9 +59,9 @@ class Watching:
     """
 
     _resource: Resource
-    _context: Context
+    _context: KubernetesContext
 
-    def _init_watching(self, context: Context) -> None:
+    def _init_watching(self, context: KubernetesContext) -> None:
         self._context = context
         self._start_lock = threading.Lock()
         self._informer: Informer | None = None
@@ -103,6 +103,6 @@ class Watching:
 class WatchingHandle(HandleBase, Watching):
     """A handle fed by one of the coordinator's shared informers, started on first use."""
 
-    def __init__(self, context: Context, name: str) -> None:
+    def __init__(self, context: KubernetesContext, name: str) -> None:
         super().__init__(context, name)
         self._init_watching(context)

@@ -9,7 +9,7 @@ from typing import Any
 from kubecoord._core.handles import CoordinatorBase
 from kubecoord.api import Coordinator, GroupMembership, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.kubernetes import binding
-from kubecoord.backends.kubernetes.context import Context
+from kubecoord.backends.kubernetes.context import KubernetesContext
 from kubecoord.backends.kubernetes.kv import KubeListenerRegistry, KubeStorage
 from kubecoord.backends.kubernetes.leader import KubeLeaderElection
 from kubecoord.backends.kubernetes.membership import KubeGroupMembership
@@ -23,7 +23,7 @@ class KubernetesCoordinator(CoordinatorBase):
 
     backend = "kubernetes"
 
-    def __init__(self, context: Context) -> None:
+    def __init__(self, context: KubernetesContext) -> None:
         super().__init__(handle_owner=context)
         self._context = context
         self._delegates: dict[str, Coordinator] = {}

@@ -52,7 +52,7 @@ from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Versioned
 from kubecoord.backends.kubernetes.cache import Change, Observed
 from kubecoord.backends.kubernetes.client import CONFIGMAPS, AlreadyExists, Conflict, NotFound
-from kubecoord.backends.kubernetes.context import Context, HandleBase
+from kubecoord.backends.kubernetes.context import HandleBase, KubernetesContext
 from kubecoord.backends.kubernetes.keys import Entry, data_size, dump_entry, encode_key, load_entries, stored_size
 from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import (
@@ -95,7 +95,7 @@ def _done(value: T) -> Future[T]:
 class _StoreHandle(HandleBase):
     """A handle on the store's shards, each fed by a shared informer on that ConfigMap."""
 
-    def __init__(self, context: Context, name: str, *, shards: int | None = None) -> None:
+    def __init__(self, context: KubernetesContext, name: str, *, shards: int | None = None) -> None:
         super().__init__(context, name)
         self.name = name
         self._create_shards = shards or context.kv_shards
@@ -190,7 +190,7 @@ class _StoreHandle(HandleBase):
 
 class KubeStorage(_StoreHandle, StorageHandle):
 
-    def __init__(self, context: Context, name: str, *, size_limit: int | None = None) -> None:
+    def __init__(self, context: KubernetesContext, name: str, *, size_limit: int | None = None) -> None:
         super().__init__(context, name, shards=shard_count_for(size_limit) if size_limit else None)
         self.max_value_bytes = context.max_value_bytes
         self._size_limit = size_limit
@@ -407,7 +407,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
 
 
 class KubeListenerRegistry(_StoreHandle, RegistryHandle):
-    def __init__(self, context: Context, name: str) -> None:
+    def __init__(self, context: KubernetesContext, name: str) -> None:
         super().__init__(context, name)
         self._lock = threading.Lock()
 

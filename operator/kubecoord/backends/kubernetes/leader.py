@@ -1,11 +1,12 @@
 """LeaderElection on one coordination.k8s.io/v1 Lease per service (client-go LeaseLock compatible).
 
 The lease core's election handle (kubecoord._core.lease.election): each nominated
-candidate runs an Elector on its own thread over LeaseStore (lease_store.py); the
-handle's one informer (a watch on the Lease by name) feeds every elector and the
-listeners. Followers take over as soon as a watch shows a release (empty holder), and
-after a crash as soon as the version they observed has been unchanged for
-leaseDurationSeconds on their own clock. See kubecoord._core.lease.elector for the
+candidate runs an Elector over LeaseStore (lease_store.py), stepped on the process's
+shared scheduler (kubecoord._core.lease.loop: a few threads, not one per elector); the
+handle's one informer (a watch on the Lease by name, or a view of the namespace's shared
+informer: watch_scope) feeds every elector and the listeners. Followers take over as
+soon as a watch shows a release (empty holder), and after a crash as soon as the version
+they observed has been unchanged for leaseDurationSeconds on their own clock. See kubecoord._core.lease.elector for the
 guarantees and kubecoord._core.lease.election for what listeners are told.
 """
 
@@ -16,7 +17,7 @@ from kubecoord._core.lease.election import LeaseElection
 from kubecoord._core.lease.store import RecordStore
 from kubecoord.backends.kubernetes.cache import Change
 from kubecoord.backends.kubernetes.client import LEASES
-from kubecoord.backends.kubernetes.context import Context, Watching
+from kubecoord.backends.kubernetes.context import KubernetesContext, Watching
 from kubecoord.backends.kubernetes.lease_store import LeaseStore, observation
 from kubecoord.wire import object_names
 
@@ -24,7 +25,7 @@ from kubecoord.wire import object_names
 class KubeLeaderElection(Watching, LeaseElection):
     _resource = LEASES
 
-    def __init__(self, context: Context, service: str, timings: Timings, *, managed: bool = False) -> None:
+    def __init__(self, context: KubernetesContext, service: str, timings: Timings, *, managed: bool = False) -> None:
         # Bound to an operator-managed LeaderElection: the operator creates the Lease (and
         # re-creates a deleted one at its last epoch); a candidate that never saw it cannot
         # know that epoch, so it never creates it (its RBAC grants no create either).

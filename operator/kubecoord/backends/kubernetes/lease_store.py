@@ -10,7 +10,7 @@ from typing import Any
 from kubecoord._core.lease import LeaderRecord, Observation, RecordConflict
 from kubecoord.backends.kubernetes.cache import Observed
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
-from kubecoord.backends.kubernetes.context import Context
+from kubecoord.backends.kubernetes.context import KubernetesContext
 from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import NamespaceNotFoundError, PermissionDeniedError
 from kubecoord.wire import object_names
@@ -24,7 +24,7 @@ def observation(observed: Observed) -> Observation:
 class LeaseStore:
     """kubecoord._core.lease.RecordStore over one Lease, its informer and the API."""
 
-    def __init__(self, context: Context, informer: Informer, name: str) -> None:
+    def __init__(self, context: KubernetesContext, informer: Informer, name: str) -> None:
         self._context = context
         self._informer = informer
         self._name = name

@@ -47,7 +47,7 @@ from kubecoord._core.handles import GroupHandle
 from kubecoord._core.lease import LeaderRecord, Loop, Timings, expires_at, from_unix
 from kubecoord.backends.kubernetes.cache import Change, Observed
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
-from kubecoord.backends.kubernetes.context import Context, WatchingHandle
+from kubecoord.backends.kubernetes.context import KubernetesContext, WatchingHandle
 from kubecoord.backends.kubernetes.lease_store import observation
 from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
@@ -79,7 +79,7 @@ IDLE_STEP_SECONDS = 60.0
 class KubeGroupMembership(WatchingHandle, GroupHandle):
     _resource = LEASES
 
-    def __init__(self, context: Context, group: str, timings: Timings) -> None:
+    def __init__(self, context: KubernetesContext, group: str, timings: Timings) -> None:
         super().__init__(context, group)
         self.group = group
         self.timings = timings

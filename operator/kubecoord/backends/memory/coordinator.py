@@ -8,11 +8,12 @@ from kubecoord._core.handles import CoordinatorBase
 from kubecoord._core.lease import Timings
 from kubecoord._internal.dispatch import Dispatcher, ListenerSet
 from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
+from kubecoord.backends.memory.context import MemoryContext
 from kubecoord.backends.memory.kv import MemoryListenerRegistry, MemoryStorage
 from kubecoord.backends.memory.leader import MemoryLeaderElection
 from kubecoord.backends.memory.membership import MemoryGroupMembership
 from kubecoord.backends.memory.state import Session, State, Subscription
-from kubecoord.errors import ClosedError, InvalidArgumentError
+from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import EventLog
 
 # An election's lease timings as fractions of session_timeout (the lease duration): a
@@ -37,32 +38,36 @@ class MemoryCoordinator(CoordinatorBase):
     backend = "memory"
 
     def __init__(self, state: State, *, session_timeout: float, max_value_bytes: int, events: EventLog) -> None:
-        super().__init__()
         self.state = state
         self.session = Session(timeout=session_timeout)
         self.timings = lease_timings(session_timeout)
         self.events = events
         self.max_value_bytes = max_value_bytes
         self._dispatcher = Dispatcher(f"memory-{self.session.id}")
+        self.context = MemoryContext(
+            state=state, session=self.session, timings=self.timings, events=events, max_value_bytes=max_value_bytes,
+            dispatcher=self._dispatcher,
+        )
+        super().__init__(handle_owner=self.context)
 
     @property
     def crashed(self) -> bool:
-        return self.session.crashed_at is not None
+        return self.context.crashed
 
     # -- handles ------------------------------------------------------------------
     def _open_leader_election(self, service: str, **options: Any) -> LeaderElection:
         if options:
             raise InvalidArgumentError(f"memory backend: leader_election takes no options, got {sorted(options)}")
-        return MemoryLeaderElection(self, service)
+        return MemoryLeaderElection(self.context, service)
 
     def _open_group_membership(self, group: str) -> GroupMembership:
-        return MemoryGroupMembership(self, group)
+        return MemoryGroupMembership(self.context, group)
 
     def _open_storage(self, name: str) -> Storage:
-        return MemoryStorage(self, name)
+        return MemoryStorage(self.context, name)
 
     def _open_listener_registry(self, name: str) -> ListenerRegistry:
-        return MemoryListenerRegistry(self, name)
+        return MemoryListenerRegistry(self.context, name)
 
     # -- lifecycle ----------------------------------------------------------------
     def close(self) -> None:
@@ -98,13 +103,11 @@ class MemoryCoordinator(CoordinatorBase):
         self.events.close()
 
     def check_open(self) -> None:
-        if self.session.closed or self.crashed:
-            raise ClosedError("this memory coordinator was closed")
+        self.context.check_open()
 
     def subscribe(self, listeners: ListenerSet[Any]) -> Subscription:
-        return Subscription(self.session, self._dispatcher, listeners, self.events)
+        return self.context.subscribe(listeners)
 
     def deliver(self, listeners: ListenerSet[Any], value: object) -> None:
         """Call ``listeners`` with ``value`` on the dispatcher thread, unless closed or crashed."""
-        if not self.session.closed and not self.crashed:
-            self._dispatcher.notify(listeners, value)
+        self.context.deliver(listeners, value)

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Versioned
+from kubecoord.backends.memory.context import MemoryContext
 from kubecoord.backends.memory.handle import MemoryHandle
 from kubecoord.backends.memory.state import Store, Subscription, notify
 from kubecoord.errors import KeyExistsError, KeyNotFoundError, VersionConflictError
-
-if TYPE_CHECKING:
-    from kubecoord.backends.memory.coordinator import MemoryCoordinator
 
 T = TypeVar("T")
 
@@ -28,10 +26,10 @@ def _done(value: T) -> Future[T]:
 
 
 class MemoryStorage(MemoryHandle, StorageHandle):
-    def __init__(self, coordinator: MemoryCoordinator, name: str) -> None:
-        super().__init__(coordinator, name)
+    def __init__(self, context: MemoryContext, name: str) -> None:
+        super().__init__(context, name)
         self.name = name
-        self.max_value_bytes = coordinator.max_value_bytes
+        self.max_value_bytes = context.max_value_bytes
 
     def _fetch(self, key: str) -> Future[str | None]:
         versioned = self._read(key)
@@ -105,8 +103,8 @@ class MemoryStorage(MemoryHandle, StorageHandle):
 
 
 class MemoryListenerRegistry(MemoryHandle, RegistryHandle):
-    def __init__(self, coordinator: MemoryCoordinator, name: str) -> None:
-        super().__init__(coordinator, name)
+    def __init__(self, context: MemoryContext, name: str) -> None:
+        super().__init__(context, name)
         self.name = name
         self._subscriptions: list[Subscription] = []
 
@@ -121,7 +119,7 @@ class MemoryListenerRegistry(MemoryHandle, RegistryHandle):
     def _subscribe(
         self, listeners: ListenerSet[Any], path: str, table: Callable[[Store], dict[str, list[Subscription]]]
     ) -> None:
-        subscription = self._coordinator.subscribe(listeners)
+        subscription = self._context.subscribe(listeners)
         with self._state.lock:
             table(self._state.store(self.name)).setdefault(path, []).append(subscription)
             self._subscriptions.append(subscription)

@@ -11,14 +11,10 @@ elector has a thread of its own. Listeners: see kubecoord._core.lease.election.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kubecoord._core.lease import Observation
 from kubecoord._core.lease.election import Candidate, LeaseElection
+from kubecoord.backends.memory.context import MemoryContext
 from kubecoord.backends.memory.records import TableView
-
-if TYPE_CHECKING:
-    from kubecoord.backends.memory.coordinator import MemoryCoordinator
 
 
 class MemoryLeaderElection(LeaseElection):
@@ -26,13 +22,12 @@ class MemoryLeaderElection(LeaseElection):
     log_observed = False
     heartbeat_on_crash = True
 
-    def __init__(self, coordinator: MemoryCoordinator, service: str) -> None:
-        state = coordinator.state
+    def __init__(self, context: MemoryContext, service: str) -> None:
+        state = context.state
         super().__init__(
-            coordinator, service, coordinator.events, timings=coordinator.timings, clock=state.lease_clock,
-            wall=state.wall,
+            context, service, context.events, timings=context.timings, clock=state.lease_clock, wall=state.wall,
         )
-        self._coordinator = coordinator
+        self._context = context
         self._state = state
         self._record_name = f"elections/{service}"
         self._observer = self._new_view()
@@ -54,7 +49,7 @@ class MemoryLeaderElection(LeaseElection):
         return self._observer.deliver()
 
     def _notify(self, leader: str | None) -> None:
-        self._coordinator.deliver(self._listeners, leader)
+        self._context.deliver(self._listeners, leader)
 
     def _threaded(self) -> bool:
         return not self._state.manual
@@ -66,7 +61,7 @@ class MemoryLeaderElection(LeaseElection):
         self._state.remove_runner(candidate)
 
     def _stopped(self) -> bool:
-        return self._coordinator.crashed
+        return self._context.crashed
 
     def _on_write(self) -> None:
         """The table's watch: every view observes the new version, candidates step."""

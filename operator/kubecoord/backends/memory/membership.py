@@ -7,24 +7,20 @@ expiry it observed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kubecoord._core.handles import GroupHandle
+from kubecoord.backends.memory.context import MemoryContext
 from kubecoord.backends.memory.handle import MemoryHandle
 from kubecoord.backends.memory.state import Member, notify
 from kubecoord.errors import MemberExistsError, MemberNotFoundError
 
-if TYPE_CHECKING:
-    from kubecoord.backends.memory.coordinator import MemoryCoordinator
-
 
 class MemoryGroupMembership(MemoryHandle, GroupHandle):
-    def __init__(self, coordinator: MemoryCoordinator, group: str) -> None:
-        super().__init__(coordinator, group)
+    def __init__(self, context: MemoryContext, group: str) -> None:
+        super().__init__(context, group)
         self.group = group
         self._mine: set[str] = set()
         with self._state.lock:
-            self._state.group(group).subscriptions.append(coordinator.subscribe(self._listeners))
+            self._state.group(group).subscriptions.append(context.subscribe(self._listeners))
 
     def _join(self, member_id: str, data: str) -> None:
         with self._state.lock:
@@ -32,7 +28,7 @@ class MemoryGroupMembership(MemoryHandle, GroupHandle):
             group = self._state.group(self.group)
             if member_id in group.members:
                 raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}")
-            group.members[member_id] = Member(self._coordinator.session, data, self._events)
+            group.members[member_id] = Member(self._context.session, data, self._events)
             self._mine.add(member_id)
             notify(group.subscriptions, set(group.members), self._state.clock.now())
             self._record("joined", ts=self._state.wall(), member=member_id)
@@ -47,7 +43,7 @@ class MemoryGroupMembership(MemoryHandle, GroupHandle):
         group = self._state.group(self.group)
         self._mine.discard(member_id)
         member = group.members.get(member_id)
-        if member is not None and member.session is self._coordinator.session:
+        if member is not None and member.session is self._context.session:
             del group.members[member_id]
             notify(group.subscriptions, set(group.members), self._state.clock.now())
             self._record("left", ts=self._state.wall(), member=member_id)

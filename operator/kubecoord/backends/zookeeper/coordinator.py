@@ -11,13 +11,14 @@ from kubecoord import validation
 from kubecoord._core.handles import CoordinatorBase
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
+from kubecoord.backends.zookeeper.context import ZooKeeperContext
 from kubecoord.backends.zookeeper.election import ZooKeeperElection
 from kubecoord.backends.zookeeper.errors import translating
 from kubecoord.backends.zookeeper.kv import ZooKeeperListenerRegistry, ZooKeeperStorage
 from kubecoord.backends.zookeeper.membership import ZooKeeperGroup
 from kubecoord.backends.zookeeper.options import Options
 from kubecoord.backends.zookeeper.session import Session
-from kubecoord.errors import ClosedError, InvalidArgumentError
+from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import EventLog
 
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?$")
@@ -39,19 +40,21 @@ class ZooKeeperCoordinator(CoordinatorBase):
     backend = "zookeeper"
 
     def __init__(self, hosts: str, chroot: str, options: Options, events: EventLog) -> None:
-        super().__init__()
         self.chroot = chroot
         self.options = options
         self.events = events
         number = next(_numbers)
         self.dispatcher = Dispatcher(f"zookeeper-{number}")
         self.session = Session(hosts, options, name=str(number))
+        self.context = ZooKeeperContext(
+            session=self.session, dispatcher=self.dispatcher, events=events, chroot=chroot, options=options
+        )
+        super().__init__(handle_owner=self.context)
         self._lock = threading.Lock()
-        self._closed = False
         try:
             self.session.start()
         except BaseException:
-            self._closed = True
+            self.context.closed = True
             self.dispatcher.close()
             self.events.close()
             raise
@@ -59,16 +62,16 @@ class ZooKeeperCoordinator(CoordinatorBase):
     def _open_leader_election(self, service: str, **options: Any) -> LeaderElection:
         if options:
             raise InvalidArgumentError(f"zookeeper backend: leader_election takes no options, got {sorted(options)}")
-        return ZooKeeperElection(self, service)
+        return ZooKeeperElection(self.context, service)
 
     def _open_group_membership(self, group: str) -> GroupMembership:
-        return ZooKeeperGroup(self, group)
+        return ZooKeeperGroup(self.context, group)
 
     def _open_storage(self, name: str) -> Storage:
-        return ZooKeeperStorage(self, name)
+        return ZooKeeperStorage(self.context, name)
 
     def _open_listener_registry(self, name: str) -> ListenerRegistry:
-        return ZooKeeperListenerRegistry(self, name)
+        return ZooKeeperListenerRegistry(self.context, name)
 
     def purge(self, primitive: str, name: str) -> int:
         """Delete every znode of one election, group or store; returns how many went.
@@ -92,8 +95,7 @@ class ZooKeeperCoordinator(CoordinatorBase):
         return count
 
     def check_open(self) -> None:
-        if self._closed:
-            raise ClosedError("this zookeeper coordinator was closed")
+        self.context.check_open()
 
     @property
     def client_id(self) -> tuple[int, bytes] | None:
@@ -102,13 +104,13 @@ class ZooKeeperCoordinator(CoordinatorBase):
 
     def close(self) -> None:
         with self._lock:
-            if self._closed:
+            if self.context.closed:
                 return
         self._close_group_members()  # while the session is open: they leave through it
         with self._lock:
-            if self._closed:
+            if self.context.closed:
                 return
-            self._closed = True
+            self.context.closed = True
         for handle in reversed(self._tracked()):
             handle.close()
         self.session.close()
@@ -122,9 +124,9 @@ class ZooKeeperCoordinator(CoordinatorBase):
         znodes (leadership, memberships) go. Used by kubecoord.testing.crash().
         """
         with self._lock:
-            if self._closed:
+            if self.context.closed:
                 return
-            self._closed = True
+            self.context.closed = True
         self.dispatcher.close(timeout=0)
         self.session.crash()
         self.events.close()

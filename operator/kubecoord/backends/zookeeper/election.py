@@ -41,21 +41,18 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kubecoord._core.handles import ElectionHandle
 from kubecoord.api import Leader
+from kubecoord.backends.zookeeper.context import ZooKeeperContext
 from kubecoord.backends.zookeeper.errors import translating
 from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
 from kubecoord.backends.zookeeper.session import CONNECTED, LOST
 from kubecoord.backends.zookeeper.watches import read_children
 from kubecoord.errors import MemberExistsError
-
-if TYPE_CHECKING:
-    from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
 
 log = logging.getLogger("kubecoord.zookeeper")
 
@@ -95,8 +92,8 @@ class _Candidate:
 
 
 class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
-    def __init__(self, coordinator: ZooKeeperCoordinator, service: str) -> None:
-        super().__init__(coordinator, service)
+    def __init__(self, context: ZooKeeperContext, service: str) -> None:
+        super().__init__(context, service)
         self.service = service
         self.path = f"{self._root}/elections/{service}"
         self._lock = threading.RLock()

@@ -1,18 +1,16 @@
-"""What every zookeeper handle (election, group, store, registry) shares with its coordinator."""
+"""What every zookeeper handle (election, group, store, registry) shares: its coordinator's
+context (context.py), a retry for background work, deletion of its nodes on close."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
 
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kubecoord._core.handles import Handle
-
-if TYPE_CHECKING:
-    from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
+from kubecoord.backends.zookeeper.context import ZooKeeperContext
 
 log = logging.getLogger("kubecoord.zookeeper")
 
@@ -23,13 +21,11 @@ RETRY_DELAY = 0.5
 class ZooKeeperHandle(Handle):
     """The core's handle scaffolding plus the session, dispatcher and chroot of a coordinator."""
 
-    def __init__(self, coordinator: ZooKeeperCoordinator, name: str) -> None:
-        super().__init__(coordinator, name, coordinator.events)
-        self._coordinator = coordinator
-        self._session = coordinator.session
-        self._events = coordinator.events
-        self._dispatcher = coordinator.dispatcher
-        self._root = coordinator.chroot
+    def __init__(self, context: ZooKeeperContext, name: str) -> None:
+        super().__init__(context, name, context.events)
+        self._session = context.session
+        self._dispatcher = context.dispatcher
+        self._root = context.chroot
 
     def _retry_later(self, task_key: object, task: object) -> None:
         """Post ``task`` again after RETRY_DELAY if the session is still connected."""

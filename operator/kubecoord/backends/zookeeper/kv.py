@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError, NotEmptyError
 from kazoo.protocol.states import ZnodeStat
@@ -46,6 +46,7 @@ from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Versioned
 from kubecoord.backends.zookeeper import record
+from kubecoord.backends.zookeeper.context import ZooKeeperContext
 from kubecoord.backends.zookeeper.errors import translate, translating
 from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
 from kubecoord.backends.zookeeper.incarnation import RootIncarnation
@@ -53,19 +54,16 @@ from kubecoord.backends.zookeeper.naming import decode_name, key_path
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children, read_data
 from kubecoord.errors import BackendUnavailableError, KeyExistsError, KeyNotFoundError, VersionConflictError
 
-if TYPE_CHECKING:
-    from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
-
 _MAX_ROUNDS = 50
 """Read-CAS rounds a write retries while implicit parents come and go under it."""
 
 
 class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
-    def __init__(self, coordinator: ZooKeeperCoordinator, name: str) -> None:
-        super().__init__(coordinator, name)
+    def __init__(self, context: ZooKeeperContext, name: str) -> None:
+        super().__init__(context, name)
         self.name = name
         self.root = f"{self._root}/kv/{name}"
-        self.max_value_bytes = coordinator.options.max_value_bytes
+        self.max_value_bytes = context.options.max_value_bytes
         self._incarnation = RootIncarnation(self._session, self.root)
 
     # -- reads ------------------------------------------------------------------------
@@ -211,8 +209,8 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
 class ZooKeeperListenerRegistry(ZooKeeperHandle, RegistryHandle):
     """Value listeners watch a key's znode (its data); key-set listeners its children."""
 
-    def __init__(self, coordinator: ZooKeeperCoordinator, name: str) -> None:
-        super().__init__(coordinator, name)
+    def __init__(self, context: ZooKeeperContext, name: str) -> None:
+        super().__init__(context, name)
         self.name = name
         self.root = f"{self._root}/kv/{name}"
         self._lock = threading.Lock()

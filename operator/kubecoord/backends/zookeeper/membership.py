@@ -24,12 +24,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from typing import TYPE_CHECKING
 
 from kazoo.exceptions import ConnectionLoss, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kubecoord._core.handles import GroupHandle
+from kubecoord.backends.zookeeper.context import ZooKeeperContext
 from kubecoord.backends.zookeeper.errors import translating
 from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
 from kubecoord.backends.zookeeper.naming import decode_name, encode_name
@@ -37,15 +37,12 @@ from kubecoord.backends.zookeeper.session import CONNECTED, LOST
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children
 from kubecoord.errors import MemberExistsError, MemberNotFoundError
 
-if TYPE_CHECKING:
-    from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
-
 log = logging.getLogger("kubecoord.zookeeper")
 
 
 class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
-    def __init__(self, coordinator: ZooKeeperCoordinator, group: str) -> None:
-        super().__init__(coordinator, group)
+    def __init__(self, context: ZooKeeperContext, group: str) -> None:
+        super().__init__(context, group)
         self.group = group
         self.path = f"{self._root}/groups/{group}"
         self._lock = threading.RLock()
