@@ -13,8 +13,12 @@ name); both must exist in the namespace, with this pod's ServiceAccount in spec.
   naming the resource, and saying that either it does not exist or the ServiceAccount
   is not in its spec.clients: RBAC answers the same 403 to both) and retries with
   backoff (1 s doubling to 30 s), never crashes; the kubelet has nothing to restart.
-- SIGTERM (a rollout, a drain): the app stops working, then close() releases the Lease,
-  so a standby replica takes over at once instead of after the lease duration.
+- The work runs on election.run() (client-go's RunOrDie): lead() is called with the epoch
+  and a stop event each time this pod leads; the event is set the moment the pod stops
+  leading (before another pod can lead), and the runner re-enters the election.
+- SIGTERM (a rollout, a drain): the runner sets the stop event, waits for lead() to
+  return, then resigns, so a standby replica takes over at once instead of after the
+  lease duration.
 - Fencing: the leader's epoch rises on every change of leader. Every result goes to the
   KVStore key "output" with a compare-and-set that refuses to replace a result written
   under a higher epoch, so a paused or partitioned old leader cannot overwrite its
@@ -93,27 +97,31 @@ def main() -> int:
     with kubecoord.connect(os.environ.get("KUBECOORD_URL", "kubernetes://")) as coordinator:
         election = until_permitted(f"bind LeaderElection {name}", lambda: coordinator.leader_election(name))
         store = until_permitted(f"bind KVStore {store_name}", lambda: coordinator.storage(store_name))
-        until_permitted("nominate", lambda: election.nominate(me))
-        log("candidate", id=me)
-        runs = 0
-        while not stopping.wait(0.5):
-            leader = election.get_leader()
-            if not election.is_leader(me) or leader is None:
-                continue
-            if runs == 0:
-                log("leading", id=me, epoch=leader.epoch)
-            runs += 1
-            epoch, result = leader.epoch, f"{me} run {runs}"
-            try:
-                until_permitted("write", functools.partial(write_fenced, store, epoch, result))
-            except Fenced as stale:
-                log("fenced", id=me, epoch=epoch, reason=str(stale))
-                election.resign(me)
-                runs = 0
-                continue
-            log("wrote", id=me, epoch=epoch, run=runs)
+
+        def lead(epoch: int, stop: threading.Event) -> None:
+            """One term: a result every 0.5 s, fenced by the epoch, until the term ends."""
+            log("leading", id=me, epoch=epoch)
+            runs = 0
+            while not stop.wait(0.5):
+                runs += 1
+                try:
+                    until_permitted("write", functools.partial(write_fenced, store, epoch, f"{me} run {runs}"))
+                except Fenced as stale:
+                    log("fenced", id=me, epoch=epoch, reason=str(stale))
+                    return  # the runner resigns; the pod stops (a new epoch leads elsewhere)
+                log("wrote", id=me, epoch=epoch, run=runs)
+
+        def campaign() -> None:
+            # The runner owns its handle (closed when run returns): a fresh one per attempt,
+            # so a nomination refused for want of a RoleBinding can be retried.
+            runner = coordinator.leader_election(name)
+            log("candidate", id=me)
+            runner.run(lead, lambda: log("stopped_leading", id=me), candidate_id=me, stop=stopping)
+
+        election.close()  # bound above only to wait for the grant
+        until_permitted("run for election", campaign)
         log("stopping", id=me)
-    log("released", id=me)  # leaving the with-block closed the coordinator: the Lease is free
+    log("released", id=me)  # the runner resigned and the coordinator closed: the Lease is free
     return 0
 
 

@@ -164,6 +164,10 @@ def test_bad_input_is_refused_before_any_request(harness: Harness, name: str) ->
     with pytest.raises(InvalidArgumentError):
         coordinator.lock("Not_A_Label")
     with pytest.raises(InvalidArgumentError):
+        coordinator.lock(f"{name}-gc")  # a group coordinator's election
+    with pytest.raises(InvalidArgumentError):
+        coordinator.semaphore(f"{name}-gc", 2)
+    with pytest.raises(InvalidArgumentError):
         coordinator.lock(name, id="")
     with pytest.raises(InvalidArgumentError):
         coordinator.lock(name).acquire(timeout=-1)

@@ -166,22 +166,33 @@ def overlap_windows(pairs: DataFrame) -> DataFrame:
 
 
 def epoch_regressions(events: DataFrame, skew: float) -> DataFrame:
-    """epoch_not_increasing violations among ``acquired`` events."""
-    acquired = events.filter((F.col("primitive") == schema.LEADER) & (F.col("event") == "acquired"))
+    """epoch_not_increasing violations among ``acquired`` events: elections' epochs, and
+    locks' fencing tokens (a lock's acquired event repeats its record's epoch for the same
+    member, which is no regression). Semaphores are checked through their slot records."""
+    return violations.union([_regressions(events, skew, schema.LEADER), _regressions(events, skew, schema.LOCK)])
+
+
+def _regressions(events: DataFrame, skew: float, primitive: str) -> DataFrame:
+    kinds = {schema.LEADER, schema.LOCK} if primitive == schema.LOCK else {schema.LEADER}
+    acquired = events.filter(F.col("primitive").isin(*sorted(kinds)) & (F.col("event") == "acquired"))
     earlier = violations.earlier_than(skew, *ELECTION)
     best = F.max(F.struct("epoch", "tu", "member", evidence().alias("ev"))).over(earlier)
     found = acquired.withColumn("prev", best).filter(
-        (F.col("prev.epoch") > F.col("epoch"))
-        | ((F.col("prev.epoch") == F.col("epoch")) & (F.col("prev.member") != F.col("member")))
+        (F.col("primitive") == primitive)
+        & (
+            (F.col("prev.epoch") > F.col("epoch"))
+            | ((F.col("prev.epoch") == F.col("epoch")) & (F.col("prev.member") != F.col("member")))
+        )
     )
     detail = F.format_string(
-        "%s acquired epoch %d after %s had acquired epoch %d",
-        F.col("member"), F.col("epoch"), F.col("prev.member"), F.col("prev.epoch"),
+        "%s acquired %s %d after %s had acquired %s %d",
+        F.col("member"), F.lit("token" if primitive == schema.LOCK else "epoch"), F.col("epoch"),
+        F.col("prev.member"), F.lit("token" if primitive == schema.LOCK else "epoch"), F.col("prev.epoch"),
     )
     return violations.shape(
         found,
         kind="epoch_not_increasing",
-        primitive=schema.LEADER,
+        primitive=primitive,
         subject=F.col("member"),
         ts=F.col("ts"),
         detail=detail,

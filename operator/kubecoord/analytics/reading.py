@@ -322,7 +322,8 @@ def _reason() -> Column:
     for kind, names in schema.EVENTS.items():
         event_known = event_known | ((primitive == kind) & event.isin(*sorted(names)))
     leader_holder = (primitive == schema.LEADER) & event.isin(*schema.HOLDER_EVENTS)
-    needs_member = leader_holder | primitive.isin(schema.GROUP, schema.COORDINATOR)
+    lock_hold = primitive.isin(schema.LOCK, schema.SEMAPHORE)
+    needs_member = leader_holder | lock_hold | primitive.isin(schema.GROUP, schema.COORDINATOR)
     checks: list[tuple[Column, str]] = [(raw(f"raw_{_CORRUPT}").isNotNull(), "invalid JSON")]
     # No v at all is version 1: the first emitters wrote none.
     checks.append((raw("raw_v").isNotNull() & (raw("v").isNull() | (raw("v") != schema.SCHEMA_VERSION)),
@@ -333,6 +334,7 @@ def _reason() -> Column:
         (~event_known, "unknown primitive or event"),
         (raw("raw_valid_until").isNotNull() & raw("valid_until_ts").isNull(), "unparseable valid_until"),
         (leader_holder & raw("epoch").isNull(), "leader event without an integer epoch"),
+        (lock_hold & raw("epoch").isNull(), "lock event without an integer token (epoch)"),
         (needs_member & raw("raw_member").isNull(), "missing field member"),
         ((primitive == schema.KV) & raw("raw_key").isNull(), "missing field key"),
         (event.isin(*schema.KV_WRITES) & raw("version").isNull(), "kv write without an integer version"),

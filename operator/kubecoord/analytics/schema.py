@@ -17,11 +17,21 @@ GROUP = "group"
 KV = "kv"
 COORDINATOR = "group_coordinator"
 """The group coordinator's rebalance events (kubecoord.group_coordinator; checks in analytics.rebalance)."""
+LOCK = "lock"
+SEMAPHORE = "semaphore"
+"""Lock and semaphore holds (kubecoord.locking): ``acquired``, ``released``, ``lost`` with the
+holder (member) and its fencing token (epoch; a semaphore's also its ``slot``). A hold is
+also a term of the election record it is held through (the lock's name; slot I of a
+semaphore: NAME-I), whose leader_election events the overlap and epoch checks read: those
+carry valid_until, so they place a frozen holder's end where its own view ended, which a
+``lost`` logged on waking cannot."""
 EVENTS: dict[str, frozenset[str]] = {
     LEADER: frozenset({"acquired", "renewed", "lost", "resigned", "observed"}),
     GROUP: frozenset({"joined", "renewed", "left", "expired"}),
     KV: frozenset({"put", "updated", "deleted", "conflict"}),
     COORDINATOR: frozenset({"rebalance_started", "rebalance_completed", "assigned", "revoked", "fenced"}),
+    LOCK: frozenset({"acquired", "released", "lost"}),
+    SEMAPHORE: frozenset({"acquired", "released", "lost"}),
 }
 HOLDER_EVENTS = ("acquired", "renewed", "lost", "resigned")
 """Leader events logged by the holder itself about its own term: they need an epoch."""

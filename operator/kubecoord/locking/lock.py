@@ -54,6 +54,21 @@ RECHECK = 1.0
 itself comes from the listener)."""
 
 
+RESERVED_SUFFIX = "-gc"
+"""Election names ending so are the group coordinators' (kubecoord.group_coordinator's
+``GROUP-gc``; the operator's CRDs reserve them too): a lock there would contend with a group."""
+
+
+def check_lock_name(name: object, primitive: str = "lock") -> str:
+    """A lock or semaphore name: a DNS-1123 label not ending in -gc."""
+    checked = validation.check_name(name, f"{primitive} name")
+    if checked.endswith(RESERVED_SUFFIX):
+        raise InvalidArgumentError(
+            f"{primitive} name {checked!r} ends in {RESERVED_SUFFIX!r}: such names are group coordinators' elections"
+        )
+    return checked
+
+
 class ElectionLock(Lock):
     primitive = "lock"
 
@@ -68,7 +83,7 @@ class ElectionLock(Lock):
         slot: int | None = None,
         primitive: str = "lock",
     ) -> None:
-        self.name = validation.check_name(name, "lock name")
+        self.name = check_lock_name(name, primitive)
         self.id = validation.check_id(holder_id, "id") if holder_id is not None else default_id()
         self.data = validation.check_data(data)
         self._record_name = validation.check_name(record if record is not None else name, "lock record name")
