@@ -33,11 +33,12 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kubecoord import metrics
 from kubecoord.backends.kubernetes.cache import ObjectCache, object_name
-from kubecoord.backends.kubernetes.client import Gone, KubeClient, Resource
+from kubecoord.backends.kubernetes.client import Gone, KubeClient, Resource, WatchStream
 from kubecoord.backends.kubernetes.watchdog import watchdog
 from kubecoord.errors import CoordinationError
 
@@ -55,27 +56,47 @@ STOP_JOIN_TIMEOUT = 5.0
 """Seconds stop() waits for the watch thread to end."""
 
 
+@dataclass(frozen=True)
+class ListWatch:
+    """What one reflector lists and watches (client-go's cache.ListWatch): ``resource``
+    objects matching a label selector, or the one object called ``name``."""
+
+    client: KubeClient
+    resource: Resource
+    label_selector: str | None = None
+    name: str | None = None
+
+    @property
+    def field_selector(self) -> str | None:
+        return f"metadata.name={self.name}" if self.name else None
+
+    @property
+    def description(self) -> str:
+        return f"{self.resource.plural}[{self.label_selector or self.field_selector or '*'}]"
+
+    def list(self) -> tuple[list[dict[str, Any]], str]:
+        return self.client.list(self.resource, label_selector=self.label_selector, field_selector=self.field_selector)
+
+    def watch(self, since: str, timeout_seconds: int) -> WatchStream:
+        return self.client.watch(
+            self.resource, resource_version=since, label_selector=self.label_selector,
+            field_selector=self.field_selector, timeout_seconds=timeout_seconds,
+        )
+
+    def wanted(self, obj: dict[str, Any]) -> bool:
+        return self.name is None or object_name(obj) == self.name
+
+
 class Reflector:
     """Lists and watches ``resource`` objects matching a selector into ``cache``."""
 
     def __init__(
-        self,
-        client: KubeClient,
-        resource: Resource,
-        cache: ObjectCache,
-        *,
-        on_change: Callable[[], None],
-        label_selector: str | None = None,
-        name: str | None = None,
-        watch_timeout: int = WATCH_TIMEOUT_SECONDS,
+        self, source: ListWatch, cache: ObjectCache, *, on_change: Callable[[], None], watch_timeout: int
     ) -> None:
-        self._client = client
-        self._resource = resource
+        self._source = source
+        self._plural = source.resource.plural
         self._cache = cache
         self._on_change = on_change
-        self._label_selector = label_selector
-        self._name = name
-        self._field_selector = f"metadata.name={name}" if name else None
         self._watch_timeout = watch_timeout
         self._lock = threading.Lock()
         self._started = False
@@ -94,7 +115,7 @@ class Reflector:
 
     @property
     def description(self) -> str:
-        return f"{self._resource.plural}[{self._label_selector or self._field_selector or '*'}]"
+        return self._source.description
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -125,16 +146,11 @@ class Reflector:
 
     def relist(self) -> None:
         requested = time.monotonic()
-        items, version = self._client.list(
-            self._resource, label_selector=self._label_selector, field_selector=self._field_selector
-        )
-        self._cache.replace({object_name(obj): obj for obj in items if self._wanted(obj)}, version)
+        items, version = self._source.list()
+        self._cache.replace({object_name(obj): obj for obj in items if self._source.wanted(obj)}, version)
         self.confirmed_at = max(self.confirmed_at, requested)
         self.relists += 1
         self._on_change()
-
-    def _wanted(self, obj: dict[str, Any]) -> bool:
-        return self._name is None or object_name(obj) == self._name
 
     # -- the watch thread ----------------------------------------------------------------
     def _run(self) -> None:
@@ -145,7 +161,7 @@ class Reflector:
                 failures = 0
             except Gone:
                 log.info("watch too old; re-listing", extra={"informer": self.description})
-                metrics.watch_restarted("kubernetes", self._resource.plural)
+                metrics.watch_restarted("kubernetes", self._plural)
                 try:
                     self.relist()
                     failures = 0
@@ -154,12 +170,12 @@ class Reflector:
                     self._pause(failures, exc)
             except CoordinationError as exc:
                 failures += 1
-                metrics.watch_restarted("kubernetes", self._resource.plural)
+                metrics.watch_restarted("kubernetes", self._plural)
                 self._pause(failures, exc)
             except Exception as exc:  # a bug or a malformed event must not end watching
                 failures += 1
                 log.exception("watch failed unexpectedly; retrying", extra={"informer": self.description})
-                metrics.watch_restarted("kubernetes", self._resource.plural)
+                metrics.watch_restarted("kubernetes", self._plural)
                 self._pause(failures, exc)
 
     def _watch_once(self) -> None:
@@ -167,10 +183,7 @@ class Reflector:
         events = 0
         since = self._cache.synced_to()
         timeout = int(self._watch_timeout * random.uniform(1.0, 1.25))
-        stream = self._client.watch(
-            self._resource, resource_version=since, label_selector=self._label_selector,
-            field_selector=self._field_selector, timeout_seconds=timeout,
-        )
+        stream = self._source.watch(since, timeout)
         self._heard(opened=True)
         self._stream = stream
         watchdog.watch(self)
@@ -186,7 +199,7 @@ class Reflector:
                 events += 1
                 self._heard()
                 obj = event.get("object") or {}
-                self._cache.watched(event.get("type"), obj, selected=self._wanted(obj))
+                self._cache.watched(event.get("type"), obj, selected=self._source.wanted(obj))
                 self.confirmed_at = self._heard_at
                 self._on_change()
         finally:

@@ -31,7 +31,7 @@ from typing import Any
 from kubecoord._internal.clock import Clock
 from kubecoord.backends.kubernetes.cache import Change, ObjectCache, Observed, Subscriber, labels_of
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
-from kubecoord.backends.kubernetes.reflector import WATCH_TIMEOUT_SECONDS, Reflector
+from kubecoord.backends.kubernetes.reflector import WATCH_TIMEOUT_SECONDS, ListWatch, Reflector
 
 log = logging.getLogger("kubecoord.kubernetes.watch")
 
@@ -55,10 +55,8 @@ class Informer:
         self._client = client
         self._resource = resource
         self._cache = ObjectCache(clock)
-        self._reflector = Reflector(
-            client, resource, self._cache, on_change=self._drain, label_selector=label_selector, name=name,
-            watch_timeout=watch_timeout,
-        )
+        source = ListWatch(client, resource, label_selector=label_selector, name=name)
+        self._reflector = Reflector(source, self._cache, on_change=self._drain, watch_timeout=watch_timeout)
         self._deliver_lock = threading.Lock()  # one delivery at a time, in order
         # Guarded by the cache's lock, so that a batch of changes and its recipients are taken together.
         self._subscribers: list[Subscriber] = []

@@ -1,9 +1,6 @@
-"""What every handle of one memory coordinator shares: its session on the state, the
-lease timings, the event log and the dispatcher thread that runs its listeners.
-
-The handles take this, not the coordinator (as the Kubernetes backend's handles take
-their KubernetesContext), so that they depend on what they use and the coordinator
-module on them, not both ways.
+"""MemoryContext: the part of a memory coordinator its handles use (its session on the
+shared state, lease timings, event log, value limit and listener dispatcher), handed to
+them in place of the coordinator itself; kubernetes/context.py does the same.
 """
 
 from __future__ import annotations

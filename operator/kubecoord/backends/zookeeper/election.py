@@ -92,10 +92,11 @@ class _Candidate:
 
 
 class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
+    folder = "elections"
+
     def __init__(self, context: ZooKeeperContext, service: str) -> None:
         super().__init__(context, service)
         self.service = service
-        self.path = f"{self._root}/elections/{service}"
         self._lock = threading.RLock()
         self._candidates: dict[str, _Candidate] = {}
         self._view: str | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import ClassVar
 
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
@@ -21,11 +22,15 @@ RETRY_DELAY = 0.5
 class ZooKeeperHandle(Handle):
     """The core's handle scaffolding plus the session, dispatcher and chroot of a coordinator."""
 
+    folder: ClassVar[str]
+    """The znode folder of this kind of handle under the chroot (elections, groups, kv)."""
+
     def __init__(self, context: ZooKeeperContext, name: str) -> None:
         super().__init__(context, name, context.events)
         self._session = context.session
         self._dispatcher = context.dispatcher
-        self._root = context.chroot
+        self.path = f"{context.chroot}/{self.folder}/{name}"
+        """The handle's znode: CHROOT/FOLDER/NAME."""
 
     def _retry_later(self, task_key: object, task: object) -> None:
         """Post ``task`` again after RETRY_DELAY if the session is still connected."""

@@ -59,12 +59,13 @@ _MAX_ROUNDS = 50
 
 
 class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
+    folder = "kv"
+
     def __init__(self, context: ZooKeeperContext, name: str) -> None:
         super().__init__(context, name)
         self.name = name
-        self.root = f"{self._root}/kv/{name}"
         self.max_value_bytes = context.options.max_value_bytes
-        self._incarnation = RootIncarnation(self._session, self.root)
+        self._incarnation = RootIncarnation(self._session, self.path)
 
     # -- reads ------------------------------------------------------------------------
     def _fetch(self, key: str) -> Future[str | None]:
@@ -90,17 +91,17 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
             else:
                 future.set_result(convert(record.decode(raw, stat)))
 
-        self._session.client.get_async(key_path(self.root, key)).rawlink(complete)
+        self._session.client.get_async(key_path(self.path, key)).rawlink(complete)
         return future
 
     def _children(self, namespace: str) -> set[str]:
         with translating():
-            return {decode_name(name) for name in read_children(self._session, key_path(self.root, namespace))}
+            return {decode_name(name) for name in read_children(self._session, key_path(self.path, namespace))}
 
     # -- writes -----------------------------------------------------------------------
     def _put(self, key: str, data: str) -> int:
         sent = time.time()
-        path = key_path(self.root, key)
+        path = key_path(self.path, key)
         client = self._session.client
         with translating():
             for _ in range(_MAX_ROUNDS):
@@ -158,7 +159,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
     ) -> tuple[int, ZnodeStat]:
         """Read the key, check ``expected``, ``write`` with a CAS on dataVersion; the version
         written over and the key's stat: the one the write answered, else the one read."""
-        path = key_path(self.root, key)
+        path = key_path(self.path, key)
         with translating():
             for _ in range(_MAX_ROUNDS):
                 node = read_data(self._session, path)
@@ -188,7 +189,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
         parent = validation.parent_of(key)
         with translating():
             while parent:
-                path = key_path(self.root, parent)
+                path = key_path(self.path, parent)
                 node = read_data(self._session, path)
                 if node is None or record.is_key(node[0]) or node[1].numChildren:
                     return
@@ -209,17 +210,18 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
 class ZooKeeperListenerRegistry(ZooKeeperHandle, RegistryHandle):
     """Value listeners watch a key's znode (its data); key-set listeners its children."""
 
+    folder = "kv"
+
     def __init__(self, context: ZooKeeperContext, name: str) -> None:
         super().__init__(context, name)
         self.name = name
-        self.root = f"{self._root}/kv/{name}"
         self._lock = threading.Lock()
         self._watches: dict[tuple[str, str], Watch[Any]] = {}
 
     def _value_listener_added(self, key: str, listeners: ListenerSet[str | None], first: bool) -> None:
         if not first:
             return
-        path = key_path(self.root, key)
+        path = key_path(self.path, key)
 
         def read(watch: WatchFn) -> str | None:
             return record.value_of(read_data(self._session, path, watch))
@@ -229,7 +231,7 @@ class ZooKeeperListenerRegistry(ZooKeeperHandle, RegistryHandle):
     def _key_set_listener_added(self, namespace: str, listeners: ListenerSet[set[str]], first: bool) -> None:
         if not first:
             return
-        path = key_path(self.root, namespace)
+        path = key_path(self.path, namespace)
 
         def read(watch: WatchFn) -> frozenset[str]:
             return frozenset(decode_name(name) for name in read_children(self._session, path, watch))

@@ -41,10 +41,11 @@ log = logging.getLogger("kubecoord.zookeeper")
 
 
 class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
+    folder = "groups"
+
     def __init__(self, context: ZooKeeperContext, group: str) -> None:
         super().__init__(context, group)
         self.group = group
-        self.path = f"{self._root}/groups/{group}"
         self._lock = threading.RLock()
         self._mine: dict[str, str] = {}
         self._watch: Watch[frozenset[str]] | None = None
