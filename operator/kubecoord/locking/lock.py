@@ -40,6 +40,7 @@ import contextlib
 import logging
 import threading
 import time
+import weakref
 from typing import Any
 
 from kubecoord import validation
@@ -101,10 +102,12 @@ class ElectionLock(Lock):
         self._changes = 0
         self._closed = False
         self._observer: LeaderElection | None = None
-        """Opened at the first acquire() and kept until close(): it keeps the coordinator's
-        watch of the record (and so when it saw the current version) alive between
-        attempts. Without it, each attempt's fresh handle would start a fresh observation
-        and a waiter retrying short timeouts would never see a crashed holder expire."""
+        """Opened by the first attempt and kept until a hold ends (release, loss) or close():
+        it keeps the coordinator's watch of the record (and so when it saw the current
+        version) alive between attempts. Without it, each attempt's fresh handle would
+        start a fresh observation and a waiter retrying short timeouts would never see a
+        crashed holder expire. A Lock object dropped without close() has it closed when
+        the object is garbage-collected."""
 
     # -- the interface ------------------------------------------------------------------
     def acquire(
@@ -135,6 +138,7 @@ class ElectionLock(Lock):
             election.close()  # the resign: empty holder / node deleted; waiters wake at once
         except CoordinationError as exc:
             log.info("release could not resign; the record expires", extra={"lock": self.name, "error": str(exc)})
+        self._close_observer()
         if not held:
             raise LockNotHeldError(f"{self._primitive} {self.name!r}: the hold of {self.id!r} had already ended")
 
@@ -188,8 +192,10 @@ class ElectionLock(Lock):
         if stale is not None:
             stale.close()  # a hold that ended (lost): withdraw its candidacy for good
         if self._observer is None:
-            self._observer = self._coordinator.leader_election(self._record_name)
-            self._observer.add_listener(_ignore)
+            observer = self._coordinator.leader_election(self._record_name)
+            observer.add_listener(_ignore)
+            weakref.finalize(self, _close_quietly, observer)
+            self._observer = observer
         election = self._coordinator.leader_election(self._record_name)
         watcher = _Watcher(self, cancel)
         election.add_listener(self._on_leader)
@@ -215,6 +221,14 @@ class ElectionLock(Lock):
             raise
         self._abandon(election)
         return False
+
+    def _close_observer(self) -> None:
+        """The hold ended: the next attempt (if any) watches afresh. Keeps one Lock object per
+        critical section (``with coord.lock(name):`` in a loop) from accumulating handles."""
+        with self._state:
+            observer, self._observer = self._observer, None
+        if observer is not None:
+            _close_quietly(observer)
 
     def _abandon(self, election: LeaderElection) -> None:
         """Withdraw an attempt that did not end in a hold (or failed)."""
