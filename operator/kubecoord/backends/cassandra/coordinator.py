@@ -5,21 +5,20 @@ from __future__ import annotations
 import itertools
 import re
 import threading
-import uuid
 from typing import Any
 
 from kubecoord import validation
 from kubecoord._core.handles import CoordinatorBase
-from kubecoord._internal.clock import MonotonicClock
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.cassandra import schema
+from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.backends.cassandra.election import CassandraElection
 from kubecoord.backends.cassandra.kv import CassandraListenerRegistry, CassandraStorage
 from kubecoord.backends.cassandra.membership import CassandraGroup
 from kubecoord.backends.cassandra.options import Options
 from kubecoord.backends.cassandra.session import Session
-from kubecoord.errors import ClosedError, InvalidArgumentError
+from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import EventLog
 
 DEFAULT_PORT = 9042
@@ -46,18 +45,12 @@ class CassandraCoordinator(CoordinatorBase):
     backend = "cassandra"
 
     def __init__(self, hosts: list[tuple[str, int]], keyspace: str, options: Options, events: EventLog) -> None:
-        super().__init__()
+        self.crashed = False
         self.keyspace = keyspace
         self.options = options
-        self.timings = options.timings
         self.events = events
-        self.clock = MonotonicClock()
-        self.session_id = uuid.uuid4()
-        """Names this coordinator's member rows (a process's session, as on ZooKeeper)."""
         self.dispatcher = Dispatcher(f"cassandra-{next(_numbers)}")
         self._lock = threading.Lock()
-        self._closed = False
-        self.crashed = False
         try:
             self.session = Session(hosts, keyspace, options)
             try:
@@ -66,24 +59,25 @@ class CassandraCoordinator(CoordinatorBase):
                 self.session.close()
                 raise
         except BaseException:
-            self._closed = True
             self.dispatcher.close()
             self.events.close()
             raise
+        self.context = CassandraContext(self.session, self.dispatcher, events, options, options.timings)
+        super().__init__(handle_owner=self.context)
 
     def _open_leader_election(self, service: str, **options: Any) -> LeaderElection:
         if options:
             raise InvalidArgumentError(f"cassandra backend: leader_election takes no options, got {sorted(options)}")
-        return CassandraElection(self, service)
+        return CassandraElection(self.context, service)
 
     def _open_group_membership(self, group: str) -> GroupMembership:
-        return CassandraGroup(self, group)
+        return CassandraGroup(self.context, group)
 
     def _open_storage(self, name: str) -> Storage:
-        return CassandraStorage(self, name)
+        return CassandraStorage(self.context, name)
 
     def _open_listener_registry(self, name: str) -> ListenerRegistry:
-        return CassandraListenerRegistry(self, name)
+        return CassandraListenerRegistry(self.context, name)
 
     def purge(self, primitive: str, name: str) -> int:
         """Delete every row of one election, group or store; returns how many partitions went.
@@ -104,18 +98,17 @@ class CassandraCoordinator(CoordinatorBase):
         return len(statements)
 
     def check_open(self) -> None:
-        if self._closed:
-            raise ClosedError("this cassandra coordinator was closed")
+        self.context.check_open()
 
     def close(self) -> None:
         with self._lock:
-            if self._closed:
+            if self.context.closed:
                 return
         self._close_group_members()  # while the session is open: they leave through it
         with self._lock:
-            if self._closed:
+            if self.context.closed:
                 return
-            self._closed = True
+            self.context.closed = True
         for handle in reversed(self._tracked()):
             handle.close()
         self.session.close()
@@ -126,10 +119,10 @@ class CassandraCoordinator(CoordinatorBase):
         """Stop as a process killed with -9 would: no resign, no leave, no callbacks. What it
         held (leadership, memberships) expires by its TTL. Used by kubecoord.testing.crash()."""
         with self._lock:
-            if self._closed:
+            if self.context.closed:
                 return
-            self._closed = True
-            self.crashed = True
+            self.context.closed = True
+            self.context.crashed = self.crashed = True
         for handle in self._tracked():
             handle.crash()
         self.dispatcher.close(timeout=0)

@@ -24,30 +24,27 @@ are at most one poll period late.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from kubecoord._core.lease import Loop, Observation
 from kubecoord._core.lease.election import Candidate, LeaseElection
+from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.backends.cassandra.election_rows import ElectionRows
 from kubecoord.errors import CoordinationError
-
-if TYPE_CHECKING:
-    from kubecoord.backends.cassandra.coordinator import CassandraCoordinator
 
 log = logging.getLogger("kubecoord.cassandra")
 
 
 class CassandraElection(LeaseElection):
-    def __init__(self, coordinator: CassandraCoordinator, service: str) -> None:
+    def __init__(self, context: CassandraContext, service: str) -> None:
         super().__init__(
-            coordinator, service, coordinator.events, timings=coordinator.timings, clock=coordinator.clock,
-            request_timeout=coordinator.options.request_timeout,
+            context, service, context.events, timings=context.timings, clock=context.clock,
+            request_timeout=context.options.request_timeout,
         )
-        self._coordinator = coordinator
+        self._context = context
         self._rows = ElectionRows(
-            coordinator.session, service, ttl=coordinator.options.session_timeout, clock=coordinator.clock
+            context.session, service, ttl=context.options.session_timeout, clock=context.clock
         )
-        self._poll_period = coordinator.options.poll_period
+        self._poll_period = context.options.poll_period
         self._poller: Loop | None = None
 
     # -- polling (Cassandra's watch) -----------------------------------------------------
@@ -89,13 +86,13 @@ class CassandraElection(LeaseElection):
         return self._rows.observed()
 
     def _notify(self, leader: str | None) -> None:
-        self._coordinator.dispatcher.notify(self._listeners, leader)
+        self._context.dispatcher.notify(self._listeners, leader)
 
     def _stopped(self) -> bool:
-        return self._coordinator.crashed
+        return self._context.crashed
 
     def _listener_added(self, first: bool) -> None:
-        if not self._closed and not self._coordinator.crashed:
+        if not self._closed and not self._context.crashed:
             self._ensure_polling()
 
     # -- lifecycle ----------------------------------------------------------------------

@@ -39,17 +39,15 @@ import logging
 import threading
 import uuid
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubecoord import validation
 from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._core.lease import Loop
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Versioned
+from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.errors import CoordinationError, KeyExistsError, KeyNotFoundError, VersionConflictError
-
-if TYPE_CHECKING:
-    from kubecoord.backends.cassandra.coordinator import CassandraCoordinator
 
 log = logging.getLogger("kubecoord.cassandra")
 
@@ -92,11 +90,11 @@ def _failed(error: BaseException) -> Future[Any]:
 
 
 class CassandraStorage(StorageHandle):
-    def __init__(self, coordinator: CassandraCoordinator, name: str) -> None:
-        super().__init__(coordinator, name, coordinator.events)
+    def __init__(self, context: CassandraContext, name: str) -> None:
+        super().__init__(context, name, context.events)
         self.name = name
-        self._session = coordinator.session
-        self.max_value_bytes = coordinator.options.max_value_bytes
+        self._session = context.session
+        self.max_value_bytes = context.options.max_value_bytes
         self._incarnation: uuid.UUID | None = None
 
     # -- reads ----------------------------------------------------------------------------
@@ -222,11 +220,11 @@ def _text(value: uuid.UUID | None) -> str | None:
 
 
 class CassandraListenerRegistry(RegistryHandle):
-    def __init__(self, coordinator: CassandraCoordinator, name: str) -> None:
-        super().__init__(coordinator, name, coordinator.events)
+    def __init__(self, context: CassandraContext, name: str) -> None:
+        super().__init__(context, name, context.events)
         self.name = name
-        self._coordinator = coordinator
-        self._session = coordinator.session
+        self._context = context
+        self._session = context.session
         self._poll_lock = threading.Lock()
         self._poller: Loop | None = None
         self._marker: tuple[Any, Any] | None = None
@@ -271,7 +269,7 @@ class CassandraListenerRegistry(RegistryHandle):
         return [row.key for row in self._session.execute(_ALL_KEYS, [self.name]) if row.key is not None]
 
     def _poll(self) -> float:
-        period = self._coordinator.options.poll_period
+        period = self._context.options.poll_period
         if self._closed:
             return period
         try:
@@ -298,14 +296,14 @@ class CassandraListenerRegistry(RegistryHandle):
                     self._values_seen[key] = now
                     listeners = self._values.get(key)
                     if listeners is not None:
-                        self._coordinator.dispatcher.notify(listeners, now[0])
+                        self._context.dispatcher.notify(listeners, now[0])
             for namespace in namespaces:
                 names = frozenset(_children(namespace, all_keys))
                 if namespace in self._sets_seen and self._sets_seen[namespace] != names:
                     self._sets_seen[namespace] = names
                     key_set_listeners = self._key_sets.get(namespace)
                     if key_set_listeners is not None:
-                        self._coordinator.dispatcher.notify(key_set_listeners, set(names))
+                        self._context.dispatcher.notify(key_set_listeners, set(names))
 
     def close(self) -> None:
         if self._closed:

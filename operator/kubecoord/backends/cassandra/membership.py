@@ -26,14 +26,11 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from typing import TYPE_CHECKING
 
 from kubecoord._core.handles import GroupHandle
 from kubecoord._core.lease import Loop
+from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
-
-if TYPE_CHECKING:
-    from kubecoord.backends.cassandra.coordinator import CassandraCoordinator
 
 log = logging.getLogger("kubecoord.cassandra")
 
@@ -50,12 +47,12 @@ _READ_ALL = "SELECT member, data FROM {ks}.group_members WHERE grp = ?"
 
 
 class CassandraGroup(GroupHandle):
-    def __init__(self, coordinator: CassandraCoordinator, group: str) -> None:
-        super().__init__(coordinator, group, coordinator.events)
-        self._coordinator = coordinator
-        self._session = coordinator.session
-        self._session_id = coordinator.session_id
-        self._ttl = coordinator.options.session_timeout
+    def __init__(self, context: CassandraContext, group: str) -> None:
+        super().__init__(context, group, context.events)
+        self._context = context
+        self._session = context.session
+        self._session_id = context.session_id
+        self._ttl = context.options.session_timeout
         self.group = group
         self._lock = threading.RLock()
         self._mine: dict[str, str] = {}
@@ -121,7 +118,7 @@ class CassandraGroup(GroupHandle):
 
     # -- background -----------------------------------------------------------------------
     def _beat(self) -> float:
-        period = self._coordinator.options.heartbeat_period
+        period = self._context.options.heartbeat_period
         with self._lock:
             if self._closed:
                 return period
@@ -153,7 +150,7 @@ class CassandraGroup(GroupHandle):
                 del self._mine[member_id]
 
     def _poll(self) -> float:
-        period = self._coordinator.options.poll_period
+        period = self._context.options.poll_period
         if self._closed:
             return period
         try:
@@ -163,7 +160,7 @@ class CassandraGroup(GroupHandle):
             return period
         if members != self._seen:
             self._seen = members
-            self._coordinator.dispatcher.notify(self._listeners, set(members))
+            self._context.dispatcher.notify(self._listeners, set(members))
         return period
 
     # -- lifecycle ------------------------------------------------------------------------

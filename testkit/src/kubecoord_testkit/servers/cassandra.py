@@ -13,8 +13,9 @@ reason instead of failing.
 
 Each node is one JVM (Java 17) started as Cassandra's own scripts would start it: the
 ``--add-exports``/``--add-opens`` of its ``conf/jvm17-server.options``, the jamm agent,
-a 512 MiB heap, and the test speed-ups (no wait for gossip to settle, a 100 ms ring
-delay (10 s in a cluster), ``unsafesystem``: no fsync of the system tables). Its cassandra.yaml is minimal:
+a 512 MiB heap, C1 only, and the test speed-ups: no wait for gossip to settle, a 100 ms
+ring delay (10 s in a cluster), ``unsafesystem`` (one node only: no fsync of the system
+tables). Its cassandra.yaml is minimal:
 data, commit log, hints and caches under the node's own folder, loopback listen and RPC
 addresses, free storage and native-transport ports, Paxos v2. A cluster's nodes listen on
 127.0.0.1, 127.0.0.2, 127.0.0.3... (Linux routes all of 127/8 to loopback) with one
@@ -88,7 +89,6 @@ JVM17_OPTIONS = [
 ]
 SPEED_UPS = [
     "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-    "-Dcassandra.unsafesystem=true",
     "-Dcassandra.superuser_setup_delay_ms=0",
     "-Dcassandra.consistent.rangemovement=false",
     "-Dcassandra.use_deterministic_table_id=true",
@@ -145,6 +145,10 @@ class Node:
     """A cluster's nodes wait longer: a joining node's gossip shadow round gives up after
     the ring delay, and at 100 ms a loaded seed answers too late ("Unable to gossip with
     any peers")."""
+    unsafe_system: bool = True
+    """No durable writes for the system tables (faster start). A cluster's nodes keep them
+    durable: a node killed with -9 and restarted would come back without the schema
+    changes it took (INCOMPATIBLE_SCHEMA to its peers' reads)."""
     process: subprocess.Popen[bytes] | None = None
     log_path: Path = field(init=False)
 
@@ -214,6 +218,7 @@ class Node:
             # C1 only: a test server starts sooner and never runs long enough to repay C2.
             "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=2",
             *JVM17_OPTIONS, *SPEED_UPS, f"-Dcassandra.ring_delay_ms={self.ring_delay_ms}",
+            f"-Dcassandra.unsafesystem={str(self.unsafe_system).lower()}",
             f"-javaagent:{_jamm()}",
             f"-Dcassandra.config=file://{config_path}",
             f"-Dlogback.configurationFile=file://{logback_path}",
@@ -283,7 +288,7 @@ class CassandraServer(ManagedServers):
         addresses = [f"127.0.0.{index + 1}" for index in range(size)]
         return cls([
             Node(root / f"node{index + 1}", address, storage, free_port(), addresses[0], "kubecoord-cluster",
-                 ring_delay_ms=10_000)
+                 ring_delay_ms=10_000, unsafe_system=False)
             for index, address in enumerate(addresses)
         ])
 
