@@ -4,7 +4,9 @@ official client, configured like kopf: in-cluster service account first, else $K
 Guarantees: every call runs off the event loop (the client is blocking) with a request
 timeout; ``apply`` creates an object or merge-patches the fields the operator owns, so
 reconciling twice is a no-op; 404 on delete counts as done. Errors are the client's
-ApiException with ``status`` set.
+ApiException with ``status`` set (RequestFailed for an answer outside 2xx, which says in
+one line what was asked — verb and path — and what the API answered, without the
+response headers the client's own message dumps).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import kubernetes.client
 import kubernetes.config
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["ApiException", "acall", "apply", "call", "delete", "list_objects", "patch_status"]
+__all__ = ["ApiException", "RequestFailed", "acall", "apply", "call", "delete", "list_objects", "patch_status"]
 
 from kubecoord.operator import fencing
 from kubecoord.wire.crd import GROUP, VERSION
@@ -34,6 +36,24 @@ _client: kubernetes.client.ApiClient | None = None
 USER_AGENT = "kubecoord-operator"
 """What the operator's requests say they are; ``kubecoord operator`` appends its identity
 (``kubecoord-operator/POD``), so the API server's audit log tells the replicas apart."""
+
+
+class RequestFailed(ApiException):
+    """The API answered ``method path`` outside 2xx: ``status``, ``reason`` and the
+    Status message (for a 403, who may not do what: verb, resource, namespace)."""
+
+    def __init__(self, method: str, path: str, response: Any) -> None:
+        super().__init__(http_resp=response)
+        self.method, self.path = method, path
+
+    def __str__(self) -> str:
+        body = self.body or b""
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+        try:
+            message = str(json.loads(text).get("message") or "")
+        except (ValueError, AttributeError):  # not a Status: an error page from a proxy, say
+            message = text[:300]
+        return f"{self.method} {self.path}: HTTP {self.status} {self.reason}" + (f": {message}" if message else "")
 
 
 def api_client() -> kubernetes.client.ApiClient:
@@ -100,7 +120,7 @@ def call(method: str, path: str, body: Any = None, *, content_type: str = "appli
     response = client.call_api(*serialized, _request_timeout=REQUEST_TIMEOUT)
     response.read()  # type: ignore[no-untyped-call]
     if not 200 <= response.status < 300:
-        raise ApiException(http_resp=response)
+        raise RequestFailed(method, resource, response)
     return json.loads(response.data) if response.data else None
 
 
