@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import itertools
 import json
@@ -138,6 +139,10 @@ def test_members_view_in_a_pipe_prints_one_json_document_per_change(
     # A document only when the state changed: no two neighbours are equal.
     states = [d["members"] for d in documents]
     assert all(a != b for a, b in itertools.pairwise(states))
+    # Each line says when, with date and zone (RFC 3339), not only a time of day.
+    for document in documents:
+        stamp = dt.datetime.fromisoformat(document["time"])
+        assert stamp.tzinfo is not None and abs((dt.datetime.now(dt.UTC) - stamp).total_seconds()) < 600
     assert "\x1b[" not in "".join(lines)
 
 

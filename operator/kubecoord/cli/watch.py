@@ -129,12 +129,13 @@ def _loop(
         if document is not None and (document != last or error != last_error):
             if document != last:
                 updates += 1
-            now = dt.datetime.now().astimezone().strftime("%H:%M:%S")
+            # Date and zone always: a line read tomorrow, or in another zone, says when it was.
+            now = dt.datetime.now().astimezone()
             if args.output == "json":
                 if error is None:
-                    print_json({"time": now, **document}, compact=True)
+                    print_json({"time": now.isoformat(timespec="milliseconds"), **document}, compact=True)
             else:
-                header = f"kubecoord watch: {title}   {now}   changes: {updates - 1}"
+                header = f"kubecoord watch: {title}   {now.strftime('%Y-%m-%d %H:%M:%S %Z')}   changes: {updates - 1}"
                 if error:
                     header += f"   ERROR (retrying): {error}"
                 view.draw([header, "", *table(*tabulate(document))])
