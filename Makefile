@@ -10,7 +10,7 @@ KUBECTL := $(VENV)/bin/kubectl
 ACTIONLINT_VERSION := v1.7.12
 ACTIONLINT := $(VENV)/bin/actionlint
 
-.PHONY: install system-deps cassandra-jars test lint demo soak bench chart-lint chart-crds helm e2e image dist actionlint clean
+.PHONY: install system-deps cassandra-jars test lint docs demo soak bench chart-lint chart-crds helm e2e image dist actionlint clean
 
 install: $(INSTALLED)
 
@@ -54,6 +54,13 @@ lint: install $(ACTIONLINT)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(ACTIONLINT) -no-color -shellcheck= -pyflakes=
+	$(MAKE) --no-print-directory docs
+
+# The documentation site (mkdocs.yml, docs/): mkdocs-material and mkdocstrings, pinned in
+# the docs extra; --strict turns every warning (a broken link or anchor, a page left out
+# of the nav, a docstring mkdocstrings cannot read) into a failure. Output in site/.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # actionlint (the release workflow's linter), a pinned version from the Go module proxy,
 # built into the venv by the machine's Go; ~80 s the first time, seconds once cached.
