@@ -217,7 +217,8 @@ class ReadyWatch:
 
 
 def bench_operator(server: RealApiServer, elections: int, groups: int, stores: int, namespaces: int,
-                   changes: int) -> None:
+                   changes: int, *, floor: bool = False) -> None:
+    """``floor``: run bench/floor_operator.py (kopf with handlers that do nothing) instead."""
     api = admin(server)
     for path in sorted((ROOT / "crds").glob("*.yaml")):
         kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition(yaml.safe_load(path.read_text()))
@@ -226,10 +227,14 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
     namespace(api, "kubecoord-system")
     counter = RequestCounter(server)
     env = {**os.environ, "KUBECONFIG": str(server.admin_kubeconfig), "KUBECOORD_LOG_LEVEL": "WARNING"}
+    program = [sys.executable, *(os.environ.get("BENCH_OPERATOR_PROGRAM") or "-m kubecoord.cli").split(), "operator",
+               "--all-namespaces", "--lease-namespace",
+               "kubecoord-system", "--health-port", "0", "--metrics-port", "0", "--bind", "127.0.0.1"]
+    if floor:
+        program = [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces", "--quiet",
+                   str(ROOT / "bench" / "floor_operator.py")]
     operator = subprocess.Popen(
-        [sys.executable, *(os.environ.get("BENCH_OPERATOR_PROGRAM") or "-m kubecoord.cli").split(), "operator",
-         "--all-namespaces", "--lease-namespace",
-         "kubecoord-system", "--health-port", "0", "--metrics-port", "0", "--bind", "127.0.0.1"],
+        program,
         env=env, stdout=subprocess.DEVNULL, stderr=open(server.workdir / "logs" / "operator.log", "w"),  # noqa: SIM115
     )  # fmt: skip
     try:
@@ -258,6 +263,17 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
             list(pool.map(create, range(len(plan))))
         created = time.monotonic()
         total = len(plan)
+        if floor:
+            time.sleep(30)  # kopf has seen every object (nothing to become Ready)
+            floor_requests = counter.total() - before - total - 6
+            rss, threads = rss_and_threads(operator.pid)
+            print(f"floor (kopf, no-op handlers) over {total} resources: RSS {rss:.0f} MiB, {threads} threads, "
+                  f"{floor_requests / total:.2f} API requests per resource; {load()}")
+            before, quiet = counter.total(), time.monotonic()
+            time.sleep(30)
+            idle = (counter.total() - before) / (time.monotonic() - quiet)
+            print(f"  floor idle: {idle * 60:.0f} API requests per minute at the server")
+            return
         done = watch.wait(lambda: len(watch.ready) >= total, timeout=1800)
         ready_at = time.monotonic()
         operator_requests = counter.total() - before - total - 6  # minus our creates and watch opens
@@ -270,8 +286,8 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
         before, quiet = counter.total(), time.monotonic()
         time.sleep(30)
         idle = (counter.total() - before) / (time.monotonic() - quiet)
-        print(f"  idle: {idle:.1f} API requests/s at the server ({idle / total * 1000:.2f} per 1,000 resources; "
-              "the server's own clients included)")
+        print(f"  idle: {idle:.1f} API requests/s at the server ({idle * 60:.0f} per minute, "
+              f"{idle / total * 1000:.2f}/s per 1,000 resources; the server's own clients included)")
 
         # Status lag: a client's new leader -> the resource's status shows it.
         lags: list[float] = []
@@ -299,6 +315,11 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
         print(f"  status lag, nominate() -> status.leader (over {total} resources): {ms(lags)}")
         rss, threads = rss_and_threads(operator.pid)
         print(f"  operator after the changes: RSS {rss:.0f} MiB, {threads} threads")
+        log = (server.workdir / "logs" / "operator.log").read_text(errors="replace")
+        lost = log.count("lost the operator lease")
+        print(f"  operator HA Lease: {'lost ' + str(lost) + ' times' if lost else 'never lost'}; "
+              f"the operator is {'running' if operator.poll() is None else f'gone (exit {operator.poll()})'}; "
+              f"{log.count('Traceback')} tracebacks in its log")
     finally:
         processes.stop(operator, 60)
 
@@ -311,6 +332,7 @@ def main() -> int:
     parser.add_argument("--stores", type=int, default=None)
     parser.add_argument("--namespaces", type=int, default=10)
     parser.add_argument("--changes", type=int, default=200)
+    parser.add_argument("--floor", action="store_true", help="operator: measure kopf with no-op handlers instead")
     args = parser.parse_args()
     print(f"before: {load()}")
     with real_server() as server:
@@ -322,7 +344,7 @@ def main() -> int:
             bench_client(server, args.elections or 1000, args.stores or 100, min(args.changes, 100))
         else:
             bench_operator(server, args.elections or 5000, args.groups, args.stores or 1000, args.namespaces,
-                           args.changes)
+                           args.changes, floor=args.floor)
     print(f"after: {load()}")
     return 0
 

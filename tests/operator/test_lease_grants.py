@@ -34,7 +34,7 @@ def test_the_operator_writes_repairs_and_trims_the_lease_grants(
     owners = core.read_namespaced_config_map(CONFIGMAP, NAMESPACE).metadata.owner_references
     assert group in {ref.name for ref in owners} and not any(ref.controller for ref in owners)
 
-    core.delete_namespaced_config_map(CONFIGMAP, NAMESPACE)  # drift: re-created by the daemon's check
+    core.delete_namespaced_config_map(CONFIGMAP, NAMESPACE)  # drift: re-created by the controller's resync check
     eventually(lambda: set(_grants(core).get(app, "").split()) == wanted, timeout=60, interval=0.5)
 
     resources.custom.patch_namespaced_custom_object("kubecoord.dev", "v1alpha1", NAMESPACE, "groups", group,

@@ -174,10 +174,10 @@ def test_kvstore_status_follows_writes_and_delete_leaves_nothing(
 
 
 def test_ready_waits_for_the_clients_role(resources: Resources, api: ApiEmulator, unique: str) -> None:
-    """A client that waits for Ready and then connects must find its RoleBinding: the mirror
-    daemon runs beside the reconcile handler, so Ready waits for the reconcile. The Role's
+    """A client that waits for Ready and then connects must find its RoleBinding: the status
+    controller runs beside the reconcile handler, so Ready waits for the reconcile. The Role's
     create is refused twice (kopf retries the handler), which leaves seconds of Ready=True
-    without a Role when the daemon does not wait."""
+    without a Role when the controller does not wait."""
     name = f"ready-{unique}"
     role = f"kubecoord-leaderelection-{name}"
     api.fail("create", "roles", code=503, times=2)

@@ -1,5 +1,5 @@
 """Status writes the API refuses (422, 413, 429, 5xx) are retried with backoff and never
-end the resource's daemon (handlers/_resource.py, _StatusWriter): faults injected on the
+stop the resource's status work (kubecoord.operator.controller.status, _StatusWriter): faults injected on the
 emulator (ApiEmulator.fail). The size side — a Group too large to list whole in its
 status — runs on the real server (tests/real/test_install.py), whose object size limit is
 the one that matters."""
@@ -35,7 +35,7 @@ def _status_errors() -> float:
 CODES = (422, 413, 429, 503)
 
 
-def test_refused_status_writes_are_retried_and_the_daemon_lives_on(
+def test_refused_status_writes_are_retried_and_the_controller_goes_on(
     resources: Resources, client: Coordinator, api: ApiEmulator, unique: str, caplog: pytest.LogCaptureFixture,
 ) -> None:
     name = f"refused-{unique}"
@@ -54,11 +54,11 @@ def test_refused_status_writes_are_retried_and_the_daemon_lives_on(
     failed = [getattr(r, "status_code", None) for r in caplog.records
               if r.getMessage() == "status write failed; will retry"]
     assert [code for code in failed if code in CODES] == list(CODES), failed
-    # The same daemon goes on mirroring: later changes reach the status too.
+    # The controller goes on mirroring: later changes reach the status too.
     group.join("w2", data="b")
     eventually(lambda: resources.status("groups", name).get("memberCount") == 2, timeout=20, interval=0.2)
-    # kopf would log (and restart after a backoff) a daemon that raised: none did.
-    crashed = [r.getMessage()[:200] for r in caplog.records if r.getMessage().startswith("Daemon 'mirror' failed")]
+    # A reconcile that raised would be logged with its traceback: none did.
+    crashed = [r.getMessage()[:200] for r in caplog.records if r.getMessage() == "status reconcile failed"]
     assert crashed == []
     group.leave("w1")
     group.leave("w2")

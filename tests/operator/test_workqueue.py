@@ -126,3 +126,23 @@ def test_add_after_keeps_the_earliest_timer_and_threads_may_add() -> None:
             await queue.get()
 
     run(main())
+
+
+def test_an_add_from_another_thread_wakes_a_waiting_worker_at_once() -> None:
+    """kopf runs synchronous handlers in executor threads: an add from there must wake the
+    worker waiting on the loop (a future completed off the loop would not)."""
+
+    async def main() -> float:
+        queue: WorkQueue[str] = WorkQueue()
+        queue.add("first")
+        assert await queue.get() == "first"  # binds the queue to this loop
+        queue.done("first")
+        loop = asyncio.get_running_loop()
+        waiting = asyncio.ensure_future(queue.get())
+        await asyncio.sleep(0.01)
+        began = loop.time()
+        threading.Thread(target=queue.add, args=("second",)).start()
+        assert await asyncio.wait_for(waiting, 5) == "second"
+        return loop.time() - began
+
+    assert float(run(main())) < 1.0  # type: ignore[arg-type]

@@ -47,6 +47,16 @@ Change = tuple[str, "Observed | None", "Observed | None"]
 Subscriber = Callable[[list[Change]], None]
 
 
+def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` without metadata.managedFields (a shallow copy; the caller's dict is left as
+    it is). Nothing here reads them, and they are often most of a small object's bytes:
+    client-go's informers are commonly given the same transform (``SetTransform``)."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict) or "managedFields" not in metadata:
+        return obj
+    return {**obj, "metadata": {key: value for key, value in metadata.items() if key != "managedFields"}}
+
+
 def labels_of(observed: Observed | None) -> set[tuple[str, str]]:
     if observed is None:
         return set()
@@ -208,7 +218,7 @@ class ObjectCache:
             del self._tombstones[name]
         if previous is not None and not newer(version, previous.version):
             return
-        observed = Observed(obj, version, self._clock.now())
+        observed = Observed(_without_managed_fields(obj), version, self._clock.now())
         self._cache[name] = observed
         self._index(name, previous, observed)
         self._pending.append((name, previous, observed))

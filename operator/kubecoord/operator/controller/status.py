@@ -188,7 +188,7 @@ class StatusController:
                 self._gone[key] = body
         else:
             self._gone.pop(key, None)
-            self.bodies[key] = body
+            self.bodies[key] = _trimmed(body)
         self.queue.add(key)
 
     def mark_reconciled(self, key: Key, generation: int | None, foreign: list[str] | None = None) -> None:
@@ -495,6 +495,21 @@ async def _exists(key: Key, uid: str | None) -> bool:
         raise
     metadata = (current or {}).get("metadata") or {}
     return bool(metadata.get("uid") == uid and not metadata.get("deletionTimestamp"))
+
+
+_KEPT_METADATA = ("name", "namespace", "uid", "generation", "resourceVersion", "deletionTimestamp", "labels")
+
+
+def _trimmed(body: dict[str, Any]) -> dict[str, Any]:
+    """What the controller needs of a resource (10,000 of them are cached): its identity,
+    spec and status, without managedFields and kopf's last-handled annotation (a second
+    copy of the spec), which are most of a body's bytes."""
+    metadata = body.get("metadata") or {}
+    return {
+        "apiVersion": body.get("apiVersion"), "kind": body.get("kind"),
+        "metadata": {key: metadata[key] for key in _KEPT_METADATA if key in metadata},
+        "spec": body.get("spec") or {}, "status": body.get("status") or {},
+    }
 
 
 def _plural(body: dict[str, Any]) -> str | None:

@@ -51,7 +51,16 @@ class WorkQueue(Generic[K]):
 
     # -- adding -------------------------------------------------------------------------
     def add(self, key: K) -> None:
-        """Queue ``key`` unless it is queued already (on the queue's loop)."""
+        """Queue ``key`` unless it is queued already. From a thread other than the queue's
+        loop (kopf runs synchronous handlers in executor threads) it is handed to the loop:
+        waking a waiting worker is only safe there."""
+        loop = self._loop
+        if loop is not None and _running_loop() is not loop:
+            self.add_threadsafe(key)
+            return
+        self._add(key)
+
+    def _add(self, key: K) -> None:
         if self._shut or key in self._dirty:
             return
         self._dirty.add(key)
@@ -64,18 +73,15 @@ class WorkQueue(Generic[K]):
         loop = self._loop
         if loop is None or loop.is_closed():
             return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self.add(key)
+        if _running_loop() is loop:
+            self._add(key)
         else:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile (operator stopping)
-                loop.call_soon_threadsafe(self.add, key)
+                loop.call_soon_threadsafe(self._add, key)
 
     def add_after(self, key: K, delay: float) -> None:
-        """Queue ``key`` once ``delay`` seconds have passed (at once when ``delay <= 0``)."""
+        """Queue ``key`` once ``delay`` seconds have passed (at once when ``delay <= 0``);
+        on the queue's loop."""
         if delay <= 0:
             self.add(key)
             return
@@ -165,7 +171,7 @@ class WorkQueue(Generic[K]):
 
     def _fire(self, key: K) -> None:
         self._timers.pop(key, None)
-        self.add(key)
+        self._add(key)
 
     def _notify(self) -> None:
         """Wake one waiting worker (one key was queued)."""
@@ -174,3 +180,10 @@ class WorkQueue(Generic[K]):
             if not waiter.done():
                 waiter.set_result(None)
                 return
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -120,7 +120,9 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
                                    body["metadata"].get("generation"), foreign)
 
     @kopf.on.event(GROUP, VERSION, plural)
-    def observe(type: str | None, body: kopf.Body, **_: Any) -> None:
+    async def observe(type: str | None, body: kopf.Body, **_: Any) -> None:
+        # async: on kopf's loop, where the controller's cache and queue live (kopf runs a
+        # synchronous handler in an executor thread).
         controller.observe(type, dict(body))
 
     @kopf.on.delete(GROUP, VERSION, plural, id="cleanup", when=_outside_kubernetes,
