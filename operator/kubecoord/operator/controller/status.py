@@ -149,6 +149,9 @@ class _Entry:
     mirror: Mirror | None = None
     foreign: list[str] = field(default_factory=list)
     last_repair: float = float("-inf")
+    cached_once: bool = False
+    """The watch has shown every backing object since they were last written: a missing
+    one now was deleted (repair at once), not merely not seen yet (the grace applies)."""
     failures: int = 0
 
 
@@ -200,6 +203,7 @@ class StatusController:
         entry = self._entries.get(key)
         if entry is not None:
             entry.foreign = list(foreign or [])
+            entry.cached_once = False
         self.queue.add(key)
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -327,8 +331,10 @@ class StatusController:
         again: float | None = None
         if entry.backend.backend == "kubernetes" and reconciled:
             missing = not self._all_cached(key, entry)
+            entry.cached_once = entry.cached_once or not missing
             if missing or entry.foreign:
-                since = time.monotonic() - max(entry.last_repair, self._ensured_at.get(key, float("-inf")))
+                ensured = float("-inf") if entry.cached_once else self._ensured_at.get(key, float("-inf"))
+                since = time.monotonic() - max(entry.last_repair, ensured)
                 if since < REPAIR_GRACE_SECONDS:
                     # The create/update handler has just written them: the watch has not
                     # shown them yet. Look again after the grace, without a request now.
