@@ -134,9 +134,14 @@ def test_crashed_holders_lock_returns_after_expiry(harness: Harness, name: str) 
     result: list[bool] = []
     thread = threading.Thread(target=lambda: result.append(waiter.acquire(timeout=60)))
     thread.start()
-    time.sleep(0.5)  # the waiter is queued (memory's manual clock: it must observe the record before time jumps)
-    harness.expire()
-    thread.join(60)
+    # Let time pass until the waiter wins (or 60 s). One jump is not enough on memory's manual
+    # clock: a waiter that first sees the crashed record after the jump counts the lease from
+    # then, so time must pass again after its candidacy exists. Real backends' expire() sleeps.
+    deadline = time.monotonic() + 60
+    while thread.is_alive() and time.monotonic() < deadline:
+        harness.expire()
+        thread.join(0.5)
+    thread.join(1)
     assert result == [True]
     assert waiter.token is not None and waiter.token > token
     waiter.release()
@@ -202,9 +207,14 @@ def test_semaphore_slots_holders_and_crash(harness: Harness, name: str) -> None:
     result: list[bool] = []
     thread = threading.Thread(target=lambda: result.append(third.acquire(timeout=60)))
     thread.start()
-    time.sleep(0.5)  # the waiter is queued (memory's manual clock: it must observe the record before time jumps)
-    harness.expire()
-    thread.join(60)
+    # Let time pass until the waiter wins (or 60 s). One jump is not enough on memory's manual
+    # clock: a waiter that first sees the crashed record after the jump counts the lease from
+    # then, so time must pass again after its candidacy exists. Real backends' expire() sleeps.
+    deadline = time.monotonic() + 60
+    while thread.is_alive() and time.monotonic() < deadline:
+        harness.expire()
+        thread.join(0.5)
+    thread.join(1)
     assert result == [True]
     assert third.slot == crashed_slot
     assert third.token is not None and crashed_token is not None and third.token > crashed_token
