@@ -36,7 +36,7 @@ def uncovered(granted: list[dict[str, Any]], held: list[dict[str, Any]]) -> list
 
 
 @pytest.mark.parametrize("kind", ["LeaderElection", "Group", "KVStore"])
-@pytest.mark.parametrize("backend", ["kubernetes", "zookeeper"])
+@pytest.mark.parametrize("backend", ["kubernetes", "zookeeper", "cassandra"])
 @pytest.mark.parametrize("all_namespaces", [True, False])
 def test_the_operator_holds_every_permission_it_grants(
     render: Render, kind: str, backend: str, all_namespaces: bool

@@ -88,10 +88,50 @@ def test_zookeeper_backend_needs_its_connection_settings() -> None:
         assert "spec.zookeeper: Required value: spec.zookeeper is required when spec.backend is zookeeper" in message
 
 
+def test_cassandra_defaults_fill_the_connection_settings() -> None:
+    spec = {"backend": "cassandra", "cassandra": {"hosts": ["db-0.db", "db-1.db:9142"]}}
+    for kind in CRDS:
+        stored = admit(CRDS[kind], resource(kind, spec), None, None)
+        assert stored["spec"]["cassandra"] == {
+            "hosts": ["db-0.db", "db-1.db:9142"],
+            "keyspace": "kubecoord",
+            "consistency": "QUORUM",
+            "serialConsistency": "SERIAL",
+            "sessionTimeoutSeconds": 10,
+        }, kind
+
+
+def test_cassandra_backend_needs_its_connection_settings_and_only_with_it() -> None:
+    for kind in CRDS:
+        message, fields = refusal(kind, {"backend": "cassandra"})
+        assert fields == ["spec.cassandra"], kind
+        assert "spec.cassandra is required when spec.backend is cassandra" in message
+        message, fields = refusal(kind, {"backend": "kubernetes", "cassandra": {"hosts": ["db:9042"]}})
+        assert fields == ["spec.cassandra"], kind
+
+
+@pytest.mark.parametrize(
+    ("cassandra", "field"),
+    [
+        (
+            {"hosts": ["db"], "sessionTimeoutSeconds": 4, "renewDeadlineSeconds": 3},
+            "spec.cassandra.renewDeadlineSeconds",
+        ),
+        ({"hosts": ["db"], "keyspace": "no-dashes"}, "spec.cassandra.keyspace"),
+        ({"hosts": ["db"], "consistency": "ONE"}, "spec.cassandra.consistency"),
+        ({"hosts": ["db"], "sessionTimeoutSeconds": 1}, "spec.cassandra.sessionTimeoutSeconds"),
+        ({"hosts": ["db:99999999"]}, "spec.cassandra.hosts[0]"),
+    ],
+)
+def test_cassandra_settings_are_checked(cassandra: dict[str, Any], field: str) -> None:
+    _, fields = refusal("LeaderElection", {"backend": "cassandra", "cassandra": cassandra})
+    assert fields == [field]
+
+
 def test_unknown_backend() -> None:
     message, fields = refusal("KVStore", {"backend": "etcd"})
     assert fields == ["spec.backend"]
-    assert 'spec.backend: Unsupported value: "etcd": supported values: "kubernetes", "zookeeper"' in message
+    assert 'Unsupported value: "etcd": supported values: "kubernetes", "zookeeper", "cassandra"' in message
 
 
 def test_negative_size_limit() -> None:

@@ -234,6 +234,32 @@ def test_clients_get_exactly_their_role_and_others_are_denied(
     resources.delete("leaderelections", name)
 
 
+def test_cassandra_resources_are_mirrored_and_their_rows_purged_on_delete(
+    resources: Resources, unique: str, cassandra_keyspace: str
+) -> None:
+    name = f"cs-{unique}"
+    hosts, keyspace = cassandra_keyspace.split("//")[1].split("/")
+    spec = {"backend": "cassandra", "cassandra": {"hosts": hosts.split(","), "keyspace": keyspace}}
+    resources.create("leaderelections", "LeaderElection", name, spec)
+    resources.create("kvstores", "KVStore", name, spec)
+    resources.wait_ready("leaderelections", name)
+    with kubecoord.connect(cassandra_keyspace) as coordinator:
+        coordinator.storage(name).put("topics/orders", "partitions=3")
+        eventually(lambda: resources.status("kvstores", name).get("keys") == 1, timeout=20)
+        election = coordinator.leader_election(name)
+        election.nominate("pod-c")
+        eventually(lambda: resources.status("leaderelections", name).get("leader") == "pod-c", timeout=20)
+        assert object_names.election_lease_name(name) not in resources.lease_names()  # nothing on Kubernetes
+        election.close()
+
+        resources.delete("leaderelections", name)
+        resources.delete("kvstores", name)
+        eventually(lambda: resources.get("leaderelections", name) is None, timeout=30)
+        eventually(lambda: resources.get("kvstores", name) is None, timeout=30)
+        purge = coordinator.purge  # type: ignore[attr-defined]
+        assert purge("leader_election", name) == 0 and purge("kv", name) == 0  # the finalizer left nothing
+
+
 def test_zookeeper_resources_are_mirrored_and_their_znodes_purged_on_delete(
     resources: Resources, unique: str, zookeeper_server: ZooKeeperServer
 ) -> None:

@@ -19,6 +19,8 @@ DEFAULT_RENEW_INTERVAL_SECONDS = 5.0
 DEFAULT_SIZE_LIMIT = "1Mi"
 DEFAULT_ZOOKEEPER_CHROOT = "/kubecoord"
 DEFAULT_ZOOKEEPER_SESSION_TIMEOUT = 10.0
+DEFAULT_CASSANDRA_KEYSPACE = "kubecoord"
+DEFAULT_CASSANDRA_SESSION_TIMEOUT = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +45,20 @@ class BackendSpec:
             chroot = str(zookeeper.get("chroot", DEFAULT_ZOOKEEPER_CHROOT)).strip("/")
             timeout = float(zookeeper.get("sessionTimeoutSeconds", DEFAULT_ZOOKEEPER_SESSION_TIMEOUT))
             return cls(backend=backend, url=f"zookeeper://{hosts}/{chroot}", options=(("session_timeout", timeout),))
+        if backend == "cassandra":
+            cassandra = spec.get("cassandra") or {}
+            hosts = ",".join(cassandra.get("hosts") or [])
+            if not hosts:
+                raise InvalidArgumentError("spec.cassandra.hosts is required when spec.backend is cassandra")
+            keyspace = str(cassandra.get("keyspace", DEFAULT_CASSANDRA_KEYSPACE))
+            options: list[tuple[str, Any]] = [
+                ("session_timeout", int(cassandra.get("sessionTimeoutSeconds", DEFAULT_CASSANDRA_SESSION_TIMEOUT))),
+                ("consistency", str(cassandra.get("consistency", "QUORUM"))),
+                ("serial_consistency", str(cassandra.get("serialConsistency", "SERIAL"))),
+            ]
+            if cassandra.get("renewDeadlineSeconds") is not None:
+                options.append(("renew_deadline", float(cassandra["renewDeadlineSeconds"])))
+            return cls(backend=backend, url=f"cassandra://{hosts}/{keyspace}", options=tuple(options))
         raise InvalidArgumentError(f"spec.backend: unsupported backend {backend!r}")
 
 

@@ -80,22 +80,23 @@ class CassandraCoordinator(CoordinatorBase):
         return CassandraListenerRegistry(self.context, name)
 
     def purge(self, primitive: str, name: str) -> int:
-        """Delete every row of one election, group or store; returns how many partitions went.
+        """Delete every row of one election, group or store; returns how many partitions
+        held something (0: nothing was left).
 
         For the operator's finalizer: a deleted resource leaves nothing behind in Cassandra
         (live holders and members see their leadership or membership end)."""
         name = validation.check_name(name, "name")
-        statements = {
-            "leader_election": [
-                "DELETE FROM {ks}.leader_election WHERE resource = ?",
-                "DELETE FROM {ks}.leader_epochs WHERE resource = ?",
-            ],
-            "group": ["DELETE FROM {ks}.group_members WHERE grp = ?"],
-            "kv": ["DELETE FROM {ks}.kv_entries WHERE store = ?"],
+        tables = {
+            "leader_election": [("leader_election", "resource"), ("leader_epochs", "resource")],
+            "group": [("group_members", "grp")],
+            "kv": [("kv_entries", "store")],
         }[primitive]
-        for statement in statements:
-            self.session.execute(statement, [name])
-        return len(statements)
+        found = 0
+        for table, column in tables:
+            if self.session.execute(f"SELECT {column} FROM {{ks}}.{table} WHERE {column} = ? LIMIT 1", [name]):
+                found += 1
+            self.session.execute(f"DELETE FROM {{ks}}.{table} WHERE {column} = ?", [name])
+        return found
 
     def check_open(self) -> None:
         self.context.check_open()
