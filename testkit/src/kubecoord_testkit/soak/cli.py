@@ -57,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidates", type=int, default=3)
     parser.add_argument("--members", type=int, default=3)
     parser.add_argument("--writers", type=int, default=3)
+    parser.add_argument("--lockers", type=int, default=2, help="processes racing for one lock (default 2)")
     parser.add_argument(
         "--clock-offset",
         type=float,
@@ -109,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
             candidates=args.candidates,
             members=args.members,
             writers=args.writers,
+            lockers=args.lockers,
             clock_offset=args.clock_offset,
             kinds=tuple(k for k in args.kinds.split(",") if k) if args.kinds else None,
             skip_kinds=tuple(k for k in args.skip_kinds.split(",") if k),

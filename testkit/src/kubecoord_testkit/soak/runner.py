@@ -40,6 +40,7 @@ class SoakConfig:
     candidates: int = 3
     members: int = 3
     writers: int = 3
+    lockers: int = 2
     clock_offset: float = 0.6
     """The skewed process's starting offset; its jumps stay within +-clock_offset * 4/3."""
     kinds: tuple[str, ...] | None = None
@@ -102,6 +103,8 @@ def run(config: SoakConfig, *, say: Any = print) -> SoakRun:
             pool.add(f"member-{index}", WorkerSpec("member", group_name))
         for index in range(1, config.writers + 1):
             pool.add(f"writer-{index}", WorkerSpec("writer", store_name))
+        for index in range(1, config.lockers + 1):
+            pool.add(f"locker-{index}", WorkerSpec("locker", f"soak-{config.backend}-lock"))
         observer = kubecoord.connect(backend.direct_url, **backend.direct_options())
         election = observer.leader_election(election_name)
         say(f"{len(pool.workers)} client processes started; waiting for a first leader")
@@ -191,7 +194,7 @@ def _inject(fault: Fault, backend: SoakBackend, pool: WorkerPool, election: Any,
         target = _leader(election, pool) if kind == kinds.KILL_LEADER else None
         note = ""
         if target is None:
-            roles = ("candidate",) if kind == kinds.KILL_LEADER else ("member", "writer")
+            roles = ("candidate",) if kind == kinds.KILL_LEADER else ("member", "writer", "locker")
             candidates = pool.of_role(*roles)
             if not candidates:
                 return "nothing (no live process)"
@@ -202,7 +205,7 @@ def _inject(fault: Fault, backend: SoakBackend, pool: WorkerPool, election: Any,
         return f"kill -9 {target.id}{note}; {replacement.id} started"
     if kind == kinds.PAUSE:
         target = _leader(election, pool) if fault.pick % 2 == 0 else None
-        target = target or rng.choice(pool.of_role("candidate", "member", "writer"))
+        target = target or rng.choice(pool.of_role("candidate", "member", "writer", "locker"))
         pool.pause(target)
         time.sleep(fault.duration)
         pool.resume(target)

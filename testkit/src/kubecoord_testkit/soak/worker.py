@@ -8,7 +8,10 @@ Roles:
   assignment of UNITS units); now and then leaves and joins again;
 - ``writer``: read-modify-write increments of a few shared counters by compare-and-set
   (fetch_versioned, then update with expected_version, or put when absent), retrying on
-  conflicts: the pipeline checks that no acknowledged write is lost.
+  conflicts: the pipeline checks that no acknowledged write is lost;
+- ``locker``: takes one lock (coord.lock) with short timeouts, holds it 0.5-3 s checking
+  is_held() every 50 ms, releases, pauses: the pipeline checks that no two holds overlap
+  (on the lock's election record) and that tokens never go back.
 
 Every process writes its own event log (kubecoord.history) to ``--history``. SIGTERM
 closes the coordinator (resign, leave) and exits 0; kill -9 and SIGSTOP are the faults.
@@ -46,7 +49,7 @@ def _skewed_time() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kubecoord_testkit.soak.worker")
-    parser.add_argument("role", choices=["candidate", "member", "writer"])
+    parser.add_argument("role", choices=["candidate", "member", "writer", "locker"])
     parser.add_argument("--url", required=True)
     parser.add_argument("--id", required=True)
     parser.add_argument("--name", required=True, help="election, group or store name")
@@ -93,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             _candidate(coord, args, rng, stopping)
         elif args.role == "member":
             _member(coord, args, rng, stopping)
+        elif args.role == "locker":
+            _locker(coord, args, rng, stopping)
         else:
             _writer(coord, args, rng, stopping)
     finally:
@@ -112,6 +117,26 @@ def _opened(make: Callable[[], T], args: argparse.Namespace, stopping: threading
             print(f"{args.id}: opening the handle failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             stopping.wait(1.0)
     return None
+
+
+def _locker(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
+    from kubecoord.api import Coordinator
+    from kubecoord.errors import CoordinationError
+
+    assert isinstance(coord, Coordinator)
+    lock = coord.lock(args.name, id=args.id)
+    while not stopping.is_set():
+        try:
+            if not lock.acquire(timeout=2, cancel=stopping):
+                continue
+            hold_until = time.monotonic() + rng.uniform(0.5, 3)
+            while time.monotonic() < hold_until and lock.is_held() and not stopping.wait(0.05):
+                pass
+            if lock.is_held():
+                lock.release()
+        except CoordinationError as exc:
+            print(f"{args.id}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        stopping.wait(rng.uniform(0.1, 1))
 
 
 def _candidate(coord: object, args: argparse.Namespace, rng: random.Random, stopping: threading.Event) -> None:
