@@ -77,3 +77,8 @@ def test_a_token_going_back_is_found(analysis: Analysis) -> None:
 
 def test_overlapping_holds_are_found_on_the_lock_record(analysis: Analysis) -> None:
     assert _violations(analysis, "overlap") == [("overlapping_leadership", "leader_election")]
+
+
+def test_a_free_lock_between_holds_is_no_failover(analysis: Analysis) -> None:
+    assert analysis.tables["failover_gaps"].filter("name = 'job'").count() == 0
+    assert analysis.tables["leadership_intervals"].filter("name = 'job'").count() > 0

@@ -200,6 +200,13 @@ def _regressions(events: DataFrame, skew: float, primitive: str) -> DataFrame:
     )
 
 
+def lock_records(events: DataFrame) -> DataFrame:
+    """namespace, name of the election records held as locks (their ``lock`` events): a
+    free lock between holds is no failover, so their gaps stay out of the failover figures.
+    Not found: a semaphore's slot records (NAME-I; the events carry the slot, not read)."""
+    return events.filter(F.col("primitive") == schema.LOCK).select(*ELECTION).distinct()
+
+
 def failover_gaps(pairs: DataFrame) -> DataFrame:
     """One row per change of leader that is not an overlap: the latest earlier end to the
     next term's start (a term nested inside another is not a failover)."""

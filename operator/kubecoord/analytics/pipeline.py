@@ -79,7 +79,9 @@ class Analysis:
 def _leadership(ctx: Context) -> Findings:
     terms = leadership.intervals(ctx.events).persist(StorageLevel.MEMORY_AND_DISK)
     pairs = leadership.successions(terms, ctx.clocks).persist(StorageLevel.MEMORY_AND_DISK)
-    gaps = leadership.failover_gaps(pairs)
+    gaps = leadership.failover_gaps(pairs).join(
+        F.broadcast(leadership.lock_records(ctx.events)), on=list(leadership.ELECTION), how="left_anti"
+    )
     overlaps = leadership.overlaps(pairs)
     regressions = leadership.epoch_regressions(ctx.events, ctx.skew)
     row = terms.agg(F.count("*").alias("terms"), F.countDistinct("namespace", "name").alias("elections")).first()
