@@ -6,14 +6,18 @@ import os
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.timeout(540)  # the demo gives each process 180 s to come up (a loaded machine), its steps 30 s each
 def test_make_demo_shows_failover_group_change_and_kv_listeners_then_cleans_up() -> None:
     env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}  # the embedded emulator
     result = subprocess.run(
-        [sys.executable, "-m", "kubecoord_testkit", "demo"], env=env, capture_output=True, text=True, timeout=240
+        [sys.executable, "-m", "kubecoord_testkit", "demo"], env=env, capture_output=True, text=True, timeout=480
     )
     out = result.stdout
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
+    assert "5 workers up in" in out
     assert "NAME      LEADER   EPOCH" in out and "MEMBERS   GENERATION" in out and "KEYS   SIZE" in out
     assert "failover:" in out and "leads with epoch 2" in out
     assert "workers   1         3" in out  # w2 left: one member, generation 3 (w1, w2 joined; w2 left)

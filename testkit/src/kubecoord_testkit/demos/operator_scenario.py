@@ -6,7 +6,13 @@ examples/ resources (with short demo timings), starts three candidate processes 
 group members (kubecoord_testkit.demos.worker), kills the leader with -9 and shows the
 failover, lets a member leave, writes to the KV store with listeners attached, prints
 ``kubectl get``-style tables of the resources' status along the way, and stops
-everything it started. About 30 seconds.
+everything it started. About 30 seconds on an idle machine.
+
+Deadlines: each step gets 30 s, counted from when what it waits on is up. Starting a
+process (Python and the client's imports) takes seconds, and over 30 s on a loaded
+machine, so processes get START_BUDGET to come up — a worker says it is up by creating
+its ready file once it has nominated or joined, the operator by taking its Lease — and a
+process that exits before it is up fails the demo at once.
 
 Guarantee: every process the demo starts is stopped and reaped, and every resource it
 created is deleted, also when a step fails.
@@ -43,6 +49,8 @@ DEMO_TIMINGS = {
     "KVStore": {},
 }
 OPERATOR_LEASE = "kubecoord-demo-operator"
+START_BUDGET = 180.0
+"""Seconds a child process may take to come up (see the module docstring)."""
 
 
 def _say(text: str) -> None:
@@ -50,10 +58,18 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
-def _wait(what: str, predicate: Callable[[], bool], timeout: float = 30.0) -> float:
-    """Seconds until ``predicate()`` held; RuntimeError naming ``what`` after ``timeout``."""
+def _wait(
+    what: str,
+    predicate: Callable[[], bool],
+    timeout: float = 30.0,
+    *,
+    alive: Callable[[], None] = lambda: None,
+) -> float:
+    """Seconds until ``predicate()`` held; RuntimeError naming ``what`` after ``timeout``.
+    ``alive()`` is called on every poll and raises to give up early (a process exited)."""
     started = time.monotonic()
     while not predicate():
+        alive()
         if time.monotonic() - started > timeout:
             raise RuntimeError(f"demo: {what} did not happen within {timeout:.0f} s")
         time.sleep(0.05)
@@ -174,6 +190,13 @@ class Processes:
     def start(self, name: str, command: list[str], **kwargs: Any) -> None:
         self.children[name] = subprocess.Popen(command, **kwargs)
 
+    def check_running(self, *names: str) -> None:
+        """RuntimeError if one of ``names`` has exited (it can no longer come up)."""
+        for name in names:
+            code = self.children[name].poll()
+            if code is not None:
+                raise RuntimeError(f"demo: {name} exited with status {code} before it was up")
+
     def signal(self, name: str, signum: int) -> None:
         self.children[name].send_signal(signum)
         self.children[name].wait(timeout=30)
@@ -182,8 +205,9 @@ class Processes:
         processes.stop_all(self.children.values(), 15)
 
 
-def _worker(role: str, name: str, identity: str, namespace: str, kubeconfig: str) -> list[str]:
-    return [sys.executable, "-m", "kubecoord_testkit.demos.worker", role, name, identity, namespace, kubeconfig]
+def _worker(role: str, name: str, identity: str, namespace: str, kubeconfig: str, ready: pathlib.Path) -> list[str]:
+    module = "kubecoord_testkit.demos.worker"
+    return [sys.executable, "-m", module, role, name, identity, namespace, kubeconfig, str(ready / identity)]
 
 
 def run_demo(*, namespace: str = "default", external_operator: bool = False) -> int:
@@ -211,7 +235,12 @@ def run_demo(*, namespace: str = "default", external_operator: bool = False) -> 
                     "--retry-period", "1", "--health-port", "0", "--metrics-port", "0", "--bind", "127.0.0.1",
                 ]  # fmt: skip
                 processes.start("operator", command, stdout=log, stderr=subprocess.STDOUT)
-                _wait("the operator taking its Lease", lambda: _lease_holder(namespace, OPERATOR_LEASE) is not None)
+                _wait(
+                    "the operator taking its Lease",
+                    lambda: _lease_holder(namespace, OPERATOR_LEASE) is not None,
+                    START_BUDGET,
+                    alive=functools.partial(processes.check_running, "operator"),
+                )
                 _say(f"operator running (pid {processes.children['operator'].pid}), holding Lease {OPERATOR_LEASE}")
             created = apply_examples(namespace)
             for kind, name in created:
@@ -219,10 +248,20 @@ def run_demo(*, namespace: str = "default", external_operator: bool = False) -> 
             show(namespace, "LeaderElection", "Group", "KVStore")
 
             _say("starting 3 candidates for billing and 2 members of workers (separate processes)")
-            for identity in ("pod-a", "pod-b", "pod-c"):
-                processes.start(identity, _worker("candidate", "billing", identity, namespace, kubeconfig))
-            for identity in ("w1", "w2"):
-                processes.start(identity, _worker("member", "workers", identity, namespace, kubeconfig))
+            ready = pathlib.Path(tmp) / "ready"
+            ready.mkdir()
+            workers = ("pod-a", "pod-b", "pod-c", "w1", "w2")
+            for identity in workers[:3]:
+                processes.start(identity, _worker("candidate", "billing", identity, namespace, kubeconfig, ready))
+            for identity in workers[3:]:
+                processes.start(identity, _worker("member", "workers", identity, namespace, kubeconfig, ready))
+            took = _wait(
+                "the 5 workers up",
+                lambda: all((ready / identity).exists() for identity in workers),
+                START_BUDGET,
+                alive=functools.partial(processes.check_running, *workers),
+            )
+            _say(f"5 workers up in {took:.1f} s")
             _wait("a leader", lambda: bool(status(namespace, "LeaderElection", "billing").get("leader")))
             _wait("2 members", lambda: status(namespace, "Group", "workers").get("memberCount") == 2)
             show(namespace, "LeaderElection", "Group")
