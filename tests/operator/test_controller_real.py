@@ -37,7 +37,7 @@ import kubecoord
 from kubecoord.group_coordinator import GroupMember, UnitsProtocol
 from kubecoord.group_coordinator.record import STABLE, STATE_KEY, GroupState, derived_name, encode_state
 from kubecoord_testkit import processes
-from kubecoord_testkit.servers.kubernetes import RealApiServer, find_binaries, unpack
+from kubecoord_testkit.servers.kubernetes import RealApiServer
 from kubecoord_testkit.servers.managed import free_port
 from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace, install_crds
 from tests.helpers import eventually
@@ -49,38 +49,11 @@ PLURALS = {"LeaderElection": "leaderelections", "Group": "groups", "KVStore": "k
 FAST = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
 
 
-# -- the cluster: kube-controller-manager's garbage collector beside the session server -----
+# -- the cluster: the session server is a whole cluster (its controller manager collects garbage)
 @pytest.fixture(scope="module")
-def garbage_collector(real_api: RealApiServer) -> Iterator[subprocess.Popen[bytes]]:
-    """kube-controller-manager with the garbage collector (what ``refk8s.sh --cluster`` runs,
-    limited to the controller these tests need)."""
-    shipped = find_binaries().apiserver.parent
-    source = next((p for p in (shipped / "kube-controller-manager", shipped / "kube-controller-manager.xz")
-                   if p.is_file()), None)
-    if source is None:
-        pytest.skip(f"no kube-controller-manager[.xz] in {shipped}")
-    binary = real_api.workdir / "bin" / "kube-controller-manager"
-    if not binary.exists():
-        unpack(source, binary)
-        binary.chmod(0o755)
-    admin = str(real_api.admin_kubeconfig)
-    log = open(real_api.workdir / "logs" / "kube-controller-manager.log", "ab")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [str(binary), "--kubeconfig", admin, "--authentication-kubeconfig", admin,
-         "--authorization-kubeconfig", admin, "--authentication-skip-lookup", "--leader-elect=false",
-         "--bind-address", "127.0.0.1", "--secure-port", str(free_port()),
-         "--service-account-private-key-file", str(real_api.pki / "sa.key"),
-         "--root-ca-file", str(real_api.pki / "ca.crt"), "--use-service-account-credentials=false",
-         "--controllers", "garbagecollector"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    try:
-        time.sleep(3)  # the collector's informers sync
-        assert process.poll() is None, "kube-controller-manager exited"
-        yield process
-    finally:
-        processes.stop(process, 20)
-        log.close()
+def garbage_collector(real_cluster: RealApiServer) -> RealApiServer:
+    """kube-controller-manager's garbage collector runs beside the session's API server."""
+    return real_cluster
 
 
 class Operator:
@@ -113,7 +86,7 @@ class Operator:
 
 
 @pytest.fixture(scope="module")
-def namespace(real_admin_api: k8s.ApiClient, garbage_collector: subprocess.Popen[bytes]) -> str:
+def namespace(real_admin_api: k8s.ApiClient, garbage_collector: RealApiServer) -> str:
     install_crds(real_admin_api)
     return create_namespace(real_admin_api, "controller")
 
@@ -441,7 +414,7 @@ def _operator_writes(real_api: RealApiServer, namespace: str) -> list[tuple[floa
 @pytest.mark.timeout(240)
 def test_a_replica_that_lost_the_operator_lease_stops_writing_before_the_next_one_starts(
     real_admin_api: k8s.ApiClient, real_api: RealApiServer, real_kubeconfig: pathlib.Path,
-    garbage_collector: subprocess.Popen[bytes], tmp_path: pathlib.Path,
+    garbage_collector: RealApiServer, tmp_path: pathlib.Path,
 ) -> None:
     install_crds(real_admin_api)
     namespace = create_namespace(real_admin_api, "ha")

@@ -8,6 +8,8 @@ import pathlib
 import ssl
 import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Callable
 
 import pytest
 from kubernetes import client as k8s
@@ -23,6 +25,7 @@ from kubecoord_testkit.servers.kubernetes import (
     find_binaries,
 )
 from tests.fixtures.real_kubernetes import MintKubeconfig
+from tests.helpers import eventually
 
 
 def test_binaries_are_found_in_shared_k8s_beside_the_root_or_a_parent(tmp_path: pathlib.Path,
@@ -101,3 +104,44 @@ def test_restart_kills_and_starts_again_keeping_the_objects(tmp_path: pathlib.Pa
         assert server.url != first  # new port; the kubeconfig follows it
         core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(server.admin_kubeconfig)))
         assert core.read_namespaced_config_map("kept", "default").data == {"k": "v"}
+
+
+def test_the_session_server_is_a_whole_cluster(real_cluster: RealApiServer, real_admin_api: k8s.ApiClient) -> None:
+    """What the tier relies on a cluster for: owned objects go with their owner, namespaces
+    delete and get their ServiceAccount, a Deployment's pods are scheduled and run."""
+    core, apps = k8s.CoreV1Api(real_admin_api), k8s.AppsV1Api(real_admin_api)
+    namespace = f"whole-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": namespace}})
+    eventually(lambda: _exists(lambda: core.read_namespaced_service_account("default", namespace)), timeout=60)
+    owner = core.create_namespaced_config_map(namespace, {"metadata": {"name": "owner"}})
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "owned", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}]}})
+    core.delete_namespaced_config_map("owner", namespace)
+    eventually(lambda: not _exists(lambda: core.read_namespaced_config_map("owned", namespace)), timeout=60)
+    labels = {"app": "pause"}
+    apps.create_namespaced_deployment(namespace, {
+        "metadata": {"name": "pause"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}},
+    })
+
+    def running() -> bool:
+        pods = core.list_namespaced_pod(namespace, label_selector="app=pause").items
+        return len(pods) == 2 and all(pod.status.phase == "Running" and pod.spec.node_name for pod in pods)
+
+    eventually(running, timeout=90, interval=0.5)
+    eventually(lambda: (apps.read_namespaced_deployment("pause", namespace).status.available_replicas or 0) == 2,
+               timeout=60)
+    core.delete_namespace(namespace)
+    eventually(lambda: not _exists(lambda: core.read_namespace(namespace)), timeout=120, interval=0.5)
+
+
+def _exists(read: Callable[[], object]) -> bool:
+    try:
+        read()
+    except ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return True

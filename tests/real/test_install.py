@@ -1,16 +1,20 @@
 """The install path a new user takes, on the real kube-apiserver:
 
-1. ``helm install`` of charts/kubecoord (the Makefile's helm) into a release namespace;
-2. ``kubecoord operator`` run with a token of the chart's own ServiceAccount (no kubelet
-   runs here, so the process plays the Deployment's pod, with the chart's arguments);
+1. ``helm install`` of charts/kubecoord (the Makefile's helm) into a release namespace, on
+   a whole cluster: the operator Deployment becomes Available and its pod Running (on a
+   hollow node: no container runs);
+2. ``kubecoord operator`` as that pod's process: a host process named after the pod, with
+   a token of the chart's ServiceAccount bound to the pod and the chart's arguments;
 3. a LeaderElection, a Group and a KVStore whose ``spec.clients`` lists ServiceAccount
    ``app``; applications authenticating as ``app`` use all three;
 4. ServiceAccount ``intruder`` (not listed) gets PermissionDeniedError and writes nothing;
 5. deleting the resources and ``helm uninstall`` finish, and leave nothing behind.
 
-This server runs no garbage collector: an object carrying an ownerReference to a deleted
-resource stays. "Nothing behind" is checked as "nothing without an owner that is gone",
-what a cluster's garbage collector removes at once.
+The cluster's garbage collector removes what carries an ownerReference to a deleted
+resource: "nothing behind" means nothing of kubecoord's without an owner, and nothing left
+of the deleted resources once the collector has run. The example app runs as a Deployment
+whose pods the cluster schedules; each pod's process is a host process with the pod's name
+and a token bound to it.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from kubecoord_testkit.servers.managed import free_port
 from tests.chart import conftest as chart_fixtures
 from tests.chart.conftest import CHART, run_helm
 from tests.fixtures import real_kubernetes
-from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace
+from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace, running_pods
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.slow
@@ -85,9 +89,11 @@ def release_namespace(real_admin_api: k8s.ApiClient) -> str:
 
 @pytest.fixture(scope="module")
 def installed(helm: pathlib.Path, real_api: RealApiServer, release_namespace: str) -> Iterator[str]:
-    """The chart, installed; uninstalled at the end (the test of uninstall checks what it leaves)."""
+    """The chart, installed (``--wait``: on a whole cluster its Deployment becomes Available);
+    uninstalled at the end (the test of uninstall checks what it leaves)."""
+    wait = ["--wait"] if real_api.cluster else []
     result = run_helm(helm, "install", RELEASE, str(CHART), "--namespace", release_namespace,
-                      "--kubeconfig", str(real_api.admin_kubeconfig), "--timeout", "60s")
+                      "--kubeconfig", str(real_api.admin_kubeconfig), "--timeout", "120s", *wait)
     assert result.returncode == 0, result.stderr
     yield RELEASE
     run_helm(helm, "uninstall", RELEASE, "--namespace", release_namespace,
@@ -106,17 +112,21 @@ class Operator:
 
 @pytest.fixture(scope="module")
 def operator_process(installed: str, release_namespace: str, mint_kubeconfig: MintKubeconfig,
+                     real_api: RealApiServer, real_admin_api: k8s.ApiClient,
                      tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     """``kubecoord operator`` as the chart's Deployment runs it, with its ServiceAccount's token."""
     account = f"{RELEASE}-kubecoord"
-    kubeconfig = mint_kubeconfig(release_namespace, account, create=False)
+    pod = None
+    if real_api.cluster:  # the Deployment's pods exist (2 replicas): one's process gets its name and a bound token
+        pod = running_pods(real_admin_api, release_namespace, f"app.kubernetes.io/instance={RELEASE}", 2)[0]
+    kubeconfig = mint_kubeconfig(release_namespace, account, create=False, pod=pod)
     log = tmp_path_factory.mktemp("operator") / "operator.log"
     health_port = free_port()
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "operator", "--all-namespaces",
              "--kubeconfig", str(kubeconfig),
-             "--lease-namespace", release_namespace, "--identity", "operator-0",
+             "--lease-namespace", release_namespace, "--identity", pod or "operator-0",
              "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1",
              "--health-port", str(health_port), "--metrics-port", "0", "--bind", "127.0.0.1"],
             stdout=out, stderr=subprocess.STDOUT,
@@ -504,12 +514,44 @@ class App:
         self._reader.join(5)
 
 
+def _app_pods(real_api: RealApiServer, admin: k8s.ApiClient, namespace: str, name: str, account: str, *,
+              replicas: int) -> list[str]:
+    """The app's Deployment scaled to ``replicas`` (created on first use) and its Running pods'
+    names; on an API server alone (no scheduler, no kubelet) made-up pod names."""
+    if not real_api.cluster:
+        return [f"{name}-pod-{chr(ord('a') + i)}" for i in range(replicas)]
+    core, apps = k8s.CoreV1Api(admin), k8s.AppsV1Api(admin)
+    labels = {"app": name}
+    try:
+        core.create_namespaced_service_account(namespace, {"metadata": {"name": account}})
+    except ApiException as error:
+        if error.status != 409:
+            raise
+    try:
+        apps.patch_namespaced_deployment_scale(name, namespace, {"spec": {"replicas": replicas}})
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        apps.create_namespaced_deployment(namespace, {"metadata": {"name": name}, "spec": {
+            "replicas": replicas, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {
+                "serviceAccountName": account,
+                "containers": [{"name": "app", "image": "kubecoord/leader-app:dev"}]}}}})
+    return running_pods(admin, namespace, f"app={name}", replicas)
+
+
+def _bound(real_api: RealApiServer, pod: str) -> str | None:
+    return pod if real_api.cluster else None
+
+
 def test_the_app_waits_for_its_rolebinding_then_leads_fences_and_hands_over_on_sigterm(
-    operator_process: Operator, real_admin_api: k8s.ApiClient, real_namespace: str, mint_kubeconfig: MintKubeconfig
+    operator_process: Operator, real_api: RealApiServer, real_admin_api: k8s.ApiClient, real_namespace: str,
+    mint_kubeconfig: MintKubeconfig,
 ) -> None:
     name = f"billing-{uuid.uuid4().hex[:6]}"
     account = f"{name}-app"
-    apps = [App(f"{name}-pod-a", mint_kubeconfig(real_namespace, account), real_namespace, name)]
+    pods = _app_pods(real_api, real_admin_api, real_namespace, name, account, replicas=1)
+    apps = [App(pods[0], mint_kubeconfig(real_namespace, account, pod=_bound(real_api, pods[0])), real_namespace, name)]
     try:
         # Started before its resources and their RoleBindings exist: it waits, it does not crash.
         eventually(lambda: apps[0].saw("waiting_for_permission") is not None, timeout=60, interval=0.2)
@@ -522,7 +564,10 @@ def test_the_app_waits_for_its_rolebinding_then_leads_fences_and_hands_over_on_s
         eventually(lambda: apps[0].saw("wrote") is not None, timeout=90, interval=0.2)
         first = apps[0].saw("leading")
         assert first is not None
-        apps.append(App(f"{name}-pod-b", mint_kubeconfig(real_namespace, account), real_namespace, name))
+        second_pod = next(p for p in _app_pods(real_api, real_admin_api, real_namespace, name, account, replicas=2)
+                          if p != pods[0])
+        apps.append(App(second_pod, mint_kubeconfig(real_namespace, account, pod=_bound(real_api, second_pod)),
+                        real_namespace, name))
         eventually(lambda: apps[1].saw("candidate") is not None, timeout=60, interval=0.2)
         assert apps[1].saw("leading") is None  # a standby while pod-a leads
 
@@ -586,6 +631,16 @@ def test_deleting_the_resources_and_uninstalling_leave_nothing_behind(
     owned_by_deleted = [obj for obj in left if {ref.uid for ref in obj.metadata.owner_references or []} & dead]
     assert all((obj.metadata.labels or {}).get("app.kubernetes.io/managed-by") == "kubecoord"
                for obj in owned_by_deleted)
+    if real_api.cluster:  # and the garbage collector takes them away with their owners
+
+        def collected() -> bool:
+            left = [*leases.list_namespaced_lease(real_namespace).items,
+                    *core.list_namespaced_config_map(real_namespace).items,
+                    *rbac.list_namespaced_role(real_namespace).items,
+                    *rbac.list_namespaced_role_binding(real_namespace).items]
+            return not any({ref.uid for ref in obj.metadata.owner_references or []} & dead for obj in left)
+
+        eventually(collected, timeout=60, interval=0.5)
 
     result = run_helm(helm, "uninstall", RELEASE, "--namespace", release_namespace,
                       "--kubeconfig", str(real_api.admin_kubeconfig), "--wait", "--timeout", "60s")

@@ -22,9 +22,12 @@ ZooKeeper (Debian's jars; ``kubecoord_testkit.servers.zookeeper``):
 
 The real kube-apiserver (``kubecoord_testkit.servers.kubernetes``):
 
-- ``real_api``: one RealApiServer (etcd + kube-apiserver) per session. Without the
-  binaries (../shared/k8s, or $KUBECOORD_KUBE_APISERVER) every test that uses it is
-  skipped with the reason.
+- ``real_api``: one RealApiServer per session: the whole cluster (etcd, kube-apiserver,
+  the controller manager, the scheduler and a hollow node) when ../shared/k8s ships its
+  components, else etcd and kube-apiserver alone. Without the binaries (../shared/k8s, or
+  $KUBECOORD_KUBE_APISERVER) every test that uses it is skipped with the reason.
+- ``real_cluster``: the same server, for tests of what only a whole cluster does (skipped
+  with the reason when it is an API server alone).
 - ``real_kubeconfig``: its admin (system:masters) kubeconfig path; pass it explicitly,
   KUBECONFIG is neither read nor set.
 - ``le_candidate``: client-go's LeaseLock candidate, unpacked (runs against any server).
@@ -115,15 +118,18 @@ def zookeeper_url(zookeeper_server: ZooKeeperServer) -> str:
 
 
 def serve_real_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealApiServer]:
-    """A started RealApiServer, stopped and reaped when the generator ends; skips the test
-    without the binaries. For fixtures of other scopes (``yield from serve_real_api(...)``)."""
-    from kubecoord_testkit.servers.kubernetes import BinariesNotFound, RealApiServer, find_binaries
+    """A started RealApiServer — the whole cluster (controller manager, scheduler, a hollow
+    node) when its components are shipped beside kube-apiserver — stopped and reaped when the
+    generator ends; skips the test without the binaries. For fixtures of other scopes
+    (``yield from serve_real_api(...)``)."""
+    from kubecoord_testkit.servers.kubernetes import CLUSTER_COMPONENTS, BinariesNotFound, RealApiServer, find_binaries
 
     try:
         binaries = find_binaries()
     except BinariesNotFound as exc:
         pytest.skip(f"real kube-apiserver tier: {exc}")
-    with RealApiServer(binaries, tmp_path_factory.mktemp("real-k8s")) as server:
+    cluster = all(binaries.component(name) is not None for name in CLUSTER_COMPONENTS)
+    with RealApiServer(binaries, tmp_path_factory.mktemp("real-k8s"), cluster=cluster) as server:
         yield server
 
 
@@ -135,6 +141,17 @@ def real_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealApiServer
 @pytest.fixture(scope="session")
 def real_kubeconfig(real_api: RealApiServer) -> pathlib.Path:
     return real_api.admin_kubeconfig
+
+
+@pytest.fixture(scope="session")
+def real_cluster(real_api: RealApiServer) -> RealApiServer:
+    """``real_api`` for tests of what a whole cluster does (garbage collection, namespace
+    deletion, ServiceAccounts, Pods Running); skipped with the reason when the cluster
+    components are not shipped beside kube-apiserver."""
+    if not real_api.cluster:
+        pytest.skip("whole-cluster tier: no kube-controller-manager, kube-scheduler and kubemark beside "
+                    f"{real_api.binaries.apiserver}")
+    return real_api
 
 
 @pytest.fixture(scope="session")
