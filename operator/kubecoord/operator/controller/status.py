@@ -30,8 +30,9 @@ Guarantees:
   and is retried with backoff, never crashing a worker.
 - Before its create/update handler has written the backing objects and the clients'
   Role, a resource is not reported Ready (``kubectl wait`` must not release a client
-  before its RoleBinding exists); its first status is written once, Ready, when that
-  handler finishes within RECONCILING_GRACE_SECONDS.
+  before its RoleBinding exists): no status is written until that handler succeeds
+  (then the first status written is the Ready one) or fails (Ready=False, reason
+  Reconciling, with the error, while kopf retries it).
 Not guaranteed: status while the operator is down, or while this replica does not hold
 the operator Lease (kubecoord.operator.fencing refuses the writes).
 """
@@ -70,9 +71,6 @@ REPAIR_SECONDS = 0.5
 REPAIR_GRACE_SECONDS = 5.0
 """No repair this soon after the create/update handler wrote the backing objects: the
 watch may not show them yet, and a repair then would cost requests for nothing."""
-RECONCILING_GRACE_SECONDS = 2.0
-"""How long a new resource waits for its create handler before "Reconciling" is written
-(normally the handler finishes first and the first status written is Ready)."""
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 MirrorFactory = Callable[[Coordinator, dict[str, Any], Callable[[], None]], Mirror]
@@ -170,6 +168,8 @@ class StatusController:
         self._gone: dict[Key, dict[str, Any]] = {}
         """Deleted resources' final bodies until their clean-up ran."""
         self._handler_foreign: dict[Key, list[str]] = {}
+        self._failed: dict[Key, str] = {}
+        """Why the create/update handler last failed (until it succeeds)."""
         self._ensured_at: dict[Key, float] = {}
         """When the create/update handler last wrote the backing objects (monotonic)."""
         self._tasks: list[asyncio.Task[None]] = []
@@ -194,10 +194,16 @@ class StatusController:
             self.bodies[key] = _trimmed(body)
         self.queue.add(key)
 
+    def mark_failed(self, key: Key, error: BaseException) -> None:
+        """The create/update handler failed (kopf retries it): report Ready=False, Reconciling."""
+        self._failed[key] = f"{type(error).__name__}: {error}"[:300]
+        self.queue.add(key)
+
     def mark_reconciled(self, key: Key, generation: int | None, foreign: list[str] | None = None) -> None:
         """The create/update handler wrote the backing objects and client access of
         ``generation``; ``foreign``: same-named objects it found that are not the resource's."""
         self.reconciled[key] = generation
+        self._failed.pop(key, None)
         self._ensured_at[key] = time.monotonic()
         self._handler_foreign[key] = list(foreign or [])
         entry = self._entries.get(key)
@@ -306,8 +312,11 @@ class StatusController:
             self._entries[key] = entry
             metrics.MIRRORED.labels(kind).inc()
         reconciled = self.reconciled.get(key, -1) == generation
-        if not reconciled and time.monotonic() - entry.first_seen < RECONCILING_GRACE_SECONDS:
-            return RECONCILING_GRACE_SECONDS  # the handler's completion enqueues it sooner
+        if not reconciled and key not in self._failed:
+            # The create/update handler has not finished: its completion (or its failure)
+            # enqueues the resource. No status before that, so the first one written on the
+            # happy path is the Ready one (one status write per created resource).
+            return None
         if entry.mirror is None:
             try:
                 entry.coordinator = await connections.acquire(entry.backend)
@@ -368,15 +377,15 @@ class StatusController:
                 again = -1.0
         if not written:
             return -1.0
-        if not reconciled:
-            return RECONCILING_GRACE_SECONDS * 2  # look again even if the handler never reports
         return again
 
     def _status(self, kind: str, entry: _Entry, snapshot: Snapshot, reconciled: bool,
                 generation: int | None) -> dict[str, Any]:
         ready, reason, message = snapshot.ready
         if not reconciled:
-            ready, reason, message = False, "Reconciling", "backing objects and client access are being written"
+            failure = self._failed.get(entry.writer.key) or "retrying"
+            ready, reason = False, "Reconciling"
+            message = f"backing objects and client access not written yet: {failure}"
         conditions = set_condition(entry.conditions, "BackendReachable", True, "Connected",
                                    f"{entry.backend.backend} backend reachable", generation=generation)
         if entry.foreign:
@@ -478,6 +487,7 @@ class StatusController:
         self.reconciled.pop(key, None)
         self._handler_foreign.pop(key, None)
         self._ensured_at.pop(key, None)
+        self._failed.pop(key, None)
         self.queue.discard(key)
         if entry is None:
             return

@@ -111,9 +111,10 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
                 await rbac.reconcile(dict(body), kv_shards=kv_shards, withhold=foreign)
             if kind in lease_grants.KINDS and removed:
                 await lease_grants.reconcile(namespace)  # the RBAC grant is gone: lift the old confinement
-        except Exception:
+        except Exception as error:
             metrics.RECONCILES.labels(kind, "error").inc()
             metrics.ERRORS.labels(kind, "reconcile").inc()
+            controller.mark_failed((plural, namespace, body["metadata"]["name"]), error)
             raise
         metrics.RECONCILES.labels(kind, "ok").inc()
         controller.mark_reconciled((plural, namespace, body["metadata"]["name"]),
