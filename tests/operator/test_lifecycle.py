@@ -234,6 +234,37 @@ def test_clients_get_exactly_their_role_and_others_are_denied(
     resources.delete("leaderelections", name)
 
 
+def test_a_lock_is_granted_by_the_leader_election_of_its_name(
+    resources: Resources, api: ApiEmulator, unique: str, tmp_path: pathlib.Path
+) -> None:
+    """No Lock kind: a lock is held through the election record of its name, so the
+    LeaderElection of that name grants it (RBAC by name, the Lease made by the operator)
+    and mirrors its holder and token."""
+    name = f"lock-{unique}"
+    resources.core.create_namespaced_service_account(NAMESPACE, {"metadata": {"name": f"locker-{unique}"}})
+    resources.create("leaderelections", "LeaderElection", name, {"clients": [f"locker-{unique}"]})
+    resources.wait_ready("leaderelections", name)
+    allowed = api.write_kubeconfig(
+        tmp_path / "allowed", namespace=NAMESPACE, token=api.token_for_service_account(NAMESPACE, f"locker-{unique}")
+    )
+    denied = api.write_kubeconfig(
+        tmp_path / "denied", namespace=NAMESPACE, token=api.token_for_service_account(NAMESPACE, f"other-{unique}")
+    )
+    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(allowed), **FAST) as coordinator:
+        lock = coordinator.lock(name, id="pod-a")
+        assert lock.acquire(timeout=30)
+        token = lock.token
+        eventually(lambda: resources.status("leaderelections", name).get("leader") == "pod-a", timeout=30)
+        assert resources.status("leaderelections", name).get("epoch") == token
+        lock.release()
+    with (
+        kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(denied), **FAST) as coordinator,
+        pytest.raises(PermissionDeniedError),
+    ):
+        coordinator.lock(name, id="pod-x").acquire(timeout=5)
+    resources.delete("leaderelections", name)
+
+
 def test_cassandra_resources_are_mirrored_and_their_rows_purged_on_delete(
     resources: Resources, unique: str, cassandra_keyspace: str
 ) -> None:
