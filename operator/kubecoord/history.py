@@ -5,7 +5,7 @@ Usage::
     coord = kubecoord.connect("memory://demo", history="/var/log/kubecoord.jsonl")
     # or: KUBECOORD_HISTORY=/var/log/kubecoord.jsonl
 
-One event per line (schema version 1, the table is in the README): ``v``, ``ts`` (RFC
+One event per line (schema version 1, kubecoord.wire.events; the table is in the README): ``v``, ``ts`` (RFC
 3339 UTC with microseconds, the emitter's wall clock), ``seq`` (per-process sequence
 number from 1), ``source``, ``process``, ``backend``, ``namespace``, ``primitive``,
 ``name``, ``event`` and, where relevant, ``member``, ``epoch``, ``valid_until``, ``key``,
@@ -38,12 +38,11 @@ import threading
 import time
 from typing import IO, Any
 
+from kubecoord.wire.events import SCHEMA_VERSION, TIME_FIELDS, Source
+
 log = logging.getLogger("kubecoord.history")
 
-SCHEMA_VERSION = 1
 ENV_VAR = "KUBECOORD_HISTORY"
-TIME_FIELDS = frozenset({"ts", "valid_until", "sent"})
-"""Fields given as UNIX seconds to record() and written as RFC 3339 strings."""
 
 HistoryTarget = str | os.PathLike[str] | IO[str] | None
 """A path or a writable text file object; None means $KUBECOORD_HISTORY or nothing."""
@@ -87,7 +86,7 @@ class JsonlEventLog(EventLog):
         self,
         target: str | os.PathLike[str] | IO[str],
         *,
-        source: str = "client",
+        source: str = Source.CLIENT,
         backend: str,
         namespace: str,
         process: str | None = None,
@@ -199,7 +198,7 @@ class JsonlEventLog(EventLog):
 
 
 def open_event_log(
-    target: HistoryTarget, *, backend: str, namespace: str, source: str = "client", process: str | None = None
+    target: HistoryTarget, *, backend: str, namespace: str, source: str = Source.CLIENT, process: str | None = None
 ) -> EventLog:
     """The event log connect() gives a coordinator: ``target``, else $KUBECOORD_HISTORY, else none."""
     if target is None:

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kubecoord.analytics.schema import SCHEMA_VERSION
 from kubecoord.history import rfc3339
+from kubecoord.wire.events import SCHEMA_VERSION
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 

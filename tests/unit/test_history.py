@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 import kubecoord
-from kubecoord.history import ENV_VAR, SCHEMA_VERSION, EventLog, JsonlEventLog, open_event_log, rfc3339
+from kubecoord.history import ENV_VAR, EventLog, JsonlEventLog, open_event_log, rfc3339
 from kubecoord.testing import ManualClock, crash
+from kubecoord.wire.events import SCHEMA_VERSION
 from tests.helpers import eventually
 
 

@@ -50,6 +50,7 @@ from kubecoord.api import (
 from kubecoord.errors import ClosedError, CoordinationError
 from kubecoord.group_coordinator.member import GroupMember
 from kubecoord.history import EventLog
+from kubecoord.wire.events import KV_WRITES, Primitive
 
 
 class Owner(Protocol):
@@ -97,7 +98,7 @@ class Handle:
 
 class ElectionHandle(Handle, LeaderElection):
     kind = "leader election"
-    primitive = "leader_election"
+    primitive = Primitive.LEADER_ELECTION
 
     def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
         super().__init__(owner, name, events)
@@ -141,7 +142,7 @@ class ElectionHandle(Handle, LeaderElection):
 
 class GroupHandle(Handle, GroupMembership):
     kind = "group membership"
-    primitive = "group"
+    primitive = Primitive.GROUP
 
     def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
         super().__init__(owner, name, events)
@@ -190,12 +191,9 @@ class GroupHandle(Handle, GroupMembership):
         """A listener was added (``first``: the set was empty)."""
 
 
-_WRITES = frozenset({"put", "updated", "deleted"})
-
-
 class StorageHandle(Handle, Storage):
     kind = "storage"
-    primitive = "kv"
+    primitive = Primitive.KV
 
     max_value_bytes: int
     """Largest value put/update accept (UTF-8 bytes); the backend sets it."""
@@ -211,7 +209,7 @@ class StorageHandle(Handle, Storage):
 
     def _record(self, event: str, **fields: Any) -> None:
         # A write made under a leader's epoch carries it into the log (kubecoord.api.Storage).
-        if self._fencing_epoch is not None and event in _WRITES:
+        if self._fencing_epoch is not None and event in KV_WRITES:
             fields.setdefault("epoch", self._fencing_epoch)
         super()._record(event, **fields)
 
@@ -297,7 +295,7 @@ class RegistryHandle(Handle, ListenerRegistry):
     """Listener sets per key and per namespace; the backend watches what they name."""
 
     kind = "listener registry"
-    primitive = "kv"
+    primitive = Primitive.KV
 
     def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
         super().__init__(owner, name, events)

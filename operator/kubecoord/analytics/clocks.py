@@ -45,7 +45,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import schema
+from kubecoord.wire.events import Event, Primitive
 
 MAX_PROCESSES = 400
 """Beyond this many processes the transitive closure (cubic) is skipped: direct bounds only."""
@@ -132,11 +132,11 @@ def place(events: DataFrame) -> DataFrame:
 
 def evidence_pairs(events: DataFrame) -> DataFrame:
     """(a, b, hi): offset(b) - offset(a) <= hi, the tightest per ordered pair of processes."""
-    leader = events.filter(F.col("primitive") == schema.LEADER)
-    acquired = leader.filter(F.col("event") == "acquired").select(
+    leader = events.filter(F.col("primitive") == Primitive.LEADER_ELECTION)
+    acquired = leader.filter(F.col("event") == Event.ACQUIRED).select(
         "namespace", "name", "epoch", F.col("process").alias("a"), F.col("t").alias("ta")
     )
-    observed = leader.filter(F.col("event") == "observed").select(
+    observed = leader.filter(F.col("event") == Event.OBSERVED).select(
         "namespace", "name", "epoch", F.col("process").alias("b"), F.col("t").alias("tb")
     )
     seen = acquired.join(observed, ["namespace", "name", "epoch"])
@@ -146,7 +146,7 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
     ).filter(F.col("n.epoch") > F.col("epoch")).select("a", "ta", F.col("n.a").alias("b"), F.col("n.ta").alias("tb"))
 
     # Versions restart at 1 in a re-created store: pair only within one store incarnation.
-    writes = events.filter((F.col("primitive") == schema.KV) & F.col("event").isin("put", "updated")).select(
+    writes = events.filter((F.col("primitive") == Primitive.KV) & F.col("event").isin(Event.PUT, Event.UPDATED)).select(
         "namespace", "name", "key", F.coalesce("store_incarnation", F.lit("")).alias("life"), "version", "process",
         "t", "line", "file", F.least(F.coalesce("sent", "t"), F.col("t")).alias("began"),
     )

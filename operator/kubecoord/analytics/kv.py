@@ -33,17 +33,19 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import schema, violations
-from kubecoord.analytics.reading import evidence
+from kubecoord.analytics import violations
+from kubecoord.analytics.reading import ORDER, evidence
+from kubecoord.wire.events import KV_WRITES, Event, Primitive
 
 KEY = ("namespace", "name", "key")
 KEY_LIFE = (*KEY, "store_incarnation")
 """A key within one incarnation of its store."""
-ORDER = ("tu", "seq", "file", "line")
 
 
 @dataclass(frozen=True)
-class Storage:
+class KvStores:
+    """What the KV checks found, per key and per store (not a kubecoord.api.Storage client)."""
+
     per_key: DataFrame
     per_store: DataFrame
     lost_updates: DataFrame
@@ -57,10 +59,10 @@ class Storage:
 def _counts() -> list[Column]:
     event = F.col("event")
     return [
-        F.count(F.when(event == "put", 1)).alias("puts"),
-        F.count(F.when(event == "updated", 1)).alias("updates"),
-        F.count(F.when(event == "deleted", 1)).alias("deletes"),
-        F.count(F.when(event == "conflict", 1)).alias("conflicts"),
+        F.count(F.when(event == Event.PUT, 1)).alias("puts"),
+        F.count(F.when(event == Event.UPDATED, 1)).alias("updates"),
+        F.count(F.when(event == Event.DELETED, 1)).alias("deletes"),
+        F.count(F.when(event == Event.CONFLICT, 1)).alias("conflicts"),
     ]
 
 
@@ -69,8 +71,8 @@ def _rate(frame: DataFrame) -> DataFrame:
     return frame.withColumn("operations", total).withColumn("conflict_rate", F.col("conflicts") / total)
 
 
-def analyze(events: DataFrame, skew: float) -> Storage:
-    ops = events.filter(F.col("primitive") == schema.KV)
+def analyze(events: DataFrame, skew: float) -> KvStores:
+    ops = events.filter(F.col("primitive") == Primitive.KV)
     per_key = _rate(ops.groupBy(*KEY).agg(*_counts()))
     per_store = _rate(
         per_key.groupBy("namespace", "name").agg(
@@ -80,11 +82,11 @@ def analyze(events: DataFrame, skew: float) -> Storage:
     )
 
     in_order = Window.partitionBy(*KEY_LIFE).orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
-    writes = ops.filter(F.col("event").isin(*schema.KV_WRITES)).withColumn(
-        "incarnation", F.sum(F.when(F.col("event") == "put", 1).otherwise(0)).over(in_order)
+    writes = ops.filter(F.col("event").isin(*KV_WRITES)).withColumn(
+        "incarnation", F.sum(F.when(F.col("event") == Event.PUT, 1).otherwise(0)).over(in_order)
     )
 
-    acked = writes.filter(F.col("event") == "updated").groupBy(*KEY_LIFE, "incarnation", "version").agg(
+    acked = writes.filter(F.col("event") == Event.UPDATED).groupBy(*KEY_LIFE, "incarnation", "version").agg(
         F.count("*").alias("acks"),
         F.min("ts").alias("ts"),
         F.sort_array(F.collect_list(F.struct("tu", evidence().alias("ev")))).alias("rows"),
@@ -93,7 +95,7 @@ def analyze(events: DataFrame, skew: float) -> Storage:
     lost_updates = violations.shape(
         lost,
         kind="lost_update",
-        primitive=schema.KV,
+        primitive=Primitive.KV,
         subject=F.col("key"),
         ts=F.col("ts"),
         detail=F.format_string("version %d of %s acknowledged %d times", F.col("version"), F.col("key"), F.col("acks")),
@@ -106,8 +108,10 @@ def analyze(events: DataFrame, skew: float) -> Storage:
     # sent. Only puts and updates set the bar: a delete logged (through clock skew) just
     # after the put that followed it must not make the new incarnation's versions look low.
     began = F.least(F.coalesce(F.round(F.col("sent") * 1e6).cast("long"), F.col("tu")), F.col("tu"))
-    checked = writes.filter(F.col("event").isin("updated", "deleted")).withColumns({"_at": began, "_bar": F.lit(False)})
-    bars = writes.filter(F.col("event") != "deleted").withColumns({"_at": F.col("tu"), "_bar": F.lit(True)})
+    checked = writes.filter(F.col("event").isin(Event.UPDATED, Event.DELETED)).withColumns(
+        {"_at": began, "_bar": F.lit(False)}
+    )
+    bars = writes.filter(F.col("event") != Event.DELETED).withColumns({"_at": F.col("tu"), "_bar": F.lit(True)})
     earlier = (
         Window.partitionBy(*KEY_LIFE, "incarnation").orderBy("_at")
         .rangeBetween(Window.unboundedPreceding, -(round(skew * 1e6) + 1))
@@ -120,7 +124,7 @@ def analyze(events: DataFrame, skew: float) -> Storage:
     backwards = violations.shape(
         back,
         kind="version_backwards",
-        primitive=schema.KV,
+        primitive=Primitive.KV,
         subject=F.col("key"),
         ts=F.col("ts"),
         detail=F.format_string(
@@ -129,7 +133,7 @@ def analyze(events: DataFrame, skew: float) -> Storage:
         ),
         evidence=F.array("prev.ev", evidence()),
     )
-    return Storage(per_key=per_key, per_store=per_store, lost_updates=lost_updates, backwards=backwards,
+    return KvStores(per_key=per_key, per_store=per_store, lost_updates=lost_updates, backwards=backwards,
                    create_races=_create_races(writes, skew), stale_epochs=_stale_epochs(writes, skew),
                    lost_to_deletion=_lost_to_deletion(writes))
 
@@ -137,7 +141,7 @@ def analyze(events: DataFrame, skew: float) -> Storage:
 def _lost_to_deletion(writes: DataFrame) -> DataFrame:
     """Per key with a known store incarnation: how many incarnations its writes saw, and
     the acknowledged writes (puts and updates) of every incarnation but the latest."""
-    known = writes.filter(F.col("store_incarnation").isNotNull() & F.col("event").isin("put", "updated"))
+    known = writes.filter(F.col("store_incarnation").isNotNull() & F.col("event").isin(Event.PUT, Event.UPDATED))
     lives = known.groupBy(*KEY_LIFE).agg(F.min("tu").alias("first_tu"), F.count("*").alias("writes"))
     latest = Window.partitionBy(*KEY).orderBy(F.col("first_tu").desc())
     ranked = lives.withColumn("rank", F.row_number().over(latest))
@@ -157,19 +161,19 @@ def _create_races(writes: DataFrame, skew: float) -> DataFrame:
     event, t = F.col("event"), F.col("t")
     enriched = writes.select(
         "*",
-        F.last(F.when(event == "put", F.struct("t", evidence().alias("ev"))), True).over(before).alias("prev_put"),
-        F.last(F.when(event == "deleted", t), True).over(before).alias("prev_delete_t"),
-        F.last(F.when(event == "deleted", t), True).over(after).alias("next_delete_t"),
+        F.last(F.when(event == Event.PUT, F.struct("t", evidence().alias("ev"))), True).over(before).alias("prev_put"),
+        F.last(F.when(event == Event.DELETED, t), True).over(before).alias("prev_delete_t"),
+        F.last(F.when(event == Event.DELETED, t), True).over(after).alias("next_delete_t"),
     )
     no_delete_between = (
         (F.col("prev_delete_t").isNull() | (F.col("prev_delete_t") < F.col("prev_put.t") - skew))
         & (F.col("next_delete_t").isNull() | (F.col("next_delete_t") > t + skew))
     )
-    found = enriched.filter((event == "put") & F.col("prev_put").isNotNull() & no_delete_between)
+    found = enriched.filter((event == Event.PUT) & F.col("prev_put").isNotNull() & no_delete_between)
     return violations.shape(
         found,
         kind="create_race",
-        primitive=schema.KV,
+        primitive=Primitive.KV,
         subject=F.col("key"),
         ts=F.col("ts"),
         detail=F.format_string("%s created again by %s while it existed (created at %s), no delete between",
@@ -195,7 +199,7 @@ def _stale_epochs(writes: DataFrame, skew: float) -> DataFrame:
     return violations.shape(
         found,
         kind="stale_epoch_write",
-        primitive=schema.KV,
+        primitive=Primitive.KV,
         subject=F.col("key"),
         ts=F.col("ts"),
         detail=F.format_string("%s %s with epoch %d after a write with epoch %d", F.col("key"), F.col("event"),

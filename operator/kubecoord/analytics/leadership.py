@@ -41,9 +41,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import schema, violations
+from kubecoord.analytics import violations
 from kubecoord.analytics.clocks import Clocks
 from kubecoord.analytics.reading import evidence
+from kubecoord.wire.events import HOLDER_EVENTS, TERM_ENDS, Event, Primitive
 
 ELECTION = ("namespace", "name")
 HOLDER = ("namespace", "name", "process", "member", "epoch")
@@ -55,13 +56,13 @@ APPROX_ACCURACY = 10_000
 
 def intervals(events: DataFrame) -> DataFrame:
     """One row per term: TERM, backend, start/end (seconds and timestamps), end_reason, evidence."""
-    held = events.filter((F.col("primitive") == schema.LEADER) & F.col("event").isin(*schema.HOLDER_EVENTS))
+    held = events.filter((F.col("primitive") == Primitive.LEADER_ELECTION) & F.col("event").isin(*HOLDER_EVENTS))
     held = held.withColumn("pos", F.coalesce("seq", "tu"))  # the process's own order
     # Each event's acquisition: the latest ``acquired`` of its holder at or before it in
     # the process's order. Acquisitions are few (one per term): they are numbered in a
     # small window and broadcast, so the events themselves are never sorted.
     own = Window.partitionBy(*HOLDER).orderBy("pos")
-    acquisitions = held.filter(F.col("event") == "acquired").select(
+    acquisitions = held.filter(F.col("event") == Event.ACQUIRED).select(
         *(F.col(c).alias(f"a_{c}") for c in HOLDER),
         F.col("pos").alias("a_pos"),
         F.row_number().over(own).alias("acquisition"),
@@ -75,11 +76,11 @@ def intervals(events: DataFrame) -> DataFrame:
     held = held.join(F.broadcast(acquisitions), condition, "left").select(
         held["*"], F.coalesce("acquisition", F.lit(0)).alias("acquisition")
     )
-    is_end = F.col("event").isin(*schema.TERM_ENDS)
+    is_end = F.col("event").isin(*TERM_ENDS)
     row = F.struct("seq", "t", evidence().alias("ev"))
     terms = held.groupBy(*TERM).agg(
         F.max("backend").alias("backend"),
-        F.min(F.when(F.col("event") == "acquired", F.col("t"))).alias("acquired_t"),
+        F.min(F.when(F.col("event") == Event.ACQUIRED, F.col("t"))).alias("acquired_t"),
         F.min("t").alias("first_t"),
         F.max("t").alias("last_t"),
         F.max("valid_until").alias("max_valid_until"),
@@ -87,11 +88,11 @@ def intervals(events: DataFrame) -> DataFrame:
         F.min(row).alias("first_row"),
         F.max(row).alias("last_row"),
         F.count("*").alias("events"),
-        F.count(F.when(F.col("event") == "renewed", 1)).alias("renewals"),
+        F.count(F.when(F.col("event") == Event.RENEWED, 1)).alias("renewals"),
     )
     end_t = F.col("end_row.t")
     vanished = F.greatest(F.coalesce("max_valid_until", "last_t"), F.col("last_t"))
-    renewed_before_last = F.col("renewals") - (F.col("last_row.ev.event") == "renewed").cast("int")
+    renewed_before_last = F.col("renewals") - (F.col("last_row.ev.event") == Event.RENEWED).cast("int")
     session = F.col("backend").isin(*SESSION_BACKENDS) | (
         F.col("backend").isin(*SESSION_UNLESS_RENEWED) & (renewed_before_last == 0)
     )
@@ -107,7 +108,7 @@ def intervals(events: DataFrame) -> DataFrame:
         "backend",
         F.coalesce("acquired_t", "first_t").alias("start"),
         end.alias("end"),
-        F.coalesce("end_row.event", F.lit("expired")).alias("end_reason"),
+        F.coalesce("end_row.event", F.lit(Event.EXPIRED)).alias("end_reason"),
         "events",
         F.col("first_row.ev").alias("start_evidence"),
         F.coalesce("end_row.ev", "last_row.ev").alias("end_evidence"),
@@ -150,7 +151,7 @@ def overlaps(pairs: DataFrame) -> DataFrame:
     return violations.shape(
         found,
         kind="overlapping_leadership",
-        primitive=schema.LEADER,
+        primitive=Primitive.LEADER_ELECTION,
         subject=F.col("member"),
         ts=F.col("start_ts"),
         detail=detail,
@@ -169,12 +170,14 @@ def epoch_regressions(events: DataFrame, skew: float) -> DataFrame:
     """epoch_not_increasing violations among ``acquired`` events: elections' epochs, and
     locks' fencing tokens (a lock's acquired event repeats its record's epoch for the same
     member, which is no regression). Semaphores are checked through their slot records."""
-    return violations.union([_regressions(events, skew, schema.LEADER), _regressions(events, skew, schema.LOCK)])
+    return violations.union(
+        [_regressions(events, skew, Primitive.LEADER_ELECTION), _regressions(events, skew, Primitive.LOCK)]
+    )
 
 
 def _regressions(events: DataFrame, skew: float, primitive: str) -> DataFrame:
-    kinds = {schema.LEADER, schema.LOCK} if primitive == schema.LOCK else {schema.LEADER}
-    acquired = events.filter(F.col("primitive").isin(*sorted(kinds)) & (F.col("event") == "acquired"))
+    kinds = {Primitive.LEADER_ELECTION, Primitive.LOCK} if primitive == Primitive.LOCK else {Primitive.LEADER_ELECTION}
+    acquired = events.filter(F.col("primitive").isin(*sorted(kinds)) & (F.col("event") == Event.ACQUIRED))
     earlier = violations.earlier_than(skew, *ELECTION)
     best = F.max(F.struct("epoch", "tu", "member", evidence().alias("ev"))).over(earlier)
     found = acquired.withColumn("prev", best).filter(
@@ -186,8 +189,8 @@ def _regressions(events: DataFrame, skew: float, primitive: str) -> DataFrame:
     )
     detail = F.format_string(
         "%s acquired %s %d after %s had acquired %s %d",
-        F.col("member"), F.lit("token" if primitive == schema.LOCK else "epoch"), F.col("epoch"),
-        F.col("prev.member"), F.lit("token" if primitive == schema.LOCK else "epoch"), F.col("prev.epoch"),
+        F.col("member"), F.lit("token" if primitive == Primitive.LOCK else "epoch"), F.col("epoch"),
+        F.col("prev.member"), F.lit("token" if primitive == Primitive.LOCK else "epoch"), F.col("prev.epoch"),
     )
     return violations.shape(
         found,
@@ -213,7 +216,7 @@ def failover_gaps(pairs: DataFrame) -> DataFrame:
     changes = pairs.filter((F.col("overlap") <= F.col("slack")) & (F.col("end") > F.col("prev.end")))
     return changes.select(
         *ELECTION,
-        F.when(F.col("prev.end_reason") == "resigned", "resign").otherwise("expiry").alias("cause"),
+        F.when(F.col("prev.end_reason") == Event.RESIGNED, "resign").otherwise("expiry").alias("cause"),
         F.col("prev.end_reason").alias("end_reason"),
         F.col("prev.member").alias("from_member"),
         F.col("prev.epoch").alias("from_epoch"),
@@ -238,7 +241,7 @@ def per_election(terms: DataFrame, gaps: DataFrame, found: DataFrame) -> DataFra
         F.max("gap").alias("gap_max"),
         F.sum(F.greatest(F.col("gap"), F.lit(0.0))).alias("leaderless_seconds"),
     )
-    bad = found.filter(F.col("primitive") == schema.LEADER).groupBy(*ELECTION).agg(
+    bad = found.filter(F.col("primitive") == Primitive.LEADER_ELECTION).groupBy(*ELECTION).agg(
         F.count("*").alias("violations")
     )
     return (

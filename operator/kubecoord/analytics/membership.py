@@ -3,7 +3,7 @@
 All four come from each (namespace, group, member)'s events in time order (ties broken
 by the emitter's seq, then file and line):
 - a membership starts at ``joined`` (by the joining process; an observer's ``joined``,
-  schema.OBSERVERS, only says when it saw the member arrive and is left out) and ends at that process's next
+  wire.events.OBSERVERS, only says when it saw the member arrive and is left out) and ends at that process's next
   ``left`` or the member's next ``expired``, whoever logged it (expiries are logged by
   the observers that saw them, so one expiry may be logged several times: only the
   first while the member is in counts);
@@ -22,11 +22,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import schema, violations
-from kubecoord.analytics.reading import evidence
+from kubecoord.analytics import violations
+from kubecoord.analytics.reading import ORDER, evidence
+from kubecoord.wire.events import DEPARTURES, HEARTBEATS, MEMBERSHIP_CHANGES, OBSERVERS, Event, Primitive
 
 MEMBER = ("namespace", "name", "member")
-ORDER = ("tu", "seq", "file", "line")
 
 
 @dataclass(frozen=True)
@@ -50,26 +50,26 @@ def _window(*partition: str, ascending: bool) -> WindowSpec:
 
 
 def analyze(events: DataFrame, skew: float) -> Membership:
-    observed_arrival = (F.col("event") == "joined") & F.col("source").isin(*schema.OBSERVERS)
+    observed_arrival = (F.col("event") == Event.JOINED) & F.col("source").isin(*OBSERVERS)
     group_events = events.filter(
-        (F.col("primitive") == schema.GROUP) & F.col("event").isin(*schema.MEMBERSHIP_CHANGES, *schema.HEARTBEATS)
+        (F.col("primitive") == Primitive.GROUP) & F.col("event").isin(*MEMBERSHIP_CHANGES, *HEARTBEATS)
         & ~F.coalesce(observed_arrival, F.lit(False))
     )
     before, after = _window(*MEMBER, ascending=True), _window(*MEMBER, ascending=False)
     own_before, own_after = _window(*MEMBER, "process", ascending=True), _window(*MEMBER, "process", ascending=False)
     event, t = F.col("event"), F.col("t")
-    is_join, is_end = event == "joined", event.isin("left", "expired")
+    is_join, is_end = event == Event.JOINED, event.isin(*DEPARTURES)
     enriched = group_events.select(
         "*",
         F.last(F.when(is_join, F.struct("t", evidence().alias("ev"))), True).over(before).alias("last_join"),
         F.last(F.when(is_end, t), True).over(before).alias("last_end_t"),
-        F.last(F.when(event == "expired", t), True).over(before).alias("last_expired_t"),
-        F.last(F.when(event.isin(*schema.HEARTBEATS), t), True).over(before).alias("last_hb_t"),
+        F.last(F.when(event == Event.EXPIRED, t), True).over(before).alias("last_expired_t"),
+        F.last(F.when(event.isin(*HEARTBEATS), t), True).over(before).alias("last_hb_t"),
         F.last(F.when(is_end, F.struct("t", "event")), True).over(after).alias("next_end"),
-        F.last(F.when(event == "expired", F.struct("t", "event")), True).over(after).alias("next_expired"),
+        F.last(F.when(event == Event.EXPIRED, F.struct("t", "event")), True).over(after).alias("next_expired"),
         F.last(F.when(is_join, t), True).over(own_before).alias("own_join_t"),
-        F.last(F.when(event == "left", t), True).over(own_before).alias("own_left_t"),
-        F.last(F.when(event == "left", F.struct("t", "event")), True).over(own_after).alias("own_next_left"),
+        F.last(F.when(event == Event.LEFT, t), True).over(own_before).alias("own_left_t"),
+        F.last(F.when(event == Event.LEFT, F.struct("t", "event")), True).over(own_after).alias("own_next_left"),
     )
     # Someone's membership is open (for joins and expiries) / this process's is (for leaves).
     member_in = F.col("last_join").isNotNull() & (
@@ -101,7 +101,7 @@ def analyze(events: DataFrame, skew: float) -> Membership:
     duplicates = violations.shape(
         duplicate,
         kind="duplicate_member",
-        primitive=schema.GROUP,
+        primitive=Primitive.GROUP,
         subject=F.col("member"),
         ts=F.col("ts"),
         detail=F.format_string(
@@ -112,18 +112,18 @@ def analyze(events: DataFrame, skew: float) -> Membership:
     )
 
     counted = enriched.filter(
-        is_join | ((event == "left") & F.col("own_in")) | ((event == "expired") & F.col("member_in"))
+        is_join | ((event == Event.LEFT) & F.col("own_in")) | ((event == Event.EXPIRED) & F.col("member_in"))
     )
     churn = (
         counted.groupBy("namespace", "name", F.date_trunc("hour", "ts").alias("hour"))
         .agg(
             F.count(F.when(is_join, 1)).alias("joins"),
-            F.count(F.when(event == "left", 1)).alias("leaves"),
-            F.count(F.when(event == "expired", 1)).alias("expiries"),
+            F.count(F.when(event == Event.LEFT, 1)).alias("leaves"),
+            F.count(F.when(event == Event.EXPIRED, 1)).alias("expiries"),
             F.count("*").alias("churn"),
         )
     )
-    expiries = counted.filter(event == "expired").select(
+    expiries = counted.filter(event == Event.EXPIRED).select(
         *MEMBER,
         F.timestamp_seconds("last_hb_t").alias("last_heartbeat_ts"),
         F.col("ts").alias("expired_ts"),

@@ -21,10 +21,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import clocks, coverage, kv, leadership, membership, rebalance, schema, violations
+from kubecoord.analytics import clocks, coverage, kv, leadership, membership, rebalance, violations
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.reading import EmptyInputError, Inputs, read_inputs
 from kubecoord.history import rfc3339
+from kubecoord.wire.events import SCHEMA_VERSION, VIOLATION_TYPES
 
 DEFAULT_SKEW = 1.0
 MALFORMED_EXAMPLES = 50
@@ -225,12 +226,12 @@ def analyze(
     coverage_summary, copies = _coverage_summary(findings_of_coverage)
     gaps = covered.gaps
     summary: dict[str, Any] = {
-        "schema_version": schema.SCHEMA_VERSION,
+        "schema_version": SCHEMA_VERSION,
         "skew_tolerance_seconds": skew,
         "clocks": estimated.summary(),
         "inputs": _inputs_summary(read, copies),
         "coverage": coverage_summary,
-        "violations": {kind: int(by_type.get(kind, 0)) for kind in schema.VIOLATION_TYPES},
+        "violations": {kind: int(by_type.get(kind, 0)) for kind in VIOLATION_TYPES},
         "violation_details": _details(found),
     }
     tables: dict[str, DataFrame] = {"violations": found}

@@ -30,9 +30,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from kubecoord.analytics import schema
 from kubecoord.analytics.progress import Progress
 from kubecoord.errors import InvalidArgumentError
+from kubecoord.wire.events import EVENTS, FIELDS, HOLDER_EVENTS, KV_WRITES, REQUIRED, SCHEMA_VERSION, Primitive
 
 _CORRUPT = "_corrupt"
 _BLANK = "blank"
@@ -43,6 +43,9 @@ SPLIT_BYTES = 32 * 2**20
 SPARK_DEFAULT_SPLIT = ("134217728b", "134217728", "128m", "128MB")
 COMPRESSION = 8
 """How much larger than its .gz a JSON Lines log is, roughly (for sizing shuffles)."""
+ORDER = ("tu", "seq", "file", "line")
+"""A total order of the events read: time (microseconds), the emitter's seq, then file and
+line (unique), so a window ordered by it is deterministic and its reversal exact."""
 """Give up after this many unreadable files (each costs one retry of the scan)."""
 
 
@@ -192,17 +195,17 @@ def _parse(spark: SparkSession, files: Sequence[str]) -> DataFrame:
         F.monotonically_increasing_id().alias("rid"),
         "value",
     )
-    json_schema = T.StructType([T.StructField(name, T.StringType()) for name in (*schema.FIELDS, _CORRUPT)])
+    json_schema = T.StructType([T.StructField(name, T.StringType()) for name in (*FIELDS, _CORRUPT)])
     j = F.from_json("value", json_schema, {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"})
     blank = F.trim("value") == ""
     parsed = raw.select("file", "block", "rid", "value", blank.alias("blank"),
                         F.when(~blank, j).alias("j")).select(
         "file", "block", "rid", "value", "blank",
-        *(F.col(f"j.{name}").alias(f"raw_{name}") for name in (*schema.FIELDS, _CORRUPT)),
+        *(F.col(f"j.{name}").alias(f"raw_{name}") for name in (*FIELDS, _CORRUPT)),
     )
     typed = parsed.select(
         "file", "block", "rid", "value", "blank",
-        *(F.col(f"raw_{name}") for name in (*schema.FIELDS, _CORRUPT)),
+        *(F.col(f"raw_{name}") for name in (*FIELDS, _CORRUPT)),
         _try_cast("raw_ts", "timestamp").alias("ts"),
         _try_cast("raw_valid_until", "timestamp").alias("valid_until_ts"),
         _try_cast("raw_sent", "timestamp").alias("sent_ts"),
@@ -319,16 +322,16 @@ def _reason() -> Column:
     raw = F.col
     event_known = F.lit(False)
     primitive, event = raw("raw_primitive"), raw("raw_event")
-    for kind, names in schema.EVENTS.items():
+    for kind, names in EVENTS.items():
         event_known = event_known | ((primitive == kind) & event.isin(*sorted(names)))
-    leader_holder = (primitive == schema.LEADER) & event.isin(*schema.HOLDER_EVENTS)
-    lock_hold = primitive.isin(schema.LOCK, schema.SEMAPHORE)
-    needs_member = leader_holder | lock_hold | primitive.isin(schema.GROUP, schema.COORDINATOR)
+    leader_holder = (primitive == Primitive.LEADER_ELECTION) & event.isin(*HOLDER_EVENTS)
+    lock_hold = primitive.isin(Primitive.LOCK, Primitive.SEMAPHORE)
+    needs_member = leader_holder | lock_hold | primitive.isin(Primitive.GROUP, Primitive.GROUP_COORDINATOR)
     checks: list[tuple[Column, str]] = [(raw(f"raw_{_CORRUPT}").isNotNull(), "invalid JSON")]
     # No v at all is version 1: the first emitters wrote none.
-    checks.append((raw("raw_v").isNotNull() & (raw("v").isNull() | (raw("v") != schema.SCHEMA_VERSION)),
+    checks.append((raw("raw_v").isNotNull() & (raw("v").isNull() | (raw("v") != SCHEMA_VERSION)),
                    "unsupported schema version"))
-    checks += [(raw(f"raw_{name}").isNull(), f"missing field {name}") for name in schema.REQUIRED]
+    checks += [(raw(f"raw_{name}").isNull(), f"missing field {name}") for name in REQUIRED]
     checks += [
         (raw("ts").isNull(), "unparseable ts"),
         (~event_known, "unknown primitive or event"),
@@ -336,8 +339,8 @@ def _reason() -> Column:
         (leader_holder & raw("epoch").isNull(), "leader event without an integer epoch"),
         (lock_hold & raw("epoch").isNull(), "lock event without an integer token (epoch)"),
         (needs_member & raw("raw_member").isNull(), "missing field member"),
-        ((primitive == schema.KV) & raw("raw_key").isNull(), "missing field key"),
-        (event.isin(*schema.KV_WRITES) & raw("version").isNull(), "kv write without an integer version"),
+        ((primitive == Primitive.KV) & raw("raw_key").isNull(), "missing field key"),
+        (event.isin(*KV_WRITES) & raw("version").isNull(), "kv write without an integer version"),
     ]
     reason: Column = F.when(checks[0][0], checks[0][1])
     for condition, text in checks[1:]:

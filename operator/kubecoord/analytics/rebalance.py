@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import schema, violations
-from kubecoord.analytics.reading import evidence
+from kubecoord.analytics import violations
+from kubecoord.analytics.reading import ORDER, evidence
+from kubecoord.wire.events import DEPARTURES, Event, Primitive
 
 GROUP_KEY = ("namespace", "name")
-ORDER = ("tu", "seq", "file", "line")
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,10 @@ class Rebalances:
 
 
 def analyze(events: DataFrame, skew: float) -> Rebalances:
-    coordinator = events.filter(F.col("primitive") == schema.COORDINATOR)
+    coordinator = events.filter(F.col("primitive") == Primitive.GROUP_COORDINATOR)
     units = F.from_json(F.col("units"), "array<string>")
     changes = (
-        coordinator.filter(F.col("event").isin("assigned", "revoked") & units.isNotNull())
+        coordinator.filter(F.col("event").isin(Event.ASSIGNED, Event.REVOKED) & units.isNotNull())
         .select("*", F.explode(units).alias("unit"), evidence().alias("ev"))
     )
     key = Window.partitionBy(*GROUP_KEY, "member", "unit").orderBy(*ORDER)
@@ -58,15 +58,15 @@ def analyze(events: DataFrame, skew: float) -> Rebalances:
     marked = changes.select(
         *GROUP_KEY, "member", "unit", "generation", "event", "t", "ts", "ev",
         F.lag("event").over(key).alias("previous"),
-        F.first(F.when(F.col("event") == "revoked", F.struct("t", "ts")), True).over(after).alias("revocation"),
+        F.first(F.when(F.col("event") == Event.REVOKED, F.struct("t", "ts")), True).over(after).alias("revocation"),
     )
-    first_or_after_revocation = F.col("previous").isNull() | (F.col("previous") == "revoked")
-    starts = marked.filter((F.col("event") == "assigned") & first_or_after_revocation)
-    departed = (F.col("primitive") == schema.GROUP) & F.col("event").isin("left", "expired")
-    fenced = (F.col("primitive") == schema.COORDINATOR) & (F.col("event") == "fenced")
+    first_or_after_revocation = F.col("previous").isNull() | (F.col("previous") == Event.REVOKED)
+    starts = marked.filter((F.col("event") == Event.ASSIGNED) & first_or_after_revocation)
+    departed = (F.col("primitive") == Primitive.GROUP) & F.col("event").isin(*DEPARTURES)
+    fenced = (F.col("primitive") == Primitive.GROUP_COORDINATOR) & (F.col("event") == Event.FENCED)
     gone = events.filter(departed | fenced).select(
         *GROUP_KEY, "member", F.col("t").alias("gone_t"), F.col("ts").alias("gone_ts"),
-        F.when(F.col("event") == "fenced", "fenced").otherwise("member_gone").alias("gone_reason"),
+        F.when(F.col("event") == Event.FENCED, "fenced").otherwise("member_gone").alias("gone_reason"),
     )
     departures = (
         starts.join(gone, [*GROUP_KEY, "member"], "left")
@@ -101,7 +101,7 @@ def analyze(events: DataFrame, skew: float) -> Rebalances:
         F.col("a.ev").alias("first_ev"), F.col("b.ev").alias("second_ev"),
     )
     owned_twice = violations.shape(
-        overlapping, kind="unit_owned_twice", primitive=schema.COORDINATOR, subject=F.col("unit"),
+        overlapping, kind="unit_owned_twice", primitive=Primitive.GROUP_COORDINATOR, subject=F.col("unit"),
         ts=F.col("second_start_ts"),
         detail=F.format_string(
             "unit %s given to %s at %s while %s held it (until %s)", F.col("unit"), F.col("second"),
@@ -111,12 +111,12 @@ def analyze(events: DataFrame, skew: float) -> Rebalances:
         evidence=F.array("first_ev", "second_ev"),
     )
 
-    assigned = coordinator.filter((F.col("event") == "assigned") & F.col("generation").isNotNull())
+    assigned = coordinator.filter((F.col("event") == Event.ASSIGNED) & F.col("generation").isNotNull())
     earlier = violations.earlier_than(skew, *GROUP_KEY)
     newest = F.max(F.struct("generation", evidence().alias("ev"))).over(earlier)
     flagged = assigned.select("*", newest.alias("newest")).filter(F.col("newest.generation") > F.col("generation"))
     stale = violations.shape(
-        flagged, kind="stale_generation_work", primitive=schema.COORDINATOR, subject=F.col("member"),
+        flagged, kind="stale_generation_work", primitive=Primitive.GROUP_COORDINATOR, subject=F.col("member"),
         ts=F.col("ts"),
         detail=F.format_string(
             "%s started on generation %d after generation %d was assigned (%s)", F.col("member"),
@@ -126,9 +126,9 @@ def analyze(events: DataFrame, skew: float) -> Rebalances:
     )
 
     per_generation = coordinator.filter(F.col("generation").isNotNull()).groupBy(*GROUP_KEY, "generation").agg(
-        F.min(F.when(F.col("event") == "rebalance_started", F.col("t"))).alias("started"),
-        F.max(F.when(F.col("event") == "assigned", F.col("t"))).alias("completed"),
-        F.countDistinct(F.when(F.col("event") == "assigned", F.col("member"))).alias("members"),
+        F.min(F.when(F.col("event") == Event.REBALANCE_STARTED, F.col("t"))).alias("started"),
+        F.max(F.when(F.col("event") == Event.ASSIGNED, F.col("t"))).alias("completed"),
+        F.countDistinct(F.when(F.col("event") == Event.ASSIGNED, F.col("member"))).alias("members"),
     )
     rebalances = per_generation.filter(F.col("started").isNotNull() & F.col("completed").isNotNull()).select(
         *GROUP_KEY, "generation",

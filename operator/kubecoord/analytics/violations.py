@@ -1,6 +1,6 @@
 """The shape every safety violation takes, whichever metric finds it.
 
-One row per violation: ``type`` (schema.VIOLATION_TYPES), ``namespace``, ``primitive``,
+One row per violation: ``type`` (kubecoord.wire.events.VIOLATION_TYPES), ``namespace``, ``primitive``,
 ``name``, ``subject`` (member or key), ``ts`` (when it happened), ``detail`` (one human
 sentence) and ``evidence``: the event rows that prove it, each with its file and line.
 """
@@ -11,8 +11,6 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
-
-COLUMNS = ("type", "namespace", "primitive", "name", "subject", "ts", "detail", "evidence")
 
 
 def shape(

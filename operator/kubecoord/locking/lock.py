@@ -47,6 +47,7 @@ from kubecoord import validation
 from kubecoord.api import Coordinator, LeaderElection, Lock, LockHolder
 from kubecoord.errors import ClosedError, CoordinationError, InvalidArgumentError, LockHeldError, LockNotHeldError
 from kubecoord.locking.identity import default_id
+from kubecoord.wire.events import Event, Primitive
 
 log = logging.getLogger("kubecoord.locking")
 
@@ -60,7 +61,7 @@ RESERVED_SUFFIX = "-gc"
 ``GROUP-gc``; the operator's CRDs reserve them too): a lock there would contend with a group."""
 
 
-def check_lock_name(name: object, primitive: str = "lock") -> str:
+def check_lock_name(name: object, primitive: str = Primitive.LOCK) -> str:
     """A lock or semaphore name: a DNS-1123 label not ending in -gc."""
     checked = validation.check_name(name, f"{primitive} name")
     if checked.endswith(RESERVED_SUFFIX):
@@ -71,7 +72,7 @@ def check_lock_name(name: object, primitive: str = "lock") -> str:
 
 
 class ElectionLock(Lock):
-    primitive = "lock"
+    primitive = Primitive.LOCK
 
     def __init__(
         self,
@@ -82,7 +83,7 @@ class ElectionLock(Lock):
         data: str = "",
         record: str | None = None,
         slot: int | None = None,
-        primitive: str = "lock",
+        primitive: str = Primitive.LOCK,
     ) -> None:
         self.name = check_lock_name(name, primitive)
         self.id = validation.check_id(holder_id, "id") if holder_id is not None else default_id()
@@ -132,7 +133,7 @@ class ElectionLock(Lock):
             raise LockNotHeldError(f"{self._primitive} {self.name!r}: {self.id!r} does not hold it")
         if held:
             # Logged before the resign is sent: the successor may hold from when it lands.
-            self._log("released", token)
+            self._log(Event.RELEASED, token)
         election.remove_listener(self._on_leader)
         try:
             election.close()  # the resign: empty holder / node deleted; waiters wake at once
@@ -211,7 +212,7 @@ class ElectionLock(Lock):
                     if leader is not None and leader.id == self.id and election.is_leader(self.id):
                         with self._state:
                             self._token = leader.epoch
-                        self._log("acquired", leader.epoch)
+                        self._log(Event.ACQUIRED, leader.epoch)
                         return True
                 if not blocking or watcher.should_stop(deadline):
                     break
@@ -265,7 +266,7 @@ class ElectionLock(Lock):
                 return
             self._lost = True
             self._state.notify_all()
-        self._log("lost", token)
+        self._log(Event.LOST, token)
         election.remove_listener(self._on_leader)
         threading.Thread(target=_close_quietly, args=(election,), name="kubecoord-lock-withdraw", daemon=True).start()
 

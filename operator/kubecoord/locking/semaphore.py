@@ -33,6 +33,7 @@ from kubecoord.api import Coordinator, LockHolder, Semaphore
 from kubecoord.errors import InvalidArgumentError, LockHeldError, LockNotHeldError
 from kubecoord.locking.identity import default_id
 from kubecoord.locking.lock import ElectionLock, check_lock_name
+from kubecoord.wire.events import Primitive
 
 MAX_LEASES = 100
 """A waiter runs a thread and an election handle per slot: keep N small."""
@@ -53,7 +54,7 @@ class SlotSemaphore(Semaphore):
         holder_id: str | None = None,
         data: str = "",
     ) -> None:
-        self.name = check_lock_name(name, "semaphore")
+        self.name = check_lock_name(name, Primitive.SEMAPHORE)
         if isinstance(max_leases, bool) or not isinstance(max_leases, int) or not 1 <= max_leases <= MAX_LEASES:
             raise InvalidArgumentError(f"max_leases must be an int from 1 to {MAX_LEASES}, got {max_leases!r}")
         self.max_leases = max_leases
@@ -68,7 +69,7 @@ class SlotSemaphore(Semaphore):
                 data=data,
                 record=slot_record(name, i),
                 slot=i,
-                primitive="semaphore",
+                primitive=Primitive.SEMAPHORE,
             )
             for i in range(max_leases)
         ]

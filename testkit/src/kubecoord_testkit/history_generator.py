@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from kubecoord.analytics.schema import COORDINATOR, GROUP, KV, LEADER, SCHEMA_VERSION, VIOLATION_TYPES
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import rfc3339
+from kubecoord.wire.events import SCHEMA_VERSION, VIOLATION_TYPES, Primitive
 
 Event = tuple[float, int, dict[str, Any]]
 """(true time, process index, fields)."""
@@ -101,7 +101,7 @@ def _take(budget: dict[str, int], kind: str, rng: random.Random, chance: float) 
 
 
 def _election(spec: Spec, name: str, rng: random.Random, budget: dict[str, int], end: float) -> Iterator[Event]:
-    base = {"primitive": LEADER, "name": name}
+    base = {"primitive": Primitive.LEADER_ELECTION, "name": name}
     t = spec.start + rng.uniform(0, 5)
     epoch, holder, previous = 0, rng.randrange(spec.processes), -1
     regress = False
@@ -144,7 +144,7 @@ def _election(spec: Spec, name: str, rng: random.Random, budget: dict[str, int],
 def _member(
     spec: Spec, group: str, index: int, rng: random.Random, budget: dict[str, int], end: float
 ) -> Iterator[Event]:
-    base = {"primitive": GROUP, "name": group, "member": f"m-{index}"}
+    base = {"primitive": Primitive.GROUP, "name": group, "member": f"m-{index}"}
     t = spec.start + rng.uniform(0, 10)
     while t < end:
         process = rng.randrange(spec.processes)
@@ -179,7 +179,7 @@ def _group(spec: Spec, name: str, rng: random.Random, budget: dict[str, int], en
 
 
 def _store(spec: Spec, name: str, rng: random.Random, budget: dict[str, int], end: float) -> Iterator[Event]:
-    base = {"primitive": KV, "name": name}
+    base = {"primitive": Primitive.KV, "name": name}
     versions: dict[str, int] = {}
     t = spec.start + rng.expovariate(spec.kv_rate)
     while t < end:
@@ -221,7 +221,7 @@ def _store(spec: Spec, name: str, rng: random.Random, budget: dict[str, int], en
 def _coordinated(spec: Spec, name: str, rng: random.Random, budget: dict[str, int], end: float) -> Iterator[Event]:
     """An eager group coordinator: each generation its leader starts a rebalance, the
     previous holders revoke, then every member of the generation logs its assignment."""
-    base = {"primitive": COORDINATOR, "name": name}
+    base = {"primitive": Primitive.GROUP_COORDINATOR, "name": name}
     units = [f"u{i}" for i in range(16)]
     members = [f"c-{i}" for i in range(spec.members)]
 

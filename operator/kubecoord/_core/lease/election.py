@@ -31,6 +31,7 @@ from kubecoord._internal.clock import Clock
 from kubecoord.api import Leader
 from kubecoord.errors import MemberExistsError
 from kubecoord.history import EventLog
+from kubecoord.wire.events import Event
 from kubecoord.wire.leader_record import Observation, expires_at
 
 _UNSET: Any = object()
@@ -165,7 +166,7 @@ class LeaseElection(ElectionHandle):
             self._reported = current
             self._notify(current)
         if self.log_observed and current is not None and not mine:
-            self._record("observed", member=current, epoch=epoch)
+            self._record(Event.OBSERVED, member=current, epoch=epoch)
 
     def _leader_seen(self) -> tuple[str | None, bool, int | None]:
         """(the leader as this handle sees it, whether it is one of ours, the record's epoch

@@ -55,7 +55,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from kubecoord import metrics as client_metrics
 from kubecoord._core.lease.store import RecordConflict, RecordStore
@@ -63,6 +63,7 @@ from kubecoord._core.lease.timings import Timings
 from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord.errors import CoordinationError
 from kubecoord.history import EventLog
+from kubecoord.wire.events import Event, Primitive
 from kubecoord.wire.leader_record import LeaderRecord, Observation, expires_at, from_unix, released
 
 log = logging.getLogger("kubecoord.lease.elector")
@@ -172,10 +173,7 @@ class Elector:
             return self._timings.retry_period
         self._confirm(written, sent=now)
         self._metrics.renewed(self._backend, self._clock.now() - now)
-        self._events.record(
-            **self._stamp(), primitive="leader_election", name=self.service, event="renewed", member=self.candidate,
-            epoch=record.transitions, valid_until=self._wall_of(self._valid_until),
-        )
+        self._log_event(Event.RENEWED, epoch=record.transitions, valid_until=self._wall_of(self._valid_until))
         return self._timings.retry_period
 
     def _after_renew_conflict(self, now: float) -> float:
@@ -258,10 +256,7 @@ class Elector:
         if self._clock.now() >= self._valid_until:
             self._lose("acquire answered after the renew deadline")
             return self._timings.retry_period
-        self._events.record(
-            **self._stamp(), primitive="leader_election", name=self.service, event="acquired", member=self.candidate,
-            epoch=transitions, valid_until=self._wall_of(self._valid_until),
-        )
+        self._log_event(Event.ACQUIRED, epoch=transitions, valid_until=self._wall_of(self._valid_until))
         self._metrics.leadership(self._backend, self.service, self.candidate, True)
         self._on_change(self, True)
         return self._timings.retry_period
@@ -281,10 +276,7 @@ class Elector:
             self._on_change(self, False)
         if not was_leading or record is None:
             return False
-        self._events.record(
-            **self._stamp(), primitive="leader_election", name=self.service, event="resigned", member=self.candidate,
-            epoch=record.transitions,
-        )
+        self._log_event(Event.RESIGNED, epoch=record.transitions)
         try:
             self._store.update(released(record, self._now_wall()), version, self._request_timeout)
         except (RecordConflict, CoordinationError) as exc:
@@ -316,10 +308,7 @@ class Elector:
         epoch = self._record.transitions if self._record else None
         self._leading = False
         log.info("lost leadership", extra={"service": self.service, "candidate": self.candidate, "reason": reason})
-        self._events.record(
-            **self._stamp(), primitive="leader_election", name=self.service, event="lost", member=self.candidate,
-            epoch=epoch,
-        )
+        self._log_event(Event.LOST, epoch=epoch)
         self._metrics.leadership(self._backend, self.service, self.candidate, False)
         self._on_change(self, False)
 
@@ -328,6 +317,13 @@ class Elector:
         if self._leading:
             return max(0.05, min(self._request_timeout, self._valid_until - now))
         return self._request_timeout
+
+    def _log_event(self, event: str, **fields: Any) -> None:
+        """One history event of this candidate's leadership, stamped now."""
+        self._events.record(
+            **self._stamp(), primitive=Primitive.LEADER_ELECTION, name=self.service, event=event,
+            member=self.candidate, **fields,
+        )
 
     def _stamp(self) -> dict[str, float | None]:
         """An event's ts, with the monotonic reading beside it when both clocks are real

@@ -65,6 +65,7 @@ from kubecoord.errors import (
     VersionConflictError,
 )
 from kubecoord.wire import object_names
+from kubecoord.wire.events import Event
 from kubecoord.wire.kv_shards import SHARD_BYTES, recorded_shards, shard_count_for, shard_of
 
 T = TypeVar("T")
@@ -255,7 +256,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
                 raise KeyExistsError(f"key {key!r} already exists (version {current.version})")
             return Entry(key, data, 1)
 
-        return self._write(key, create, "put")
+        return self._write(key, create, Event.PUT)
 
     def _update(self, key: str, data: str, expected_version: int | None) -> int:
         self._check_stored_size(key, data)
@@ -264,14 +265,14 @@ class KubeStorage(_StoreHandle, StorageHandle):
             current = self._expect(key, current, expected_version)
             return Entry(key, data, current.version + 1)
 
-        return self._write(key, replace, "updated", expected_version)
+        return self._write(key, replace, Event.UPDATED, expected_version)
 
     def _delete(self, key: str, expected_version: int | None) -> None:
 
         def remove(current: Entry | None) -> None:
             self._expect(key, current, expected_version)
 
-        self._write(key, remove, "deleted", expected_version)
+        self._write(key, remove, Event.DELETED, expected_version)
 
     def _expect(self, key: str, current: Entry | None, expected: int | None) -> Entry:
         if current is None:
@@ -316,7 +317,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
                     fresh = True
                     continue
                 if isinstance(exc, VersionConflictError):
-                    self._record("conflict", key=key, version=expected)
+                    self._record(Event.CONFLICT, key=key, version=expected)
                 raise
             try:
                 if observed is None:

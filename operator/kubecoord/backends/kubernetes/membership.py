@@ -52,6 +52,7 @@ from kubecoord.backends.kubernetes.lease_store import observation
 from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
 from kubecoord.wire import object_names
+from kubecoord.wire.events import Event
 from kubecoord.wire.lease import lease_with_record, record_from_lease
 
 log = logging.getLogger("kubecoord.kubernetes.membership")
@@ -188,7 +189,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
             if self._mine.pop(member_id, None) is None:
                 return
         log.warning("member expelled", extra={"group": self.group, "member": member_id, "reason": reason})
-        self._record("expired", member=member_id)
+        self._record(Event.EXPIRED, member=member_id)
 
     def _reap(self, informer: Informer, name: str, observed: Observed, member_id: str) -> None:
         self._reaped.add((name, observed.version))
@@ -211,7 +212,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
             log.info("deleting an expired member failed", extra={"group": self.group, "error": str(exc)})
             return
         informer.forget(name)
-        self._record("expired", member=member_id)
+        self._record(Event.EXPIRED, member=member_id)
 
     def _lease_body(self, member_id: str, data: str, *, base: dict[str, Any] | None = None) -> dict[str, Any]:
         """A member Lease (new, or ``base`` renewed), written by the same converter as an
@@ -264,7 +265,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         informer.offer(written)  # before the heartbeat loop can look for it
         with self._lock:
             self._mine[member_id] = data
-        self._record("joined", member=member_id)
+        self._record(Event.JOINED, member=member_id)
         self._report()
 
     def _still_renewed(self, name: str, version: str) -> bool:
@@ -317,7 +318,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
             except NotFound:
                 break
         informer.forget(name)
-        self._record("left", member=member_id)
+        self._record(Event.LEFT, member=member_id)
 
     def _membership(self) -> dict[str, str]:
         self._watching()

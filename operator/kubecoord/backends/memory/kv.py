@@ -15,6 +15,7 @@ from kubecoord.backends.memory.context import MemoryContext
 from kubecoord.backends.memory.handle import MemoryHandle
 from kubecoord.backends.memory.state import Store, Subscription, notify
 from kubecoord.errors import KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.wire.events import Event
 
 T = TypeVar("T")
 
@@ -43,7 +44,7 @@ class MemoryStorage(MemoryHandle, StorageHandle):
             return self._state.store(self.name).entries.get(key)
 
     def _put(self, key: str, data: str) -> int:
-        return self._write(key, lambda current: self._create(key, current, data), "put")
+        return self._write(key, lambda current: self._create(key, current, data), Event.PUT)
 
     def _update(self, key: str, data: str, expected_version: int | None) -> int:
 
@@ -52,14 +53,14 @@ class MemoryStorage(MemoryHandle, StorageHandle):
             assert current is not None
             return Versioned(data, current.version + 1)
 
-        return self._write(key, replace, "updated")
+        return self._write(key, replace, Event.UPDATED)
 
     def _delete(self, key: str, expected_version: int | None) -> None:
 
         def remove(current: Versioned | None) -> None:
             self._expect(key, current, expected_version)
 
-        self._write(key, remove, "deleted")
+        self._write(key, remove, Event.DELETED)
 
     def _children(self, namespace: str) -> set[str]:
         with self._state.lock:
@@ -75,7 +76,7 @@ class MemoryStorage(MemoryHandle, StorageHandle):
         if current is None:
             raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
         if expected is not None and current.version != expected:
-            self._record("conflict", ts=self._state.wall(), key=key, version=expected)
+            self._record(Event.CONFLICT, ts=self._state.wall(), key=key, version=expected)
             raise VersionConflictError(f"key {key!r} is at version {current.version}, not {expected}")
 
     def _write(self, key: str, change: Callable[[Versioned | None], Versioned | None], event: str) -> int:

@@ -12,6 +12,7 @@ from kubecoord.backends.memory.context import MemoryContext
 from kubecoord.backends.memory.handle import MemoryHandle
 from kubecoord.backends.memory.state import Member, notify
 from kubecoord.errors import MemberExistsError, MemberNotFoundError
+from kubecoord.wire.events import Event
 
 
 class MemoryGroupMembership(MemoryHandle, GroupHandle):
@@ -31,7 +32,7 @@ class MemoryGroupMembership(MemoryHandle, GroupHandle):
             group.members[member_id] = Member(self._context.session, data, self._events)
             self._mine.add(member_id)
             notify(group.subscriptions, set(group.members), self._state.clock.now())
-            self._record("joined", ts=self._state.wall(), member=member_id)
+            self._record(Event.JOINED, ts=self._state.wall(), member=member_id)
 
     def _leave(self, member_id: str) -> None:
         with self._state.lock:
@@ -46,7 +47,7 @@ class MemoryGroupMembership(MemoryHandle, GroupHandle):
         if member is not None and member.session is self._context.session:
             del group.members[member_id]
             notify(group.subscriptions, set(group.members), self._state.clock.now())
-            self._record("left", ts=self._state.wall(), member=member_id)
+            self._record(Event.LEFT, ts=self._state.wall(), member=member_id)
 
     def _membership(self) -> dict[str, str]:
         with self._state.lock:

@@ -24,6 +24,7 @@ from kubecoord.api import Versioned
 from kubecoord.backends.memory.records import RecordTable
 from kubecoord.connect import BackendURL
 from kubecoord.history import EventLog
+from kubecoord.wire.events import Event, Primitive
 
 _session_ids = itertools.count(1)
 
@@ -207,7 +208,9 @@ class State:
         """Every live coordinator watching the group logs the expiry it observed (once each)."""
         observers = {id(s.events): s.events for s in group.subscriptions if s.session.live(now)}
         for events in observers.values():
-            events.record(primitive="group", name=name, event="expired", ts=self.wall(now), member=member_id)
+            events.record(
+                primitive=Primitive.GROUP, name=name, event=Event.EXPIRED, ts=self.wall(now), member=member_id
+            )
 
     def record_heartbeats(self, session: Session) -> None:
         """Log the last heartbeat of a session's memberships: what a process whose renewal
@@ -218,7 +221,7 @@ class State:
             for member_id, member in group.members.items():
                 if member.session is session:
                     member.events.record(
-                        primitive="group", name=name, event="renewed", ts=self.wall(now),
+                        primitive=Primitive.GROUP, name=name, event=Event.RENEWED, ts=self.wall(now),
                         member=member_id, valid_until=until,
                     )
 

@@ -20,6 +20,7 @@ from kubecoord.backends.zookeeper.options import Options
 from kubecoord.backends.zookeeper.session import Session
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import EventLog
+from kubecoord.wire.events import Primitive
 
 _HOST = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?$")
 _numbers = itertools.count(1)
@@ -80,7 +81,7 @@ class ZooKeeperCoordinator(CoordinatorBase):
         leaves nothing behind in ZooKeeper. Ephemeral znodes of live sessions go too
         (their holders see their leadership or membership end).
         """
-        folder = {"leader_election": "elections", "group": "groups", "kv": "kv"}[primitive]
+        folder = {Primitive.LEADER_ELECTION: "elections", Primitive.GROUP: "groups", Primitive.KV: "kv"}[primitive]
         path = f"{self.chroot}/{folder}/{validation.check_name(name, 'name')}"
         client = self.session.client
         with translating():

@@ -53,6 +53,7 @@ from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
 from kubecoord.backends.zookeeper.session import CONNECTED, LOST
 from kubecoord.backends.zookeeper.watches import read_children
 from kubecoord.errors import MemberExistsError
+from kubecoord.wire.events import TERM_ENDS, Event
 
 log = logging.getLogger("kubecoord.zookeeper")
 
@@ -264,7 +265,7 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
                     continue
                 if candidate.leading:  # only a sequence wrap-around could put a node below ours
                     candidate.leading = False
-                    self._record_candidate("lost", candidate)
+                    self._record_candidate(Event.LOST, candidate)
                 predecessor = f"{self.path}/{order[index - 1]}"
                 if self._session.read(client.exists_async, predecessor, watch=self._on_watch) is None:
                     stable = False  # it left between the two reads
@@ -280,7 +281,7 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
     def _confirm(self, candidate: _Candidate, generation: int, started: float) -> None:
         if candidate.leading and candidate.confirmed == generation:
             return
-        event = "renewed" if candidate.leading else "acquired"
+        event = Event.RENEWED if candidate.leading else Event.ACQUIRED
         candidate.leading = True
         candidate.confirmed = generation
         self._record_candidate(event, candidate, valid_until=started + self._session.session_timeout)
@@ -288,7 +289,7 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
     def _lose(self, candidate: _Candidate) -> None:
         if candidate.leading:
             candidate.leading = False
-            self._record_candidate("lost", candidate, valid_until=self._ended(candidate))
+            self._record_candidate(Event.LOST, candidate, valid_until=self._ended(candidate))
         candidate.node = None
 
     def _ended(self, candidate: _Candidate) -> float:
@@ -305,7 +306,7 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
         (resumed from a pause, it may resign before kazoo has noticed that its session
         expired, and its successor may have led since). Either carries ``ended`` as
         valid_until, which the pipeline takes as the end of the term."""
-        self._record_candidate("resigned" if proven else "lost", candidate, valid_until=ended)
+        self._record_candidate(Event.RESIGNED if proven else Event.LOST, candidate, valid_until=ended)
 
     def _observe(self, order: list[str], notify: bool) -> bool:
         """Update the listeners' view; False if the election changed under us (read again)."""
@@ -329,7 +330,7 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
         if notify:
             self._dispatcher.notify(self._listeners, leader_id)
         if leader_id is not None and leader_id not in self._candidates:
-            self._record("observed", member=leader_id, epoch=epoch)
+            self._record(Event.OBSERVED, member=leader_id, epoch=epoch)
 
     def _on_state(self, state: str) -> None:
         with self._lock:
@@ -347,7 +348,7 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
     def _record_candidate(self, event: str, candidate: _Candidate, valid_until: float | None = None) -> None:
         """The history event and the client metrics of a change of one candidate's leadership."""
         self._record(event, member=candidate.id, epoch=candidate.epoch, valid_until=valid_until)
-        if event == "acquired":
+        if event == Event.ACQUIRED:
             self._leadership(candidate.id, True)
-        elif event in ("lost", "resigned"):
+        elif event in TERM_ENDS:
             self._leadership(candidate.id, False)

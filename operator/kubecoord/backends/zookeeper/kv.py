@@ -53,6 +53,7 @@ from kubecoord.backends.zookeeper.incarnation import RootIncarnation
 from kubecoord.backends.zookeeper.naming import decode_name, key_path
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children, read_data
 from kubecoord.errors import BackendUnavailableError, KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.wire.events import Event
 
 _MAX_ROUNDS = 50
 """Read-CAS rounds a write retries while implicit parents come and go under it."""
@@ -109,7 +110,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                     _, stat = self._session.call(
                         client.create_async, path, record.encode(0, data), makepath=True, include_data=True
                     )
-                    return self._done("put", key, 1, sent, stat.czxid)
+                    return self._done(Event.PUT, key, 1, sent, stat.czxid)
                 except NoNodeError:
                     continue  # an implicit parent was pruned between makepath and create
                 except NodeExistsError:
@@ -123,7 +124,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                 try:  # an implicit parent becomes a key, starting at version 1
                     raw = record.encode(stat.version + 1, data)
                     stat = self._session.call(client.set_async, path, raw, version=stat.version)
-                    return self._done("put", key, 1, sent, stat.czxid)
+                    return self._done(Event.PUT, key, 1, sent, stat.czxid)
                 except (BadVersionError, NoNodeError):
                     continue
             raise ConnectionLoss(f"put of {key!r} kept racing with concurrent writes")
@@ -137,7 +138,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
             )
 
         version, stat = self._compare_and_set(key, expected_version, write)
-        return self._done("updated", key, version + 1, sent, stat.czxid)
+        return self._done(Event.UPDATED, key, version + 1, sent, stat.czxid)
 
     def _delete(self, key: str, expected_version: int | None) -> None:
         sent = time.time()
@@ -152,7 +153,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
 
         version, stat = self._compare_and_set(key, expected_version, remove)
         self._prune(key)
-        self._done("deleted", key, version, sent, stat.czxid)
+        self._done(Event.DELETED, key, version, sent, stat.czxid)
 
     def _compare_and_set(
         self, key: str, expected: int | None, write: Callable[[str, bytes, int], ZnodeStat | None]
@@ -179,7 +180,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
             raise ConnectionLoss(f"write of {key!r} kept racing with concurrent writes")
 
     def _conflict(self, key: str, expected: int, actual: int | None) -> None:
-        self._record("conflict", key=key, version=expected)
+        self._record(Event.CONFLICT, key=key, version=expected)
         now = f"at version {actual}" if actual is not None else "changed concurrently"
         raise VersionConflictError(f"key {key!r} is {now}, not at version {expected}")
 

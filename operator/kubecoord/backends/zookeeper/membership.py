@@ -36,6 +36,7 @@ from kubecoord.backends.zookeeper.naming import decode_name, encode_name
 from kubecoord.backends.zookeeper.session import CONNECTED, LOST
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children
 from kubecoord.errors import MemberExistsError, MemberNotFoundError
+from kubecoord.wire.events import Event
 
 log = logging.getLogger("kubecoord.zookeeper")
 
@@ -58,7 +59,7 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
             if not self._create(member_id, data):
                 raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}")
             self._mine[member_id] = data
-        self._record_member("joined", member_id)
+        self._record_member(Event.JOINED, member_id)
 
     def _leave(self, member_id: str) -> None:
         with self._lock, translating():
@@ -66,7 +67,7 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
                 raise MemberNotFoundError(f"member {member_id!r} was not joined through this handle")
             self._delete(member_id)
             del self._mine[member_id]
-        self._record_member("left", member_id)
+        self._record_member(Event.LEFT, member_id)
 
     def _membership_list(self) -> set[str]:
         with translating():
@@ -107,7 +108,7 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
                 self._watch.stop()
             for member_id in self._mine:
                 self._delete_on_close(self._node(member_id))
-                self._record_member("left", member_id)
+                self._record_member(Event.LEFT, member_id)
             self._mine.clear()
         super().close()
 
@@ -147,7 +148,7 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
                 return
             if state == LOST:
                 for member_id in self._mine:
-                    self._record_member("expired", member_id)
+                    self._record_member(Event.EXPIRED, member_id)
             elif state == CONNECTED:
                 self._rejoin()
 
@@ -160,7 +161,7 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
                 if self._owned(member_id):
                     continue
                 if self._create(member_id, data):
-                    self._record_member("joined", member_id)
+                    self._record_member(Event.JOINED, member_id)
                 else:
                     log.warning("member id taken by another session after session loss; dropped",
                                 extra={"group": self.group, "member": member_id})

@@ -40,6 +40,7 @@ from kubecoord.operator.connections import connections
 from kubecoord.operator.controller.status import AfterSnapshot, Context, KindHooks, MirrorFactory, controller
 from kubecoord.operator.model import BackendSpec
 from kubecoord.wire.crd import GROUP, KINDS, VERSION
+from kubecoord.wire.events import Primitive, Source
 
 __all__ = ["AfterSnapshot", "Context", "History", "MirrorFactory", "register"]
 
@@ -51,6 +52,8 @@ succeeds, so a passing API-server hiccup should not keep clients out for a minut
 CLEANUP_SECONDS = 10.0
 CLEANUP_RETRIES = 3
 CLEANUP_BACKOFF_SECONDS = 3.0
+PRIMITIVES = {"LeaderElection": Primitive.LEADER_ELECTION, "Group": Primitive.GROUP, "KVStore": Primitive.KV}
+"""kind -> the primitive its backing objects are (what the backend's purge takes)."""
 
 
 class History:
@@ -69,7 +72,9 @@ class History:
             return
         key = (backend.backend, namespace)
         if key not in cls._logs:
-            cls._logs[key] = open_event_log(cls.target, backend=backend.backend, namespace=namespace, source="operator")
+            cls._logs[key] = open_event_log(
+                cls.target, backend=backend.backend, namespace=namespace, source=Source.OPERATOR
+            )
         cls._logs[key].record(**fields)
 
     @classmethod
@@ -182,10 +187,10 @@ async def _purge(backend: BackendSpec, kind: str, name: str) -> int:
     try:
         purge = getattr(coordinator, "purge", None)
         if purge is not None:
-            primitive = {"LeaderElection": "leader_election", "Group": "group", "KVStore": "kv"}[kind]
+            primitive = PRIMITIVES[kind]
             deleted = int(await asyncio.to_thread(purge, primitive, name) or 0)
             if kind == "Group":  # the group coordinator's record and election (kubecoord.group_coordinator)
-                for derived in ("kv", "leader_election"):
+                for derived in (Primitive.KV, Primitive.LEADER_ELECTION):
                     deleted += int(await asyncio.to_thread(purge, derived, derived_name(name)) or 0)
             return deleted
         if kind == "KVStore":

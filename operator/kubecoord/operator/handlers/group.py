@@ -29,6 +29,7 @@ from kubecoord.operator.departures import departures
 from kubecoord.operator.handlers._resource import Context, History, register
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
 from kubecoord.wire import object_names
+from kubecoord.wire.events import Event, Primitive
 
 VERDICT_WAIT_SECONDS = 5.0
 """How long to wait for the member Lease's deletion to be seen before calling it a leave."""
@@ -43,7 +44,7 @@ async def _after(context: Context, snapshot: Snapshot) -> None:
     metrics.GROUP_MEMBERS.labels(context.namespace, context.name).set(snapshot.status["memberCount"])
     kubernetes = context.backend.backend == "kubernetes"
     for member in sorted(snapshot.joined):
-        _record(context, "joined", member)
+        _record(context, Event.JOINED, member)
     if kubernetes and snapshot.joined:
         await backing.adopt_members(dict(context.body), await backing.member_leases(dict(context.body)))
     for member in sorted(snapshot.gone):
@@ -54,12 +55,14 @@ async def _after(context: Context, snapshot: Snapshot) -> None:
             context.post(Notice("Warning", "MemberExpired", f"{member} expired (stopped renewing) and was removed"))
         else:
             context.post(Notice("Normal", "MemberLeft", f"{member} left"))
-        _record(context, "expired" if expired else "left", member)
+        _record(context, Event.EXPIRED if expired else Event.LEFT, member)
 
 
 def _record(context: Context, event: str, member: str) -> None:
     metrics.MEMBERSHIP_CHANGES.labels(context.namespace, context.name, event).inc()
-    History.record(context.backend, context.namespace, primitive="group", name=context.name, event=event, member=member)
+    History.record(
+        context.backend, context.namespace, primitive=Primitive.GROUP, name=context.name, event=event, member=member
+    )
 
 
 @kopf.on.event("coordination.k8s.io", "v1", "leases", labels={object_names.GROUP_LABEL: kopf.PRESENT})

@@ -17,6 +17,7 @@ from kubecoord.operator import metrics
 from kubecoord.operator.handlers._resource import Context, History, register
 from kubecoord.operator.mirror import LeaderMirror, Mirror, Snapshot
 from kubecoord.wire import object_names
+from kubecoord.wire.events import Event, Primitive
 
 
 class _LeaseMirror(LeaderMirror):
@@ -52,9 +53,9 @@ async def _after(context: Context, snapshot: Snapshot) -> None:
         History.record(
             context.backend,
             context.namespace,
-            primitive="leader_election",
+            primitive=Primitive.LEADER_ELECTION,
             name=context.name,
-            event="observed",
+            event=Event.OBSERVED,
             member=snapshot.status.get("leader"),
             epoch=snapshot.status.get("epoch"),
             reason=notice.reason,
