@@ -17,6 +17,7 @@ from kubecoord.errors import BackendUnavailableError, CoordinationError, Version
 from kubecoord.group_coordinator.record import STATE_KEY, GroupState, decode_state, encode_state
 from kubecoord.group_coordinator.view import MemberView
 from kubecoord.history import EventLog
+from kubecoord.wire.events import Primitive
 
 log = logging.getLogger("kubecoord.coordinator")
 
@@ -82,4 +83,4 @@ class MemberContext:
 
     def record(self, event: str, **fields: Any) -> None:
         fields.setdefault("member", self.member_id)
-        self.events.record(primitive="group_coordinator", name=self.group, event=event, **fields)
+        self.events.record(primitive=Primitive.GROUP_COORDINATOR, name=self.group, event=event, **fields)

@@ -25,6 +25,7 @@ from kubecoord.errors import CoordinationError
 from kubecoord.group_coordinator.context import MemberContext
 from kubecoord.group_coordinator.record import REBALANCING, STABLE, GroupState, check_protocols
 from kubecoord.group_coordinator.view import NO_GENERATION
+from kubecoord.wire.events import Event
 
 log = logging.getLogger("kubecoord.coordinator")
 
@@ -73,7 +74,7 @@ class Follower:
             view.generation = NO_GENERATION
             view.lock.notify_all()
         if held is not None:
-            ctx.record("revoked", generation=generation, reason="leave", units=ctx.units(held))
+            ctx.record(Event.REVOKED, generation=generation, reason="leave", units=ctx.units(held))
         # Tell the leader nothing of ours needs fencing, then go: a rebalance follows.
         try:
             ctx.update(self._release)
@@ -88,7 +89,7 @@ class Follower:
 
     def _prepare(self, generation: int, held: bool, next_generation: int) -> None:
         ctx, view = self._ctx, self._view
-        ctx.record("rebalance_started", generation=next_generation)
+        ctx.record(Event.REBALANCE_STARTED, generation=next_generation)
         ctx.callback("on_join_prepare", ctx.protocol.on_join_prepare, generation, ctx.member_id)
         self._prepared = next_generation
         if not ctx.cooperative:
@@ -96,7 +97,7 @@ class Follower:
                 released, view.assignment = view.assignment, None
                 view.lock.notify_all()
             if held and released is not None:
-                ctx.record("revoked", generation=generation, reason="rebalance", units=ctx.units(released))
+                ctx.record(Event.REVOKED, generation=generation, reason="rebalance", units=ctx.units(released))
 
     def _join_generation(self, generation: int) -> bool:
         ctx = self._ctx
@@ -131,7 +132,7 @@ class Follower:
             # KIP-429: what the new generation takes away is revoked first (logged first).
             gone = [u for u in ctx.units(before) or [] if u not in set(ctx.units(assignment) or [])]
             if gone:
-                ctx.record("revoked", generation=view.generation, reason="rebalance", units=gone)
+                ctx.record(Event.REVOKED, generation=view.generation, reason="rebalance", units=gone)
         ctx.callback(
             "on_join_complete", ctx.protocol.on_join_complete, state.generation, ctx.member_id, protocol, assignment
         )
@@ -140,7 +141,7 @@ class Follower:
             view.assignment = assignment
             view.protocol_name = state.protocol
             view.lock.notify_all()
-        ctx.record("assigned", generation=state.generation, protocol=protocol, units=ctx.units(assignment))
+        ctx.record(Event.ASSIGNED, generation=state.generation, protocol=protocol, units=ctx.units(assignment))
 
     def _lose(self, generation: int) -> None:
         ctx, view = self._ctx, self._view
@@ -151,4 +152,4 @@ class Follower:
             view.assignment = None
             view.generation = NO_GENERATION
             view.lock.notify_all()
-        ctx.record("revoked", generation=generation, reason="lost", units=ctx.units(held))
+        ctx.record(Event.REVOKED, generation=generation, reason="lost", units=ctx.units(held))

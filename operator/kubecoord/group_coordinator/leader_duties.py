@@ -20,6 +20,7 @@ from kubecoord.errors import GroupProtocolError
 from kubecoord.group_coordinator.context import MemberContext
 from kubecoord.group_coordinator.leading import Decision, LeaderTimers, decide
 from kubecoord.group_coordinator.record import STABLE, GroupState, Protocols, decode_join_data, publish
+from kubecoord.wire.events import Event
 
 log = logging.getLogger("kubecoord.coordinator")
 
@@ -105,11 +106,11 @@ class LeaderDuties:
         # since a record without them): from here on their units may move. A killed member
         # logs nothing more, so this is the event that ends what it held.
         for fenced in sorted(holders - decision.state.holders):
-            record("fenced", member=fenced, generation=decision.state.generation, role="leader")
+            record(Event.FENCED, member=fenced, generation=decision.state.generation, role="leader")
         if decision.kind == "rebalance":
-            record("rebalance_started", generation=decision.state.generation, role="leader",
+            record(Event.REBALANCE_STARTED, generation=decision.state.generation, role="leader",
                    members=sorted(decision.state.members))
         elif decision.kind == "complete":
-            record("rebalance_completed", generation=decision.state.generation, role="leader",
+            record(Event.REBALANCE_COMPLETED, generation=decision.state.generation, role="leader",
                    protocol=decision.state.protocol)
         return True
