@@ -29,10 +29,13 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self, TypeVar
 
+from kubecoord import validation
 from kubecoord.history import EventLog
+from kubecoord.wire import group_record
 
 if TYPE_CHECKING:
     from kubecoord.history import HistoryTarget
+    from kubecoord.wire.group_record import GroupState
 
 LeaderListener = Callable[[str | None], None]
 """Called with the new leader's id, or None while there is no (known) leader."""
@@ -92,7 +95,8 @@ as owned, so a moving unit is revoked in one generation and assigned in the next
 
 @dataclass(frozen=True, slots=True)
 class GroupDescription:
-    """A group coordinator's published state (one versioned record; see describe())."""
+    """A group coordinator's published state (one versioned record; see
+    GroupCoordinatorHandle.describe() and Coordinator.describe_group())."""
 
     group: str
     generation: int
@@ -104,6 +108,24 @@ class GroupDescription:
     members: tuple[str, ...]
     assignment: dict[str, bytes]
     """Member id -> assignment bytes of the last stable generation."""
+    leader_epoch: int = 0
+    """The election epoch of the leader that wrote this generation."""
+    joined: tuple[str, ...] = ()
+    """Members that ran on_join_prepare for this generation."""
+    assigned_by: str | None = None
+    """None: the elected member assigns; "operator": the kubecoord operator does."""
+    version: int | None = None
+    """The record's KV version (it increases on every write of the record)."""
+
+    @classmethod
+    def of(cls, group: str, state: GroupState, version: int | None = None) -> GroupDescription:
+        """The public view of ``group``'s record as read at ``version``."""
+        return cls(
+            group=group, generation=state.generation, phase=state.phase, protocol_type=state.protocol_type,
+            protocol=state.protocol, leader=state.leader, members=tuple(sorted(state.members)),
+            assignment=dict(state.assignment), leader_epoch=state.leader_epoch, joined=tuple(sorted(state.joined)),
+            assigned_by=state.assigned_by, version=version,
+        )
 
 
 class _Closeable(abc.ABC):
@@ -495,6 +517,22 @@ class Coordinator(_Closeable):
     @abc.abstractmethod
     def listener_registry(self, name: str) -> ListenerRegistry:
         """A ListenerRegistry over the store ``name``."""
+
+    def describe_group(self, group: str, *, timeout: float | None = None) -> GroupDescription | None:
+        """The published state of the group coordinator ``group`` (KIP-795), read without
+        joining it: one read of its record (kubecoord.wire.group_record), on every backend.
+
+        None when no member ever joined ``group`` through group_coordinator(). Raises
+        InvalidArgumentError for a bad group name, GroupProtocolError for a record of
+        another format, TimeoutError when the read takes longer than ``timeout`` seconds.
+        Not guaranteed: that the group still looks so when the call returns.
+        """
+        validation.check_name(group, "group")
+        with self.storage(group_record.derived_name(group)) as store:
+            versioned = store.fetch_versioned(group_record.STATE_KEY).result(timeout)
+        if versioned is None:
+            return None
+        return GroupDescription.of(group, group_record.decode_state(versioned.value), versioned.version)
 
     @abc.abstractmethod
     def group_coordinator(

@@ -17,7 +17,7 @@ from kubecoord import (
     StaleGenerationError,
 )
 from kubecoord.group_coordinator import GroupMember, UnitsProtocol, decode_units
-from kubecoord.group_coordinator.record import derived_name
+from kubecoord.wire.group_record import derived_name
 
 from ..helpers import eventually
 from .harness import Harness
@@ -59,6 +59,31 @@ def test_members_share_every_unit_once(harness: Harness, name: str) -> None:
     members[1].ensure_generation(members[1].generation)
     with pytest.raises(StaleGenerationError):
         members[1].ensure_generation(members[1].generation - 1)
+
+
+def test_describe_group_reads_the_record_without_joining(harness: Harness, name: str) -> None:
+    observer = harness.connect()
+    assert observer.describe_group(name) is None  # no member ever joined through a group coordinator
+    with pytest.raises(InvalidArgumentError):
+        observer.describe_group("Not A Name")
+    ledger = Ledger()
+    members = [_member(harness, name, f"w{i}", ledger.protocol(f"w{i}", UNITS)) for i in range(2)]
+    for member in members:
+        member.join()
+    eventually(lambda: _settled(members), harness.settle * 2)
+
+    def same_as_the_members_view() -> bool:
+        described = observer.describe_group(name)
+        return described is not None and described == members[0].describe()
+
+    eventually(same_as_the_members_view, harness.settle)
+    described = observer.describe_group(name)
+    assert described is not None
+    assert described.group == name and described.phase == "stable" and described.members == ("w0", "w1")
+    assert described.generation == members[0].generation and described.version is not None
+    assert described.leader in {"w0", "w1"} and set(described.assignment) == {"w0", "w1"}
+    with observer.group_membership(name) as group:  # describing joined nothing
+        assert group.membership_list() == {"w0", "w1"}
 
 
 def test_leave_hands_units_on_and_fences_the_leaver(harness: Harness, name: str) -> None:

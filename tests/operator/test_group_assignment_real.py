@@ -28,7 +28,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 import kubecoord
-from kubecoord.group_coordinator.record import derived_name
+from kubecoord.wire.group_record import derived_name
 from kubecoord_testkit.servers.managed import free_port
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.coordinator.checks import holders, violations

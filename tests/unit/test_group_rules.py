@@ -6,15 +6,8 @@ import pytest
 
 from kubecoord import GroupProtocolError
 from kubecoord.group_coordinator.leading import LeaderTimers, decide
-from kubecoord.group_coordinator.record import (
-    REBALANCING,
-    STABLE,
-    GroupState,
-    decode_state,
-    derived_name,
-    encode_state,
-    select_protocol,
-)
+from kubecoord.group_coordinator.record import select_protocol
+from kubecoord.wire.group_record import REBALANCING, STABLE, GroupState, decode_state, derived_name, encode_state
 
 META = (("sticky", b"m"),)
 

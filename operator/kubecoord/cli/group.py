@@ -1,7 +1,8 @@
 """``kubecoord group describe GROUP``: a group coordinator's generation, leader and assignment.
 
 Reads what the group coordinator (kubecoord.group_coordinator, KIP-795) publishes — its
-generation record, its leader election and the group's live members — without joining.
+generation record (Coordinator.describe_group()), its leader election and the group's
+live members — without joining.
 Each member row says whether it is in the current generation, whether it is live (a
 member of the group right now) and what it was assigned: the unit names for the units
 protocol, else the size of the opaque assignment (``-o json`` has it in base64).
@@ -18,8 +19,8 @@ from kubecoord.cli.connection import add_connection_arguments, open_coordinator
 from kubecoord.cli.exits import NotFoundError
 from kubecoord.cli.output import add_output_argument, print_json, print_table
 from kubecoord.errors import CoordinationError
-from kubecoord.group_coordinator.record import STATE_KEY, decode_state, derived_name
-from kubecoord.group_coordinator.units import decode_units
+from kubecoord.group_coordinator import decode_units
+from kubecoord.wire.group_record import derived_name
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,45 +34,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    name = derived_name(args.group)
-    with (
-        open_coordinator(args) as coord,
-        coord.storage(name) as store,
-        coord.leader_election(name) as election,
-        coord.group_membership(args.group) as group,
-    ):
-        versioned = store.fetch_versioned(STATE_KEY).result(args.timeout)
-        if versioned is None:
+    with open_coordinator(args) as coord:
+        described = coord.describe_group(args.group, timeout=args.timeout)
+        if described is None:
             raise NotFoundError(
                 f"group {args.group!r} has no coordinator state: no member joined it through "
                 "group_coordinator() (for plain membership use `kubecoord members`)"
             )
-        state = decode_state(versioned.value)
-        leader = election.get_leader()
-        live = group.membership_list()
-    ids = sorted(set(state.members) | set(state.assignment))
+        with (
+            coord.leader_election(derived_name(args.group)) as election,
+            coord.group_membership(args.group) as group,
+        ):
+            leader = election.get_leader()
+            live = group.membership_list()
+    ids = sorted(set(described.members) | set(described.assignment))
     members = [
         {
             "id": member,
-            "in_generation": member in state.members,
-            "joined": member in state.joined,
+            "in_generation": member in described.members,
+            "joined": member in described.joined,
             "live": member in live,
-            **_assignment(state.protocol_type, state.assignment.get(member)),
+            **_assignment(described.protocol_type, described.assignment.get(member)),
         }
         for member in ids
     ]
     document: dict[str, Any] = {
         "group": args.group,
-        "generation": state.generation,
-        "phase": state.phase,
-        "protocol_type": state.protocol_type,
-        "protocol": state.protocol,
-        "leader": state.leader,
-        "leader_epoch": state.leader_epoch,
+        "generation": described.generation,
+        "phase": described.phase,
+        "protocol_type": described.protocol_type,
+        "protocol": described.protocol,
+        "leader": described.leader,
+        "leader_epoch": described.leader_epoch,
         "elected": leader.id if leader else None,
         "members": members,
-        "not_in_generation": sorted(live - set(state.members)),
-        "record_version": versioned.version,
+        "not_in_generation": sorted(live - set(described.members)),
+        "record_version": described.version,
     }
     if args.output == "json":
         print_json(document)
@@ -81,11 +79,11 @@ def run(args: argparse.Namespace) -> int:
         [
             [
                 args.group,
-                state.generation,
-                state.phase,
-                f"{state.protocol_type}/{state.protocol or '-'}",
-                state.leader or "-",
-                state.leader_epoch,
+                described.generation,
+                described.phase,
+                f"{described.protocol_type}/{described.protocol or '-'}",
+                described.leader or "-",
+                described.leader_epoch,
             ]
         ],
     )
@@ -95,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         [[m["id"], "yes" if m["in_generation"] else "no", "yes" if m["live"] else "no", m["shown"]] for m in members],
     )
     if document["not_in_generation"]:
-        print(f"\nlive but not in generation {state.generation}: {', '.join(document['not_in_generation'])}")
+        print(f"\nlive but not in generation {described.generation}: {', '.join(document['not_in_generation'])}")
     return 0
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from kubecoord.api import GroupProtocol, Storage
 from kubecoord.errors import BackendUnavailableError, CoordinationError, VersionConflictError
-from kubecoord.group_coordinator.record import STATE_KEY, GroupState, decode_state, encode_state
 from kubecoord.group_coordinator.view import MemberView
 from kubecoord.history import EventLog
 from kubecoord.wire.events import Primitive
+from kubecoord.wire.group_record import STATE_KEY, GroupState, decode_state, encode_state
 
 log = logging.getLogger("kubecoord.coordinator")
 

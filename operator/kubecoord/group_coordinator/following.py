@@ -23,9 +23,10 @@ import logging
 
 from kubecoord.errors import CoordinationError
 from kubecoord.group_coordinator.context import MemberContext
-from kubecoord.group_coordinator.record import REBALANCING, STABLE, GroupState, check_protocols
+from kubecoord.group_coordinator.record import check_protocols
 from kubecoord.group_coordinator.view import NO_GENERATION
 from kubecoord.wire.events import Event
+from kubecoord.wire.group_record import REBALANCING, STABLE, GroupState
 
 log = logging.getLogger("kubecoord.coordinator")
 

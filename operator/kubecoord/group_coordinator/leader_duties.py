@@ -19,8 +19,9 @@ from kubecoord.api import GroupMembership, LeaderElection
 from kubecoord.errors import GroupProtocolError
 from kubecoord.group_coordinator.context import MemberContext
 from kubecoord.group_coordinator.leading import Decision, LeaderTimers, decide
-from kubecoord.group_coordinator.record import STABLE, GroupState, Protocols, decode_join_data, publish
+from kubecoord.group_coordinator.record import publish
 from kubecoord.wire.events import Event
+from kubecoord.wire.group_record import STABLE, GroupState, Protocols, decode_join_data
 
 log = logging.getLogger("kubecoord.coordinator")
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kubecoord.group_coordinator.record import REBALANCING, STABLE, GroupState, Protocols, select_protocol
+from kubecoord.group_coordinator.record import select_protocol
+from kubecoord.wire.group_record import REBALANCING, STABLE, GroupState, Protocols
 
 Assign = Callable[[str, dict[str, bytes]], dict[str, bytes]]
 """(protocol, member id -> that protocol's metadata) -> member id -> assignment."""

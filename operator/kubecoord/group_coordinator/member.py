@@ -51,11 +51,11 @@ from kubecoord.errors import (
 from kubecoord.group_coordinator.context import MemberContext
 from kubecoord.group_coordinator.following import Follower
 from kubecoord.group_coordinator.leader_duties import LeaderDuties
-from kubecoord.group_coordinator.record import STATE_KEY, decode_state, derived_name, describe_state
 from kubecoord.group_coordinator.rejoin import Rejoiner, join_data
 from kubecoord.group_coordinator.view import NO_GENERATION
 from kubecoord.group_coordinator.worker import MemberWorker
 from kubecoord.history import HistoryTarget, open_event_log
+from kubecoord.wire.group_record import STATE_KEY, decode_state, derived_name
 
 log = logging.getLogger("kubecoord.coordinator")
 
@@ -257,7 +257,7 @@ class GroupMember(GroupCoordinatorHandle):
         versioned = self._store.fetch_versioned(STATE_KEY).result()
         if versioned is None:
             return None
-        return describe_state(self.group, decode_state(versioned.value))
+        return GroupDescription.of(self.group, decode_state(versioned.value), versioned.version)
 
     # -- the worker's step ----------------------------------------------------------------
     def _poke(self, _value: Any = None) -> None:

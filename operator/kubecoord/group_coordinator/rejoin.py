@@ -15,7 +15,8 @@ from collections.abc import Callable
 from kubecoord.api import GroupMembership, GroupProtocol
 from kubecoord.errors import MemberExistsError
 from kubecoord.group_coordinator.context import MemberContext
-from kubecoord.group_coordinator.record import check_protocols, encode_join_data
+from kubecoord.group_coordinator.record import check_protocols
+from kubecoord.wire.group_record import encode_join_data
 
 log = logging.getLogger("kubecoord.coordinator")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
-from kubecoord.group_coordinator.record import GroupState
+from kubecoord.wire.group_record import GroupState
 
 NO_GENERATION = -1
 

@@ -33,7 +33,10 @@ from kubecoord.api import Coordinator
 from kubecoord.errors import GroupProtocolError
 from kubecoord.group_coordinator.assignors import ASSIGNORS, withhold_owned
 from kubecoord.group_coordinator.leading import Decision, LeaderTimers, decide
-from kubecoord.group_coordinator.record import (
+from kubecoord.group_coordinator.record import publish
+from kubecoord.group_coordinator.units import decode_subscription, decode_units, encode_units
+from kubecoord.operator.mirror import GroupMirror, Notice, Snapshot
+from kubecoord.wire.group_record import (
     REBALANCING,
     STABLE,
     STATE_KEY,
@@ -42,10 +45,7 @@ from kubecoord.group_coordinator.record import (
     decode_join_data,
     decode_state,
     derived_name,
-    publish,
 )
-from kubecoord.group_coordinator.units import decode_subscription, decode_units, encode_units
-from kubecoord.operator.mirror import GroupMirror, Notice, Snapshot
 
 log = logging.getLogger("kubecoord.operator")
 

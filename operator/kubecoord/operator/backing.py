@@ -44,10 +44,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubecoord.group_coordinator.record import derived_name
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import owner_reference, size_limit_bytes
 from kubecoord.wire import object_names
+from kubecoord.wire.group_record import derived_name
 from kubecoord.wire.kv_shards import recorded_shards, shard_count_for
 from kubecoord.wire.lease import LeaderRecord, lease_with_record, parse_micro_time
 

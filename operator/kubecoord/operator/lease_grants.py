@@ -46,11 +46,11 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from kubecoord.group_coordinator.record import derived_name
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import owner_reference
 from kubecoord.wire import object_names
 from kubecoord.wire.crd import API_VERSION
+from kubecoord.wire.group_record import derived_name
 
 CONFIGMAP = "kubecoord-lease-grants"
 """The policy binding's paramRef name (the chart's admissionpolicy.yaml says the same)."""

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecoord.group_coordinator.record import derived_name
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import owner_reference, size_limit_bytes
 from kubecoord.wire import object_names
 from kubecoord.wire.crd import GROUP, PLURALS
+from kubecoord.wire.group_record import derived_name
 from kubecoord.wire.kv_shards import shard_count_for
 
 RBAC_API = "rbac.authorization.k8s.io/v1"

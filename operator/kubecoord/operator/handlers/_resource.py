@@ -33,7 +33,6 @@ import kopf
 
 from kubecoord.api import Coordinator
 from kubecoord.errors import CoordinationError
-from kubecoord.group_coordinator.record import derived_name
 from kubecoord.history import EventLog, HistoryTarget, open_event_log
 from kubecoord.operator import backing, kubeapi, lease_grants, metrics, rbac
 from kubecoord.operator.connections import connections
@@ -41,6 +40,7 @@ from kubecoord.operator.controller.status import AfterSnapshot, Context, KindHoo
 from kubecoord.operator.model import BackendSpec
 from kubecoord.wire.crd import GROUP, KINDS, VERSION
 from kubecoord.wire.events import Primitive, Source
+from kubecoord.wire.group_record import derived_name
 
 __all__ = ["AfterSnapshot", "Context", "History", "MirrorFactory", "register"]
 
