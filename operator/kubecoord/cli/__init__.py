@@ -14,8 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kubecoord._internal import logs
-from kubecoord.cli import exits
+from kubecoord.cli import exits, logs
 
 DESCRIPTION = """\
 kubecoord: leader election, group membership and a key-value store for distributed

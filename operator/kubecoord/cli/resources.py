@@ -1,8 +1,9 @@
 """The kubecoord.dev custom resources of a namespace, read through the Kubernetes API.
 
 The one module of the command that imports the kubernetes client (import-linter allows
-it here); the configuration comes from the backend's own loader, so ``--kubeconfig``,
-``--context`` and in-cluster credentials mean the same as for kubernetes://.
+it here); the configuration comes from the backend's own loader (the public
+``kubecoord.backends.kubernetes.load_config``), so ``--kubeconfig``, ``--context`` and
+in-cluster credentials mean the same as for kubernetes://.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from typing import Any
 import urllib3
 from kubernetes import client as k8s
 
-from kubecoord.backends.kubernetes import config as cluster_config
-from kubecoord.backends.kubernetes.client import translate_status
+from kubecoord.backends.kubernetes import load_config, translate_status
 from kubecoord.cli.exits import NotFoundError
 from kubecoord.errors import BackendUnavailableError
 from kubecoord.wire.crd import GROUP, KINDS, VERSION
@@ -22,7 +22,7 @@ from kubecoord.wire.crd import GROUP, KINDS, VERSION
 
 class ResourceReader:
     def __init__(self, namespace: str, *, kubeconfig: str | None, context: str | None, timeout: float) -> None:
-        config = cluster_config.load(namespace, kubeconfig=kubeconfig, context=context)
+        config = load_config(namespace, kubeconfig=kubeconfig, context=context)
         self.namespace = config.namespace
         self._api = k8s.CustomObjectsApi(k8s.ApiClient(config.configuration))
         self._timeout = timeout

@@ -12,7 +12,12 @@ knows, under one lock), its worker thread (worker.py), the member's side of a re
 the membership again after an expiry (rejoin.py), the generation record (record.py),
 assignors (assignors.py) and the units protocol that applies them (units.py).
 Not here: backend code (this package imports no backend), the operator's server-side
-assignment (kubecoord.operator), analytics.
+assignment (kubecoord.operator), analytics, the record's layout (kubecoord.wire.group_record).
+
+Public: what this package's ``__all__`` names. Besides the member and the assignors, the
+leader's rules (``decide`` with its ``LeaderTimers`` and ``Decision``), the record's
+compare-and-set ``publish`` and ``withhold_owned`` (KIP-429's rule) are public for a
+server-side leader such as the operator's (KIP-848); the other modules are private.
 
 Usage::
 
@@ -33,23 +38,31 @@ from kubecoord.group_coordinator.assignors import (
     Subscription,
     minimum_moves,
     moved,
+    withhold_owned,
 )
+from kubecoord.group_coordinator.leading import Decision, LeaderTimers, decide
 from kubecoord.group_coordinator.member import GroupMember
+from kubecoord.group_coordinator.record import publish
 from kubecoord.group_coordinator.units import UnitsProtocol, decode_subscription, decode_units, encode_units
 
 __all__ = [
     "ASSIGNORS",
     "Assignor",
     "CooperativeStickyAssignor",
+    "Decision",
     "GroupMember",
+    "LeaderTimers",
     "RangeAssignor",
     "RoundRobinAssignor",
     "StickyAssignor",
     "Subscription",
     "UnitsProtocol",
+    "decide",
     "decode_subscription",
     "decode_units",
     "encode_units",
     "minimum_moves",
     "moved",
+    "publish",
+    "withhold_owned",
 ]

@@ -1,13 +1,13 @@
 """Group coordinator status and operator-computed assignment (KIP-848's server side).
 
 Every Group whose members use ``coord.group_coordinator(...)`` has a generation record
-(kubecoord.group_coordinator.record). This module reads it for the Group's status — generation,
+(kubecoord.wire.group_record). This module reads it for the Group's status — generation,
 phase, protocol, leader and each member's units — and posts RebalanceStarted /
 RebalanceCompleted Events when the generation or phase changes.
 
 With ``spec.assignment`` (``{units: 64, assignor: sticky}``) the operator itself is the
 group leader: it marks the record ``assigned_by: operator`` (members then never lead),
-applies the leader rules of kubecoord.group_coordinator.leading on the live membership and
+applies the leader rules of kubecoord.group_coordinator (decide) on the live membership and
 computes the assignment with the spec's assignor. Whatever the members' rebalance
 protocol, a unit another member still reports owning is withheld (the cooperative
 rule), so an eager or a cooperative member is safe under either assignor. Members must
@@ -29,12 +29,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubecoord.api import Coordinator
+from kubecoord.api import Coordinator, GroupDescription
 from kubecoord.errors import GroupProtocolError
-from kubecoord.group_coordinator.assignors import ASSIGNORS, withhold_owned
-from kubecoord.group_coordinator.leading import Decision, LeaderTimers, decide
-from kubecoord.group_coordinator.record import publish
-from kubecoord.group_coordinator.units import decode_subscription, decode_units, encode_units
+from kubecoord.group_coordinator import (
+    ASSIGNORS,
+    Decision,
+    LeaderTimers,
+    decide,
+    decode_subscription,
+    decode_units,
+    encode_units,
+    publish,
+    withhold_owned,
+)
 from kubecoord.operator.mirror import GroupMirror, Notice, Snapshot
 from kubecoord.wire.group_record import (
     REBALANCING,
@@ -211,9 +218,10 @@ class GroupCoordinatorView:
             self._membership.close()
 
 
-def status_fields(state: GroupState | None, members: dict[str, str]) -> dict[str, Any]:
-    """The Group status fields a generation record adds: generation, phase, protocol,
-    leader, assignedBy, and units / unitCount on each member entry."""
+def status_fields(state: GroupDescription | None, members: dict[str, str]) -> dict[str, Any]:
+    """The Group status fields a generation record adds (as Coordinator.describe_group()
+    shows it): generation, phase, protocol, leader, assignedBy, and units / unitCount on
+    each member entry."""
     if state is None:
         return {}
     units: dict[str, list[str]] = {}
@@ -255,7 +263,8 @@ class CoordinatedGroupMirror(GroupMirror):
         snapshot = super()._snapshot()
         state, notices = self._view.step()
         members = {entry["id"]: entry.get("data", "") for entry in snapshot.status["members"]}
-        snapshot.status.update(status_fields(state, members))
+        described = None if state is None else GroupDescription.of(self._view.group, state)
+        snapshot.status.update(status_fields(described, members))
         snapshot.notices.extend(notices)
         return snapshot
 

@@ -19,8 +19,8 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from kubecoord._core.lease import Observation, expires_at
 from kubecoord.wire import object_names
+from kubecoord.wire.leader_record import Observation, expires_at
 from kubecoord.wire.lease import record_from_lease
 
 _REMEMBERED = 10_000

@@ -65,7 +65,8 @@ from kubecoord._core.lease.timings import (
 from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.backends.kubernetes import config as cluster_config
-from kubecoord.backends.kubernetes.client import KubeClient
+from kubecoord.backends.kubernetes.client import KubeClient, translate_status
+from kubecoord.backends.kubernetes.config import ClusterConfig
 from kubecoord.backends.kubernetes.context import KubernetesContext
 from kubecoord.backends.kubernetes.coordinator import KubernetesCoordinator
 from kubecoord.backends.kubernetes.informers import InformerPool, check_scope
@@ -78,7 +79,15 @@ from kubecoord.wire.kv_shards import check_shards
 DEFAULT_REQUEST_TIMEOUT = 5.0
 _ENVELOPE = 4096
 
-__all__ = ["KubernetesCoordinator", "Timings", "connect"]
+__all__ = ["ClusterConfig", "KubernetesCoordinator", "Timings", "connect", "load_config", "translate_status"]
+"""Public. Besides connect() and the coordinator: ``load_config`` (the configuration
+kubernetes:// resolves — in-cluster, kubeconfig, context, namespace) and
+``translate_status`` (an API server's error status as a kubecoord error), for kubecoord's
+own tools that read other objects of the same API server with the kubernetes client
+(``kubecoord status`` reads the kubecoord.dev resources): a second loader there would
+resolve a different cluster or namespace than the backend for the same flags."""
+
+load_config = cluster_config.load
 
 
 def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -> KubernetesCoordinator:

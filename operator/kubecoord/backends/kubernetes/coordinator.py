@@ -13,12 +13,13 @@ from kubecoord.backends.kubernetes.context import KubernetesContext
 from kubecoord.backends.kubernetes.kv import KubeListenerRegistry, KubeStorage
 from kubecoord.backends.kubernetes.leader import KubeLeaderElection
 from kubecoord.backends.kubernetes.membership import KubeGroupMembership
+from kubecoord.capabilities import ObjectCache
 from kubecoord.history import EventLog
 
 _ids = itertools.count(1)
 
 
-class KubernetesCoordinator(CoordinatorBase):
+class KubernetesCoordinator(CoordinatorBase, ObjectCache):
     """A coordinator on the Kubernetes API. See kubecoord.backends.kubernetes for options."""
 
     backend = "kubernetes"
@@ -67,7 +68,8 @@ class KubernetesCoordinator(CoordinatorBase):
     def observed(self, plural: str, name: str) -> dict[str, Any] | None:
         """The Lease or ConfigMap ``name`` as this coordinator's shared namespace watch last
         saw it (watch_scope namespace/managed), without a request; None when not known that
-        way. For the operator's drift checks: a cached, owned object needs no GET."""
+        way (kubecoord.capabilities.ObjectCache). For the operator's drift checks: a cached,
+        owned object needs no GET."""
         return self._context.informers.observed(plural, name)
 
     def last_state(self, plural: str, name: str) -> dict[str, Any] | None:

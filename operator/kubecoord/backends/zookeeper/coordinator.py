@@ -18,6 +18,7 @@ from kubecoord.backends.zookeeper.kv import ZooKeeperListenerRegistry, ZooKeeper
 from kubecoord.backends.zookeeper.membership import ZooKeeperGroup
 from kubecoord.backends.zookeeper.options import Options
 from kubecoord.backends.zookeeper.session import Session
+from kubecoord.capabilities import Purgeable
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import EventLog
 from kubecoord.wire.events import Primitive
@@ -37,7 +38,7 @@ def check_hosts(location: str) -> str:
     return ",".join(hosts)
 
 
-class ZooKeeperCoordinator(CoordinatorBase):
+class ZooKeeperCoordinator(CoordinatorBase, Purgeable):
     backend = "zookeeper"
 
     def __init__(self, hosts: str, chroot: str, options: Options, events: EventLog) -> None:
@@ -75,7 +76,8 @@ class ZooKeeperCoordinator(CoordinatorBase):
         return ZooKeeperListenerRegistry(self.context, name)
 
     def purge(self, primitive: str, name: str) -> int:
-        """Delete every znode of one election, group or store; returns how many went.
+        """Delete every znode of one election, group or store; returns how many went
+        (kubecoord.capabilities.Purgeable).
 
         For the operator's finalizer: a deleted LeaderElection, Group or KVStore resource
         leaves nothing behind in ZooKeeper. Ephemeral znodes of live sessions go too

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 import kopf
 
 from kubecoord.api import Coordinator
+from kubecoord.capabilities import Purgeable
 from kubecoord.errors import CoordinationError
 from kubecoord.history import EventLog, HistoryTarget, open_event_log
 from kubecoord.operator import backing, kubeapi, lease_grants, metrics, rbac
@@ -185,10 +186,9 @@ async def _purge(backend: BackendSpec, kind: str, name: str) -> int:
     """Remove a resource's znodes through the backend (ephemeral ones go with their sessions)."""
     coordinator = await connections.acquire(backend)
     try:
-        purge = getattr(coordinator, "purge", None)
-        if purge is not None:
-            primitive = PRIMITIVES[kind]
-            deleted = int(await asyncio.to_thread(purge, primitive, name) or 0)
+        if isinstance(coordinator, Purgeable):
+            purge = coordinator.purge
+            deleted = int(await asyncio.to_thread(purge, PRIMITIVES[kind], name) or 0)
             if kind == "Group":  # the group coordinator's record and election (kubecoord.group_coordinator)
                 for derived in (Primitive.KV, Primitive.LEADER_ELECTION):
                     deleted += int(await asyncio.to_thread(purge, derived, derived_name(name)) or 0)

@@ -1,0 +1,69 @@
+"""Capabilities some backends have beyond the interface, declared as protocols.
+
+A backend that has one implements the protocol (and names it among its bases); a caller
+asks ``isinstance(coordinator, Purgeable)`` or ``require(coordinator, Purgeable)``
+instead of probing for a method by name. ``require`` raises UnsupportedFeatureError
+naming the feature and the backend, as tooz does for its drivers' characteristics.
+
+===================  ============  ===========================================================
+protocol             backends      what it is for
+===================  ============  ===========================================================
+Purgeable            zookeeper     delete everything one election, group or store left behind
+                                   (the operator's finalizer: znodes have no owner references)
+ObjectCache          kubernetes    the Leases and ConfigMaps as the coordinator's shared watch
+                                   last saw them, deleted ones included (the operator's drift
+                                   checks and repairs without a request per object)
+===================  ============  ===========================================================
+
+Not guaranteed: that a capability works while the backend is unreachable (its calls raise
+the interface's errors like any other).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from kubecoord.api import Coordinator
+from kubecoord.errors import UnsupportedFeatureError
+
+
+@runtime_checkable
+class Purgeable(Protocol):
+    """A coordinator that can delete what a primitive left in the backend."""
+
+    def purge(self, primitive: str, name: str) -> int:
+        """Delete every object of the ``primitive`` (kubecoord.wire.events.Primitive:
+        leader_election, group or kv) called ``name``; returns how many went (0 when none)."""
+        ...
+
+
+@runtime_checkable
+class ObjectCache(Protocol):
+    """A coordinator whose shared watch keeps the Kubernetes objects it backs primitives with."""
+
+    def observed(self, plural: str, name: str) -> dict[str, Any] | None:
+        """The object (``leases`` or ``configmaps``) as the watch last saw it, without a
+        request; None when it is not known that way (deleted, or not watched)."""
+        ...
+
+    def last_state(self, plural: str, name: str) -> dict[str, Any] | None:
+        """As observed(), and for an object deleted since: its final state as the watch's
+        DELETED event carried it."""
+        ...
+
+
+FEATURES: dict[type, str] = {
+    Purgeable: "purging a primitive's backend objects (purge)",
+    ObjectCache: "a watch cache of its Kubernetes objects (observed, last_state)",
+}
+"""What each capability is called in an UnsupportedFeatureError."""
+
+C = TypeVar("C")
+
+
+def require(coordinator: Coordinator, capability: type[C]) -> C:
+    """``coordinator`` as ``capability``; UnsupportedFeatureError (naming the feature and
+    the backend) when its backend does not have it."""
+    if isinstance(coordinator, capability):
+        return coordinator
+    raise UnsupportedFeatureError(coordinator.backend, FEATURES.get(capability, capability.__name__))
