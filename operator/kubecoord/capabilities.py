@@ -8,8 +8,9 @@ naming the feature and the backend, as tooz does for its drivers' characteristic
 ===================  ============  ===========================================================
 protocol             backends      what it is for
 ===================  ============  ===========================================================
-Purgeable            zookeeper     delete everything one election, group or store left behind
-                                   (the operator's finalizer: znodes have no owner references)
+Purgeable            zookeeper,    delete everything one election, group or store left behind
+                     cassandra     (the operator's finalizer: znodes and rows have no owner
+                                   references)
 ObjectCache          kubernetes    the Leases and ConfigMaps as the coordinator's shared watch
                                    last saw them, deleted ones included (the operator's drift
                                    checks and repairs without a request per object)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import kubecoord
+from kubecoord.backends.cassandra.coordinator import CassandraCoordinator
 from kubecoord.backends.kubernetes import KubernetesCoordinator
 from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
 from kubecoord.capabilities import ObjectCache, Purgeable, require
@@ -12,6 +13,7 @@ from kubecoord.capabilities import ObjectCache, Purgeable, require
 
 def test_backends_declare_what_they_have() -> None:
     assert issubclass(ZooKeeperCoordinator, Purgeable) and not issubclass(ZooKeeperCoordinator, ObjectCache)
+    assert issubclass(CassandraCoordinator, Purgeable) and not issubclass(CassandraCoordinator, ObjectCache)
     assert issubclass(KubernetesCoordinator, ObjectCache) and not issubclass(KubernetesCoordinator, Purgeable)
 
 

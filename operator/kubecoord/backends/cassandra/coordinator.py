@@ -18,8 +18,10 @@ from kubecoord.backends.cassandra.kv import CassandraListenerRegistry, Cassandra
 from kubecoord.backends.cassandra.membership import CassandraGroup
 from kubecoord.backends.cassandra.options import Options
 from kubecoord.backends.cassandra.session import Session
+from kubecoord.capabilities import Purgeable
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import EventLog
+from kubecoord.wire.events import Primitive
 
 DEFAULT_PORT = 9042
 _HOST = re.compile(r"^(\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(:(?P<port>\d{1,5}))?$")
@@ -41,7 +43,7 @@ def check_hosts(location: str) -> list[tuple[str, int]]:
     return hosts
 
 
-class CassandraCoordinator(CoordinatorBase):
+class CassandraCoordinator(CoordinatorBase, Purgeable):
     backend = "cassandra"
 
     def __init__(self, hosts: list[tuple[str, int]], keyspace: str, options: Options, events: EventLog) -> None:
@@ -81,15 +83,15 @@ class CassandraCoordinator(CoordinatorBase):
 
     def purge(self, primitive: str, name: str) -> int:
         """Delete every row of one election, group or store; returns how many partitions
-        held something (0: nothing was left).
+        held something (0: nothing was left; kubecoord.capabilities.Purgeable).
 
         For the operator's finalizer: a deleted resource leaves nothing behind in Cassandra
         (live holders and members see their leadership or membership end)."""
         name = validation.check_name(name, "name")
         tables = {
-            "leader_election": [("leader_election", "resource"), ("leader_epochs", "resource")],
-            "group": [("group_members", "grp")],
-            "kv": [("kv_entries", "store")],
+            Primitive.LEADER_ELECTION: [("leader_election", "resource"), ("leader_epochs", "resource")],
+            Primitive.GROUP: [("group_members", "grp")],
+            Primitive.KV: [("kv_entries", "store")],
         }[primitive]
         found = 0
         for table, column in tables:

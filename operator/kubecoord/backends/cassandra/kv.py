@@ -48,6 +48,7 @@ from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Versioned
 from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.errors import CoordinationError, KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.wire.events import Event
 
 log = logging.getLogger("kubecoord.cassandra")
 
@@ -135,7 +136,7 @@ class CassandraStorage(StorageHandle):
                 )
             if result.applied:
                 self._incarnation = incarnation
-                self._record("put", key=key, version=1, store_incarnation=str(incarnation))
+                self._record(Event.PUT, key=key, version=1, store_incarnation=str(incarnation))
                 return 1
             existing = result.existing or {}
             if existing.get("version") is not None:
@@ -151,7 +152,7 @@ class CassandraStorage(StorageHandle):
                 raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
             version = current.version
             if expected_version is not None and version != expected_version:
-                self._record("conflict", key=key, version=expected_version)
+                self._record(Event.CONFLICT, key=key, version=expected_version)
                 raise VersionConflictError(f"key {key!r} is at version {version}, not {expected_version}")
             nonce = uuid.uuid4()
             result = self._session.cas(
@@ -160,13 +161,13 @@ class CassandraStorage(StorageHandle):
             )
             if result.applied:
                 self._incarnation = current.incarnation
-                self._record("updated", key=key, version=version + 1, store_incarnation=_text(current.incarnation))
+                self._record(Event.UPDATED, key=key, version=version + 1, store_incarnation=_text(current.incarnation))
                 return int(version + 1)
             existing = result.existing or {}
             if existing.get("version") is None:
                 raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
             if expected_version is not None:
-                self._record("conflict", key=key, version=expected_version)
+                self._record(Event.CONFLICT, key=key, version=expected_version)
                 raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
             # A plain update() raced another writer: read again and write over the newer version.
 
@@ -177,7 +178,7 @@ class CassandraStorage(StorageHandle):
                 raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
             version = current.version
             if expected_version is not None and version != expected_version:
-                self._record("conflict", key=key, version=expected_version)
+                self._record(Event.CONFLICT, key=key, version=expected_version)
                 raise VersionConflictError(f"key {key!r} is at version {version}, not {expected_version}")
             marker = uuid.uuid4()
             result = self._session.cas(
@@ -185,13 +186,13 @@ class CassandraStorage(StorageHandle):
                 resolve=lambda v=version: self._gone_or_newer(key, v),  # type: ignore[misc]
             )
             if result.applied:
-                self._record("deleted", key=key, version=version, store_incarnation=_text(current.incarnation))
+                self._record(Event.DELETED, key=key, version=version, store_incarnation=_text(current.incarnation))
                 return
             existing = result.existing or {}
             if existing.get("version") is None:
                 raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
             if expected_version is not None:
-                self._record("conflict", key=key, version=expected_version)
+                self._record(Event.CONFLICT, key=key, version=expected_version)
                 raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
 
     # -- helpers --------------------------------------------------------------------------

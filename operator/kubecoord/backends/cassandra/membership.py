@@ -31,6 +31,7 @@ from kubecoord._core.handles import GroupHandle
 from kubecoord._core.lease import Loop
 from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
+from kubecoord.wire.events import Event
 
 log = logging.getLogger("kubecoord.cassandra")
 
@@ -71,7 +72,7 @@ class CassandraGroup(GroupHandle):
             if self._heartbeat is None:
                 self._heartbeat = Loop(f"kubecoord-cassandra-heartbeat-{self.group}", self._beat)
                 self._heartbeat.start()
-        self._record("joined", member=member_id)
+        self._record(Event.JOINED, member=member_id)
 
     def _leave(self, member_id: str) -> None:
         with self._lock:
@@ -79,7 +80,7 @@ class CassandraGroup(GroupHandle):
                 raise MemberNotFoundError(f"member {member_id!r} was not joined through this handle")
             self._delete(member_id)
             del self._mine[member_id]
-        self._record("left", member=member_id)
+        self._record(Event.LEFT, member=member_id)
 
     def _membership(self) -> dict[str, str]:
         rows = self._session.execute(_READ_ALL, [self.group])
@@ -141,9 +142,9 @@ class CassandraGroup(GroupHandle):
         with self._lock:
             if self._closed or member_id not in self._mine:
                 return
-            self._record("expired", member=member_id)
+            self._record(Event.EXPIRED, member=member_id)
             if self._insert(member_id, data):
-                self._record("joined", member=member_id)
+                self._record(Event.JOINED, member=member_id)
             else:
                 log.warning("member id taken by another session after expiry; dropped",
                             extra={"group": self.group, "member": member_id})
@@ -182,7 +183,7 @@ class CassandraGroup(GroupHandle):
                     self._delete(member_id)
                 except CoordinationError as exc:  # unreachable: the row expires by its TTL
                     log.info("leave on close failed", extra={"group": self.group, "error": str(exc)})
-                self._record("left", member=member_id)
+                self._record(Event.LEFT, member=member_id)
             self._mine.clear()
         super().close()
 
