@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kubecoord.analytics import clocks, coverage, kv, leadership, membership, rebalance, violations
@@ -85,8 +85,7 @@ def _leadership(ctx: Context) -> Findings:
     )
     overlaps = leadership.overlaps(pairs)
     regressions = leadership.epoch_regressions(ctx.events, ctx.skew)
-    row = terms.agg(F.count("*").alias("terms"), F.countDistinct("namespace", "name").alias("elections")).first()
-    assert row is not None
+    row = _totals(terms, F.count("*").alias("terms"), F.countDistinct("namespace", "name").alias("elections"))
     summary = {
         "elections": row["elections"],
         "terms": row["terms"],
@@ -110,16 +109,14 @@ def _leadership(ctx: Context) -> Findings:
 def _membership(ctx: Context) -> Findings:
     groups = membership.analyze(ctx.events, ctx.skew)
     churn = groups.churn.persist(StorageLevel.MEMORY_AND_DISK)
-    row = churn.agg(
+    summary = _totals(
+        churn,
         F.countDistinct("namespace", "name").alias("groups"),
         F.sum("joins").alias("joins"),
         F.sum("leaves").alias("leaves"),
         F.sum("expiries").alias("expiries"),
         F.max("churn").alias("max_churn_per_hour"),
-    ).first()
-    assert row is not None
-    summary: dict[str, Any] = {key: (row[key] or 0)
-                               for key in ("groups", "joins", "leaves", "expiries", "max_churn_per_hour")}
+    )
     summary["heartbeat_to_expiry_seconds"] = leadership.percentiles(groups.expiries, "heartbeat_to_expiry")
     return Findings(
         tables={"membership_timeline": groups.timeline, "membership_churn": churn,
@@ -133,20 +130,20 @@ def _membership(ctx: Context) -> Findings:
 def _kv(ctx: Context) -> Findings:
     stores = kv.analyze(ctx.events, ctx.skew)
     per_key = stores.per_key.persist(StorageLevel.MEMORY_AND_DISK)
-    row = per_key.agg(
+    row = _totals(
+        per_key,
         F.countDistinct("namespace", "name").alias("stores"),
         F.count("*").alias("keys"),
         F.sum("operations").alias("operations"),
         F.sum("conflicts").alias("conflicts"),
-    ).first()
-    assert row is not None
-    operations, conflicts = row["operations"] or 0, row["conflicts"] or 0
+    )
+    operations, conflicts = row["operations"], row["conflicts"]
     deleted = stores.lost_to_deletion.agg(
         F.sum("writes_lost_to_store_deletion").alias("lost"), F.max("store_incarnations").alias("incarnations")
     ).first()
     summary = {
         "stores": row["stores"],
-        "keys": row["keys"] or 0,
+        "keys": row["keys"],
         "operations": operations,
         "conflicts": conflicts,
         "conflict_rate": (conflicts / operations) if operations else 0.0,
@@ -166,8 +163,7 @@ def _kv(ctx: Context) -> Findings:
 def _rebalance(ctx: Context) -> Findings:
     found = rebalance.analyze(ctx.events, ctx.skew)
     durations = found.rebalances.persist(StorageLevel.MEMORY_AND_DISK)
-    row = durations.agg(F.countDistinct("namespace", "name").alias("groups"), F.count("*").alias("rebalances")).first()
-    assert row is not None
+    row = _totals(durations, F.countDistinct("namespace", "name").alias("groups"), F.count("*").alias("rebalances"))
     summary = {"groups": row["groups"], "rebalances": row["rebalances"],
                "duration_seconds": leadership.percentiles(durations, "duration")}
     return Findings(
@@ -176,6 +172,13 @@ def _rebalance(ctx: Context) -> Findings:
         summary={"rebalance": summary},
         persisted=[durations],
     )
+
+
+def _totals(frame: DataFrame, *columns: Column) -> dict[str, Any]:
+    """The one row of ``frame.agg(*columns)`` by alias; a null (the sum of no rows) is 0."""
+    row = frame.agg(*columns).first()
+    assert row is not None
+    return {key: value or 0 for key, value in row.asDict().items()}
 
 
 CHECKS: list[Callable[[Context], Findings]] = [_leadership, _membership, _kv, _rebalance]

@@ -13,7 +13,7 @@ import sys
 from kubecoord.cli import views
 from kubecoord.cli.connection import add_connection_arguments, open_coordinator
 from kubecoord.cli.exits import NotFoundError
-from kubecoord.cli.output import add_output_argument, print_json, print_table
+from kubecoord.cli.output import add_output_argument, print_json, show
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,19 +66,14 @@ def run(args: argparse.Namespace) -> int:
             document = {"store": args.store, "key": args.key, "value": versioned.value, "version": versioned.version}
             if args.output == "value":
                 sys.stdout.write(versioned.value + ("" if versioned.value.endswith("\n") else "\n"))
-            elif args.output == "json":
-                print_json(document)
             else:
-                print_table(["KEY", "VERSION", "VALUE"], [[args.key, versioned.version, versioned.value]])
+                rows = [[args.key, versioned.version, versioned.value]]
+                show(args.output, document, (["KEY", "VERSION", "VALUE"], rows))
             return 0
         if args.action == "ls":
             listing = views.keys(storage, args.key, recursive=args.recursive, timeout=args.timeout)
-            if args.output == "json":
-                print_json(listing)
-            elif listing["keys"]:
-                print_table(*views.keys_table(listing))
-            else:
-                print(f"no keys under {args.key or 'the top level'!r} in store {args.store!r}")
+            empty = f"no keys under {args.key or 'the top level'!r} in store {args.store!r}"
+            show(args.output, listing, views.keys_table(listing), empty=empty)
             return 0
         if args.action == "put":
             version: int | None = storage.put(args.key, _value(args.value))

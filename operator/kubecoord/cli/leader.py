@@ -9,7 +9,7 @@ import argparse
 
 from kubecoord.cli import views
 from kubecoord.cli.connection import add_connection_arguments, open_coordinator
-from kubecoord.cli.output import add_output_argument, print_json, print_table
+from kubecoord.cli.output import add_output_argument, show
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,8 +21,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     with open_coordinator(args) as coord, coord.leader_election(args.name) as election:
         document = views.leader(election)
-    if args.output == "json":
-        print_json(document)
-    else:
-        print_table(*views.leader_table(document))
+    show(args.output, document, views.leader_table(document))
     return 0

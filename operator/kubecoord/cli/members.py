@@ -6,7 +6,7 @@ import argparse
 
 from kubecoord.cli import views
 from kubecoord.cli.connection import add_connection_arguments, open_coordinator
-from kubecoord.cli.output import add_output_argument, print_json, print_table
+from kubecoord.cli.output import add_output_argument, show
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,10 +18,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     with open_coordinator(args) as coord, coord.group_membership(args.group) as group:
         document = views.members(group)
-    if args.output == "json":
-        print_json(document)
-    elif document["members"]:
-        print_table(*views.members_table(document))
-    else:
-        print(f"no members in group {args.group!r}")
+    show(args.output, document, views.members_table(document), empty=f"no members in group {args.group!r}")
     return 0

@@ -53,6 +53,19 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: Text
         print(line, file=stream)
 
 
+def show(
+    output: str, document: Any, table: tuple[Sequence[str], Sequence[Sequence[Any]]], *, empty: str | None = None
+) -> None:
+    """``document`` as JSON when ``output`` is "json", else ``table`` (headers, rows) — or
+    the line ``empty`` instead of a table without rows, when given."""
+    if output == "json":
+        print_json(document)
+    elif table[1] or empty is None:
+        print_table(*table)
+    else:
+        print(empty)
+
+
 def print_json(document: Any, out: TextIO | None = None, *, compact: bool = False) -> None:
     stream = out or sys.stdout
     if compact:
