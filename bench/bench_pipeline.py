@@ -34,10 +34,11 @@ from typing import Any
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from kubecoord.analytics import output, schema
+from kubecoord.analytics import output
 from kubecoord.analytics.pipeline import analyze
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.session import build_session
+from kubecoord.wire.events import FIELDS
 from kubecoord_testkit.history_generator import Spec, generate
 from kubecoord_testkit.servers.spark import StandaloneCluster
 
@@ -78,10 +79,10 @@ def jvm_memory(spark: Any) -> tuple[float, float]:
 
 def scan(spark: Any, logs: Path) -> float:
     """Spark's own read and full parse of every line: the floor for any analysis."""
-    fields = T.StructType([T.StructField(name, T.StringType()) for name in schema.FIELDS])
+    fields = T.StructType([T.StructField(name, T.StringType()) for name in FIELDS])
     started = time.monotonic()
     frame = spark.read.schema(fields).json(str(logs))
-    frame.select(*(F.count(name).alias(name) for name in schema.FIELDS)).collect()
+    frame.select(*(F.count(name).alias(name) for name in FIELDS)).collect()
     return time.monotonic() - started
 
 
