@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubecoord.wire.events import VIOLATION_TYPES
 from kubecoord.cli import main
+from kubecoord.wire.events import VIOLATION_TYPES
 from kubecoord_testkit.history_generator import Spec, generate
 
 TABLES = ("violations", "leadership_intervals", "failover_gaps", "membership_timeline", "membership_churn",

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kubecoord.wire.events import VIOLATION_TYPES
 from kubecoord.analytics.session import FAST_START_JVM_OPTIONS, QUIET_JVM_OPTIONS
 from kubecoord.cli import main
+from kubecoord.wire.events import VIOLATION_TYPES
 from kubecoord_testkit.history_generator import Spec, generate
 
 SETTINGS = {
