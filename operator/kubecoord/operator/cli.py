@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     import kubecoord
     from kubecoord.operator import health, kubeapi
     from kubecoord.operator.ha import Scope, run_when_leading
-    from kubecoord.operator.handlers._resource import History
+    from kubecoord.operator.handlers._history import History
 
     if os.environ.get("KUBECOORD_LOG_LEVEL"):
         logging.getLogger().setLevel(os.environ["KUBECOORD_LOG_LEVEL"].upper())

@@ -238,10 +238,6 @@ class StoreMirror(Mirror):
             return Snapshot(status, notices, ready=(False, "SizeLimitExceeded", message))
         return Snapshot(status, notices)
 
-    @property
-    def over_limit(self) -> bool:
-        return self._over_limit
-
     def close(self) -> None:
         self._subscribe(namespaces=set(), keys=set())
         self._registry.close()

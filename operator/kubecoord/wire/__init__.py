@@ -13,9 +13,14 @@ every side imports it from here (never from the other side's private modules):
   holder's data), an observation of it and the one expiry rule.
 - ``lease``: the pure converters between a coordination.k8s.io/v1 Lease and that record
   (client-go LeaseLock compatible).
+- ``group_record``: the group coordinator's record (KIP-795 generations) — its layout, the
+  store and election it lives in (``derived_name``), and members' join data.
+- ``events``: the coordination event log's schema — version, fields, primitives and
+  event names — that producers write and the analytics pipeline reads.
 
 The ground floor: pure functions and constants over JSON-shaped data. This package
 imports only the standard library and kubecoord.errors — no backend, no client library,
-no handle, nothing of the interface above it (import-linter checks it). Changing a
+no handle, nothing of the interface above it (import-linter checks it); the interface
+itself reads the group record through it (Coordinator.describe_group()). Changing a
 layout here changes what is on the wire: old writers and readers must keep working.
 """

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubecoord.api import Coordinator
+from kubecoord.capabilities import ObjectCache
 from kubecoord.errors import CoordinationError
 from kubecoord.operator import backing, events, fencing, kubeapi, lease_grants, metrics, rbac
 from kubecoord.operator.conditions import set_condition
@@ -75,12 +76,13 @@ RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 MirrorFactory = Callable[[Coordinator, dict[str, Any], Callable[[], None]], Mirror]
 """(coordinator, resource body, wake) -> mirror; runs in a worker thread."""
-AfterSnapshot = Callable[["Context", Snapshot], Awaitable[None]]
+AfterSnapshot = Callable[["LiveResource", Snapshot], Awaitable[None]]
 
 
 @dataclass
-class Context:
-    """What a kind's hook may use: the cached body, its backend, its mirror and its coordinator."""
+class LiveResource:
+    """What a kind's hook may use: the cached body, its backend, its mirror and its coordinator.
+    (Named apart from the kubernetes backend's context and kopf's.)"""
 
     body: dict[str, Any]
     backend: BackendSpec
@@ -360,12 +362,12 @@ class StatusController:
         written = await entry.writer.write(status)
         if snapshot.changed_at is not None:
             metrics.STATUS_LAG.labels(kind).observe(time.monotonic() - snapshot.changed_at)
-        context = Context(body=body, backend=entry.backend, mirror=entry.mirror, coordinator=entry.coordinator)
+        resource = LiveResource(body=body, backend=entry.backend, mirror=entry.mirror, coordinator=entry.coordinator)
         for notice in snapshot.notices:
-            context.post(notice)
+            resource.post(notice)
         if hooks.after_snapshot is not None:
             try:
-                await hooks.after_snapshot(context, snapshot)
+                await hooks.after_snapshot(resource, snapshot)
             except (CoordinationError, kubeapi.ApiException, OSError) as error:
                 metrics.ERRORS.labels(kind, "mirror").inc()
                 # 404/409: an object went or changed meanwhile (a member left, a Lease was
@@ -420,15 +422,17 @@ class StatusController:
 
     def _all_cached(self, key: Key, entry: _Entry) -> bool:
         body = self.bodies.get(key)
-        observed = getattr(entry.coordinator, "observed", None)
-        return body is not None and observed is not None and backing.cached_and_owned(body, observed)
+        coordinator = entry.coordinator
+        return body is not None and isinstance(coordinator, ObjectCache) and backing.cached_and_owned(
+            body, coordinator.observed
+        )
 
     async def _repair(self, key: Key, entry: _Entry) -> list[str]:
         """Re-create deleted backing objects; the names of same-named objects that are not ours."""
         body = self.bodies.get(key)
         if body is None:
             return []
-        last_state = getattr(entry.coordinator, "last_state", None)
+        last_state = entry.coordinator.last_state if isinstance(entry.coordinator, ObjectCache) else None
         try:
             # The garbage collector may see a deletion before our watch does (and delete the
             # backing objects, which is what made them missing): ask the API whether the

@@ -27,23 +27,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, ClassVar
+from typing import Any
 
 import kopf
 
-from kubecoord.api import Coordinator
-from kubecoord.capabilities import Purgeable
-from kubecoord.errors import CoordinationError
-from kubecoord.history import EventLog, HistoryTarget, open_event_log
 from kubecoord.operator import backing, kubeapi, lease_grants, metrics, rbac
-from kubecoord.operator.connections import connections
-from kubecoord.operator.controller.status import AfterSnapshot, Context, KindHooks, MirrorFactory, controller
+from kubecoord.operator.controller.status import AfterSnapshot, KindHooks, LiveResource, MirrorFactory, controller
+from kubecoord.operator.handlers._cleanup import purge
+from kubecoord.operator.handlers._history import History
 from kubecoord.operator.model import BackendSpec
 from kubecoord.wire.crd import GROUP, KINDS, VERSION
-from kubecoord.wire.events import Primitive, Source
-from kubecoord.wire.group_record import derived_name
 
-__all__ = ["AfterSnapshot", "Context", "History", "MirrorFactory", "register"]
+__all__ = ["AfterSnapshot", "History", "LiveResource", "MirrorFactory", "register"]
+"""What the kind modules use; History lives in _history.py, the finalizer's purge in _cleanup.py."""
 
 log = logging.getLogger("kubecoord.operator")
 
@@ -53,36 +49,6 @@ succeeds, so a passing API-server hiccup should not keep clients out for a minut
 CLEANUP_SECONDS = 10.0
 CLEANUP_RETRIES = 3
 CLEANUP_BACKOFF_SECONDS = 3.0
-PRIMITIVES = {"LeaderElection": Primitive.LEADER_ELECTION, "Group": Primitive.GROUP, "KVStore": Primitive.KV}
-"""kind -> the primitive its backing objects are (what the backend's purge takes)."""
-
-
-class History:
-    """The operator's coordination event log (``kubecoord operator --history PATH``).
-
-    One JsonlEventLog per (backend, namespace), all appending to the same target, with
-    source="operator"; nothing is recorded while no target is set.
-    """
-
-    target: HistoryTarget = None
-    _logs: ClassVar[dict[tuple[str, str], EventLog]] = {}
-
-    @classmethod
-    def record(cls, backend: BackendSpec, namespace: str, **fields: Any) -> None:
-        if cls.target is None:
-            return
-        key = (backend.backend, namespace)
-        if key not in cls._logs:
-            cls._logs[key] = open_event_log(
-                cls.target, backend=backend.backend, namespace=namespace, source=Source.OPERATOR
-            )
-        cls._logs[key].record(**fields)
-
-    @classmethod
-    def close(cls) -> None:
-        logs, cls._logs = list(cls._logs.values()), {}
-        for event_log in logs:
-            event_log.close()
 
 
 def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot | None = None) -> None:
@@ -142,7 +108,7 @@ def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot 
         namespace = str(namespace)
         backend = BackendSpec.from_spec(dict(spec), namespace=namespace)
         try:
-            deleted = await asyncio.wait_for(_purge(backend, kind, name), timeout=CLEANUP_SECONDS)
+            deleted = await asyncio.wait_for(purge(backend, kind, name), timeout=CLEANUP_SECONDS)
         except Exception as error:
             metrics.ERRORS.labels(kind, "delete").inc()
             last = retry + 1 >= CLEANUP_RETRIES
@@ -180,42 +146,3 @@ def _on_kubernetes(spec: kopf.Spec, **_: Any) -> bool:
 
 def _outside_kubernetes(spec: kopf.Spec, **_: Any) -> bool:
     return not _on_kubernetes(spec)
-
-
-async def _purge(backend: BackendSpec, kind: str, name: str) -> int:
-    """Remove a resource's znodes through the backend (ephemeral ones go with their sessions)."""
-    coordinator = await connections.acquire(backend)
-    try:
-        if isinstance(coordinator, Purgeable):
-            purge = coordinator.purge
-            deleted = int(await asyncio.to_thread(purge, PRIMITIVES[kind], name) or 0)
-            if kind == "Group":  # the group coordinator's record and election (kubecoord.group_coordinator)
-                for derived in (Primitive.KV, Primitive.LEADER_ELECTION):
-                    deleted += int(await asyncio.to_thread(purge, derived, derived_name(name)) or 0)
-            return deleted
-        if kind == "KVStore":
-            return await asyncio.to_thread(_delete_every_key, coordinator, name)
-        log.warning("backend cannot purge", extra={"backend": backend.backend, "kind": kind, "resource": name})
-        return 0
-    finally:
-        await connections.release(backend)
-
-
-def _delete_every_key(coordinator: Coordinator, name: str) -> int:
-    deleted = 0
-    with coordinator.storage(name) as storage:
-        pending = [""]
-        keys: list[str] = []
-        while pending:
-            namespace = pending.pop()
-            for child in storage.children(namespace):
-                path = f"{namespace}/{child}" if namespace else child
-                pending.append(path)
-                keys.append(path)
-        for key in sorted(keys, key=len, reverse=True):
-            try:
-                storage.delete(key)
-                deleted += 1
-            except CoordinationError:
-                pass  # a pure namespace (no value of its own) or deleted meanwhile
-    return deleted

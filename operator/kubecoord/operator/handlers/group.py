@@ -26,7 +26,7 @@ from kubecoord.api import Coordinator
 from kubecoord.operator import backing, metrics
 from kubecoord.operator.assignment import CoordinatedGroupMirror
 from kubecoord.operator.departures import departures
-from kubecoord.operator.handlers._resource import Context, History, register
+from kubecoord.operator.handlers._resource import History, LiveResource, register
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
 from kubecoord.wire import object_names
 from kubecoord.wire.events import Event, Primitive
@@ -40,28 +40,28 @@ def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], N
     return CoordinatedGroupMirror(coordinator, body, wake)
 
 
-async def _after(context: Context, snapshot: Snapshot) -> None:
-    metrics.GROUP_MEMBERS.labels(context.namespace, context.name).set(snapshot.status["memberCount"])
-    kubernetes = context.backend.backend == "kubernetes"
+async def _after(resource: LiveResource, snapshot: Snapshot) -> None:
+    metrics.GROUP_MEMBERS.labels(resource.namespace, resource.name).set(snapshot.status["memberCount"])
+    kubernetes = resource.backend.backend == "kubernetes"
     for member in sorted(snapshot.joined):
-        _record(context, Event.JOINED, member)
+        _record(resource, Event.JOINED, member)
     if kubernetes and snapshot.joined:
-        await backing.adopt_members(dict(context.body), await backing.member_leases(dict(context.body)))
+        await backing.adopt_members(dict(resource.body), await backing.member_leases(dict(resource.body)))
     for member in sorted(snapshot.gone):
         expired = kubernetes and await asyncio.to_thread(
-            departures.verdict, context.namespace, context.name, member, VERDICT_WAIT_SECONDS
+            departures.verdict, resource.namespace, resource.name, member, VERDICT_WAIT_SECONDS
         )
         if expired:
-            context.post(Notice("Warning", "MemberExpired", f"{member} expired (stopped renewing) and was removed"))
+            resource.post(Notice("Warning", "MemberExpired", f"{member} expired (stopped renewing) and was removed"))
         else:
-            context.post(Notice("Normal", "MemberLeft", f"{member} left"))
-        _record(context, Event.EXPIRED if expired else Event.LEFT, member)
+            resource.post(Notice("Normal", "MemberLeft", f"{member} left"))
+        _record(resource, Event.EXPIRED if expired else Event.LEFT, member)
 
 
-def _record(context: Context, event: str, member: str) -> None:
-    metrics.MEMBERSHIP_CHANGES.labels(context.namespace, context.name, event).inc()
+def _record(resource: LiveResource, event: str, member: str) -> None:
+    metrics.MEMBERSHIP_CHANGES.labels(resource.namespace, resource.name, event).inc()
     History.record(
-        context.backend, context.namespace, primitive=Primitive.GROUP, name=context.name, event=event, member=member
+        resource.backend, resource.namespace, primitive=Primitive.GROUP, name=resource.name, event=event, member=member
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from kubecoord.api import Coordinator
 from kubecoord.operator import metrics
-from kubecoord.operator.handlers._resource import Context, register
+from kubecoord.operator.handlers._resource import LiveResource, register
 from kubecoord.operator.mirror import Mirror, Snapshot, StoreMirror
 from kubecoord.operator.model import size_limit_bytes
 
@@ -21,8 +21,8 @@ def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], N
     return StoreMirror(coordinator, body["metadata"]["name"], limit, dict(body.get("status") or {}), wake)
 
 
-async def _after(context: Context, snapshot: Snapshot) -> None:
-    metrics.KV_KEYS.labels(context.namespace, context.name).set(snapshot.status["keys"])
+async def _after(resource: LiveResource, snapshot: Snapshot) -> None:
+    metrics.KV_KEYS.labels(resource.namespace, resource.name).set(snapshot.status["keys"])
 
 
 register("kvstores", _mirror, _after)

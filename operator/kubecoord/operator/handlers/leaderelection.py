@@ -13,8 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kubecoord.api import Coordinator
+from kubecoord.capabilities import ObjectCache
 from kubecoord.operator import metrics
-from kubecoord.operator.handlers._resource import Context, History, register
+from kubecoord.operator.handlers._resource import History, LiveResource, register
 from kubecoord.operator.mirror import LeaderMirror, Mirror, Snapshot
 from kubecoord.wire import object_names
 from kubecoord.wire.events import Event, Primitive
@@ -26,7 +27,8 @@ class _LeaseMirror(LeaderMirror):
     def __init__(self, coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> None:
         previous = dict(body.get("status") or {})
         super().__init__(coordinator, body["metadata"]["name"], previous, wake)
-        self._observed = getattr(coordinator, "observed", None)  # the kubernetes backend's watch cache
+        # The kubernetes backend's watch cache (kubecoord.capabilities.ObjectCache), if any.
+        self._observed = coordinator.observed if isinstance(coordinator, ObjectCache) else None
         self._lease = object_names.election_lease_name(body["metadata"]["name"])
         self._renew_time: str | None = previous.get("renewTime")
 
@@ -44,17 +46,17 @@ def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], N
     return _LeaseMirror(coordinator, body, wake)
 
 
-async def _after(context: Context, snapshot: Snapshot) -> None:
-    lease_seconds = float((context.body.get("spec") or {}).get("leaseDurationSeconds", 15))
-    metrics.leader_presence(context.namespace, context.name, present=bool(snapshot.status.get("leader")),
+async def _after(resource: LiveResource, snapshot: Snapshot) -> None:
+    lease_seconds = float((resource.body.get("spec") or {}).get("leaseDurationSeconds", 15))
+    metrics.leader_presence(resource.namespace, resource.name, present=bool(snapshot.status.get("leader")),
                             lease_seconds=lease_seconds)
     for notice in snapshot.notices:
-        metrics.LEADER_CHANGES.labels(context.namespace, context.name).inc()
+        metrics.LEADER_CHANGES.labels(resource.namespace, resource.name).inc()
         History.record(
-            context.backend,
-            context.namespace,
+            resource.backend,
+            resource.namespace,
             primitive=Primitive.LEADER_ELECTION,
-            name=context.name,
+            name=resource.name,
             event=Event.OBSERVED,
             member=snapshot.status.get("leader"),
             epoch=snapshot.status.get("epoch"),
