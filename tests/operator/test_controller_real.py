@@ -35,7 +35,7 @@ from kubernetes.client.exceptions import ApiException
 
 import kubecoord
 from kubecoord.group_coordinator import GroupMember, UnitsProtocol
-from kubecoord.group_coordinator.record import STABLE, STATE_KEY, GroupState, derived_name, encode_state
+from kubecoord.wire.group_record import STABLE, STATE_KEY, GroupState, derived_name, encode_state
 from kubecoord_testkit import processes
 from kubecoord_testkit.servers.kubernetes import RealApiServer
 from kubecoord_testkit.servers.managed import free_port
