@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kubecoord.cli import exits, logs
+from kubecoord.cli import exits
 
 DESCRIPTION = """\
 kubecoord: leader election, group membership and a key-value store for distributed
@@ -144,6 +144,8 @@ class CommandLine:
         # A state command reports its failure in one line; the client's own warnings (a
         # refused connection, a retry) would only repeat it.
         level = args.log_level or ("ERROR" if args.command in self.quiet else "WARNING")
+        from kubecoord.cli import logs  # with the subcommand: --help and --version need no logging set-up
+
         logs.configure(level, args.log_format)
         try:
             return int(args._run(args))
