@@ -207,7 +207,7 @@ def lock_records(events: DataFrame) -> DataFrame:
     """namespace, name of the election records held as locks (their ``lock`` events): a
     free lock between holds is no failover, so their gaps stay out of the failover figures.
     Not found: a semaphore's slot records (NAME-I; the events carry the slot, not read)."""
-    return events.filter(F.col("primitive") == schema.LOCK).select(*ELECTION).distinct()
+    return events.filter(F.col("primitive") == Primitive.LOCK).select(*ELECTION).distinct()
 
 
 def failover_gaps(pairs: DataFrame) -> DataFrame:
