@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import yaml
@@ -26,4 +27,15 @@ def test_image_exposes_the_charts_ports_and_runs_the_operator() -> None:
     (ports,) = re.findall(r"^EXPOSE (.+)$", DOCKERFILE, re.M)
     assert set(ports.split()) == {str(VALUES["health"]["port"]), str(VALUES["metrics"]["port"])}
     assert 'ENTRYPOINT ["kubecoord"]' in DOCKERFILE and "operator" in SUBCOMMANDS
-    assert "'.[kubernetes,zookeeper,operator]'" in DOCKERFILE and "-c constraints.txt" in DOCKERFILE
+
+
+def test_image_installs_the_wheel_it_builds_with_the_operators_extras_and_pins() -> None:
+    # The release's artefact, not the source tree: build the wheel, install that file.
+    (wheels,) = re.findall(r"pip wheel --no-deps --wheel-dir (\S+) \.", DOCKERFILE)
+    assert f'wheel="$(ls {wheels}/kubecoord-*.whl)"' in DOCKERFILE
+    (install,) = re.findall(r"^.*/pip install .*$", DOCKERFILE, re.M)
+    assert "-c constraints.txt" in install and "COPY pyproject.toml constraints.txt" in DOCKERFILE
+    (extras,) = re.findall(r'"kubecoord\[([a-z,]+)\] @ file://\$\{wheel\}"', install)
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras.split(",") == ["kubernetes", "zookeeper", "operator"] and set(extras.split(",")) <= set(declared)
+    assert "kubecoord --version" in DOCKERFILE  # the build fails if the installed command does not start
