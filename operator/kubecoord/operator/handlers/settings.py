@@ -20,8 +20,11 @@ from kubecoord.wire.crd import GROUP
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    # spec.assignment is left out of the last-handled copy: it is immutable (CEL), so no
+    # diff ever needs it, and a Group's 4,096 unitNames of 128 characters would put the
+    # annotations over the API server's 256 KiB limit (the Group could never be handled).
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=GROUP, key="last-handled-configuration"
+        prefix=GROUP, key="last-handled-configuration", ignored_fields=["spec.assignment"]
     )
     settings.posting.level = logging.WARNING  # explicit Events only; handler logs stay logs
     settings.peering.standalone = True  # HA is kubecoord's own Lease election (kubecoord.operator.ha)
