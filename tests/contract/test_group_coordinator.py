@@ -17,7 +17,7 @@ from kubecoord import (
     StaleGenerationError,
 )
 from kubecoord.group_coordinator import GroupMember, UnitsProtocol, decode_units
-from kubecoord.wire.group_record import derived_name
+from kubecoord.wire.group_record import STATE_KEY, derived_name
 
 from ..helpers import eventually
 from .harness import Harness
@@ -291,3 +291,41 @@ def test_a_member_with_malformed_data_is_excluded_never_the_group(harness: Harne
     members[0].leave()
     eventually(lambda: _settled(members[1:]), harness.settle * 2)
     assert sorted(ledger.held_by("w1")) == sorted(UNITS) and ledger.violations == []
+
+
+LONG_UNITS = [f"{i:04d}-" + "u" * 95 for i in range(4096)]  # the CRD's bounds: 4,096 names of 100 characters
+
+
+def test_a_group_of_4096_long_unit_names_is_assigned_rebalances_and_rejoins(harness: Harness, name: str) -> None:
+    """Failed before: the record (563 KB) passed the value limit and a member owning every
+    unit could not re-join (73 KB of member data): units now travel as index runs."""
+    ledger = Ledger()
+
+    def settled(members: list[GroupMember]) -> bool:
+        if not all(m.is_stable() for m in members) or len({m.generation for m in members}) != 1:
+            return False
+        got = [u for m in members for u in decode_units(m.assignment or b"", LONG_UNITS)[0]]
+        return sorted(got) == LONG_UNITS
+
+    first = _member(harness, name, "w0", ledger.protocol("w0", LONG_UNITS))
+    first.join()
+    eventually(lambda: settled([first]), harness.settle * 2)
+    assert len(ledger.held_by("w0")) == 4096
+    # w0 now reports owning all 4,096 units in its membership data as it re-joins.
+    others = [_member(harness, name, f"w{i}", ledger.protocol(f"w{i}", LONG_UNITS)) for i in (1, 2)]
+    for member in others:
+        member.join()
+    members = [first, *others]
+    eventually(lambda: settled(members), harness.settle * 3)
+    assert sorted(len(ledger.held_by(f"w{i}")) for i in range(3)) == [1365, 1365, 1366]
+    store = harness.connect().storage(derived_name(name))
+    record = store.fetch_versioned(STATE_KEY).result()
+    assert record is not None and len(record.value.encode()) < 16 * 1024
+    before = first.generation
+    others[1].leave()
+    eventually(lambda: settled(members[:2]) and first.generation > before, harness.settle * 3)
+    back = _member(harness, name, "w2", ledger.protocol("w2", LONG_UNITS))
+    back.join()
+    eventually(lambda: settled([first, others[0], back]), harness.settle * 3)
+    assert ledger.violations == []
+    assert sorted(len(ledger.held_by(f"w{i}")) for i in range(3)) == [1365, 1365, 1366]

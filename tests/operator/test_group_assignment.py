@@ -174,3 +174,42 @@ def test_operator_assignment_with_cooperative_members(resources: Resources, conn
     for member in everyone:
         member.leave()
     resources.delete("groups", name)
+
+
+def test_operator_assigns_4096_unit_names_of_100_characters(resources: Resources, connect: object, unique: str) -> None:
+    """The CRD's bounds (failed before: the record passed the value limit): the members,
+    which share the Group's unitNames, get the units as index runs; status names them."""
+    name = f"long-{unique}"
+    names = [f"{i:04d}-" + "u" * 95 for i in range(4096)]
+    spec = {
+        "leaseDurationSeconds": 3, "renewIntervalSeconds": 0.5,
+        "assignment": {"unitNames": names, "assignor": "sticky", "sessionTimeoutSeconds": 1,
+                       "rebalanceTimeoutSeconds": 10},
+    }
+    resources.create("groups", "Group", name, spec)
+    resources.wait_ready("groups", name)
+    members = []
+    for member_id in ("a", "b", "c"):
+        coordinator = connect()  # type: ignore[operator]
+        member = coordinator.group_coordinator(
+            name, UnitsProtocol(names), member_id=member_id, session_timeout=1.0, rebalance_timeout=10.0
+        )
+        assert isinstance(member, GroupMember)
+        member.join()
+        members.append(member)
+
+    def shares(group: list[GroupMember]) -> list[int] | None:
+        if not all(m.is_stable() for m in group) or len({m.generation for m in group}) != 1:
+            return None
+        got = [decode_units(m.assignment or b"", names)[0] for m in group]
+        return sorted(len(g) for g in got) if sorted(u for g in got for u in g) == names else None
+
+    eventually(lambda: shares(members) == [1365, 1365, 1366], timeout=60)
+    eventually(lambda: sorted(m.get("unitCount", -1) for m in resources.status("groups", name)["members"])
+               == [1365, 1365, 1366], timeout=30)
+    members[2].leave()
+    eventually(lambda: shares(members[:2]) == [2048, 2048], timeout=60)
+    for member in members[:2]:
+        member.leave()
+    resources.delete("groups", name)
+    eventually(lambda: resources.get("groups", name) is None, timeout=30)

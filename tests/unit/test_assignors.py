@@ -124,3 +124,29 @@ def test_the_operator_withholds_only_what_is_still_owned() -> None:
     cooperative = {"a": encode_units(UNITS, 1), "b": encode_units([], -1)}
     got = {m: decode_units(data)[0] for m, data in assign_units(spec, cooperative).items()}
     assert len(got["a"]) == 5 and got["b"] == []  # still owned by a: withheld until released
+
+
+def test_units_of_a_large_list_travel_as_index_runs_tied_to_that_list() -> None:
+    """4,096 names of 100 characters: metadata and assignments stay small whatever a
+    member owns, and are never read against another unit list."""
+    import pytest
+
+    from kubecoord.errors import GroupProtocolError
+    from kubecoord.group_coordinator import decode_subscription, decode_units, encode_units
+
+    units = [f"{i:04d}-" + "u" * 95 for i in range(4096)]
+    everything = encode_units(units, 7, universe=units)
+    assert len(everything) < 100 and decode_units(everything, units) == (units, 7)
+    alternate = encode_units(units[0::2], 7, previous=units[1::2], universe=units)
+    assert len(alternate) < 24 * 1024
+    assert decode_subscription(alternate, units).previous == tuple(units[1::2])
+    with pytest.raises(GroupProtocolError, match="unit list is needed"):
+        decode_units(everything)
+    with pytest.raises(GroupProtocolError, match="another unit list"):
+        decode_units(everything, [*units[:-1], "other"])
+    for runs in ("5-3", "0-4096", "3,3", "1-", "-1", "a", "0-2,1"):
+        hostile = b'{"of":' + everything.split(b'"of":')[1].split(b",")[0] + b',"u":"' + runs.encode() + b'"}'
+        with pytest.raises(GroupProtocolError, match="malformed"):
+            decode_subscription(hostile, units)
+    small = [f"p{i}" for i in range(12)]
+    assert decode_units(encode_units(small[:3], universe=small)) == (small[:3], -1)  # short lists keep names

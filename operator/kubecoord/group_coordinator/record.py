@@ -6,19 +6,42 @@ the group coordinator's leader writes it.
 Guarantees: two writers that read the same version cannot both write (the KV's
 compare-and-set), so a generation is published once; the generation never decreases
 (every writer derives the new record from the one it read).
+
+Limits: the record is one value, so it must fit the store's ``max_value_bytes`` (256 KiB
+by default on the Kubernetes backend); publish() raises ValueTooLargeError naming that
+limit, before any request, when it does not. Its size is the sum of the members'
+metadata (base64, once per protocol a member offers) and assignments; UnitsProtocol
+keeps both small for large unit lists (index runs, see units.py): 811 bytes for 4,096
+units of 100 characters and 3 members, where names took 1,125,567. A member's join data
+is capped at 64 KiB by the membership (validation.MAX_DATA_BYTES). One value rather
+than a head and chunks keeps the single compare-and-set that makes a generation
+atomic: no reader can see half of one.
 """
 
 from __future__ import annotations
 
 from kubecoord.api import Storage
-from kubecoord.errors import GroupProtocolError, KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.errors import (
+    GroupProtocolError,
+    KeyExistsError,
+    KeyNotFoundError,
+    ValueTooLargeError,
+    VersionConflictError,
+)
 from kubecoord.wire.group_record import STATE_KEY, GroupState, Protocols, encode_state
 
 
 def publish(store: Storage, state: GroupState, version: int | None) -> bool:
     """Write ``state`` over the record read at ``version`` (None: there was none) by
-    compare-and-set; False when another writer came first (read again and re-decide)."""
+    compare-and-set; False when another writer came first (read again and re-decide).
+    ValueTooLargeError, before any request, when the record passes the store's value limit."""
     text = encode_state(state)
+    size = len(text.encode("utf-8"))
+    if size > store.max_value_bytes:
+        raise ValueTooLargeError(
+            f"group record of generation {state.generation} is {size} bytes, over the {store.max_value_bytes} bytes "
+            f"a value of store {store.name!r} may hold: the members' metadata or assignments are too large"
+        )
     try:
         if version is None:
             store.put(STATE_KEY, text)

@@ -19,11 +19,19 @@ asks for the follow-up rebalance that hands them on. ``on_lost`` (default: on_re
 is called when the member learns it was dropped from the group with units in hand.
 
 The units list is the leader's: members should agree on it (as consumers of a topic
-agree on its partitions).
+agree on its partitions). Encoding: a list of at most COMPACT_ABOVE (32 KiB) as JSON
+travels as names; a larger one as runs of indexes into the list ("0-1364,4000"), tagged
+with the list's length and a SHA-256 prefix, so metadata and assignments stay small
+whatever the names' length (4,096 units of 100 characters: 113 bytes of member data
+owning all of them, about 13 KB at worst, owning every other unit). Indexes written
+against another list are refused with GroupProtocolError (the member is excluded by
+the leader, or its assignment refused), never read as the wrong names: members of a
+large group must share one unit list, in the same order.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -38,22 +46,92 @@ log = logging.getLogger("kubecoord.coordinator")
 UnitsCallback = Callable[[list[str]], None]
 
 
-def encode_units(units: Sequence[str], generation: int = -1, previous: Sequence[str] = ()) -> bytes:
-    fields: dict[str, object] = {"units": list(units), "generation": generation}
-    if previous:
-        fields["previous"] = list(previous)
+COMPACT_ABOVE = 32 * 1024
+"""Bytes of the whole unit list (as JSON) above which units travel as indexes, not names."""
+
+
+def universe_digest(universe: Sequence[str]) -> str:
+    """The unit list's identity in a compact encoding: its length and a hash of it."""
+    text = json.dumps(list(universe), separators=(",", ":"))
+    return f"{len(universe)}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def _compact(universe: Sequence[str] | None) -> bool:
+    if universe is None:
+        return False
+    return len(json.dumps(list(universe), separators=(",", ":")).encode()) > COMPACT_ABOVE
+
+
+def _ranges(units: Sequence[str], universe: Sequence[str]) -> str:
+    """``units`` as sorted runs of indexes into ``universe``: "0-99,105,200-204"."""
+    index = {name: i for i, name in enumerate(universe)}
+    try:
+        positions = sorted(index[u] for u in units)
+    except KeyError as exc:
+        raise GroupProtocolError(f"unit {exc.args[0]!r} is not in the unit list") from None
+    runs: list[str] = []
+    start = prev = -2
+    for i in [*positions, -2]:
+        if i == prev + 1:
+            prev = i
+            continue
+        if start >= 0:
+            runs.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = i
+    return ",".join(runs)
+
+
+def _unranges(text: object, universe: Sequence[str]) -> tuple[str, ...] | None:
+    """The names of a runs string, or None if it is malformed (out of range, overlapping)."""
+    if not isinstance(text, str) or len(text) > 16 * (len(universe) + 1):
+        return None
+    if not text:
+        return ()
+    names: list[str] = []
+    last = -1
+    for run in text.split(","):
+        first, dash, end = run.partition("-")
+        if not (first.isdigit() and (end.isdigit() if dash else True)):
+            return None
+        lo, hi = int(first), int(end or first)
+        if lo <= last or hi < lo or hi >= len(universe):
+            return None
+        names.extend(universe[lo : hi + 1])
+        last = hi
+    return tuple(names)
+
+
+def encode_units(
+    units: Sequence[str], generation: int = -1, previous: Sequence[str] = (), *, universe: Sequence[str] | None = None
+) -> bytes:
+    """An assignment or a member's metadata. With ``universe`` (the protocol's whole unit
+    list) larger than COMPACT_ABOVE bytes, units are written as runs of indexes into it,
+    tagged with the list's digest, so the size no longer grows with the names' length."""
+    fields: dict[str, object]
+    if _compact(universe):
+        assert universe is not None
+        fields = {"of": universe_digest(universe), "u": _ranges(units, universe), "generation": generation}
+        if previous:
+            fields["p"] = _ranges(previous, universe)
+    else:
+        fields = {"units": list(units), "generation": generation}
+        if previous:
+            fields["previous"] = list(previous)
     return json.dumps(fields, separators=(",", ":")).encode()
 
 
-def decode_units(data: bytes) -> tuple[list[str], int]:
-    """(units, generation) of an assignment or of a member's metadata."""
-    subscription = decode_subscription(data)
+def decode_units(data: bytes, universe: Sequence[str] | None = None) -> tuple[list[str], int]:
+    """(units, generation) of an assignment or of a member's metadata; ``universe`` (the
+    unit list) is needed to read the compact form, see encode_units."""
+    subscription = decode_subscription(data, universe)
     return list(subscription.owned), subscription.generation
 
 
-def decode_subscription(data: bytes) -> Subscription:
+def decode_subscription(data: bytes, universe: Sequence[str] | None = None) -> Subscription:
     """A member's metadata: the units it owns, since which generation, and what it held
-    before an eager revocation (for stickiness)."""
+    before an eager revocation (for stickiness). The compact form (indexes) is read
+    against ``universe`` and refused (GroupProtocolError) when written against another
+    unit list: an index is never read as the wrong name."""
     if not data:
         return Subscription()
     try:
@@ -62,10 +140,19 @@ def decode_subscription(data: bytes) -> Subscription:
         raise GroupProtocolError(f"malformed units metadata: {exc}") from None
     if not isinstance(raw, dict):
         raise GroupProtocolError("malformed units metadata: not an object")
-    units, generation, previous = _names(raw.get("units")), raw.get("generation", -1), _names(raw.get("previous", []))
+    generation = raw.get("generation", -1)
+    if "of" in raw:
+        if universe is None:
+            raise GroupProtocolError("units metadata is compact (unit indexes): the unit list is needed to read it")
+        if raw["of"] != universe_digest(universe):
+            raise GroupProtocolError(f"units metadata indexes another unit list ({raw['of']!r}; this one is "
+                                     f"{universe_digest(universe)!r}): members must share one unit list")
+        units, previous = _unranges(raw.get("u"), universe), _unranges(raw.get("p", ""), universe)
+    else:
+        units, previous = _names(raw.get("units")), _names(raw.get("previous", []))
     if units is None or previous is None or isinstance(generation, bool) or not isinstance(generation, int):
-        raise GroupProtocolError("malformed units metadata: units and previous must be lists of names, "
-                                 "generation an integer")
+        raise GroupProtocolError("malformed units metadata: units and previous must be lists of names "
+                                 "(or runs of indexes), generation an integer")
     return Subscription(units, generation, previous)
 
 
@@ -129,7 +216,7 @@ class UnitsProtocol(GroupProtocol):
 
     def metadata(self) -> list[tuple[str, bytes]]:
         with self._lock:
-            data = encode_units(self._owned, self._generation, self._previous)
+            data = encode_units(self._owned, self._generation, self._previous, universe=self.units)
         return [(name, data) for name in self.assignors]
 
     def on_join_prepare(self, generation: int, member_id: str) -> None:
@@ -145,12 +232,12 @@ class UnitsProtocol(GroupProtocol):
     def perform_assignment(self, leader_id: str, protocol: str, members_metadata: dict[str, bytes]) -> dict[str, bytes]:
         assignor = self.assignors.get(protocol) or StickyAssignor()
         # The leader excluded members whose metadata accepts_metadata() refused.
-        subscriptions = {member: decode_subscription(data) for member, data in members_metadata.items()}
+        subscriptions = {member: decode_subscription(data, self.units) for member, data in members_metadata.items()}
         result = assignor.assign(self.units, subscriptions)
-        return {member: encode_units(result.get(member, [])) for member in members_metadata}
+        return {member: encode_units(result.get(member, []), universe=self.units) for member in members_metadata}
 
     def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
-        assigned, _ = decode_units(assignment)
+        assigned, _ = decode_units(assignment, self.units)
         with self._lock:
             before = list(self._owned)
         revoked = [u for u in before if u not in set(assigned)]
@@ -174,11 +261,11 @@ class UnitsProtocol(GroupProtocol):
 
     def units_of(self, assignment: bytes) -> list[str]:
         """The units of an assignment of this protocol (for the event log)."""
-        return decode_units(assignment)[0]
+        return decode_units(assignment, self.units)[0]
 
     def accepts_metadata(self, protocol: str, metadata: bytes) -> bool:
         try:
-            decode_subscription(metadata)
+            decode_subscription(metadata, self.units)
         except GroupProtocolError:
             return False
         return True

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,13 +84,13 @@ class AssignmentSpec:
         )
 
 
-def _readable(protocols: Protocols, assignor: str) -> bool:
+def _readable(protocols: Protocols, spec: AssignmentSpec) -> bool:
     """Whether the member's metadata for the protocol the operator uses can be read."""
     if not protocols:
         return False
-    metadata = dict(protocols).get(assignor, protocols[0][1])  # as kubecoord.group_coordinator.leading picks it
+    metadata = dict(protocols).get(spec.assignor, protocols[0][1])  # as kubecoord.group_coordinator.leading picks it
     try:
-        decode_subscription(metadata)
+        decode_subscription(metadata, spec.units)
     except GroupProtocolError:
         return False
     return True
@@ -99,12 +99,12 @@ def _readable(protocols: Protocols, assignor: str) -> bool:
 def assign_units(spec: AssignmentSpec, metadata: dict[str, bytes]) -> dict[str, bytes]:
     """The spec's assignor over the members' reported ownership, then the cooperative
     rule: nothing goes to a member while another reports owning it."""
-    subscriptions = {member: decode_subscription(data) for member, data in metadata.items()}
+    subscriptions = {member: decode_subscription(data, spec.units) for member, data in metadata.items()}
     target = ASSIGNORS[spec.assignor]().assign(list(spec.units), subscriptions)
     # Cooperative members keep units through a rebalance whatever the assignor: what
     # another member still owns follows in the next generation, as in KIP-429.
     safe = withhold_owned(target, subscriptions)
-    return {member: encode_units(safe.get(member, [])) for member in metadata}
+    return {member: encode_units(safe.get(member, []), universe=spec.units) for member in metadata}
 
 
 class GroupCoordinatorView:
@@ -157,7 +157,7 @@ class GroupCoordinatorView:
             decoded = decode_join_data(data)
             if decoded is None or decoded[0] != UNITS_PROTOCOL_TYPE:
                 continue
-            if not _readable(decoded[1], spec.assignor):
+            if not _readable(decoded[1], spec):
                 # One member's unreadable metadata must not keep the whole group unassigned:
                 # it is left out (as a member of another protocol would be) and told once.
                 if member not in self._excluded:
@@ -218,17 +218,19 @@ class GroupCoordinatorView:
             self._membership.close()
 
 
-def status_fields(state: GroupDescription | None, members: dict[str, str]) -> dict[str, Any]:
+def status_fields(
+    state: GroupDescription | None, members: dict[str, str], unit_list: Sequence[str] | None = None
+) -> dict[str, Any]:
     """The Group status fields a generation record adds (as Coordinator.describe_group()
     shows it): generation, phase, protocol, leader, assignedBy, and units / unitCount on
-    each member entry."""
+    each member entry. ``unit_list`` (spec.assignment's units) reads compact assignments."""
     if state is None:
         return {}
     units: dict[str, list[str]] = {}
     for member, data in state.assignment.items():
         if state.protocol_type == UNITS_PROTOCOL_TYPE:
             try:
-                units[member] = decode_units(data)[0]
+                units[member] = decode_units(data, unit_list)[0]
             except GroupProtocolError:
                 continue
     entries = []
@@ -263,8 +265,9 @@ class CoordinatedGroupMirror(GroupMirror):
         snapshot = super()._snapshot()
         state, notices = self._view.step()
         members = {entry["id"]: entry.get("data", "") for entry in snapshot.status["members"]}
+        spec = self._view.spec
         described = None if state is None else GroupDescription.of(self._view.group, state)
-        snapshot.status.update(status_fields(described, members))
+        snapshot.status.update(status_fields(described, members, spec.units if spec is not None else None))
         snapshot.notices.extend(notices)
         return snapshot
 
