@@ -5,7 +5,7 @@ Usage::
     coord = kubecoord.connect("memory://demo", history="/var/log/kubecoord.jsonl")
     # or: KUBECOORD_HISTORY=/var/log/kubecoord.jsonl
 
-One event per line (schema version 1, kubecoord.wire.events; the table is in the README): ``v``, ``ts`` (RFC
+One event per line (schema version 1, kubecoord.wire.events; the table is in docs/pipeline.md): ``v``, ``ts`` (RFC
 3339 UTC with microseconds, the emitter's wall clock), ``seq`` (per-process sequence
 number from 1), ``source``, ``process``, ``backend``, ``namespace``, ``primitive``,
 ``name``, ``event`` and, where relevant, ``member``, ``epoch``, ``valid_until``, ``key``,

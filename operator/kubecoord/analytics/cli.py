@@ -8,7 +8,7 @@ any other error, 2 on bad arguments (argparse). Progress goes to stderr, one lin
 step; the verdict goes to stdout.
 
 pyspark is imported inside run() only: ``kubecoord --help`` starts no JVM.
-Under spark-submit the session takes spark-submit's master and settings (see README).
+Under spark-submit the session takes spark-submit's master and settings (see docs/pipeline.md).
 """
 
 from __future__ import annotations

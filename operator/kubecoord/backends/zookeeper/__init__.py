@@ -37,8 +37,8 @@ Modules: election.py (ephemeral sequential, kazoo Lock layout), membership.py
 errors.py (kazoo exceptions -> kubecoord.errors), naming.py (znode names and layout).
 Real ZooKeeper servers for tests and benchmarks are in kubecoord_testkit.servers.zookeeper.
 
-Guarantees and non-guarantees are in each module's docstring; the README section
-"ZooKeeper backend" summarises them.
+Guarantees and non-guarantees are in each module's docstring; docs/backends/zookeeper.md
+summarises them.
 """
 
 from __future__ import annotations

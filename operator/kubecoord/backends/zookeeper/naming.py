@@ -1,6 +1,6 @@
 """Znode names and paths: the reversible encoding of ids and key segments, and the layout.
 
-Layout under CHROOT (see the README's "ZooKeeper backend")::
+Layout under CHROOT (see docs/backends/zookeeper.md)::
 
     /CHROOT/elections/SERVICE/<uuid>__lock__<seq>   ephemeral sequential, kazoo Lock naming
     /CHROOT/groups/GROUP/<id>                       ephemeral, member data

@@ -1,7 +1,7 @@
 """Patch formats: JSON merge patch (RFC 7386), JSON patch (RFC 6902), and what the
 emulator makes of strategic merge patch and server-side apply.
 
-Differences from the API server (documented in the README):
+Differences from the API server (documented in docs/testing.md):
 - strategic-merge-patch+json is applied as a JSON merge patch: lists are replaced whole,
   ``$patch``/``$retainKeys`` directives are not interpreted.
 - apply-patch+yaml merges the applied configuration into the live object like a merge
