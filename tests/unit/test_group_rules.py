@@ -86,3 +86,19 @@ def test_derived_names_stay_dns_labels() -> None:
     assert derived_name("workers") == "workers-gc"
     long = derived_name("a" * 63)
     assert len(long) <= 63 and long.endswith("-gc") and long != derived_name("a" * 62 + "b")
+
+
+def test_a_record_over_the_value_limit_is_a_typed_error_before_any_write() -> None:
+    """Failed before as whatever the backend said (BackendUnavailable on Kubernetes)."""
+    import kubecoord
+    from kubecoord.group_coordinator.record import publish
+    from kubecoord.wire.group_record import STATE_KEY
+
+    with kubecoord.connect("memory://record-limit", max_value_bytes=4096) as coord:
+        store = coord.storage("g-gc")
+        big = GroupState(1, STABLE, "units", members={"a": (("sticky", b"x" * 4096),)})
+        with pytest.raises(kubecoord.ValueTooLargeError, match="over the 4096 bytes a value of store 'g-gc'"):
+            publish(store, big, None)
+        assert store.fetch_versioned(STATE_KEY).result() is None
+        assert publish(store, GroupState(1, STABLE, "units"), None)
+        store.close()
