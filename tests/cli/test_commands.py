@@ -34,7 +34,7 @@ def test_top_level_help_says_what_the_tool_is_for(plain_cli: Cli) -> None:
         assert f"\n    {command}" in result.stdout, command
     for command in TESTKIT_COMMANDS:  # test tooling is kubecoord-testkit's
         assert f"\n    {command}" not in result.stdout, command
-    assert "exit statuses:" in result.stdout and "4 not found" in result.stdout
+    assert "exit statuses:" in result.stdout and "  4  not found" in result.stdout
     assert plain_cli().returncode == exits.USAGE
 
 

@@ -27,10 +27,7 @@ zookeeper://HOST:PORT[,...]/CHROOT (default $KUBECOORD_URL, else the kubeconfig
 context's namespace), plus --kubeconfig/--context for Kubernetes.
 """
 
-EPILOG = """\
-exit statuses: 0 ok, 1 unexpected error, 2 bad usage, 3 safety violations (analyze),
-4 not found, 5 conflict (exists / stale version), 6 backend unavailable,
-7 permission denied.
+EPILOG = exits.table() + """
 
 examples:
   kubecoord leader billing-controller -n prod

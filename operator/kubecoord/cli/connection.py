@@ -78,3 +78,17 @@ def open_coordinator(args: argparse.Namespace) -> Coordinator:
     """Connect as the options say; the caller closes it (use it as a context manager)."""
     url = resolve_url(args)
     return kubecoord.connect(url.raw, **backend_options(url, args))
+
+
+def check_declared(args: argparse.Namespace, plural: str, name: str, *, lease: bool = False,
+                   create: bool = False) -> None:
+    """On kubernetes://, refuse (exit 4) a missing namespace and a name no resource declares,
+    before the command reads or writes anything: a typo must not read as "no leader" or
+    create a store nobody declared. Other backends declare no names: nothing to check."""
+    url = resolve_url(args)
+    if url.scheme != "kubernetes":
+        return
+    from kubecoord.cli.resources import ResourceReader  # the kubernetes client, only here
+
+    reader = ResourceReader(url.location, kubeconfig=args.kubeconfig, context=args.context, timeout=args.timeout)
+    reader.check_declared(plural, name, lease=lease, create=create)

@@ -1,17 +1,7 @@
 """Exit statuses of the ``kubecoord`` command, and the one place errors become them.
 
-=====  ==========================================================================
-code   meaning
-=====  ==========================================================================
-0      success (``watch``: stopped with Ctrl-C)
-1      an unexpected error (a bug: the message says what failed)
-2      bad usage: unknown option, malformed URL, key or name (nothing was sent)
-3      safety violations found (``analyze``; ``kubecoord-testkit soak``)
-4      not found: the key, the resource or the input does not exist
-5      conflict: the key already exists, or the expected version is stale
-6      backend unavailable: unreachable, timed out, session lost
-7      permission denied by the backend (HTTP 401/403, ZooKeeper NoAuth)
-=====  ==========================================================================
+MEANINGS below is the one table: ``kubecoord --help`` prints it, docs/cli.md shows it,
+and a test checks that every code used here has exactly one line in it.
 """
 
 from __future__ import annotations
@@ -26,6 +16,7 @@ from kubecoord.errors import (
     KeyNotFoundError,
     MemberExistsError,
     MemberNotFoundError,
+    NamespaceNotFoundError,
     PermissionDeniedError,
     VersionConflictError,
 )
@@ -38,6 +29,23 @@ NOT_FOUND = 4
 CONFLICT = 5
 UNAVAILABLE = 6
 DENIED = 7
+
+MEANINGS: tuple[tuple[int, str], ...] = (
+    (OK, "success (watch: stopped with Ctrl-C)"),
+    (ERROR, "an unexpected error (a bug: the message says what failed)"),
+    (USAGE, "bad usage: unknown option, malformed URL, key or name (nothing was sent)"),
+    (VIOLATIONS, "safety violations found (analyze; kubecoord-testkit soak)"),
+    (NOT_FOUND, "not found: the namespace, the election, group or store, or the key"),
+    (CONFLICT, "conflict: the key already exists, or the expected version is stale"),
+    (UNAVAILABLE, "backend unavailable: unreachable, timed out, session lost"),
+    (DENIED, "permission denied by the backend (HTTP 401/403, ZooKeeper NoAuth)"),
+)
+"""Every exit status and what it means, once."""
+
+
+def table() -> str:
+    """The exit statuses as the lines of ``--help``'s epilog."""
+    return "exit statuses:\n" + "\n".join(f"  {code}  {meaning}" for code, meaning in MEANINGS)
 
 
 class CommandError(CoordinationError):
@@ -66,6 +74,7 @@ _BY_CLASS: tuple[tuple[type[BaseException], int], ...] = (
     (KeyExistsError, CONFLICT),
     (VersionConflictError, CONFLICT),
     (MemberExistsError, CONFLICT),
+    (NamespaceNotFoundError, NOT_FOUND),  # before its base class, BackendUnavailableError
     (BackendUnavailableError, UNAVAILABLE),
     (TimeoutError, UNAVAILABLE),
     (PermissionDeniedError, DENIED),

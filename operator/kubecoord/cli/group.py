@@ -17,7 +17,7 @@ from typing import Any
 
 from kubecoord.cli.connection import add_connection_arguments, open_coordinator
 from kubecoord.cli.exits import NotFoundError
-from kubecoord.cli.output import add_output_argument, print_json, print_table
+from kubecoord.cli.output import add_output_argument, print_table, show
 from kubecoord.errors import CoordinationError
 from kubecoord.group_coordinator import decode_units
 from kubecoord.wire.group_record import derived_name
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     describe = actions.add_parser(
         "describe", help="generation, phase, leader and each member's assignment", description=__doc__
     )
-    describe.add_argument("group", metavar="GROUP")
+    describe.add_argument("group", metavar="GROUP", help="the group (as given to group_coordinator)")
     add_output_argument(describe)
     add_connection_arguments(describe)
 
@@ -71,9 +71,10 @@ def run(args: argparse.Namespace) -> int:
         "not_in_generation": sorted(live - set(described.members)),
         "record_version": described.version,
     }
-    if args.output == "json":
-        print_json(document)
+    if args.output in ("json", "yaml", "name"):
+        show(args.output, document, ([], []), names=[m["id"] for m in members])
         return 0
+    wide = args.output == "wide"
     print_table(
         ["GROUP", "GENERATION", "PHASE", "PROTOCOL", "LEADER", "EPOCH"],
         [
@@ -86,11 +87,13 @@ def run(args: argparse.Namespace) -> int:
                 described.leader_epoch,
             ]
         ],
+        wide=wide,
     )
     print()
     print_table(
         ["MEMBER", "IN-GENERATION", "LIVE", "ASSIGNMENT"],
         [[m["id"], "yes" if m["in_generation"] else "no", "yes" if m["live"] else "no", m["shown"]] for m in members],
+        wide=wide,
     )
     if document["not_in_generation"]:
         print(f"\nlive but not in generation {described.generation}: {', '.join(document['not_in_generation'])}")

@@ -3,6 +3,11 @@
 put creates (exit 5 if the key exists), update overwrites (exit 4 if absent), both
 print the key's new version; ``--expected-version`` makes update and delete conditional
 (exit 5 when stale). A VALUE of ``-`` is read from standard input.
+
+STORE, KEY and PREFIX are checked before anything is sent (exit 2). On kubernetes://,
+with the CRDs installed, a STORE that no KVStore declares is exit 4 with the declared
+names that look alike — a typo never creates a store; ``put --create`` writes to an
+undeclared store on purpose.
 """
 
 from __future__ import annotations
@@ -11,9 +16,10 @@ import argparse
 import sys
 
 from kubecoord.cli import views
-from kubecoord.cli.connection import add_connection_arguments, open_coordinator
+from kubecoord.cli.connection import add_connection_arguments, check_declared, open_coordinator
 from kubecoord.cli.exits import NotFoundError
-from kubecoord.cli.output import add_output_argument, print_json, show
+from kubecoord.cli.output import add_output_argument, show
+from kubecoord.validation import check_key, check_name, check_namespace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         return sub
 
     get = action("get", "print a key's value and version (exit 4 if absent)")
-    get.add_argument("key", metavar="KEY")
+    get.add_argument("key", metavar="KEY", help="the key, a /-separated path, e.g. topics/orders/config")
     add_output_argument(get, extra=["value"])
 
     for name, help_text in (
@@ -33,19 +39,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("update", "overwrite a key (exit 4 if absent); prints its new version"),
     ):
         write = action(name, help_text)
-        write.add_argument("key", metavar="KEY")
+        write.add_argument("key", metavar="KEY", help="the key, a /-separated path, e.g. topics/orders/config")
         write.add_argument("value", metavar="VALUE", help="the value; - reads it from standard input")
+        write.add_argument("--create", action="store_true",
+                           help="write even if no KVStore declares STORE (kubernetes://; without it a typo is exit 4)")
         if name == "update":
             write.add_argument("--expected-version", type=int, metavar="N", help="only if the key is at version N")
         add_output_argument(write)
 
     delete = action("delete", "delete a key (exit 4 if absent)")
-    delete.add_argument("key", metavar="KEY")
+    delete.add_argument("key", metavar="KEY", help="the key, a /-separated path")
     delete.add_argument("--expected-version", type=int, metavar="N", help="only if the key is at version N")
     add_output_argument(delete)
 
     ls = action("ls", "list the keys under a namespace (default: the top level) with versions and values")
-    ls.add_argument("key", metavar="NAMESPACE", nargs="?", default="", help="a parent path, e.g. topics/orders")
+    ls.add_argument("key", metavar="PREFIX", nargs="?", default="",
+                    help="a parent path whose keys to list, e.g. topics/orders (default: the top level)")
     ls.add_argument("-r", "--recursive", action="store_true", help="every key below NAMESPACE, not just children")
     add_output_argument(ls)
 
@@ -57,7 +66,18 @@ def _value(raw: str) -> str:
     return sys.stdin.read() if raw == "-" else raw
 
 
+def _check(args: argparse.Namespace) -> None:
+    """Every name and key before any request (exit 2, nothing sent)."""
+    check_name(args.store, "store name")
+    if args.action == "ls":
+        check_namespace(args.key)
+    else:
+        check_key(args.key)
+
+
 def run(args: argparse.Namespace) -> int:
+    _check(args)
+    check_declared(args, "kvstores", args.store, create=getattr(args, "create", False))
     with open_coordinator(args) as coord, coord.storage(args.store) as storage:
         if args.action == "get":
             versioned = storage.fetch_versioned(args.key).result(args.timeout)
@@ -68,12 +88,13 @@ def run(args: argparse.Namespace) -> int:
                 sys.stdout.write(versioned.value + ("" if versioned.value.endswith("\n") else "\n"))
             else:
                 rows = [[args.key, versioned.version, versioned.value]]
-                show(args.output, document, (["KEY", "VERSION", "VALUE"], rows))
+                show(args.output, document, (["KEY", "VERSION", "VALUE"], rows), names=[args.key])
             return 0
         if args.action == "ls":
             listing = views.keys(storage, args.key, recursive=args.recursive, timeout=args.timeout)
             empty = f"no keys under {args.key or 'the top level'!r} in store {args.store!r}"
-            show(args.output, listing, views.keys_table(listing), empty=empty)
+            names = [str(entry.get("key")) for entry in listing.get("keys", [])]
+            show(args.output, listing, views.keys_table(listing), empty=empty, names=names)
             return 0
         if args.action == "put":
             version: int | None = storage.put(args.key, _value(args.value))
@@ -84,8 +105,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             storage.delete(args.key, expected_version=args.expected_version)
             version, verb = None, "deleted"
-    if args.output == "json":
-        print_json({"store": args.store, "key": args.key, "result": verb, "version": version})
+    if args.output in ("json", "yaml", "name"):
+        show(args.output, {"store": args.store, "key": args.key, "result": verb, "version": version}, ([], []),
+             names=[args.key])
     else:
         print(f"{verb} {args.key!r} in store {args.store!r}" + (f" (version {version})" if version else ""))
     return 0

@@ -15,7 +15,7 @@ import argparse
 from kubecoord.cli.connection import add_connection_arguments, open_coordinator
 from kubecoord.cli.exits import CONFLICT, UsageError
 from kubecoord.cli.holding import Child, add_command_arguments, command_of
-from kubecoord.cli.output import add_output_argument, print_json, print_table
+from kubecoord.cli.output import add_output_argument, show
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,9 +46,7 @@ def _status(args: argparse.Namespace) -> int:
     with open_coordinator(args) as coord:
         holders = coord.lock(args.name).holders()
     document = [{"id": h.id, "token": h.token, "data": h.data} for h in holders]
-    if args.output == "json":
-        print_json({"lock": args.name, "holders": document})
-    else:
-        rows = [[h["id"], str(h["token"]), h["data"]] for h in document] or [["<none>", "", ""]]
-        print_table(["HOLDER", "TOKEN", "DATA"], rows)
+    rows = [[h["id"], str(h["token"]), h["data"]] for h in document] or [["<none>", "", ""]]
+    show(args.output, {"lock": args.name, "holders": document}, (["HOLDER", "TOKEN", "DATA"], rows),
+         names=[str(h["id"]) for h in document])
     return 0

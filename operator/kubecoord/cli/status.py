@@ -20,9 +20,9 @@ from typing import Any
 
 from kubecoord.cli.connection import add_connection_arguments, resolve_url
 from kubecoord.cli.exits import UsageError
-from kubecoord.cli.output import add_output_argument, print_json, print_table
+from kubecoord.cli.output import add_output_argument, print_table, show
 from kubecoord.cli.resources import ResourceReader
-from kubecoord.wire.crd import KINDS
+from kubecoord.wire.crd import GROUP, KINDS
 
 HEADERS = ["KIND", "NAME", "BACKEND", "LEADER", "EPOCH", "MEMBERS", "KEYS", "HEALTH", "AGE"]
 
@@ -47,8 +47,10 @@ def run(args: argparse.Namespace) -> int:
         for plural in KINDS
         for item in reader.list(plural, all_namespaces=args.all_namespaces)
     ]
-    if args.output == "json":
-        print_json({"namespace": None if args.all_namespaces else reader.namespace, "resources": entries})
+    document = {"namespace": None if args.all_namespaces else reader.namespace, "resources": entries}
+    if args.output in ("json", "yaml", "name"):
+        names = [f"{e['kind'].lower()}.{GROUP}/{e['name']}" for e in entries]  # as kubectl get -o name
+        show(args.output, document, ([], []), names=names)
         return 0
     if not entries:
         where = "any namespace" if args.all_namespaces else f"namespace {reader.namespace!r}"
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         for entry in entries
     ]
-    print_table(headers, rows)
+    print_table(headers, rows, wide=args.output == "wide")
     return 0
 
 

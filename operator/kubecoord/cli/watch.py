@@ -34,17 +34,18 @@ Tabulate = Callable[[views.Document], tuple[list[str], list[list[Any]]]]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
     leader = kinds.add_parser("leader", help="the leader of an election", description="the leader of an election")
-    leader.add_argument("target", metavar="NAME")
+    leader.add_argument("target", metavar="NAME", help="the election (the service name given to leader_election)")
     members = kinds.add_parser("members", help="the members of a group", description="the members of a group")
-    members.add_argument("target", metavar="GROUP")
+    members.add_argument("target", metavar="GROUP", help="the group (as given to group_membership)")
     kv = kinds.add_parser("kv", help="the keys of a store", description="the keys (direct children) of a store")
-    kv.add_argument("target", metavar="STORE")
-    kv.add_argument("namespace", metavar="NAMESPACE", nargs="?", default="", help="a parent path (default: top)")
+    kv.add_argument("target", metavar="STORE", help="the store (as given to storage)")
+    kv.add_argument("namespace", metavar="PREFIX", nargs="?", default="",
+                    help="a parent path whose direct children to show, e.g. topics/orders (default: the top level)")
     for sub in kinds.choices.values():
         sub.add_argument(
             "--interval", type=float, default=2.0, metavar="SECONDS", help="re-read at least this often (default 2)"
         )
-        add_output_argument(sub)
+        add_output_argument(sub, formats=("table", "json"))
         add_connection_arguments(sub)
 
 

@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     scope.add_argument("--all-namespaces", action="store_true", help="watch every namespace")
     parser.add_argument("--history", default=None, help="append the operator's coordination event log here (JSONL)")
     parser.add_argument("--kubeconfig", default=None, help="kubeconfig outside a cluster (default: $KUBECONFIG)")
-    parser.add_argument("--identity", default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}")
+    parser.add_argument("--identity", default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
+                        help="this replica's candidate id in the operator election (default: $POD_NAME, else HOST-PID)")
     parser.add_argument(
         "--lease-namespace",
         default=os.environ.get("POD_NAMESPACE", ""),
