@@ -137,3 +137,15 @@ def test_every_argument_has_help_without_markup(command: str) -> None:
         assert "``" not in text and ":func:" not in text, f"{command}: RST markup in its help"
     assert not missing, f"arguments without help: {missing}"
     assert not markup, f"markup or a note to developers in help: {markup}"
+
+
+def test_one_exit_status_table_and_every_code_once() -> None:
+    from kubecoord.analytics.cli import EXIT_MALFORMED
+    from kubecoord.cli import exits
+
+    codes = [code for code, _ in exits.MEANINGS]
+    assert codes == sorted(set(codes)), "each exit status has exactly one meaning"
+    used = {exits.OK, exits.ERROR, exits.USAGE, exits.VIOLATIONS, exits.NOT_FOUND, exits.CONFLICT,
+            exits.UNAVAILABLE, exits.DENIED, exits.MALFORMED_INPUT, EXIT_MALFORMED}
+    assert used <= set(codes)
+    assert EXIT_MALFORMED == exits.MALFORMED_INPUT and EXIT_MALFORMED != exits.DENIED

@@ -58,7 +58,7 @@ def test_a_malformed_share_above_the_threshold_has_its_own_exit_status(
 
     status = main(["analyze", str(log.path), "--out", str(tmp_path / "out"), "--quiet"])
 
-    assert status == 7
+    assert status == 8
     captured = capsys.readouterr()
     assert "99.0% of the lines are malformed (more than --max-malformed 1.0%)" in captured.err
     assert "no safety violations" in captured.out  # the verdict is printed, but does not pass

@@ -2,7 +2,7 @@
 
 Exit status: 0 when no safety violation was found, 3 when some were (so a CI job or a
 canary can gate on it), 4 when the input held no event or a pattern matched no file,
-7 when more than --max-malformed of the lines were malformed (the verdict would rest on
+8 when more than --max-malformed of the lines were malformed (the verdict would rest on
 too little of the log: this wins over 0 and 3, and the output is still written), 1 on
 any other error, 2 on bad arguments (argparse). Progress goes to stderr, one line per
 step; the verdict goes to stdout.
@@ -23,7 +23,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_VIOLATIONS = 3
 EXIT_EMPTY = 4
-EXIT_MALFORMED = 7
+EXIT_MALFORMED = 8  # its own status: 7 is permission denied (kubecoord.cli.exits.MEANINGS)
 DEFAULT_SKEW = 1.0
 DEFAULT_MAX_MALFORMED = 0.01
 

@@ -29,6 +29,7 @@ NOT_FOUND = 4
 CONFLICT = 5
 UNAVAILABLE = 6
 DENIED = 7
+MALFORMED_INPUT = 8
 
 MEANINGS: tuple[tuple[int, str], ...] = (
     (OK, "success (watch: stopped with Ctrl-C)"),
@@ -39,6 +40,7 @@ MEANINGS: tuple[tuple[int, str], ...] = (
     (CONFLICT, "conflict: the key already exists, or the expected version is stale"),
     (UNAVAILABLE, "backend unavailable: unreachable, timed out, session lost"),
     (DENIED, "permission denied by the backend (HTTP 401/403, ZooKeeper NoAuth)"),
+    (MALFORMED_INPUT, "analyze: more than --max-malformed of the input lines were malformed (the report is written)"),
 )
 """Every exit status and what it means, once."""
 
