@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kubecoord._internal import logs
+from kubecoord.cli import logs
 
 CLIENT_ERROR = (
     "(403)\nReason: Forbidden\nHTTP response headers: HTTPHeaderDict({'Audit-Id': 'abc', 'Cache-Control': "
