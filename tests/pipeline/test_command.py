@@ -12,6 +12,8 @@ from kubecoord.cli import main
 from kubecoord.wire.events import VIOLATION_TYPES
 from kubecoord_testkit.history_generator import Spec, generate
 
+from . import golden
+
 TABLES = ("violations", "leadership_intervals", "failover_gaps", "membership_timeline", "membership_churn",
           "heartbeat_to_expiry", "kv_keys", "kv_stores", "elections", "seq_gaps", "malformed_lines",
           "unreadable_files", "unit_holdings", "rebalances")
@@ -41,6 +43,7 @@ def test_injected_violations_are_found_and_gate_the_exit_status(
         assert f"src='{plot}'" in html
         assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "SAFETY VIOLATION" in html and "lost_update" in html
+    golden.check("injected", golden.snapshot_output(spark, out, tmp_path / "logs"))
 
 
 @pytest.mark.timeout(420)  # a whole analysis and its output: ~1 min at load 10, minutes more at load 20
@@ -65,6 +68,7 @@ def test_a_clean_history_exits_zero_and_replaces_the_previous_output(
     gaps = {row["group"]: row for row in summary["leadership"]["failover_gap_seconds"]}
     assert gaps["all"]["count"] > 0 and gaps["all"]["max"] < spec_bound()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")], "no staging directory left behind"
+    golden.check("clean", golden.snapshot_output(spark, out, tmp_path / "logs"))
 
 
 def spec_bound() -> float:

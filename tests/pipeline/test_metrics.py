@@ -8,18 +8,24 @@ tolerance (1 s) keeps from being violations.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kubecoord.analytics.pipeline import Analysis, analyze
 
+from . import golden
 from .histories import T0, Log
 
 
 @pytest.fixture(scope="module")
-def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
-    root = tmp_path_factory.mktemp("known")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("known")
+
+
+@pytest.fixture(scope="module")
+def analysis(spark: Any, root: Path) -> Iterator[Analysis]:
     p1, p2, p3 = Log(root / "p1.jsonl", "p1"), Log(root / "p2.jsonl.gz", "p2"), Log(root / "p3.jsonl", "p3")
     # Election "svc": resign -> 0.1 s -> vanish (valid until 23) -> 2.5 s -> lost -> 1 s -> resign after valid_until.
     p1.leader(0, "svc", "acquired", "a", 1, valid_until=10)
@@ -167,3 +173,7 @@ def test_summary_lists_every_violation_type(analysis: Analysis) -> None:
         "version_backwards": 0, "lost_update": 0, "create_race": 0, "stale_epoch_write": 0,
         "unit_owned_twice": 0, "stale_generation_work": 0,
     }
+
+
+def test_the_verdicts_are_those_of_the_golden_copy(analysis: Analysis, root: Path) -> None:
+    golden.check("metrics", golden.snapshot_analysis(analysis, root))

@@ -20,12 +20,17 @@ from kubecoord.analytics import output
 from kubecoord.analytics.pipeline import Analysis, analyze
 from kubecoord.analytics.progress import Progress
 
+from . import golden
 from .histories import T0, Log
 
 
 @pytest.fixture(scope="module")
-def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
-    root = tmp_path_factory.mktemp("verdicts")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("verdicts")
+
+
+@pytest.fixture(scope="module")
+def analysis(spark: Any, root: Path) -> Iterator[Analysis]:
     logs: list[Log] = []
 
     def log(process: str, namespace: str, **options: Any) -> Log:
@@ -342,3 +347,7 @@ def test_small_tables_are_single_files(written: Path) -> None:
     for table in (written / "tables").iterdir():
         parts = [p for p in table.iterdir() if p.name.startswith("part-")]
         assert len(parts) == 1, table.name
+
+
+def test_the_verdicts_are_those_of_the_golden_copy(spark: Any, written: Path, root: Path) -> None:
+    golden.check("verdicts", golden.snapshot_output(spark, written, root))

@@ -10,6 +10,7 @@ import pytest
 
 from kubecoord.analytics.pipeline import Analysis, analyze
 
+from . import golden
 from .histories import Log, where
 
 
@@ -140,3 +141,7 @@ def test_malformed_lines_with_file_line_and_reason(case: Case) -> None:
     assert summary["inputs"]["malformed_lines"] == 7
     assert summary["inputs"]["events"] == 15
     assert summary["inputs"]["malformed_examples"][0]["text"].startswith('{"v":1,"ts":"2026-01-01T00:00:00Z",')
+
+
+def test_the_verdicts_are_those_of_the_golden_copy(case: Case) -> None:
+    golden.check("violations", golden.snapshot_analysis(case.analysis, case.p1.path.parent))
