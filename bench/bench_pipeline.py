@@ -1,46 +1,39 @@
-"""The analysis against Spark's own scan-and-parse of the same files, side by side.
+"""``kubecoord analyze`` against Spark's own scan-and-parse of the same files, as whole processes.
 
-Usage: .venv/bin/python bench/bench_pipeline.py [--events N ...] [--standalone-events N ...] [--keep DIR]
+Usage: .venv/bin/python bench/bench_pipeline.py [--events N ...] [--logs DIR] [--keep DIR]
+       [--standalone] [--conf KEY=VALUE ...]
 
-For each target size (default 1M and 10M events) it generates a 24-hour history (one
-file per process) and, in one Spark session with exactly the settings ``kubecoord
-analyze --master local[2]`` uses (build_session with no extra conf: default 1 GiB
-driver, shuffle partitions sized by the pipeline itself):
-1. scan: ``spark.read.schema(...).json(files)`` and one aggregate over every field (so
-   every line is read and fully parsed) — what Spark itself needs to look at the data;
-2. the whole analysis: what the command runs (read, check, compute, write the Parquet
-   tables, summary and report);
-3. the scan again (so neither side has the JIT's warm-up alone),
-and prints both times, the ratio analysis / mean scan (the target is at most 3), events
-per second, the Spark jobs and tasks the analysis ran, the driver's peak memory (JVM heap
-pools' peaks, JVM peak RSS, Python peak RSS) and the load average (the machine is shared).
-With ``--standalone-events`` the same comparison runs on a Spark standalone master and
-two workers (1 core, 1 GiB each) on 127.0.0.1, started from the pyspark installation.
+For each target size (default 1M and 10M events) it generates a 24-hour history (one file
+per process; the 1M one is the issue's ``--elections 17 --groups 3 --stores 3 --processes 8
+--seed 7``) and runs, back to back, each as a process of its own with the command's
+settings (``--master local[2]``, default 1 GiB driver, Spark start-up included):
+1. scan: a process that starts Spark as the command does, reads the files with
+   ``spark.read.schema(...).json`` and runs one aggregate over every field (every line read
+   and fully parsed): what Spark itself needs to look at the data;
+2. ``kubecoord analyze LOGS --out DIR --master local[2]`` (read, check, write the tables,
+   summary and report), with Spark's event log on;
+3. the scan again (neither side has a quiet or a loaded machine alone).
+It prints both times, the ratio analysis / mean scan (the target is at most 2.5), and per
+step of the command (its progress lines; each step names its Spark jobs) the wall time,
+jobs, tasks and shuffle bytes written, from the event log; the load average before and
+after. With ``--standalone`` the analysis runs on a Spark standalone master and two workers
+(1 core, 1 GiB each) on 127.0.0.1 as well (the scan is local).
 Wall time on a shared machine is noisy: these are figures, not assertions.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
-from typing import Any
-
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
-
-from kubecoord.analytics import output
-from kubecoord.analytics.pipeline import analyze
-from kubecoord.analytics.progress import Progress
-from kubecoord.analytics.session import build_session
-from kubecoord.wire.events import FIELDS
-from kubecoord_testkit.history_generator import Spec, generate
-from kubecoord_testkit.servers.spark import StandaloneCluster
 
 HOURS = 24.0
 PROCESSES = 8
@@ -50,131 +43,156 @@ CLUSTER_CONF = {
     "spark.executor.memory": "512m",
     "spark.cores.max": "2",
 }
+_STEP = re.compile(r"^kubecoord analyze: \[\s*([0-9.]+) s\] (.*)$")
 
 
-def spec_for(events: int) -> Spec:
-    """Entities whose 24 hours add up to about ``events``: per election-hour 1800 renewals
-    (renew every 2 s); one group (4 members, 720 heartbeats/hour each) and one store
-    (720 operations/hour) per five elections."""
-    per_election = HOURS * (1800 + 4 * 720 / 5 + 720 / 5)
-    elections = max(1, round(events / per_election))
-    return Spec(elections=elections, groups=max(1, elections // 5), stores=max(1, elections // 5),
-                hours=HOURS, processes=PROCESSES, seed=42)
+def spec_args(events: int) -> list[str]:
+    """generate-history options for about ``events`` events in 24 hours: per election-hour
+    1800 renewals (renew every 2 s); one group (4 members) and one store per ~six elections.
+    17 elections, 3 groups, 3 stores give 993,057 events with seed 7 (the issue's history)."""
+    elections = max(1, round(17 * events / 1_000_000))
+    others = max(1, round(3 * events / 1_000_000))
+    return ["--elections", str(elections), "--groups", str(others), "--stores", str(others),
+            "--processes", str(PROCESSES), "--hours", str(HOURS), "--seed", "7"]
 
 
-def jvm_memory(spark: Any) -> tuple[float, float]:
-    """(peak heap used MiB summed over heap pools, peak JVM RSS MiB)."""
-    jvm = spark.sparkContext._jvm
-    peak_heap = 0
-    for pool in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans():
-        if pool.getType().toString() == "Heap memory":
-            peak_heap += pool.getPeakUsage().getUsed()
-    pid = jvm.java.lang.ProcessHandle.current().pid()
-    hwm_kib = 0
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            hwm_kib = int(line.split()[1])
-    return peak_heap / 2**20, hwm_kib / 1024
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def scan(spark: Any, logs: Path) -> float:
-    """Spark's own read and full parse of every line: the floor for any analysis."""
-    fields = T.StructType([T.StructField(name, T.StringType()) for name in FIELDS])
+def scan(logs: str) -> int:
+    """The scan process's body (``bench_pipeline.py --scan LOGS``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from kubecoord.analytics.session import build_session
+    from kubecoord.wire.events import FIELDS
+
+    spark = build_session(master="local[2]", app_name="kubecoord-scan")
+    try:
+        fields = T.StructType([T.StructField(name, T.StringType()) for name in FIELDS])
+        frame = spark.read.schema(fields).json(logs)
+        frame.select(*(F.count(name).alias(name) for name in FIELDS)).collect()
+    finally:
+        spark.stop()
+    return 0
+
+
+def timed(command: list[str], log: Path) -> tuple[float, int]:
     started = time.monotonic()
-    frame = spark.read.schema(fields).json(str(logs))
-    frame.select(*(F.count(name).alias(name) for name in FIELDS)).collect()
-    return time.monotonic() - started
+    with log.open("w") as err:
+        finished = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=err, check=False)
+    return time.monotonic() - started, finished.returncode
 
 
-def jobs_and_tasks(spark: Any, group: str) -> tuple[int, int]:
-    tracker = spark.sparkContext.statusTracker()
-    jobs = tracker.getJobIdsForGroup(group)
-    tasks = 0
-    for job in jobs:
-        info = tracker.getJobInfo(job)
-        for stage in info.stageIds if info else []:
-            stage_info = tracker.getStageInfo(stage)
-            tasks += stage_info.numTasks if stage_info else 0
-    return len(jobs), tasks
+def phase(description: str) -> str:
+    """A progress step -> the phase it belongs to (the tables' writes are one phase)."""
+    if description.startswith("writing table"):
+        return "table writes"
+    if description.startswith("reading"):
+        return "reading"
+    return description.split(":")[0]
 
 
-def compare(spark: Any, label: str, logs: Path, out: Path, events: int, progress: Progress) -> None:
-    progress.step(f"{label}: scan")
-    first = scan(spark, logs)
-    progress.step(f"{label}: analysis")
-    group = f"analysis-{label}-{events}"
-    spark.sparkContext.setJobGroup(group, "kubecoord analyze")
-    started = time.monotonic()
-    analysis = analyze(spark, [str(logs)], progress=progress)
-    output.write(analysis, out, progress=progress, spark=spark)
-    elapsed = time.monotonic() - started
-    analysis.close()
-    spark.sparkContext.setJobGroup("scan", "scan")
-    jobs, tasks = jobs_and_tasks(spark, group)
-    progress.step(f"{label}: scan again")
-    second = scan(spark, logs)
+def event_log_phases(directory: Path) -> dict[str, dict[str, int]]:
+    """Jobs, tasks and shuffle bytes written per phase, from the one event log in ``directory``."""
+    (path,) = [p for p in directory.iterdir() if not p.name.startswith(".")]
+    stage_phase: dict[int, str] = {}
+    found: dict[str, dict[str, int]] = defaultdict(lambda: {"jobs": 0, "tasks": 0, "shuffle_bytes": 0})
+    with path.open() as events:
+        for line in events:
+            event = json.loads(line)
+            kind = event["Event"]
+            if kind == "SparkListenerJobStart":
+                name = phase((event.get("Properties") or {}).get("spark.job.description") or "other")
+                found[name]["jobs"] += 1
+                for stage in event["Stage IDs"]:
+                    stage_phase[stage] = name
+            elif kind == "SparkListenerTaskEnd":
+                name = stage_phase.get(event["Stage ID"], "other")
+                found[name]["tasks"] += 1
+                metrics = event.get("Task Metrics") or {}
+                found[name]["shuffle_bytes"] += (metrics.get("Shuffle Write Metrics") or {}).get(
+                    "Shuffle Bytes Written", 0)
+    return dict(found)
+
+
+def step_times(stderr: Path, total: float) -> dict[str, float]:
+    """Wall seconds per phase from the command's progress lines (to the end of the process)."""
+    steps = [(float(m.group(1)), phase(m.group(2))) for line in stderr.read_text().splitlines()
+             if (m := _STEP.match(line))]
+    times: dict[str, float] = defaultdict(float)
+    for (at, name), (until, _) in zip(steps, [*steps[1:], (total, "")], strict=True):
+        times[name] += until - at
+    return dict(times)
+
+
+def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str]) -> None:
+    me = [sys.executable, str(Path(__file__).resolve())]
+    events_dir = work / f"events-{label}"
+    shutil.rmtree(events_dir, ignore_errors=True)
+    events_dir.mkdir(parents=True)
+    out = work / f"out-{label}"
+    settings = {**conf, "spark.eventLog.enabled": "true", "spark.eventLog.dir": events_dir.as_uri()}
+    analyze = [sys.executable, "-m", "kubecoord.analytics", str(logs), "--out", str(out), "--master", master,
+               *(x for key, value in settings.items() for x in ("--conf", f"{key}={value}"))]
+    before = load()
+    first, _ = timed([*me, "--scan", str(logs)], work / "scan1.err")
+    elapsed, status = timed(analyze, work / f"analyze-{label}.err")
+    second, _ = timed([*me, "--scan", str(logs)], work / "scan2.err")
+    after = load()
+    if status not in (0, 3):
+        print((work / f"analyze-{label}.err").read_text()[-3000:], file=sys.stderr)
+        raise SystemExit(f"analyze exited {status}")
+    summary = json.loads((out / "summary.json").read_text())
     baseline = (first + second) / 2
-    heap, rss = jvm_memory(spark)
-    python_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    partitions = spark.conf.get("spark.sql.shuffle.partitions")
-    print(f"[{label}] {analysis.summary['inputs']['events']:>11,} events  analysis {elapsed:7.1f} s  "
-          f"scan {first:5.1f} s / {second:5.1f} s  ratio {elapsed / baseline:4.1f}x (target <= 3)  "
-          f"{events / elapsed:>9,.0f} events/s  {jobs} jobs, {tasks:,} tasks, {partitions} shuffle partitions  "
-          f"violations {analysis.violation_count}  peak JVM heap {heap:,.0f} MiB  peak JVM RSS {rss:,.0f} MiB  "
-          f"peak Python RSS {python_rss:,.0f} MiB  load average {load} on {os.cpu_count()} cores", flush=True)
-    if analysis.violation_count:
-        print(f"violations by type: {analysis.summary['violations']}", flush=True)
+    phases = event_log_phases(events_dir)
+    times = step_times(work / f"analyze-{label}.err", elapsed)
+    total = {key: sum(p[key] for p in phases.values()) for key in ("jobs", "tasks", "shuffle_bytes")}
+    print(f"[{label}] {summary['inputs']['events']:,} events: analyze {elapsed:.1f} s, scan {first:.1f} s / "
+          f"{second:.1f} s, ratio {elapsed / baseline:.2f}x (target <= 2.5); {total['jobs']} jobs, "
+          f"{total['tasks']:,} tasks, {total['shuffle_bytes'] / 2**20:,.1f} MiB shuffled; "
+          f"violations {sum(summary['violations'].values())}; load before {before}, after {after} "
+          f"({os.cpu_count()} cores)", flush=True)
+    print(f"  {'phase':<40} {'wall s':>7} {'jobs':>5} {'tasks':>6} {'shuffle MiB':>11}")
+    for name in dict.fromkeys([*times, *phases]):
+        counts = phases.get(name, {"jobs": 0, "tasks": 0, "shuffle_bytes": 0})
+        print(f"  {name[:40]:<40} {times.get(name, 0.0):7.1f} {counts['jobs']:5d} {counts['tasks']:6d} "
+              f"{counts['shuffle_bytes'] / 2**20:11.1f}", flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scan", metavar="LOGS", help=argparse.SUPPRESS)
     parser.add_argument("--events", type=int, nargs="*", default=[1_000_000, 10_000_000])
-    parser.add_argument("--standalone-events", type=int, nargs="*", default=[1_000_000],
-                        help="sizes to run on a standalone master and two workers too")
-    parser.add_argument("--keep", type=Path, help="keep the last run's output (report, plots) here")
     parser.add_argument("--logs", type=Path, help="generate histories here and reuse them on later runs")
+    parser.add_argument("--keep", type=Path, help="keep the last analysis output (report, plots) here")
+    parser.add_argument("--standalone", action="store_true", help="also on a 2-worker standalone cluster")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra Spark setting for the analysis (e.g. spark.driver.memory=2g)")
     args = parser.parse_args()
-    progress = Progress("bench_pipeline")
+    if args.scan:
+        return scan(args.scan)
+    conf = dict(item.split("=", 1) for item in args.conf)
     work = Path(tempfile.mkdtemp(prefix="kubecoord-bench-"))
     logs_root = args.logs or work
-    sizes = sorted(set(args.events) | set(args.standalone_events))
     try:
-        histories = {}
-        for target in sizes:
+        for target in args.events:
             logs = logs_root / f"logs-{target}"
-            spec = spec_for(target)
             if not (logs / "_manifest.json").exists():
-                progress.step(f"generating ~{target:,} events ({spec.elections} elections, {spec.groups} groups, "
-                              f"{spec.stores} stores, {spec.processes} processes, {spec.hours:g} h)")
-                generate(logs, spec)
+                subprocess.run([sys.executable, "-m", "kubecoord_testkit", "generate-history", "--out", str(logs),
+                                *spec_args(target)], check=True, stdout=subprocess.DEVNULL)
             size = sum(p.stat().st_size for p in logs.iterdir())
-            progress.step(f"history of ~{target:,} events: {size / 2**20:,.0f} MiB")
-            histories[target] = logs
-        if args.events:
-            spark = build_session(master="local[2]", app_name="kubecoord-bench")
-            print(f"Spark {spark.version} on local[2], the command's settings (driver memory "
-                  f"{spark.sparkContext.getConf().get('spark.driver.memory', '1g (default)')})", flush=True)
-            try:
-                for target in args.events:
-                    compare(spark, "local[2]", histories[target], work / f"out-{target}", target, progress)
-            finally:
-                spark.stop()
-        if args.standalone_events:
-            with StandaloneCluster(workers=2, cores=1, memory="1g", log_dir=work / "standalone") as cluster:
-                spark = build_session(master=cluster.url, conf=CLUSTER_CONF, app_name="kubecoord-bench")
-                print(f"Spark standalone {cluster.url}: 2 workers x 1 core, executors 512m", flush=True)
-                try:
-                    for target in args.standalone_events:
-                        compare(spark, "standalone", histories[target], work / f"cluster-{target}", target,
-                                progress)
-                finally:
-                    spark.stop()
-        if args.keep:
-            last = sorted(work.glob("out-*")) or sorted(work.glob("cluster-*"))
-            if last:
+            print(f"history of ~{target:,} events: {size / 2**20:,.0f} MiB in {logs}", flush=True)
+            compare(logs, work, f"local2-{target}", "local[2]", conf)
+            if args.standalone:
+                from kubecoord_testkit.servers.spark import StandaloneCluster
+
+                with StandaloneCluster(workers=2, cores=1, memory="1g", log_dir=work / "standalone") as cluster:
+                    compare(logs, work, f"standalone-{target}", cluster.url, {**CLUSTER_CONF, **conf})
+            if args.keep:
                 shutil.rmtree(args.keep, ignore_errors=True)
-                shutil.copytree(last[-1], args.keep)
+                shutil.copytree(work / f"out-local2-{target}", args.keep)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

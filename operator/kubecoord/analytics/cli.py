@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-malformed", type=float, default=DEFAULT_MAX_MALFORMED, metavar="FRACTION",
                         help=f"largest share of malformed lines before exit {EXIT_MALFORMED} "
                              f"(default {DEFAULT_MAX_MALFORMED}, i.e. 1%%)")
+    parser.add_argument("--max-line-bytes", type=int, default=1 << 20, metavar="BYTES",
+                        help="longest valid line (default 1 MiB); a longer one counts as malformed, with its "
+                             "file and line, and is never parsed")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting, e.g. spark.driver.memory=4g (repeatable)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -71,8 +74,12 @@ def run(args: argparse.Namespace) -> int:
     progress.step("starting Spark")
     owned = not has_active_session()  # an embedding caller's session is not ours to stop
     spark = build_session(master=args.master, conf=conf)
+    # Each step names the Spark jobs it runs (the job description), so an event log
+    # (spark.eventLog.enabled) can be read per step: bench/bench_pipeline.py does.
+    progress.listener = spark.sparkContext.setJobDescription
     try:
-        analysis = analyze(spark, args.logs, skew=args.skew_tolerance, progress=progress)
+        analysis = analyze(spark, args.logs, skew=args.skew_tolerance, progress=progress,
+                           max_line_bytes=args.max_line_bytes)
         output.write(analysis, args.out, progress=progress, spark=spark)
     except EmptyInputError as exc:
         print(f"kubecoord analyze: empty input: {exc}", file=sys.stderr)
@@ -84,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"kubecoord analyze: {exc}", file=sys.stderr)
         return EXIT_ERROR
     finally:
+        progress.listener = None  # the session's jobs are done; "done" names none
         if owned:
             spark.stop()
     inputs = analysis.summary["inputs"]

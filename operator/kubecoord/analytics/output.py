@@ -9,6 +9,7 @@ Everything is written into a staging sibling of the output directory, which then
 replaces it (a previous output there is removed only after the new one is complete),
 so a failed run never leaves a half-written result that looks complete. The final
 rename is atomic on local disks and HDFS; on object stores (s3a) a rename is a copy.
+The tables are written side by side (WRITERS at once) while the driver draws the report.
 Small tables are written as few files: each table gets one file per ROWS_PER_FILE
 events analysed (at least one), not one per shuffle partition.
 """
@@ -22,6 +23,7 @@ import shutil
 import tempfile
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,8 @@ from kubecoord.analytics.pipeline import Analysis
 from kubecoord.analytics.progress import Progress
 
 ROWS_PER_FILE = 5_000_000
+WRITERS = 4
+"""Tables written at once (each write is a Spark job of its own)."""
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -64,15 +68,22 @@ def write(analysis: Analysis, out: str | Path, *, progress: Progress, spark: Spa
     # matplotlib takes seconds to import: it does so while the executors write the tables.
     importing = threading.Thread(target=importlib.import_module, args=("kubecoord.analytics.report",), daemon=True)
     importing.start()
-    try:
-        for name, frame in analysis.tables.items():
-            progress.step(f"writing table {name}")
-            frame.coalesce(files).write.mode("overwrite").parquet(f"{staging.toString()}/tables/{name}")
-        progress.step("writing report")
-        importing.join()
-        from kubecoord.analytics import report  # matplotlib only when a report is made
+    def table(name: str, frame: Any) -> None:
+        progress.step(f"writing table {name}")  # in this thread: names this thread's Spark jobs
+        frame.coalesce(files).write.mode("overwrite").parquet(f"{staging.toString()}/tables/{name}")
 
-        report.write(analysis, local)
+    try:
+        # The tables are independent: their writes (most of them one or two tasks) run side
+        # by side, with the report, instead of leaving cores idle between jobs.
+        with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="kubecoord-write") as pool:
+            writes = [pool.submit(table, name, frame) for name, frame in analysis.tables.items()]
+            progress.step("writing report")
+            importing.join()
+            from kubecoord.analytics import report  # matplotlib only when a report is made
+
+            report.write(analysis, local)
+            for done in writes:
+                done.result()
         (local / "summary.json").write_text(json.dumps(analysis.summary, indent=2, default=str) + "\n")
         for path in sorted(local.iterdir()):
             fs.copyFromLocalFile(False, True, hadoop.Path(path.as_uri()), hadoop.Path(staging, path.name))

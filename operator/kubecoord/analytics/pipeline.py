@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from kubecoord.analytics import clocks, coverage, kv, leadership, membership, rebalance, violations
 from kubecoord.analytics.progress import Progress
-from kubecoord.analytics.reading import EmptyInputError, Inputs, read_inputs
+from kubecoord.analytics.reading import MAX_LINE_BYTES, EmptyInputError, Inputs, read_inputs
 from kubecoord.history import rfc3339
 from kubecoord.wire.events import SCHEMA_VERSION, VIOLATION_TYPES
 
@@ -191,10 +191,11 @@ def analyze(
     *,
     skew: float = DEFAULT_SKEW,
     progress: Progress | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> Analysis:
     progress = progress or Progress("analyze", enabled=False)
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # hour buckets and every rendered time
-    read = read_inputs(spark, inputs, progress=progress)
+    read = read_inputs(spark, inputs, progress=progress, max_line_bytes=max_line_bytes)
     counts = read.counts
     if counts["events"] == 0:
         detail = f" ({counts['malformed']} malformed line(s))" if counts["malformed"] else ""

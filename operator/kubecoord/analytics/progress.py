@@ -1,9 +1,14 @@
-"""Progress lines on stderr for long work: one line per step, with elapsed seconds."""
+"""Progress lines on stderr for long work: one line per step, with elapsed seconds.
+
+A listener (e.g. one that names the Spark jobs of each step, so an event log can be read
+per step) hears every step, printed or not.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 
@@ -13,8 +18,11 @@ class Progress:
         self._stream = stream or sys.stderr
         self._enabled = enabled
         self._started = time.monotonic()
+        self.listener: Callable[[str], None] | None = None
 
     def step(self, message: str) -> None:
+        if self.listener is not None:
+            self.listener(message)
         if self._enabled:
             elapsed = time.monotonic() - self._started
             print(f"{self._prefix}: [{elapsed:7.1f} s] {message}", file=self._stream, flush=True)

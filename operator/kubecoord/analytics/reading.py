@@ -9,6 +9,14 @@ Guarantees:
 - a line that is not a valid schema-1 event never fails the job: it lands in the
   malformed table with its file, 1-based line number and the reason. Blank lines are
   ignored. A line without ``v`` is version 1 (the first emitters wrote none);
+- a line longer than ``max_line_bytes`` (default 1 MiB; events are a few hundred bytes)
+  is malformed, with its file, line and first 300 characters: the scan keeps its length
+  and those characters only, so it is never parsed, cached or shuffled. Not bounded: the
+  line reader itself holds the whole line while it reads it (Hadoop's own bound,
+  ``mapreduce.input.linerecordreader.line.maxlength``, skips such lines and cuts them
+  into pieces at split boundaries, which would lose their line numbers and those of the
+  lines after them), so one line needs about four times its size of executor memory
+  while it is read: a 64 MiB line is read with the default 1 GiB;
 - a file that cannot be read (a truncated or corrupt .gz, an I/O error) never fails the
   job: it is reported in the unreadable table (file, reason) and the other files are
   analysed. Its lines are not analysed at all (a prefix of a torn file is not trusted);
@@ -42,6 +50,9 @@ BYTES_PER_SHUFFLE_PARTITION = 128 * 2**20
 SPLIT_BYTES = 32 * 2**20
 SPARK_DEFAULT_SPLIT = ("134217728b", "134217728", "128m", "128MB")
 COMPRESSION = 8
+MAX_LINE_BYTES = 1 << 20
+"""Longer lines are malformed (``kubecoord analyze --max-line-bytes``)."""
+MIN_LINE_BYTES = 1024
 """How much larger than its .gz a JSON Lines log is, roughly (for sizing shuffles)."""
 ORDER = ("tu", "seq", "file", "line")
 """A total order of the events read: time (microseconds), the emitter's seq, then file and
@@ -118,8 +129,12 @@ def _hidden(path: object, root: object) -> bool:
     return any(part.startswith(("_", ".")) for part in relative.split("/") if part)
 
 
-def read_inputs(spark: SparkSession, patterns: Sequence[str], *, progress: Progress) -> Inputs:
+def read_inputs(
+    spark: SparkSession, patterns: Sequence[str], *, progress: Progress, max_line_bytes: int = MAX_LINE_BYTES,
+) -> Inputs:
     """Expand, read, validate and count: one scan (plus one per unreadable file found)."""
+    if max_line_bytes < MIN_LINE_BYTES:
+        raise InvalidArgumentError(f"the line bound must be at least {MIN_LINE_BYTES} bytes, got {max_line_bytes}")
     sizes = expand_inputs(spark, patterns)
     files = list(sizes)
     _size_shuffles(spark, text_bytes(sizes))
@@ -133,7 +148,7 @@ def read_inputs(spark: SparkSession, patterns: Sequence[str], *, progress: Progr
         # Sorted within each split (valid events first, by primitive and event) before
         # caching: every check filters by primitive (and some by event), and the cache's
         # per-batch statistics then let a scan skip the other primitives' batches unread.
-        lines = _parse(spark, readable).sortWithinPartitions(
+        lines = _parse(spark, readable, max_line_bytes).sortWithinPartitions(
             F.col("reason").isNotNull(), "primitive", "event").persist(StorageLevel.MEMORY_AND_DISK)
         try:
             splits = _per_split(lines)
@@ -188,36 +203,44 @@ def _size_shuffles(spark: SparkSession, input_bytes: int) -> None:
     spark.conf.set("spark.sql.shuffle.partitions", str(wanted))
 
 
-def _parse(spark: SparkSession, files: Sequence[str]) -> DataFrame:
+def _parse(spark: SparkSession, files: Sequence[str], max_line_bytes: int) -> DataFrame:
+    size = F.octet_length("value")
+    oversized = size > max_line_bytes
     raw = spark.read.text(list(files)).select(
         F.col("_metadata.file_path").alias("file"),
         F.col("_metadata.file_block_start").alias("block"),
         F.monotonically_increasing_id().alias("rid"),
-        "value",
+        # An oversized line goes no further than this projection: its length and head only.
+        F.when(oversized, F.format_string(f"line of %d bytes, longer than the bound ({max_line_bytes})", size)
+               ).alias("too_long"),
+        F.when(oversized, F.substring("value", 1, 300)).alias("head"),
+        F.when(~oversized, F.col("value")).alias("value"),
     )
     json_schema = T.StructType([T.StructField(name, T.StringType()) for name in (*FIELDS, _CORRUPT)])
     j = F.from_json("value", json_schema, {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"})
     blank = F.trim("value") == ""
-    parsed = raw.select("file", "block", "rid", "value", blank.alias("blank"),
+    parsed = raw.select("file", "block", "rid", "too_long", "head", "value", blank.alias("blank"),
                         F.when(~blank, j).alias("j")).select(
-        "file", "block", "rid", "value", "blank",
+        "file", "block", "rid", "too_long", "head", "value", "blank",
         *(F.col(f"j.{name}").alias(f"raw_{name}") for name in (*FIELDS, _CORRUPT)),
     )
     typed = parsed.select(
-        "file", "block", "rid", "value", "blank",
+        "file", "block", "rid", "too_long", "head", "value", "blank",
         *(F.col(f"raw_{name}") for name in (*FIELDS, _CORRUPT)),
         _try_cast("raw_ts", "timestamp").alias("ts"),
         _try_cast("raw_valid_until", "timestamp").alias("valid_until_ts"),
         _try_cast("raw_sent", "timestamp").alias("sent_ts"),
         *(_try_cast(f"raw_{name}", "bigint").alias(name) for name in ("v", "seq", "epoch", "version", "generation")),
     )
-    with_reason = typed.withColumn("reason", F.when(F.col("blank"), F.lit(_BLANK)).otherwise(_reason()))
+    with_reason = typed.withColumn("reason", F.when(F.col("too_long").isNotNull(), F.col("too_long")).when(
+        F.col("blank"), F.lit(_BLANK)).otherwise(_reason()))
     return with_reason.select(
         "file",
         "block",
         "rid",
         "reason",
-        F.when(F.col("reason").isNotNull() & ~F.col("blank"), F.substring("value", 1, 300)).alias("text"),
+        F.when(F.col("too_long").isNotNull(), F.col("head")).when(
+            F.col("reason").isNotNull() & ~F.col("blank"), F.substring("value", 1, 300)).alias("text"),
         F.unix_micros("ts").alias("tu"),
         "seq",
         *(F.col(f"raw_{name}").alias(name) for name in ("source", "process", "backend", "namespace", "primitive")),

@@ -1,0 +1,92 @@
+"""Lines longer than the bound (issue 23): counted malformed with their file and line, never
+parsed, and every later line of their file keeps its true number."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubecoord.analytics.pipeline import analyze
+from kubecoord.analytics.reading import MAX_LINE_BYTES
+from kubecoord.errors import InvalidArgumentError
+
+from .histories import Log, where
+
+BIG = 64 * 2**20
+
+
+def heartbeats(log: Log, start: int, count: int) -> list[int]:
+    return [log.group(float(start + i), "g", "joined" if start + i == 0 else "renewed", "m") for i in range(count)]
+
+
+def reasons(result: Any) -> list[tuple[str, int, str]]:
+    return sorted((r["file"], r["line"], r["reason"]) for r in result.tables["malformed_lines"].collect())
+
+
+@pytest.mark.timeout(300)
+def test_a_64_mib_line_is_malformed_with_its_file_and_line(spark: Any, tmp_path: Path) -> None:
+    log = Log(tmp_path / "p.jsonl", "p")
+    good = heartbeats(log, 0, 3)
+    big = log.raw('{"v":1,"ts":"2026-01-01T00:00:03Z","member":"' + "x" * (BIG - 60) + '"}')
+    torn = log.raw("torn {")
+    good += heartbeats(log, 3, 3)
+    log.write()
+    size = len(log.lines[big - 1])
+    assert size > MAX_LINE_BYTES
+
+    result = analyze(spark, [str(log.path)])
+    try:
+        assert reasons(result) == sorted([
+            (*where(log, big), f"line of {size} bytes, longer than the bound ({MAX_LINE_BYTES})"),
+            (*where(log, torn), "invalid JSON"),
+        ])
+        assert result.summary["inputs"]["malformed_lines"] == 2
+        assert result.summary["inputs"]["events"] == 6
+        assert sorted(r["line"] for r in result.events.select("line").collect()) == good
+        (example,) = [e for e in result.summary["inputs"]["malformed_examples"] if e["line"] == big]
+        assert example["text"].startswith('{"v":1,"ts":"2026-01-01T00:00:03Z","member":"xxx')
+        assert len(example["text"]) == 300
+    finally:
+        result.close()
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_lines_at_the_bound_across_splits_keep_every_line_number(
+    spark: Any, tmp_path: Path, small_splits: None, compressed: bool
+) -> None:
+    bound = 2048
+    log = Log(tmp_path / ("p.jsonl.gz" if compressed else "p.jsonl"), "p")
+    good = heartbeats(log, 0, 20)
+    kept = log.raw("k" * bound)  # at the bound: read (and invalid JSON)
+    oversized = [log.raw("s" * (bound + 1)), log.raw("t" * 9000)]  # over it, across splits
+    good += heartbeats(log, 20, 30)
+    oversized.append(log.raw("u" * 5000))
+    good += heartbeats(log, 50, 10)
+    oversized.append(log.raw("v" * (bound + 1)))  # the last line, without a newline after it
+    text = "\n".join(log.lines)
+    if compressed:
+        with gzip.open(log.path, "wt") as out:
+            out.write(text)
+    else:
+        log.path.write_text(text)
+
+    result = analyze(spark, [str(log.path)], max_line_bytes=bound)
+    try:
+        lengths = [len(log.lines[n - 1]) for n in oversized]
+        assert reasons(result) == sorted([
+            (*where(log, kept), "invalid JSON"),
+            *((*where(log, n), f"line of {length} bytes, longer than the bound ({bound})")
+              for n, length in zip(oversized, lengths, strict=True)),
+        ])
+        assert sorted(r["line"] for r in result.events.select("line").collect()) == good
+        assert result.summary["inputs"]["malformed_lines"] == 5
+    finally:
+        result.close()
+
+
+def test_a_bound_below_a_kibibyte_is_refused_before_reading(spark: Any, tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match="line bound"):
+        analyze(spark, [str(tmp_path / "nothing.jsonl")], max_line_bytes=100)
