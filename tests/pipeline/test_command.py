@@ -28,7 +28,11 @@ def test_injected_violations_are_found_and_gate_the_exit_status(
     manifest = generate(tmp_path / "logs", spec)
     out = tmp_path / "report"
 
-    status = main(["analyze", str(tmp_path / "logs" / "*.jsonl.gz"), "--out", str(out), "--quiet"])
+    faults = tmp_path / "faults.jsonl"  # a soak's record: drawn on the timelines, listed in the report
+    faults.write_text(json.dumps({"ts": 1_767_225_900.0, "kind": "sigstop_pause", "duration": 5.0, "what": "w1"}))
+
+    status = main(["analyze", str(tmp_path / "logs" / "*.jsonl.gz"), "--out", str(out), "--quiet",
+                   "--faults", str(faults)])
 
     assert status == 3
     summary = json.loads((out / "summary.json").read_text())
@@ -39,10 +43,12 @@ def test_injected_violations_are_found_and_gate_the_exit_status(
     assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(TABLES)
     assert spark.read.parquet(str(out / "tables" / "violations")).count() == len(VIOLATION_TYPES)
     html = (out / "report.html").read_text()
-    for plot in ("failover_gap_cdf.png", "leadership_timeline.png", "membership_churn.png"):
+    for plot in ("failover_gap_cdf.png", "leadership_timeline.png", "membership_churn.png", "overlaps.png",
+                 "rebalances.png"):
         assert f"src='{plot}'" in html
         assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "SAFETY VIOLATION" in html and "lost_update" in html
+    assert "<h2>Rebalances</h2>" in html and "<h2>Faults</h2>" in html and "sigstop_pause" in html
     golden.check("injected", golden.snapshot_output(spark, out, tmp_path / "logs"))
 
 

@@ -41,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-malformed", type=float, default=DEFAULT_MAX_MALFORMED, metavar="FRACTION",
                         help=f"largest share of malformed lines before exit {EXIT_MALFORMED} "
                              f"(default {DEFAULT_MAX_MALFORMED}, i.e. 1%%)")
+    parser.add_argument("--faults", action="append", default=[], metavar="FILE",
+                        help="a soak's faults.jsonl: its faults are drawn on the report's timelines (repeatable)")
     parser.add_argument("--max-line-bytes", type=int, default=1 << 20, metavar="BYTES",
                         help="longest valid line (default 1 MiB); a longer one counts as malformed, with its "
                              "file and line, and is never parsed")
@@ -65,11 +67,17 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
     from kubecoord.analytics import output
+    from kubecoord.analytics.faults import read_faults
     from kubecoord.analytics.pipeline import analyze
     from kubecoord.analytics.progress import Progress
     from kubecoord.analytics.reading import EmptyInputError, UnmatchedInputError
     from kubecoord.analytics.session import build_session, has_active_session
 
+    try:
+        faults = read_faults(args.faults)
+    except CoordinationError as exc:
+        print(f"kubecoord analyze: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     progress = Progress("kubecoord analyze", enabled=not args.quiet)
     progress.step("starting Spark")
     owned = not has_active_session()  # an embedding caller's session is not ours to stop
@@ -80,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         analysis = analyze(spark, args.logs, skew=args.skew_tolerance, progress=progress,
                            max_line_bytes=args.max_line_bytes)
+        analysis.faults = faults
         output.write(analysis, args.out, progress=progress, spark=spark)
     except EmptyInputError as exc:
         print(f"kubecoord analyze: empty input: {exc}", file=sys.stderr)

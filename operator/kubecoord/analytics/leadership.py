@@ -160,10 +160,16 @@ def overlaps(pairs: DataFrame) -> DataFrame:
 
 
 def overlap_windows(pairs: DataFrame) -> DataFrame:
-    """namespace, name, start, end (seconds) of every overlap found (for the timeline)."""
+    """namespace, name, start, end (seconds) of every overlap found, and the two holders'
+    terms: first_member/first_epoch/first_start/first_end (the earlier holder) and
+    second_member/... (for the report's plots)."""
     found = pairs.filter(F.col("overlap") > F.col("slack"))
     return found.select(*ELECTION, F.greatest("prev.start", "start").alias("start"),
-                        F.least("prev.end", "end").alias("end"))
+                        F.least("prev.end", "end").alias("end"),
+                        F.col("prev.member").alias("first_member"), F.col("prev.epoch").alias("first_epoch"),
+                        F.col("prev.start").alias("first_start"), F.col("prev.end").alias("first_end"),
+                        F.col("member").alias("second_member"), F.col("epoch").alias("second_epoch"),
+                        F.col("start").alias("second_start"), F.col("end").alias("second_end"))
 
 
 def epoch_regressions(events: DataFrame, skew: float) -> DataFrame:

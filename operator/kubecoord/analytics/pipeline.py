@@ -58,7 +58,10 @@ class Analysis:
     summary: dict[str, Any]
     events: DataFrame
     overlaps: DataFrame | None = None
-    """Overlap windows (namespace, name, start, end) for the timeline plot."""
+    """Overlap windows (namespace, name, start, end, and both holders' terms) for the report's plots."""
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    """Faults injected while the history was logged (a soak's faults.jsonl: ts, kind, duration,
+    what), drawn on the report's timelines; not analysed."""
     unpersist: list[DataFrame] = field(default_factory=list)
     """Persisted frames to release in close()."""
 

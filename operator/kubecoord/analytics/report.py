@@ -11,6 +11,14 @@ seconds and converted with an explicit UTC zone, never through the driver's loca
 - The timeline shows the elections with violations first (most first), then those with
   the longest gaps; overlaps are drawn in red across the lanes, and failovers shorter
   than a pixel are marked with ticks.
+- Each overlap (the longest OVERLAP_PLOTS) is drawn on its own: the two holders' terms as
+  two named bars (member and epoch), zoomed on the overlap, which is shaded.
+- Faults of a soak (Analysis.faults, ``--faults``) are drawn on every timeline as bands
+  coloured by category (kill, pause, partition, restart, deletion, clock), so a gap or a
+  violation can be read against the fault before it.
+- Rebalances: per group the generations, rebalance durations and units moved (a unit
+  whose previous holder was another member), with a plot over time.
+- Time bins fit the history: a bin width from 1 s to 1 day giving at most TIME_BINS bins.
 The tables and summary.json are never sampled.
 """
 
@@ -27,6 +35,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
@@ -37,15 +46,56 @@ TIMELINE_ELECTIONS = 6
 TIMELINE_TERMS = 400
 VIOLATION_ROWS = 100
 ELECTION_ROWS = 50
+OVERLAP_PLOTS = 6
+TIME_BINS = 60
+BIN_SECONDS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+REBALANCE_GROUPS = 6
+FAULT_COLOURS = {"kill": "tab:purple", "pause": "tab:orange", "partition": "tab:brown", "restart": "tab:gray",
+                 "deletion": "tab:olive", "clock": "tab:cyan", "other": "tab:pink"}
 
 
 def write(analysis: Analysis, out: Path) -> None:
+    rebalances = _rebalance_rows(analysis)
     plots = [
         _gap_cdf(analysis, out / "failover_gap_cdf.png"),
         _timelines(analysis, out / "leadership_timeline.png"),
+        _overlaps(analysis, out / "overlaps.png"),
         _churn(analysis, out / "membership_churn.png"),
+        _rebalances(analysis, rebalances, out / "rebalances.png"),
     ]
-    (out / "report.html").write_text(_html(analysis, [p for p in plots if p]), encoding="utf-8")
+    (out / "report.html").write_text(_html(analysis, [p for p in plots if p], rebalances), encoding="utf-8")
+
+
+def bin_seconds(span: float) -> int:
+    """The bin width for a history of ``span`` seconds: the smallest of BIN_SECONDS giving
+    at most TIME_BINS bins."""
+    return next((width for width in BIN_SECONDS if span / width <= TIME_BINS), BIN_SECONDS[-1])
+
+
+def _span(analysis: Analysis) -> tuple[float, float]:
+    inputs = analysis.summary["inputs"]
+    first, last = (dt.datetime.fromisoformat(inputs[k].replace("Z", "+00:00")).timestamp()
+                   for k in ("first_event", "last_event"))
+    return first, last
+
+
+def _draw_faults(ax: Any, faults: list[dict[str, Any]], lo: float, hi: float) -> set[str]:
+    """Bands for the faults between ``lo`` and ``hi`` (UNIX seconds); the categories drawn."""
+    drawn: set[str] = set()
+    for fault in faults:
+        start, end = fault["ts"], fault["ts"] + fault["duration"]
+        if end < lo or start > hi:
+            continue
+        end = max(end, start + (hi - lo) / 400)  # an instant fault: a thin band, still visible
+        ax.axvspan(_num(_utc(start)), _num(_utc(end)), color=FAULT_COLOURS[fault["category"]], alpha=0.35, lw=0)
+        drawn.add(fault["category"])
+    return drawn
+
+
+def _fault_legend(fig: Any, drawn: set[str]) -> None:
+    if drawn:
+        handles = [Patch(color=FAULT_COLOURS[c], alpha=0.35, label=f"fault: {c}") for c in sorted(drawn)]
+        fig.legend(handles=handles, loc="lower center", fontsize=7, ncol=len(handles), frameon=False)
 
 
 def _utc(seconds: float) -> dt.datetime:
@@ -103,6 +153,7 @@ def _timelines(analysis: Analysis, path: Path) -> str | None:
     )
     overlaps = analysis.overlaps.filter(chosen).collect() if analysis.overlaps is not None else []
     fig, axes = plt.subplots(len(elections), 1, figsize=(10, 1.4 + 1.5 * len(elections)), squeeze=False)
+    drawn: set[str] = set()
     for ax, (namespace, name, bad) in zip(axes[:, 0], elections, strict=True):
         rows = sorted((r for r in picked if (r["namespace"], r["name"]) == (namespace, name)),
                       key=lambda r: r["start"])
@@ -118,42 +169,154 @@ def _timelines(analysis: Analysis, path: Path) -> str | None:
         for window in (w for w in overlaps if (w["namespace"], w["name"]) == (namespace, name)):
             ax.axvspan(_num(_utc(window["start"])), _num(_utc(window["end"])),
                        color="red", alpha=0.5, lw=1.5, ec="red")
+        if rows:
+            drawn |= _draw_faults(ax, analysis.faults, min(r["start"] for r in rows), max(r["end"] for r in rows))
         ax.set_yticks(range(len(members)), members, fontsize=7)
         title = f"{namespace}/{name}" + (f" — {bad} VIOLATION(S), overlaps in red" if bad else "")
         ax.set_title(title, fontsize=9, loc="left", color="#b00" if bad else "black")
         ax.xaxis.set_major_formatter(_formatter("%m-%d %H:%M:%S"))
     axes[-1, 0].set_xlabel("time (UTC); green ticks: failovers under 1 s")
-    fig.suptitle("Leadership timeline (elections with violations first)")
+    fig.suptitle("Leadership timeline (elections with violations first, then the longest failover gaps)")
     fig.autofmt_xdate()
+    _fault_legend(fig, drawn)
+    return _save(fig, path)
+
+
+def _overlaps(analysis: Analysis, path: Path) -> str | None:
+    """The longest overlaps, each as the two holders' terms (named bars) with the overlap shaded."""
+    if analysis.overlaps is None:
+        return None
+    rows = analysis.overlaps.orderBy((F.col("end") - F.col("start")).desc(), "namespace", "name", "start").limit(
+        OVERLAP_PLOTS).collect()
+    if not rows:
+        return None
+    fig, axes = plt.subplots(len(rows), 1, figsize=(9, 0.6 + 1.6 * len(rows)), squeeze=False)
+    drawn: set[str] = set()
+    for ax, row in zip(axes[:, 0], rows, strict=True):
+        length = row["end"] - row["start"]
+        pad = max(3 * length, 2.0)
+        lo, hi = row["start"] - pad, row["end"] + pad
+        holders = [(row["second_member"], row["second_epoch"], row["second_start"], row["second_end"], "tab:green"),
+                   (row["first_member"], row["first_epoch"], row["first_start"], row["first_end"], "tab:blue")]
+        for lane, (member, epoch, start, end, colour) in enumerate(holders):
+            left, right = max(start, lo), min(max(end, start), hi)
+            ax.barh(lane, _num(_utc(right)) - _num(_utc(left)), left=_num(_utc(left)), height=0.5, color=colour)
+            edges = ("… " if start < lo else "") + f"{member} (epoch {epoch})" + (" …" if end > hi else "")
+            ax.text(_num(_utc(left)), lane + 0.32, edges, fontsize=8, va="bottom")
+        ax.axvspan(_num(_utc(row["start"])), _num(_utc(row["end"])), color="red", alpha=0.3, lw=0)
+        ax.text(_num(_utc(row["end"])), -0.45, f" {length:.3f} s of overlap", fontsize=8, color="#b00")
+        drawn |= _draw_faults(ax, analysis.faults, lo, hi)
+        ax.set_xlim(_num(_utc(lo)), _num(_utc(hi)))
+        ax.set_ylim(-0.6, 1.9)
+        ax.set_yticks([0, 1], [f"{holders[0][0]} (later)", f"{holders[1][0]} (earlier)"], fontsize=7)
+        ax.set_title(f"{row['namespace']}/{row['name']}", fontsize=9, loc="left", color="#b00")
+        ax.xaxis.set_major_formatter(_formatter("%H:%M:%S"))
+    axes[-1, 0].set_xlabel("time (UTC); the overlap shaded red")
+    fig.suptitle("Overlapping leadership: both holders' terms")
+    _fault_legend(fig, drawn)
     return _save(fig, path)
 
 
 def _churn(analysis: Analysis, path: Path) -> str | None:
-    rows = (
-        analysis.tables["membership_churn"].groupBy("hour").agg(
-            F.sum("joins").alias("joins"), F.sum("leaves").alias("leaves"), F.sum("expiries").alias("expiries")
-        ).select(F.unix_seconds("hour").alias("hour"), "joins", "leaves", "expiries").orderBy("hour").collect()
-    )
+    first, last = _span(analysis)
+    width = bin_seconds(last - first)
+    timeline = analysis.tables["membership_timeline"]
+    changes = timeline.select(F.col("start_ts").alias("ts"), F.lit("joins").alias("kind")).unionByName(
+        timeline.filter(F.col("end_reason").isin("left", "expired")).select(
+            F.col("end_ts").alias("ts"),
+            F.when(F.col("end_reason") == "left", "leaves").otherwise("expiries").alias("kind")))
+    binned = F.floor(F.unix_micros("ts") / F.lit(width * 1_000_000)) * width
+    rows = changes.groupBy(binned.alias("bin"), "kind").count().collect()
     if not rows:
         return None
-    hours = [_num(_utc(r["hour"])) for r in rows]
+    bins = sorted({int(r["bin"]) for r in rows})
+    counts = {(int(r["bin"]), r["kind"]): r["count"] for r in rows}
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    bottom = [0] * len(rows)
+    bottom = [0] * len(bins)
     for column in ("joins", "leaves", "expiries"):
-        values = [r[column] for r in rows]
-        ax.bar(hours, values, width=1 / 26, bottom=bottom, label=column, align="edge")
+        values = [counts.get((b, column), 0) for b in bins]
+        ax.bar([_num(_utc(b)) for b in bins], values, width=width / 86400 * 0.9, bottom=bottom, label=column,
+               align="edge")
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    ax.xaxis.set_major_formatter(_formatter("%m-%d %H:%M"))
-    ax.set_xlabel("hour (UTC)")
-    ax.set_ylabel("membership changes per hour")
-    ax.set_title("Group churn over time (all groups)")
-    ax.legend()
+    drawn = _draw_faults(ax, analysis.faults, first, last)
+    ax.xaxis.set_major_formatter(_formatter("%m-%d %H:%M" if width >= 60 else "%H:%M:%S"))
+    ax.set_xlabel("time (UTC)")
+    ax.set_ylabel(f"membership changes per {_duration(width)}")
+    ax.set_title(f"Group churn over time (all groups, {_duration(width)} bins)")
+    ax.legend(fontsize=8)
     fig.autofmt_xdate()
+    _fault_legend(fig, drawn)
+    return _save(fig, path)
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def _rebalance_rows(analysis: Analysis) -> list[dict[str, Any]]:
+    """One row per rebalance (group, generation): start, duration, members, units moved
+    (units whose holding of this generation follows another member's holding)."""
+    holdings = analysis.tables["unit_holdings"]
+    before = Window.partitionBy("namespace", "name", "unit").orderBy("start", "generation", "member")
+    previous = F.lag("member").over(before)
+    moved = holdings.select("namespace", "name", "generation",
+                            (previous.isNotNull() & (previous != F.col("member"))).cast("int").alias("moved"))
+    per_generation = moved.groupBy("namespace", "name", "generation").agg(
+        F.sum("moved").alias("units_moved"), F.count("*").alias("units_assigned"))
+    rows = analysis.tables["rebalances"].join(per_generation, ["namespace", "name", "generation"], "left").select(
+        "namespace", "name", "generation", F.unix_micros("started_ts").alias("started_us"), "duration", "members",
+        F.coalesce("units_moved", F.lit(0)).alias("units_moved"),
+        F.coalesce("units_assigned", F.lit(0)).alias("units_assigned"),
+    ).orderBy("namespace", "name", "generation").collect()
+    return [{**r.asDict(), "started": r["started_us"] / 1e6} for r in rows]
+
+
+def _rebalance_groups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["namespace"], row["name"]), []).append(row)
+    summary = []
+    for (namespace, name), found in sorted(groups.items()):
+        durations = sorted(r["duration"] for r in found)
+        summary.append({
+            "namespace": namespace, "name": name, "rebalances": len(found),
+            "generations": f"{found[0]['generation']} to {found[-1]['generation']}",
+            "duration_p50": durations[len(durations) // 2], "duration_max": durations[-1],
+            "units_moved": sum(r["units_moved"] for r in found),
+        })
+    return summary
+
+
+def _rebalances(analysis: Analysis, rows: list[dict[str, Any]], path: Path) -> str | None:
+    if not rows:
+        return None
+    groups = _rebalance_groups(rows)[:REBALANCE_GROUPS]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
+    for group in groups:
+        found = [r for r in rows if (r["namespace"], r["name"]) == (group["namespace"], group["name"])]
+        times = [_num(_utc(r["started"])) for r in found]
+        label = f"{group['namespace']}/{group['name']}"
+        top.plot(times, [max(r["duration"], 1e-3) for r in found], "o-", ms=3, lw=0.8, label=label)
+        bottom.plot(times, [r["units_moved"] for r in found], "s", ms=3, label=label)
+    first, last = min(r["started"] for r in rows), max(r["started"] + r["duration"] for r in rows)
+    drawn = _draw_faults(top, analysis.faults, first, last) | _draw_faults(bottom, analysis.faults, first, last)
+    top.set_yscale("log")
+    top.set_ylabel("duration (s, log)")
+    top.set_title("Rebalances: duration and units moved, per generation", fontsize=10)
+    top.legend(fontsize=7)
+    bottom.set_ylabel("units moved")
+    bottom.set_xlabel("rebalance start (UTC)")
+    bottom.xaxis.set_major_formatter(_formatter("%m-%d %H:%M:%S"))
+    fig.autofmt_xdate()
+    _fault_legend(fig, drawn)
     return _save(fig, path)
 
 
 def _save(fig: Any, path: Path) -> str:
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.05 if fig.legends else 0, 1, 1))  # room for the faults' legend below
     fig.savefig(path, dpi=80)
     plt.close(fig)
     return path.name
@@ -175,7 +338,7 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _html(analysis: Analysis, plots: list[str]) -> str:
+def _html(analysis: Analysis, plots: list[str], rebalances: list[dict[str, Any]]) -> str:
     s = analysis.summary
     found = s["violation_details"][:VIOLATION_ROWS]  # the first ones by time, already collected
     violation_rows = [
@@ -229,6 +392,15 @@ def _html(analysis: Analysis, plots: list[str]) -> str:
         "<h2>KV stores</h2>",
         _table([s["kv"]], ["stores", "keys", "operations", "conflicts", "conflict_rate"]),
         _table(top_conflicts, ["namespace", "name", "key", "operations", "conflicts", "conflict_rate"]),
+        "<h2>Rebalances</h2>",
+        f"<p>{s['rebalance']['rebalances']} rebalance(s) in {s['rebalance']['groups']} coordinated group(s); "
+        "units moved: units whose holder changed in that generation.</p>",
+        _table(_rebalance_groups(rebalances), ["namespace", "name", "rebalances", "generations", "duration_p50",
+                                              "duration_max", "units_moved"]),
+        _table(s["rebalance"]["duration_seconds"], ["group", "count", "p50", "p95", "p99", "max", "mean"]),
+        "<h2>Faults</h2>" if analysis.faults else "",
+        _table([{**f, "ts": _utc(f["ts"]).isoformat()} for f in analysis.faults[:200]],
+               ["ts", "kind", "category", "duration", "what"]) if analysis.faults else "",
         "<h2>Plots</h2>",
         *(f"<p><img src='{html.escape(p)}' alt='{html.escape(p)}'></p>" for p in plots),
         "<h2>Input problems</h2>",

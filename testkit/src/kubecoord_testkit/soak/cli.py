@@ -131,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
         )
     say("running the pipeline over every process's log")
     judged = verdict.analyze(
-        [args.out / name / "logs" for name in backends], args.out / "report", skew=args.skew_tolerance
+        [args.out / name / "logs" for name in backends], args.out / "report", skew=args.skew_tolerance,
+        faults=[args.out / name / "faults.jsonl" for name in backends],
     )
     figures = verdict.figures(judged.summary)
     crashed = {f"{name}/{w}": c for name, run in runs.items() for w, c in run["crashed_processes"].items()}

@@ -26,7 +26,11 @@ class Verdict:
         return {kind: int(count) for kind, count in (self.summary.get("violations") or {}).items() if count}
 
 
-def analyze(logs: list[Path], out: Path, *, skew: float, timeout: float = 1800) -> Verdict:
+def analyze(
+    logs: list[Path], out: Path, *, skew: float, timeout: float = 1800, faults: list[Path] | None = None
+) -> Verdict:
+    """``faults``: the soak's faults.jsonl files, drawn on the report's timelines."""
+    drawn = [x for path in faults or [] if path.exists() for x in ("--faults", str(path))]
     result = subprocess.run(
         [
             sys.executable,
@@ -39,6 +43,7 @@ def analyze(logs: list[Path], out: Path, *, skew: float, timeout: float = 1800) 
             "--skew-tolerance",
             str(skew),
             "--quiet",
+            *drawn,
         ],
         capture_output=True,
         text=True,
