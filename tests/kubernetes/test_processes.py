@@ -33,6 +33,9 @@ KILL_FAILOVERS = {"emulator": 12, "real": 6}
 failovers there, with kills landing at different moments of a term; 20 on the emulator."""
 CAS_ROUNDS = {"emulator": 25, "real": 15}
 TERM_ROUNDS = {"emulator": 3, "real": 2}
+START_BUDGET = 90.0
+"""Seconds a spawned candidate may take to nominate (Python's start and the client's imports
+took over 30 s at load 20-30); leadership deadlines count from then."""
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +56,11 @@ def children(cluster: Cluster, tmp_path: pathlib.Path, client_role: None) -> Ite
 
 def _wait_leader(cluster: Cluster, service: str, candidates: list[Child], *, other_than: str | None = None,
                  timeout: float = 30) -> Child:
+    """The candidate leading ``service`` within ``timeout`` s of every candidate running for it
+    (a process just spawned on a loaded machine may take tens of seconds to import and
+    nominate: START_BUDGET; one that exits first fails the wait at once)."""
+    for child in candidates:
+        child.wait_for(lambda line: line["event"] == "nominated", timeout=START_BUDGET)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         held = cluster.holder(service)
