@@ -111,20 +111,20 @@ def check_data(data: object, what: str = "data") -> str:
 
 def check_version(version: object) -> int | None:
     """An expected_version is None or a positive int."""
-    if version is None:
-        return None
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise InvalidArgumentError(f"expected_version must be None or an int >= 1, got {version!r}")
-    return version
+    return _optional_int(version, minimum=1, what="expected_version")
 
 
 def check_epoch(epoch: object) -> int | None:
     """A fencing epoch is None or an int >= 0 (a Lease's first holder has 0 transitions)."""
-    if epoch is None:
+    return _optional_int(epoch, minimum=0, what="fencing_epoch")
+
+
+def _optional_int(value: object, *, minimum: int, what: str) -> int | None:
+    if value is None:
         return None
-    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-        raise InvalidArgumentError(f"fencing_epoch must be None or an int >= 0, got {epoch!r}")
-    return epoch
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgumentError(f"{what} must be None or an int >= {minimum}, got {value!r}")
+    return value
 
 
 def check_seconds(value: object, what: str) -> float:

@@ -8,17 +8,14 @@ is not an error here: session.Session.cas resolves it with a SERIAL read first.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 import cassandra
 from cassandra import cluster as driver_cluster
 from cassandra import connection as driver_connection
 from cassandra import protocol as driver_protocol
 
+from kubecoord._core.translation import ErrorRow, Translator
 from kubecoord.errors import (
     BackendUnavailableError,
-    CoordinationError,
     InvalidArgumentError,
     PermissionDeniedError,
 )
@@ -33,7 +30,7 @@ UNKNOWN_OUTCOME: tuple[type[BaseException], ...] = (
 """What an LWT may raise after its proposal reached a replica: the write may or may not
 have been applied (Cassandra's CAS write timeout says so explicitly)."""
 
-_TABLE: list[tuple[type[BaseException], type[CoordinationError], str]] = [
+_TABLE: list[ErrorRow] = [
     (cassandra.AuthenticationFailed, PermissionDeniedError, "Cassandra authentication failed"),
     (cassandra.Unauthorized, PermissionDeniedError, "Cassandra refused the statement (unauthorized)"),
     (cassandra.Unavailable, BackendUnavailableError, "not enough Cassandra replicas alive"),
@@ -54,17 +51,6 @@ _TABLE: list[tuple[type[BaseException], type[CoordinationError], str]] = [
 ]
 
 
-def translate(exc: BaseException) -> CoordinationError:
-    """The kubecoord error for a driver exception (CoordinationError as a last resort)."""
-    for driver_class, ours, message in _TABLE:
-        if isinstance(exc, driver_class):
-            detail = f"{message}: {type(exc).__name__}"
-            if str(exc):
-                detail += f" ({str(exc)[:300]})"
-            return ours(detail)
-    return CoordinationError(f"unexpected Cassandra client error: {type(exc).__name__}: {exc}")
-
-
 DRIVER_ERRORS: tuple[type[BaseException], ...] = (
     cassandra.DriverException,
     cassandra.RequestExecutionException,
@@ -77,12 +63,6 @@ DRIVER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-@contextlib.contextmanager
-def translating() -> Iterator[None]:
-    """Re-raise driver exceptions as kubecoord errors."""
-    try:
-        yield
-    except CoordinationError:
-        raise
-    except DRIVER_ERRORS as exc:
-        raise translate(exc) from exc
+_TRANSLATOR = Translator(_TABLE, client="Cassandra", catch=DRIVER_ERRORS)
+translate = _TRANSLATOR.translate
+translating = _TRANSLATOR.translating

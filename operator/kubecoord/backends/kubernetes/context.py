@@ -60,6 +60,7 @@ class Watching:
 
     _resource: Resource
     _context: KubernetesContext
+    _closed: bool
 
     def _init_watching(self, context: KubernetesContext) -> None:
         self._context = context
@@ -75,6 +76,11 @@ class Watching:
 
     def _on_watching(self, informer: Informer) -> None:
         """Called once, when the informer has listed and is watching."""
+
+    def _listener_added(self, first: bool) -> None:
+        """A listener needs the watch: start it (a closed handle or a crashed coordinator does not)."""
+        if not self._closed and not self._context.crashed:
+            self._watching()
 
     def _watching(self) -> Informer:
         """The started informer (listing synchronously on first use: raises its errors)."""
@@ -100,7 +106,7 @@ class Watching:
             self._context.informers.release(informer)
 
 
-class WatchingHandle(HandleBase, Watching):
+class WatchingHandle(Watching, HandleBase):
     """A handle fed by one of the coordinator's shared informers, started on first use."""
 
     def __init__(self, context: KubernetesContext, name: str) -> None:

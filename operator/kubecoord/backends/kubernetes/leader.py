@@ -63,10 +63,6 @@ class KubeLeaderElection(Watching, LeaseElection):
     def _stopped(self) -> bool:
         return self._context.crashed
 
-    def _listener_added(self, first: bool) -> None:
-        if not self._closed and not self._context.crashed:
-            self._watching()
-
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:
         if self._closed:

@@ -324,10 +324,6 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         self._watching()
         return self._live()
 
-    def _listener_added(self, first: bool) -> None:
-        if not self._closed and not self._context.crashed:
-            self._watching()
-
     def close(self) -> None:
         if self._closed:
             return

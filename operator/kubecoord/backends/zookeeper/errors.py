@@ -13,13 +13,11 @@ ambiguity). Reads are retried; writes are not.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 from kazoo import exceptions as kz
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import RetryFailedError
 
+from kubecoord._core.translation import ErrorRow, Translator
 from kubecoord.errors import (
     BackendUnavailableError,
     ClosedError,
@@ -32,7 +30,7 @@ from kubecoord.errors import (
 )
 
 # Order matters: the first matching class wins (ConnectionClosedError is a SessionExpiredError).
-_TABLE: list[tuple[type[BaseException], type[CoordinationError], str]] = [
+_TABLE: list[ErrorRow] = [
     (kz.ConnectionClosedError, ClosedError, "the ZooKeeper client was closed"),
     (kz.ConnectionLoss, BackendUnavailableError, "connection to ZooKeeper lost"),
     (kz.SessionExpiredError, BackendUnavailableError, "ZooKeeper session expired"),
@@ -55,23 +53,6 @@ _TABLE: list[tuple[type[BaseException], type[CoordinationError], str]] = [
 ]
 
 
-def translate(exc: BaseException) -> CoordinationError:
-    """The kubecoord error for a kazoo exception (CoordinationError as a last resort)."""
-    for kazoo_class, ours, message in _TABLE:
-        if isinstance(exc, kazoo_class):
-            detail = f"{message}: {type(exc).__name__}"
-            if str(exc):
-                detail += f" ({exc})"
-            return ours(detail)
-    return CoordinationError(f"unexpected ZooKeeper client error: {type(exc).__name__}: {exc}")
-
-
-@contextlib.contextmanager
-def translating() -> Iterator[None]:
-    """Re-raise kazoo exceptions (and kazoo's timeout) as kubecoord errors."""
-    try:
-        yield
-    except CoordinationError:
-        raise
-    except (kz.KazooException, KazooTimeoutError) as exc:
-        raise translate(exc) from exc
+_TRANSLATOR = Translator(_TABLE, client="ZooKeeper", catch=(kz.KazooException, KazooTimeoutError))
+translate = _TRANSLATOR.translate
+translating = _TRANSLATOR.translating
