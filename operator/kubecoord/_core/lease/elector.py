@@ -256,7 +256,11 @@ class Elector:
         if self._clock.now() >= self._valid_until:
             self._lose("acquire answered after the renew deadline")
             return self._timings.retry_period
-        self._log_event(Event.ACQUIRED, epoch=transitions, valid_until=self._wall_of(self._valid_until))
+        # The epoch the store wrote, which may be above the one asked for: a store that keeps
+        # the epoch apart from the record (Cassandra's epoch row) knows better than a process
+        # that never saw it.
+        assert self._record is not None
+        self._log_event(Event.ACQUIRED, epoch=self._record.transitions, valid_until=self._wall_of(self._valid_until))
         self._metrics.leadership(self._backend, self.service, self.candidate, True)
         self._on_change(self, True)
         return self._timings.retry_period

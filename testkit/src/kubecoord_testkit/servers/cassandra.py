@@ -146,9 +146,10 @@ class Node:
     the ring delay, and at 100 ms a loaded seed answers too late ("Unable to gossip with
     any peers")."""
     unsafe_system: bool = True
-    """No durable writes for the system tables (faster start). A cluster's nodes keep them
-    durable: a node killed with -9 and restarted would come back without the schema
-    changes it took (INCOMPATIBLE_SCHEMA to its peers' reads)."""
+    """Speed over durability: no durable writes for the system tables, no fsync, a periodic
+    commit log. A cluster's nodes (and a restartable single node) are durable instead: a
+    node killed with -9 and restarted would come back without the schema changes it took
+    (INCOMPATIBLE_SCHEMA to its peers' reads) and without its last acknowledged writes."""
     process: subprocess.Popen[bytes] | None = None
     log_path: Path = field(init=False)
 
@@ -167,8 +168,11 @@ class Node:
             "allocate_tokens_for_local_replication_factor": None,
             "partitioner": "org.apache.cassandra.dht.Murmur3Partitioner",
             "endpoint_snitch": "SimpleSnitch",
-            "commitlog_sync": "periodic",
-            "commitlog_sync_period": "10000ms",
+            # A node that must survive kill -9 syncs its commit log before it acknowledges: with
+            # "periodic", a killed node replays only up to its last sync marker and forgets up
+            # to a period of acknowledged writes (a soak's single node lost fencing epochs so).
+            **({"commitlog_sync": "periodic", "commitlog_sync_period": "10000ms"} if self.unsafe_system
+               else {"commitlog_sync": "batch"}),
             "commitlog_segment_size": "8MiB",
             "data_file_directories": [str(self.root / "data")],
             "commitlog_directory": str(self.root / "commitlog"),
@@ -225,7 +229,7 @@ class Node:
             f"-Dcassandra.logdir={self.root}",
             f"-Dcassandra.storagedir={self.root}",
             "-Dcassandra-foreground=yes",
-            "-Dcassandra.skip_sync=true",
+            *(["-Dcassandra.skip_sync=true"] if self.unsafe_system else []),
             "-cp", classpath(), MAIN_CLASS,
         ]
         with open(self.log_path, "ab") as log:
@@ -277,9 +281,12 @@ class CassandraServer(ManagedServers):
         """Seconds from the first JVM's start to ready (measured by start())."""
 
     @classmethod
-    def single(cls, root: Path) -> CassandraServer:
+    def single(cls, root: Path, *, restartable: bool = False) -> CassandraServer:
+        """One node; ``restartable``: its system tables durable, so that it comes back from
+        kill -9 with its schema (a little slower to start)."""
         storage = free_port()
-        node = Node(root / "node1", "127.0.0.1", storage, free_port(), "127.0.0.1", "kubecoord-test")
+        node = Node(root / "node1", "127.0.0.1", storage, free_port(), "127.0.0.1", "kubecoord-test",
+                    unsafe_system=not restartable)
         return cls([node])
 
     @classmethod

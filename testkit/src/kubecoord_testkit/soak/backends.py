@@ -12,6 +12,10 @@ emulator               the API emulator (kubernetes://)            the emulator 
                                                                    start: objects kept)
 kubernetes             kube-apiserver + etcd (../shared/k8s,       kube-apiserver; etcd
                        kubecoord_testkit.servers.kubernetes)       (then the apiserver)
+cassandra              one Cassandra 5.0 node (Maven's jars,       the node (kill -9, start
+                       kubecoord_testkit.servers.cassandra)        again); the store's
+                                                                   partition deleted behind
+                                                                   the clients
 =====================  ==========================================  =======================
 
 Clients reach every server through a ThreadedFaultProxy, so a proxy fault hits all of
@@ -34,6 +38,8 @@ ZK_FOLLOWER_RESTART = "zookeeper_follower_restart"
 ZK_LEADER_RESTART = "zookeeper_leader_restart"
 ZK_DELETE_ELECTION = "zookeeper_delete_election"
 ZK_DELETE_STORE = "zookeeper_delete_store"
+CASSANDRA_RESTART = "cassandra_restart"
+CASSANDRA_DELETE_STORE = "cassandra_delete_store"
 EMULATOR_RESTART = "emulator_restart"
 APISERVER_RESTART = "apiserver_restart"
 ETCD_RESTART = "etcd_restart"
@@ -148,6 +154,55 @@ class ZooKeeperBackend(SoakBackend):
         from kubecoord_testkit.soak.deletions import delete_election_znode
 
         return delete_election_znode(self.ensemble.hosts, f"/{self.chroot}/elections/{self.election}", pick)
+
+
+class CassandraBackend(SoakBackend):
+    """One node (a cluster takes minutes to start here; tests/cassandra/test_cluster.py kills
+    a node of one). No deletion of the election's rows: a holder row deleted behind its
+    holder reads as released, and a follower may lead before the holder's renew deadline
+    has passed (the README's non-guarantees) — a fault the soak would only report."""
+
+    name = scheme = "cassandra"
+    lease = 4.0
+    extra_kinds = (CASSANDRA_RESTART, CASSANDRA_DELETE_STORE)
+
+    def start(self) -> None:
+        from kubecoord_testkit.servers.cassandra import CassandraServer
+
+        self.server = CassandraServer.single(self.workdir / "cassandra", restartable=True)
+        self.server.start()
+        node = self.server.nodes[0]
+        self.proxies.append(ThreadedFaultProxy((node.address, node.native_port)).start())
+        self.keyspace = f"soak_{self.seed}"
+
+    def stop(self) -> None:
+        super().stop()
+        self.server.stop()
+
+    @property
+    def url(self) -> str:
+        return f"cassandra://{self.proxies[0].address}/{self.keyspace}"
+
+    @property
+    def direct_url(self) -> str:
+        return f"cassandra://{self.server.hosts}/{self.keyspace}"
+
+    def options(self) -> dict[str, Any]:
+        return {"session_timeout": int(self.lease), "renew_deadline": 2.4, "retry_period": 0.5,
+                "poll_period": 0.25, "request_timeout": 2.0, "connect_timeout": 30.0}
+
+    def inject(self, kind: str, pick: int) -> str:
+        import kubecoord
+
+        if kind == CASSANDRA_DELETE_STORE:
+            with kubecoord.connect(self.direct_url, **self.direct_options()) as coordinator:
+                found = coordinator.purge("kv", self.store)  # type: ignore[attr-defined]
+            return f"store {self.store!r} deleted ({'it existed' if found else 'nothing there yet'})"
+        node = self.server.nodes[0]
+        node.kill()
+        time.sleep(1.0)
+        self.server.restart(node, timeout=180)
+        return f"the node on port {node.native_port} killed -9 and started again"
 
 
 class _KubernetesBase(SoakBackend):
@@ -307,6 +362,7 @@ def describe(options: dict[str, Any]) -> str:
 
 BACKENDS: dict[str, type[SoakBackend]] = {
     "zookeeper": ZooKeeperBackend,
+    "cassandra": CassandraBackend,
     "emulator": EmulatorBackend,
     "kubernetes": RealKubernetesBackend,
 }
