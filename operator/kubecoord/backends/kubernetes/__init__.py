@@ -31,6 +31,9 @@ watch_scope        "object"     "object": one watch per election, group and stor
 kv_shards          1            ConfigMaps a store is spread over when this client creates it
                                 without a KVStore resource (whose sizeLimit decides otherwise);
                                 recorded on the store, so the creator's count wins (wire/kv_shards.py)
+bind_resources     True         handles read the kubecoord.dev resource of their name for backend,
+                                timings and size limit (binding.py); False: the connect() options
+                                only, no request (the operator, which has the resources already)
 clock              monotonic    a kubecoord._internal.clock.Clock (tests)
 =================  ===========  ===========================================================
 
@@ -103,7 +106,10 @@ def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -
     max_value_bytes = options.pop("max_value_bytes", DEFAULT_MAX_VALUE_BYTES)
     kv_shards = check_shards(options.pop("kv_shards", 1))
     watch_scope = check_scope(options.pop("watch_scope", "object"))
+    bind_resources = options.pop("bind_resources", True)
     clock: Clock = options.pop("clock", None) or MonotonicClock()
+    if not isinstance(bind_resources, bool):
+        raise InvalidArgumentError(f"bind_resources must be True or False, got {bind_resources!r}")
     if options:
         raise InvalidArgumentError(f"kubernetes backend: unknown options {sorted(options)}")
     if url.path:
@@ -129,5 +135,6 @@ def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -
         timings=timings,
         max_value_bytes=max_value_bytes,
         kv_shards=kv_shards,
+        bind_resources=bind_resources,
     )
     return KubernetesCoordinator(context)

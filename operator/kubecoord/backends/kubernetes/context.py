@@ -27,6 +27,7 @@ class KubernetesContext:
     timings: Timings
     max_value_bytes: int
     kv_shards: int = 1
+    bind_resources: bool = True
     """Shards of a store this coordinator creates without a KVStore resource (wire/kv_shards.py)."""
     closed: bool = False
     crashed: bool = False

@@ -46,24 +46,30 @@ class KubernetesCoordinator(CoordinatorBase, ObjectCache):
     def _open_leader_election(self, service: str, **timings: Any) -> LeaderElection:
         """A LeaderElection on the Lease ``service``; timings (lease_duration, renew_deadline,
         retry_period) default to the coordinator's."""
-        bound = binding.lookup(self._context.client, binding.LEADER_ELECTIONS, service)  # binding.py
+        bound = self._lookup(binding.LEADER_ELECTIONS, service)  # binding.py
         if bound is not None and bound.backend != "kubernetes":
             return self._delegate(bound).leader_election(service)
         base = bound.election_timings(self._context.timings) if bound else self._context.timings
         return KubeLeaderElection(self._context, service, base.with_overrides(**timings), managed=bound is not None)
 
     def _open_group_membership(self, group: str) -> GroupMembership:
-        bound = binding.lookup(self._context.client, binding.GROUPS, group)
+        bound = self._lookup(binding.GROUPS, group)
         if bound is not None and bound.backend != "kubernetes":
             return self._delegate(bound).group_membership(group)
         timings = bound.group_timings(self._context.timings) if bound else self._context.timings
         return KubeGroupMembership(self._context, group, timings)
 
     def _open_storage(self, name: str) -> Storage:
-        bound = binding.lookup(self._context.client, binding.KV_STORES, name)
+        bound = self._lookup(binding.KV_STORES, name)
         if bound is not None and bound.backend != "kubernetes":
             return self._delegate(bound).storage(name)
         return KubeStorage(self._context, name, size_limit=bound.size_limit() if bound else None)
+
+    def _lookup(self, resource: Any, name: str) -> binding.Binding | None:
+        """The resource this handle binds to (binding.py), or None with bind_resources=False."""
+        if not self._context.bind_resources:
+            return None
+        return binding.lookup(self._context.client, resource, name)
 
     def observed(self, plural: str, name: str) -> dict[str, Any] | None:
         """The Lease or ConfigMap ``name`` as this coordinator's shared namespace watch last
@@ -94,7 +100,7 @@ class KubernetesCoordinator(CoordinatorBase, ObjectCache):
         return existing
 
     def _open_listener_registry(self, name: str) -> ListenerRegistry:
-        bound = binding.lookup(self._context.client, binding.KV_STORES, name)
+        bound = self._lookup(binding.KV_STORES, name)
         if bound is not None and bound.backend != "kubernetes":
             return self._delegate(bound).listener_registry(name)
         return KubeListenerRegistry(self._context, name)
