@@ -61,6 +61,14 @@ RESERVED_SUFFIX = "-gc"
 ``GROUP-gc``; the operator's CRDs reserve them too): a lock there would contend with a group."""
 
 
+def attempt_deadline(timeout: float | None) -> float | None:
+    """The monotonic deadline of an acquire() with ``timeout`` (None: wait for ever);
+    InvalidArgumentError for anything but None or a number >= 0."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
+        raise InvalidArgumentError(f"timeout must be None or a number >= 0, got {timeout!r}")
+    return None if timeout is None else time.monotonic() + timeout
+
+
 def check_lock_name(name: object, primitive: str = Primitive.LOCK) -> str:
     """A lock or semaphore name: a DNS-1123 label not ending in -gc."""
     checked = validation.check_name(name, f"{primitive} name")
@@ -114,9 +122,7 @@ class ElectionLock(Lock):
     def acquire(
         self, timeout: float | None = None, blocking: bool = True, *, cancel: threading.Event | None = None
     ) -> bool:
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
-            raise InvalidArgumentError(f"timeout must be None or a number >= 0, got {timeout!r}")
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = attempt_deadline(timeout)
         if not self._attempt.acquire(timeout=-1 if timeout is None else timeout):
             return False
         try:

@@ -32,7 +32,7 @@ from kubecoord import validation
 from kubecoord.api import Coordinator, LockHolder, Semaphore
 from kubecoord.errors import InvalidArgumentError, LockHeldError, LockNotHeldError
 from kubecoord.locking.identity import default_id
-from kubecoord.locking.lock import ElectionLock, check_lock_name
+from kubecoord.locking.lock import ElectionLock, attempt_deadline, check_lock_name
 from kubecoord.wire.events import Primitive
 
 MAX_LEASES = 100
@@ -78,9 +78,7 @@ class SlotSemaphore(Semaphore):
     def acquire(
         self, timeout: float | None = None, blocking: bool = True, *, cancel: threading.Event | None = None
     ) -> bool:
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
-            raise InvalidArgumentError(f"timeout must be None or a number >= 0, got {timeout!r}")
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = attempt_deadline(timeout)
         if not self._attempt.acquire(timeout=-1 if timeout is None else timeout):
             return False
         try:
