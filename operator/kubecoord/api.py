@@ -481,6 +481,12 @@ class Coordinator(_Closeable):
     """The coordination event log this coordinator writes (connect(history=...)); the base
     records nothing. Components built on the coordinator (the group coordinator) log here."""
 
+    @property
+    def namespace(self) -> str:
+        """The namespace its events name (the event log's ``namespace``): the Kubernetes
+        namespace on kubernetes://, "" where the backend has none to name."""
+        return ""
+
     @abc.abstractmethod
     def leader_election(self, service: str) -> LeaderElection:
         """A LeaderElection client for ``service`` (a DNS-1123 label)."""

@@ -11,6 +11,7 @@ protocol             backends      what it is for
 Purgeable            zookeeper,    delete everything one election, group or store left behind
                      cassandra     (the operator's finalizer: znodes and rows have no owner
                                    references)
+Crashable            every backend stop as kill -9 would, in process (kubecoord.testing.crash)
 ObjectCache          kubernetes    the Leases and ConfigMaps as the coordinator's shared watch
                                    last saw them, deleted ones included (the operator's drift
                                    checks and repairs without a request per object)
@@ -53,7 +54,17 @@ class ObjectCache(Protocol):
         ...
 
 
+@runtime_checkable
+class Crashable(Protocol):
+    """A coordinator that can stop as its process would on kill -9 (tests: kubecoord.testing.crash)."""
+
+    def simulate_crash(self) -> None:
+        """Stop without resigning, leaving or calling back: what it held expires as after a crash."""
+        ...
+
+
 FEATURES: dict[type, str] = {
+    Crashable: "simulated crashes (use a real process and kill -9)",
     Purgeable: "purging a primitive's backend objects (purge)",
     ObjectCache: "a watch cache of its Kubernetes objects (observed, last_state)",
 }

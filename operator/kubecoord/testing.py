@@ -14,15 +14,16 @@ from __future__ import annotations
 
 from kubecoord._internal.clock import ManualClock
 from kubecoord.api import Coordinator
+from kubecoord.capabilities import FEATURES, Crashable
 from kubecoord.errors import UnsupportedFeatureError
 
 
 def crash(coordinator: Coordinator) -> None:
-    """Simulate the death of the process holding ``coordinator`` (memory backend)."""
-    simulate = getattr(coordinator, "simulate_crash", None)
-    if simulate is None:
-        raise UnsupportedFeatureError(coordinator.backend, "simulated crashes (use a real process and kill -9)")
-    simulate()
+    """Simulate the death of the process holding ``coordinator``; UnsupportedFeatureError
+    for a backend that cannot (kubecoord.capabilities.Crashable)."""
+    if not isinstance(coordinator, Crashable):
+        raise UnsupportedFeatureError(coordinator.backend, FEATURES[Crashable])
+    coordinator.simulate_crash()
 
 
 __all__ = ["ManualClock", "crash"]

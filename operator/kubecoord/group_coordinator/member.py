@@ -98,7 +98,7 @@ class GroupMember(GroupCoordinatorHandle):
         # Rebalance events go to the coordinator's own log unless a target is given here.
         self._owns_events = history is not None
         self._events = (
-            open_event_log(history, backend=coordinator.backend, namespace=str(getattr(coordinator, "namespace", "")))
+            open_event_log(history, backend=coordinator.backend, namespace=coordinator.namespace)
             if history is not None
             else coordinator.events
         )
