@@ -77,9 +77,9 @@ demo: install
 SOAK_SECONDS ?= 1200
 SOAK_SEED ?= 1
 SOAK_BACKENDS ?= $(shell $(PY) -c 'from kubecoord_testkit.servers.kubernetes import find_binaries as f; f()' 2>/dev/null \
-	&& echo zookeeper,emulator,kubernetes || echo zookeeper,emulator)
+	&& echo zookeeper,emulator,kubernetes,cassandra || echo zookeeper,emulator,cassandra)
 SOAK_OUT ?= soak-out
-soak: install system-deps
+soak: install system-deps cassandra-jars
 	$(VENV)/bin/kubecoord-testkit soak --backend $(SOAK_BACKENDS) --duration $(SOAK_SECONDS) --seed $(SOAK_SEED) --out $(SOAK_OUT)
 
 bench: install system-deps
