@@ -92,6 +92,19 @@ class _Async:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
 
+    async def _listen(
+        self, add: Callable[..., object], remove: Callable[..., object], *args: Any
+    ) -> AsyncIterator[Any]:
+        """Values a listener hears, from the next change on: ``add(*args, listener)`` on a
+        worker thread (adding may start a watch), ``remove`` likewise once the consumer stops."""
+        bridge: _Bridge[Any] = _Bridge(asyncio.get_running_loop())
+        await self._run(add, *args, bridge)
+        try:
+            while True:
+                yield await bridge.queue.get()
+        finally:
+            await self._run(remove, *args, bridge)
+
 
 class AsyncCoordinator(_Async):
     """A Coordinator for asyncio; ``sync`` is the wrapped thread-safe coordinator."""
@@ -150,16 +163,10 @@ class AsyncLeaderElection(_Async):
         """Answered from local state (the renew deadline, the session state): no I/O."""
         return self.sync.is_leader(candidate_id)
 
-    async def watch(self) -> AsyncIterator[str | None]:
+    def watch(self) -> AsyncIterator[str | None]:
         """The leader id (or None) on every change, from the next change on; ends when the
         consumer stops iterating."""
-        bridge: _Bridge[str | None] = _Bridge(asyncio.get_running_loop())
-        self.sync.add_listener(bridge)
-        try:
-            while True:
-                yield await bridge.queue.get()
-        finally:
-            self.sync.remove_listener(bridge)
+        return self._listen(self.sync.add_listener, self.sync.remove_listener)
 
     async def run(
         self,
@@ -301,15 +308,9 @@ class AsyncGroupMembership(_Async):
     async def membership(self) -> dict[str, str]:
         return await self._run(self.sync.membership)
 
-    async def watch(self) -> AsyncIterator[set[str]]:
+    def watch(self) -> AsyncIterator[set[str]]:
         """The member ids after every change, from the next change on."""
-        bridge: _Bridge[set[str]] = _Bridge(asyncio.get_running_loop())
-        self.sync.add_listener(bridge)
-        try:
-            while True:
-                yield await bridge.queue.get()
-        finally:
-            self.sync.remove_listener(bridge)
+        return self._listen(self.sync.add_listener, self.sync.remove_listener)
 
     async def close(self) -> None:
         await self._run(self.sync.close)
@@ -351,25 +352,13 @@ class AsyncListenerRegistry(_Async):
         self.sync = registry
         self.name = registry.name
 
-    async def watch_value(self, key: str) -> AsyncIterator[str | None]:
+    def watch_value(self, key: str) -> AsyncIterator[str | None]:
         """The key's value (None once deleted) after every change, from the next change on."""
-        bridge: _Bridge[str | None] = _Bridge(asyncio.get_running_loop())
-        await self._run(self.sync.add_value_change_listener, key, bridge)
-        try:
-            while True:
-                yield await bridge.queue.get()
-        finally:
-            await self._run(self.sync.remove_value_change_listener, key, bridge)
+        return self._listen(self.sync.add_value_change_listener, self.sync.remove_value_change_listener, key)
 
-    async def watch_keys(self, namespace: str) -> AsyncIterator[set[str]]:
+    def watch_keys(self, namespace: str) -> AsyncIterator[set[str]]:
         """The namespace's child names after every change, from the next change on."""
-        bridge: _Bridge[set[str]] = _Bridge(asyncio.get_running_loop())
-        await self._run(self.sync.add_key_set_change_listener, namespace, bridge)
-        try:
-            while True:
-                yield await bridge.queue.get()
-        finally:
-            await self._run(self.sync.remove_key_set_change_listener, namespace, bridge)
+        return self._listen(self.sync.add_key_set_change_listener, self.sync.remove_key_set_change_listener, namespace)
 
     async def close(self) -> None:
         await self._run(self.sync.close)

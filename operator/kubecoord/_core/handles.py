@@ -31,7 +31,7 @@ from concurrent.futures import Future
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from kubecoord import metrics, validation
-from kubecoord._internal.dispatch import ListenerSet
+from kubecoord._internal.dispatch import Dispatcher, ListenerSet
 from kubecoord.api import (
     Coordinator,
     GroupCoordinatorHandle,
@@ -473,3 +473,43 @@ class CoordinatorBase(Coordinator):
 
     @abc.abstractmethod
     def _open_listener_registry(self, name: str) -> ListenerRegistry: ...
+
+
+class _SessionContext(Protocol):
+    closed: bool
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class SessionCoordinator(CoordinatorBase):
+    """A coordinator over one client session (a kazoo client, a Cassandra driver session):
+    its close() — group members leave while the session is open, then every handle closes,
+    newest first, then the session, the dispatcher and the event log — written once.
+
+    Concurrent close() calls close once: the first marks the context closed; the others
+    return (the group members' leaving runs outside the lock, as it makes requests)."""
+
+    context: _SessionContext
+    session: _Closable
+    dispatcher: Dispatcher
+
+    def __init__(self, handle_owner: Owner | None = None) -> None:
+        super().__init__(handle_owner=handle_owner)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            if self.context.closed:
+                return
+        self._close_group_members()  # while the session is open: they leave through it
+        with self._lock:
+            if self.context.closed:
+                return
+            self.context.closed = True
+        for handle in reversed(self._tracked()):
+            handle.close()
+        self.session.close()
+        self.dispatcher.close()
+        self.events.close()

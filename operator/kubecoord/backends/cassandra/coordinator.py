@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import itertools
 import re
-import threading
 from typing import Any
 
 from kubecoord import validation
-from kubecoord._core.handles import CoordinatorBase
+from kubecoord._core.handles import SessionCoordinator
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.cassandra import schema
@@ -43,8 +42,10 @@ def check_hosts(location: str) -> list[tuple[str, int]]:
     return hosts
 
 
-class CassandraCoordinator(CoordinatorBase, Purgeable):
+class CassandraCoordinator(SessionCoordinator, Purgeable):
     backend = "cassandra"
+    context: CassandraContext
+    session: Session
 
     def __init__(self, hosts: list[tuple[str, int]], keyspace: str, options: Options, events: EventLog) -> None:
         self.crashed = False
@@ -52,7 +53,6 @@ class CassandraCoordinator(CoordinatorBase, Purgeable):
         self.options = options
         self.events = events
         self.dispatcher = Dispatcher(f"cassandra-{next(_numbers)}")
-        self._lock = threading.Lock()
         try:
             self.session = Session(hosts, keyspace, options)
             try:
@@ -102,21 +102,6 @@ class CassandraCoordinator(CoordinatorBase, Purgeable):
 
     def check_open(self) -> None:
         self.context.check_open()
-
-    def close(self) -> None:
-        with self._lock:
-            if self.context.closed:
-                return
-        self._close_group_members()  # while the session is open: they leave through it
-        with self._lock:
-            if self.context.closed:
-                return
-            self.context.closed = True
-        for handle in reversed(self._tracked()):
-            handle.close()
-        self.session.close()
-        self.dispatcher.close()
-        self.events.close()
 
     def simulate_crash(self) -> None:
         """Stop as a process killed with -9 would: no resign, no leave, no callbacks. What it

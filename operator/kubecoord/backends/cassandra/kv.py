@@ -145,15 +145,20 @@ class CassandraStorage(StorageHandle):
             self._incarnation = existing.get("incarnation")
         raise CoordinationError(f"put of {key!r}: the store kept changing incarnation")
 
+    def _current(self, key: str, expected_version: int | None) -> Any:
+        """The key's row, checked against ``expected_version`` (a conflict is recorded)."""
+        current = self._read_row(key)
+        if current is None:
+            raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+        if expected_version is not None and current.version != expected_version:
+            self._record(Event.CONFLICT, key=key, version=expected_version)
+            raise VersionConflictError(f"key {key!r} is at version {current.version}, not {expected_version}")
+        return current
+
     def _update(self, key: str, data: str, expected_version: int | None) -> int:
         while True:
-            current = self._read_row(key)
-            if current is None:
-                raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+            current = self._current(key, expected_version)
             version = current.version
-            if expected_version is not None and version != expected_version:
-                self._record(Event.CONFLICT, key=key, version=expected_version)
-                raise VersionConflictError(f"key {key!r} is at version {version}, not {expected_version}")
             nonce = uuid.uuid4()
             result = self._session.cas(
                 _UPDATE, [data, version + 1, nonce, nonce, self.name, key, version],
@@ -173,13 +178,8 @@ class CassandraStorage(StorageHandle):
 
     def _delete(self, key: str, expected_version: int | None) -> None:
         while True:
-            current = self._read_row(key)
-            if current is None:
-                raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+            current = self._current(key, expected_version)
             version = current.version
-            if expected_version is not None and version != expected_version:
-                self._record(Event.CONFLICT, key=key, version=expected_version)
-                raise VersionConflictError(f"key {key!r} is at version {version}, not {expected_version}")
             marker = uuid.uuid4()
             result = self._session.cas(
                 _DELETE, [self.name, key, version, marker, self.name],

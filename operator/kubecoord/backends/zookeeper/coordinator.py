@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import itertools
 import re
-import threading
 from typing import Any
 
 from kubecoord import validation
-from kubecoord._core.handles import CoordinatorBase
+from kubecoord._core.handles import SessionCoordinator
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.zookeeper.context import ZooKeeperContext
@@ -38,8 +37,10 @@ def check_hosts(location: str) -> str:
     return ",".join(hosts)
 
 
-class ZooKeeperCoordinator(CoordinatorBase, Purgeable):
+class ZooKeeperCoordinator(SessionCoordinator, Purgeable):
     backend = "zookeeper"
+    context: ZooKeeperContext
+    session: Session
 
     def __init__(self, hosts: str, chroot: str, options: Options, events: EventLog) -> None:
         self.chroot = chroot
@@ -52,7 +53,6 @@ class ZooKeeperCoordinator(CoordinatorBase, Purgeable):
             session=self.session, dispatcher=self.dispatcher, events=events, chroot=chroot, options=options
         )
         super().__init__(handle_owner=self.context)
-        self._lock = threading.Lock()
         try:
             self.session.start()
         except BaseException:
@@ -104,21 +104,6 @@ class ZooKeeperCoordinator(CoordinatorBase, Purgeable):
     def client_id(self) -> tuple[int, bytes] | None:
         """(session id, password) of the current session: lets a test force its expiry."""
         return self.session.client.client_id  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        with self._lock:
-            if self.context.closed:
-                return
-        self._close_group_members()  # while the session is open: they leave through it
-        with self._lock:
-            if self.context.closed:
-                return
-            self.context.closed = True
-        for handle in reversed(self._tracked()):
-            handle.close()
-        self.session.close()
-        self.dispatcher.close()
-        self.events.close()
 
     def simulate_crash(self) -> None:
         """Stop as a process killed with -9 would: no resign, no leave, no callbacks.
