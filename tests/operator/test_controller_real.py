@@ -17,6 +17,7 @@ Each test failed before the status side became a controller (kubecoord.operator.
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import pathlib
@@ -405,8 +406,8 @@ def _operator_writes(real_api: RealApiServer, namespace: str) -> list[tuple[floa
             continue
         if event.get("verb") not in ("create", "update", "patch", "delete") or ref.get("resource") == "leases":
             continue  # the operator Lease itself is the election, not reconciliation
-        stamp = event["requestReceivedTimestamp"]
-        moment = time.mktime(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) + float("0." + stamp[20:26] or "0")
+        stamp = event["requestReceivedTimestamp"]  # UTC
+        moment = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) + float("0." + stamp[20:26] or "0")
         result.append((moment, agent))
     return result
 
@@ -446,10 +447,16 @@ def test_a_replica_that_lost_the_operator_lease_stops_writing_before_the_next_on
         time.sleep(3)
         assert first.process is not None
         first.process.send_signal(signal.SIGSTOP)  # a replica frozen past its lease (GC pause, a stalled node)
+        time.sleep(0.5)  # a renewal already on the wire lands
+        # The frozen replica's last renewal: by its own clock it may act until that plus its
+        # renew deadline (2 s), and not a moment later (kubecoord.operator.fencing).
+        renewed = api.leases.read_namespaced_lease("kubecoord-operator", namespace).spec.renew_time.timestamp()
         eventually(lambda: "leading: starting reconciliation" in second.text(), timeout=30, interval=0.2)
         time.sleep(3)
         first.process.send_signal(signal.SIGCONT)
+        resumed = time.monotonic()
         eventually(lambda: first.process is not None and first.process.poll() is not None, timeout=30, interval=0.2)
+        stopped_after = time.monotonic() - resumed
         time.sleep(3)
     finally:
         stop.set()
@@ -464,3 +471,10 @@ def test_a_replica_that_lost_the_operator_lease_stops_writing_before_the_next_on
             and moment >= by_second[0]]
     assert not late, f"the deposed replica wrote {len(late)} times after its successor began"
     assert "lost the operator lease" in first.text()
+    # Bounded: no write of the deposed replica after its renew deadline (audit time, the
+    # same machine's clock; 0.5 s for the request to reach the server), and it stopped
+    # reconciling and exited promptly once it could run again.
+    after_deadline = [moment - renewed for moment, agent in writes
+                      if agent.endswith("/replica-1") and moment > renewed + 2.0 + 0.5]
+    assert not after_deadline, f"writes {after_deadline} s after the deposed replica's last renewal"
+    assert stopped_after < 15, f"the deposed replica took {stopped_after:.1f} s to stop"

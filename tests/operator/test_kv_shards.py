@@ -46,9 +46,10 @@ def test_a_sharded_store_is_created_granted_by_name_and_usable_by_its_clients(
         "kubecoord.dev", "v1alpha1", NAMESPACE, "kvstores", name, {"spec": {"sizeLimit": "8Mi"}}
     )
 
-    def handled() -> bool:  # kopf records the spec it reconciled last
-        annotations = (resources.get("kvstores", name) or {}).get("metadata", {}).get("annotations") or {}
-        return "8Mi" in annotations.get("kubecoord.dev/last-handled-configuration", "")
+    def handled() -> bool:  # the status of the new generation is written after its spec is
+        body = resources.get("kvstores", name) or {}
+        generation = body.get("metadata", {}).get("generation")
+        return bool(generation and (body.get("status") or {}).get("observedGeneration") == generation)
 
     eventually(handled, timeout=30)
     zero = resources.core.read_namespaced_config_map(names[0], NAMESPACE)

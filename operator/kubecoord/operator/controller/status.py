@@ -52,10 +52,12 @@ from kubecoord.errors import CoordinationError
 from kubecoord.operator import backing, events, fencing, kubeapi, lease_grants, metrics, rbac
 from kubecoord.operator.conditions import set_condition
 from kubecoord.operator.connections import connections
+from kubecoord.operator.controller import spec as spec_writer
 from kubecoord.operator.controller.workqueue import ShutDown, WorkQueue
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
 from kubecoord.operator.model import BackendSpec
-from kubecoord.wire.crd import GROUP, KINDS, VERSION
+from kubecoord.operator.purge import purge
+from kubecoord.wire.crd import GROUP, KINDS, PLURALS, VERSION
 
 log = logging.getLogger("kubecoord.operator")
 
@@ -73,6 +75,9 @@ REPAIR_GRACE_SECONDS = 5.0
 """No repair this soon after the create/update handler wrote the backing objects: the
 watch may not show them yet, and a repair then would cost requests for nothing."""
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
+CLEANUP_SECONDS = 10.0
+"""One try at purging a deleted resource's objects off Kubernetes (ZooKeeper znodes)."""
+CLEANUP_RETRIES = 3
 
 MirrorFactory = Callable[[Coordinator, dict[str, Any], Callable[[], None]], Mirror]
 """(coordinator, resource body, wake) -> mirror; runs in a worker thread."""
@@ -171,7 +176,11 @@ class StatusController:
         """Deleted resources' final bodies until their clean-up ran."""
         self._handler_foreign: dict[Key, list[str]] = {}
         self._failed: dict[Key, str] = {}
-        """Why the create/update handler last failed (until it succeeds)."""
+        """Why writing the spec last failed (until it succeeds)."""
+        self._applied: dict[Key, dict[str, Any]] = {}
+        """The spec last written (controller.spec): a change's removed clients come from it."""
+        self._purges: dict[Key, int] = {}
+        """Failed purges of a deleted resource's backend objects (its finalizer's tries)."""
         self._ensured_at: dict[Key, float] = {}
         """When the create/update handler last wrote the backing objects (monotonic)."""
         self._tasks: list[asyncio.Task[None]] = []
@@ -196,23 +205,31 @@ class StatusController:
             self.bodies[key] = _trimmed(body)
         self.queue.add(key)
 
-    def mark_failed(self, key: Key, error: BaseException) -> None:
-        """The create/update handler failed (kopf retries it): report Ready=False, Reconciling."""
-        self._failed[key] = f"{type(error).__name__}: {error}"[:300]
-        self.queue.add(key)
-
-    def mark_reconciled(self, key: Key, generation: int | None, foreign: list[str] | None = None) -> None:
-        """The create/update handler wrote the backing objects and client access of
-        ``generation``; ``foreign``: same-named objects it found that are not the resource's."""
+    async def _write_spec(self, key: Key, body: dict[str, Any], generation: int | None) -> bool:
+        """Write what the spec asks for (controller.spec); False (and why, for the Ready
+        condition) when it failed: the caller retries the key with its backoff."""
+        kind = KINDS[key[0]]
+        spec = dict(body.get("spec") or {})
+        try:
+            written = await spec_writer.write(body, self._applied.get(key))
+        except Exception as error:  # refused writes, timeouts, NotLeading: retried with backoff
+            metrics.RECONCILES.labels(kind, "error").inc()
+            metrics.ERRORS.labels(kind, "reconcile").inc()
+            self._failed[key] = f"{type(error).__name__}: {error}"[:300]
+            log.warning("reconcile failed; will retry", extra={
+                "kind": kind, "resource": f"{key[1]}/{key[2]}", "error": self._failed[key]})
+            return False
+        metrics.RECONCILES.labels(kind, "ok").inc()
         self.reconciled[key] = generation
+        self._applied[key] = spec
         self._failed.pop(key, None)
         self._ensured_at[key] = time.monotonic()
-        self._handler_foreign[key] = list(foreign or [])
+        self._handler_foreign[key] = list(written.foreign)
         entry = self._entries.get(key)
         if entry is not None:
-            entry.foreign = list(foreign or [])
+            entry.foreign = list(written.foreign)
             entry.cached_once = False
-        self.queue.add(key)
+        return True
 
     # -- lifecycle ----------------------------------------------------------------------
     async def start(self) -> None:
@@ -314,11 +331,15 @@ class StatusController:
             self._entries[key] = entry
             metrics.MIRRORED.labels(kind).inc()
         reconciled = self.reconciled.get(key, -1) == generation
-        if not reconciled and key not in self._failed:
-            # The create/update handler has not finished: its completion (or its failure)
-            # enqueues the resource. No status before that, so the first one written on the
-            # happy path is the Ready one (one status write per created resource).
-            return None
+        if not reconciled:
+            # A create, a spec change or the first sight since the operator started: write
+            # the backing objects and client access first. No status before that, so the
+            # first one written on the happy path is the Ready one (one status write per
+            # created resource); a failure is reported (Ready=False, Reconciling) and retried.
+            reconciled = await self._write_spec(key, body, generation)
+            if key not in self.bodies:  # deleted meanwhile
+                await self._drop(key)
+                return None
         if entry.mirror is None:
             try:
                 entry.coordinator = await connections.acquire(entry.backend)
@@ -377,7 +398,7 @@ class StatusController:
                         extra={"kind": kind, "resource": name, "status_code": getattr(error, "status", None),
                                "error": str(error)[:500]})
                 again = -1.0
-        if not written:
+        if not written or not reconciled:
             return -1.0
         return again
 
@@ -450,18 +471,50 @@ class StatusController:
         return ensured.foreign
 
     async def _clean_up(self, final: dict[str, Any]) -> None:
-        """After a deletion: revoke the clients' RBAC first, then lift their confinement.
+        """After a deletion: revoke the clients' RBAC first, then lift their confinement;
+        off Kubernetes, purge the backend's objects and release the finalizer.
 
         The garbage collector would delete the Role and RoleBinding too, but in no order
         relative to the Lease grants; revoking here first closes the window in which a
         former Group client holds the namespace-wide Lease grant without its fence."""
         spec = final.get("spec") or {}
-        if spec.get("backend", "kubernetes") != "kubernetes" or not spec.get("clients"):
+        if not (self._running and fencing.allowed()):
             return
-        if self._running and fencing.allowed():
-            await rbac.revoke(final)
-            if final.get("kind") in lease_grants.KINDS:
-                await lease_grants.reconcile(final["metadata"]["namespace"])
+        if spec_writer.FINALIZER in ((final.get("metadata") or {}).get("finalizers") or []):
+            await self._purge(final)
+        if not spec_writer.on_kubernetes(spec) or not spec.get("clients"):
+            return
+        await rbac.revoke(final)
+        if final.get("kind") in lease_grants.KINDS:
+            await lease_grants.reconcile(final["metadata"]["namespace"])
+
+    async def _purge(self, final: dict[str, Any]) -> None:
+        """Purge a deleted resource's backend objects, bounded (CLEANUP_SECONDS a try,
+        CLEANUP_RETRIES tries: then the failure is logged and the finalizer removed anyway,
+        so a dead ensemble never blocks a deletion forever), then remove the finalizer. The
+        way out of a finalizer that must not wait:
+        ``kubectl patch KIND NAME --type=merge -p '{"metadata":{"finalizers":null}}'``."""
+        metadata = final["metadata"]
+        key = (PLURALS[final["kind"]], metadata["namespace"], metadata["name"])
+        backend = BackendSpec.from_spec(dict(final.get("spec") or {}), namespace=metadata["namespace"])
+        kind, resource = final["kind"], f"{metadata['namespace']}/{metadata['name']}"
+        try:
+            deleted = await asyncio.wait_for(purge(backend, kind, metadata["name"]), timeout=CLEANUP_SECONDS)
+        except Exception as error:
+            metrics.ERRORS.labels(kind, "delete").inc()
+            tries = self._purges[key] = self._purges.get(key, 0) + 1
+            last = tries >= CLEANUP_RETRIES
+            log.log(logging.ERROR if last else logging.INFO,
+                    "cleanup gave up: znodes may remain" if last else "cleanup failed; will retry",
+                    extra={"kind": kind, "resource": resource, "try": tries,
+                           "error": f"{type(error).__name__}: {error}"[:300]})
+            if not last:
+                raise kubeapi.ApiException(status=0, reason=f"purge failed: {error}") from error
+            deleted = 0
+        self._purges.pop(key, None)
+        await spec_writer.remove_finalizer(final)
+        metrics.forget(metadata["namespace"], metadata["name"])
+        log.info("cleaned up", extra={"kind": kind, "resource": resource, "deleted": deleted})
 
     def foreign(self, key: Key) -> list[str]:
         """Same-named backing objects the operator did not create (as the last check found)."""
@@ -490,6 +543,7 @@ class StatusController:
         entry = self._entries.pop(key, None)
         self.reconciled.pop(key, None)
         self._handler_foreign.pop(key, None)
+        self._applied.pop(key, None)
         self._ensured_at.pop(key, None)
         self._failed.pop(key, None)
         self.queue.discard(key)
@@ -517,7 +571,8 @@ async def _exists(key: Key, uid: str | None) -> bool:
     return bool(metadata.get("uid") == uid and not metadata.get("deletionTimestamp"))
 
 
-_KEPT_METADATA = ("name", "namespace", "uid", "generation", "resourceVersion", "deletionTimestamp", "labels")
+_KEPT_METADATA = ("name", "namespace", "uid", "generation", "resourceVersion", "deletionTimestamp", "labels",
+                  "finalizers")
 
 
 def _trimmed(body: dict[str, Any]) -> dict[str, Any]:

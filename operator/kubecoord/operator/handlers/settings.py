@@ -1,13 +1,18 @@
-"""Operator-wide kopf settings: where kopf keeps its own bookkeeping.
+"""Operator-wide kopf settings: kopf watches, the controller does the work.
 
-kopf's progress and last-handled state go to annotations under kubecoord.dev, not to
-``status.kopf``: the CRDs' status schema does not have that field and the API server
-would prune it. Events are posted with the operator's name as their source component.
+kopf runs no create/update/resume/delete handler here (the status controller writes
+what a spec asks for, kubecoord.operator.controller.spec), so it keeps no state on the
+objects: no progress or last-handled annotation, no finalizer of its own (the
+controller's, ``kubecoord.dev/cleanup``, is a different name, so kopf never removes it as
+"not needed"). Its diff base is not even built: kopf would deep-copy every body of every
+watch event to compute a diff nothing reads. Events are posted with the operator's name
+as their source component.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import kopf
@@ -17,15 +22,23 @@ from kubecoord.wire import object_names
 from kubecoord.wire.crd import GROUP
 
 
+class NoDiffBase(kopf.DiffBaseStorage):
+    """No essence, no stored copy: only event handlers are registered, nothing diffs."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None) -> Any:
+        return None
+
+    def fetch(self, *, body: kopf.Body) -> Any:
+        return None
+
+    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: Any) -> None:
+        return None
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    # spec.assignment is left out of the last-handled copy: it is immutable (CEL), so no
-    # diff ever needs it, and a Group's 4,096 unitNames of 128 characters would put the
-    # annotations over the API server's 256 KiB limit (the Group could never be handled).
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=GROUP, key="last-handled-configuration", ignored_fields=["spec.assignment"]
-    )
+    settings.persistence.diffbase_storage = NoDiffBase()
     settings.posting.level = logging.WARNING  # explicit Events only; handler logs stay logs
     settings.peering.standalone = True  # HA is kubecoord's own Lease election (kubecoord.operator.ha)
     settings.watching.server_timeout = 300
@@ -33,7 +46,9 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # carry the group label, so kopf never streams other applications' Leases (node
     # heartbeats, controllers' locks) into the operator.
     settings.watching.label_selectors["coordination.k8s.io", "leases"] = object_names.GROUP_LABEL
-    settings.persistence.finalizer = f"{GROUP}/cleanup"
+    # Not the controller's finalizer (controller.spec.FINALIZER): kopf removes its own
+    # finalizer from objects no handler of its needs, and none does.
+    settings.persistence.finalizer = f"{GROUP}/kopf-unused"
 
 
 @kopf.on.startup()

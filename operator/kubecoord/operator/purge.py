@@ -1,5 +1,6 @@
 """What a deleted resource leaves on a backend that Kubernetes cannot clean up (ZooKeeper,
-Cassandra): the finalizer's work (_resource.register's ``cleanup``).
+Cassandra): the finalizer's work (the status controller runs it, then removes the
+finalizer; kubecoord.operator.controller.spec).
 
 A Purgeable backend (kubecoord.capabilities) deletes the resource's objects, and for a
 Group its group coordinator's record and election too; on another backend a KVStore's
