@@ -190,14 +190,19 @@ def test_a_lease_deleted_while_the_operator_is_down_comes_back_with_its_holder(
     operator: Operator, api: Api, real_kubeconfig: pathlib.Path
 ) -> None:
     name = _unique("restart")
-    timings = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 1.0}
-    api.create("LeaderElection", name, {"leaseDurationSeconds": 15, "renewDeadlineSeconds": 10,
-                                        "retryPeriodSeconds": 1})
+    # The holder renews only every 40 s: the operator's re-creation comes before the
+    # holder's own next renewal. (With a renewal every second the holder put its Lease
+    # back itself before the restarted operator did, and the test passed on the code
+    # that re-created it holderless.)
+    timings = {"lease_duration": 60.0, "renew_deadline": 50.0, "retry_period": 40.0}
+    api.create("LeaderElection", name, {"leaseDurationSeconds": 60, "renewDeadlineSeconds": 50,
+                                        "retryPeriodSeconds": 40})
     eventually(lambda: api.ready("LeaderElection", name), timeout=60, interval=0.3)
     with _connect(real_kubeconfig, api.namespace, **timings) as a_side, \
             _connect(real_kubeconfig, api.namespace, **timings) as b_side:
         holder, follower = a_side.leader_election(name), b_side.leader_election(name)
         assert holder.nominate("pod-a")
+        nominated = time.monotonic()
         follower.nominate("pod-b")
         eventually(lambda: api.status("LeaderElection", name).get("leader") == "pod-a", timeout=30, interval=0.2)
         epoch = api.status("LeaderElection", name)["epoch"]
@@ -210,7 +215,9 @@ def test_a_lease_deleted_while_the_operator_is_down_comes_back_with_its_holder(
         finally:
             operator.start()
         both: list[float] = []
-        deadline = time.monotonic() + 25  # past the holder's renew deadline and a whole lease
+        # Past the holder's next renewal (40 s after it took the Lease), which a holderless
+        # re-creation would have given to the follower meanwhile.
+        deadline = max(time.monotonic() + 20, nominated + 45)
         while time.monotonic() < deadline:
             if holder.is_leader("pod-a") and follower.is_leader("pod-b"):
                 both.append(time.monotonic())
@@ -322,6 +329,41 @@ def test_removing_a_group_client_revokes_its_rbac_before_its_confinement(
     subjects = api.rbac.read_namespaced_role_binding(f"kubecoord-group-{name}", api.namespace).subjects
     assert [s.name for s in subjects] == ["stays"]
 
+
+
+@pytest.mark.timeout(240)
+def test_a_client_removed_while_the_operator_is_down_loses_its_rbac_before_its_confinement(
+    operator: Operator, api: Api, real_api: RealApiServer
+) -> None:
+    # The operator keeps no copy of the old spec on the object (no kopf last-handled
+    # annotation): after a restart the old clients are the RoleBinding's subjects.
+    name = _unique("revoke-down")
+    api.create("Group", name, {"clients": ["stays", "leaves"]})
+    eventually(lambda: api.ready("Group", name), timeout=60, interval=0.3)
+
+    def grants() -> set[str]:
+        try:
+            return set(api.core.read_namespaced_config_map("kubecoord-lease-grants", api.namespace).data or {})
+        except ApiException:
+            return set()
+
+    eventually(lambda: {"stays", "leaves"} <= grants(), timeout=30, interval=0.2)
+    operator.stop()
+    try:
+        patch = {"spec": {"clients": ["stays"]}}
+        api.custom.patch_namespaced_custom_object(GROUP, VERSION, api.namespace, "groups", name, patch)
+        mark = real_api.audit_mark()
+    finally:
+        operator.start()
+    eventually(lambda: "leaves" not in grants(), timeout=90, interval=0.2)
+    writes = [w for w in real_api.writes(since=mark) if w["namespace"] == api.namespace]
+    binding = [i for i, w in enumerate(writes)
+               if w["resource"] == "rolebindings" and w["name"] == f"kubecoord-group-{name}"]
+    lifted = [i for i, w in enumerate(writes)
+              if w["resource"] == "configmaps" and w["name"] == "kubecoord-lease-grants"]
+    assert binding and lifted and min(binding) < max(lifted), f"confinement lifted first: {writes}"
+    subjects = api.rbac.read_namespaced_role_binding(f"kubecoord-group-{name}", api.namespace).subjects
+    assert [s.name for s in subjects] == ["stays"]
 
 # -- group assignment ----------------------------------------------------------------------------
 def _member(coordinator: kubecoord.Coordinator, group: str, member_id: str) -> GroupMember:
