@@ -220,6 +220,8 @@ class StatusController:
                 "kind": kind, "resource": f"{key[1]}/{key[2]}", "error": self._failed[key]})
             return False
         metrics.RECONCILES.labels(kind, "ok").inc()
+        # One line per create or spec change (what kopf's "Handler succeeded" said before).
+        log.info("reconciled", extra={"object": f"{kind} {key[1]}/{key[2]}", "generation": generation})
         self.reconciled[key] = generation
         self._applied[key] = spec
         self._failed.pop(key, None)
