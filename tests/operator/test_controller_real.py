@@ -300,22 +300,29 @@ def test_no_resource_can_take_a_group_coordinators_names(operator: Operator, api
 
 
 # -- revoke order -------------------------------------------------------------------------------
+def _confined(api: Api) -> set[str]:
+    """The ServiceAccounts the namespace's Lease grants confine now."""
+    try:
+        return set(api.core.read_namespaced_config_map("kubecoord-lease-grants", api.namespace).data or {})
+    except ApiException:
+        return set()
+
+
+def _group_with_two_confined_clients(api: Api, prefix: str) -> str:
+    """A Ready Group with clients "stays" and "leaves", both confined; its name."""
+    name = _unique(prefix)
+    api.create("Group", name, {"clients": ["stays", "leaves"]})
+    eventually(lambda: api.ready("Group", name), timeout=60, interval=0.3)
+    eventually(lambda: {"stays", "leaves"} <= _confined(api), timeout=30, interval=0.2)
+    return name
+
+
 @pytest.mark.timeout(180)
 def test_removing_a_group_client_revokes_its_rbac_before_its_confinement(
     operator: Operator, api: Api, real_api: RealApiServer
 ) -> None:
-    name = _unique("revoke")
-    api.create("Group", name, {"clients": ["stays", "leaves"]})
-    eventually(lambda: api.ready("Group", name), timeout=60, interval=0.3)
-
-    def confined() -> set[str]:
-        try:
-            data = api.core.read_namespaced_config_map("kubecoord-lease-grants", api.namespace).data or {}
-        except ApiException:
-            return set()
-        return set(data)
-
-    eventually(lambda: {"stays", "leaves"} <= confined(), timeout=30, interval=0.2)
+    name = _group_with_two_confined_clients(api, "revoke")
+    confined = lambda: _confined(api)  # noqa: E731
     mark = real_api.audit_mark()
     patch = {"spec": {"clients": ["stays"]}}
     api.custom.patch_namespaced_custom_object(GROUP, VERSION, api.namespace, "groups", name, patch)
@@ -337,17 +344,8 @@ def test_a_client_removed_while_the_operator_is_down_loses_its_rbac_before_its_c
 ) -> None:
     # The operator keeps no copy of the old spec on the object (no kopf last-handled
     # annotation): after a restart the old clients are the RoleBinding's subjects.
-    name = _unique("revoke-down")
-    api.create("Group", name, {"clients": ["stays", "leaves"]})
-    eventually(lambda: api.ready("Group", name), timeout=60, interval=0.3)
-
-    def grants() -> set[str]:
-        try:
-            return set(api.core.read_namespaced_config_map("kubecoord-lease-grants", api.namespace).data or {})
-        except ApiException:
-            return set()
-
-    eventually(lambda: {"stays", "leaves"} <= grants(), timeout=30, interval=0.2)
+    name = _group_with_two_confined_clients(api, "revoke-down")
+    grants = lambda: _confined(api)  # noqa: E731
     operator.stop()
     try:
         patch = {"spec": {"clients": ["stays"]}}
