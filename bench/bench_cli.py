@@ -5,7 +5,10 @@ the target is 0.3 s, kubectl's order of magnitude.
 
 Each command runs RUNS times after one warm-up (the page cache holds the interpreter and
 the client libraries, as it does for a user who typed a command a minute ago); the
-figures are the median and the 90th percentile of the wall time, with the machine's load.
+figures are the median and the 90th percentile of the wall time, with the machine's load,
+and the API requests one run makes (the server's apiserver_request_total). The state
+commands read once (kubecoord.cli.snapshot: no kubernetes client, no watch); ``python -c
+pass`` is the floor any Python command pays on this machine at this load.
 
     .venv/bin/python bench/bench_cli.py [RUNS]
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 import time
@@ -22,7 +26,7 @@ import kubernetes
 
 import kubecoord
 from measure import load, pct
-from real_server import real_server
+from real_server import RequestCounter, real_server
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BIN = pathlib.Path(sys.executable).parent
@@ -30,16 +34,35 @@ NAMESPACE = "bench-cli"
 TARGET_SECONDS = 0.3
 
 
-def _time(argv: list[str], runs: int, env: dict[str, str]) -> tuple[list[float], int]:
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _background_rate(counter: RequestCounter, seconds: float = 6.0) -> float:
+    """Requests per second the bench's own clients make meanwhile (the leader renewing, the
+    member's heartbeat), subtracted from each command's count."""
+    before, started = counter.total(), time.perf_counter()
+    time.sleep(seconds)
+    return (counter.total() - before) / (time.perf_counter() - started)
+
+
+def _time(argv: list[str], runs: int, env: dict[str, str],
+          counter: RequestCounter, rate: float) -> tuple[list[float], list[float], int, float]:
+    """(wall times, CPU times, last exit status, API requests per run): CPU time (user +
+    system of the child) is what the command costs; wall time adds the machine's queue."""
     warm = subprocess.run(argv, capture_output=True, env=env, check=False, text=True)
     if warm.returncode:
         print(f"  ({' '.join(argv[:3])}...: exit {warm.returncode}: {warm.stderr.strip()[:200]})")
-    samples, status = [], 0
+    samples, cpu, status = [], [], 0
+    before, began = counter.total(), time.perf_counter()
     for _ in range(runs):
-        started = time.perf_counter()
+        started, cpu_before = time.perf_counter(), _cpu()
         status = subprocess.run(argv, capture_output=True, env=env, check=False).returncode
         samples.append(time.perf_counter() - started)
-    return samples, status
+        cpu.append(_cpu() - cpu_before)
+    background = rate * (time.perf_counter() - began)
+    return samples, cpu, status, max(0.0, counter.total() - before - background) / runs
 
 
 def _prepare(kubeconfig: pathlib.Path) -> None:
@@ -81,6 +104,9 @@ def main(argv: list[str]) -> int:
             cli = [str(BIN / "kubecoord")]
             state = ["--url", url]
             commands = [
+                ("kubectl get le", [str(kubectl), "get", "le", "-n", NAMESPACE]),
+                ("kubectl get lease bench-election", [str(kubectl), "get", "lease", "bench-election", "-n", NAMESPACE]),
+                ("python -c pass", [sys.executable, "-c", "pass"]),
                 ("kubecoord --help", [*cli, "--help"]),
                 ("kubecoord --version", [*cli, "--version"]),
                 ("kubecoord leader bench-election", [*cli, "leader", "bench-election", *state]),
@@ -88,16 +114,18 @@ def main(argv: list[str]) -> int:
                 ("kubecoord kv get topics orders/config", [*cli, "kv", "get", "topics", "orders/config", *state]),
                 ("kubecoord kv ls topics", [*cli, "kv", "ls", "topics", *state]),
                 ("kubecoord status", [*cli, "status", "-n", NAMESPACE]),
-                ("kubectl get le", [str(kubectl), "get", "le", "-n", NAMESPACE]),
-                ("kubectl get lease bench-election", [str(kubectl), "get", "lease", "bench-election", "-n", NAMESPACE]),
-                ("python -c pass", [sys.executable, "-c", "pass"]),
             ]
-            print(f"{'command':<42} {'median':>8} {'p90':>8}  exit  (runs {runs}, load {load()})")
-            slow = []
+            counter = RequestCounter(server)
+            rate = _background_rate(counter)
+            print(f"{'command':<42} {'median':>8} {'p90':>8} {'CPU':>7}  exit  requests  (runs {runs}, load {load()})")
+            slow, kubectl_median = [], 0.0
             for label, command in commands:
-                samples, status = _time(command, runs, env)
-                median, p90 = pct(samples, 50), pct(samples, 90)
-                print(f"{label:<42} {median * 1000:>6.0f}ms {p90 * 1000:>6.0f}ms  {status:>4}")
+                samples, cpu, status, requests = _time(command, runs, env, counter, rate)
+                median, p90, cpu_median = pct(samples, 50), pct(samples, 90), pct(cpu, 50)
+                kubectl_median = median if label == "kubectl get le" else kubectl_median
+                ratio = f"  {median / kubectl_median:.1f}x kubectl get le" if kubectl_median else ""
+                print(f"{label:<42} {median * 1000:>6.0f}ms {p90 * 1000:>6.0f}ms {cpu_median * 1000:>5.0f}ms"
+                      f"  {status:>4}  {requests:>8.1f}{ratio}")
                 if label.startswith("kubecoord") and median > TARGET_SECONDS:
                     slow.append(label)
             print(f"load after: {load()}")

@@ -6,28 +6,10 @@ errors. Everything not re-exported here is internal and may change without notic
 """
 
 import logging
+from typing import TYPE_CHECKING, Any
 
-from kubecoord.api import (
-    Coordinator,
-    GroupCoordinatorHandle,
-    GroupDescription,
-    GroupMembership,
-    GroupProtocol,
-    KeySetListener,
-    Leader,
-    LeaderElection,
-    LeaderListener,
-    LeadingCallback,
-    ListenerRegistry,
-    Lock,
-    LockHolder,
-    MembershipListener,
-    RebalanceProtocol,
-    Semaphore,
-    Storage,
-    ValueListener,
-    Versioned,
-)
+# Eager (cheap): the function ``connect`` must shadow the submodule of the same name,
+# which a lazy import would leave bound to ``kubecoord.connect``.
 from kubecoord.connect import BackendURL, connect, installed_backends
 from kubecoord.errors import (
     BackendUnavailableError,
@@ -50,6 +32,52 @@ from kubecoord.errors import (
     ValueTooLargeError,
     VersionConflictError,
 )
+
+if TYPE_CHECKING:  # for type checkers and the API reference; at run time see __getattr__
+    from kubecoord.api import (
+        Coordinator,
+        GroupCoordinatorHandle,
+        GroupDescription,
+        GroupMembership,
+        GroupProtocol,
+        KeySetListener,
+        Leader,
+        LeaderElection,
+        LeaderListener,
+        LeadingCallback,
+        ListenerRegistry,
+        Lock,
+        LockHolder,
+        MembershipListener,
+        RebalanceProtocol,
+        Semaphore,
+        Storage,
+        ValueListener,
+        Versioned,
+    )
+
+_LAZY = dict.fromkeys(
+    ["Coordinator", "GroupCoordinatorHandle", "GroupDescription", "GroupMembership", "GroupProtocol",
+     "KeySetListener", "Leader", "LeaderElection", "LeaderListener", "LeadingCallback", "ListenerRegistry",
+     "Lock", "LockHolder", "MembershipListener", "RebalanceProtocol", "Semaphore", "Storage",
+     "ValueListener", "Versioned"],
+    "kubecoord.api",
+)
+"""Public names imported on first use (PEP 562): ``import kubecoord.cli`` or
+``kubecoord.wire`` must not pay for the interface's imports (~0.1 s of the command line's
+start-up); ``kubecoord.connect(...)`` and ``from kubecoord import Storage`` work as before."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kubecoord' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
 
 # A library stays silent unless the application configures logging.
 logging.getLogger("kubecoord").addHandler(logging.NullHandler())

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from kubecoord.backends.kubernetes.keys import (
+from kubecoord.wire.kv_entries import (
     CONFIGMAP_KEY,
     MAX_CONFIGMAP_KEY,
     Entry,

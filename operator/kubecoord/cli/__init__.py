@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kubecoord.cli import exits
 
@@ -51,10 +53,45 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "status": ("kubecoord.cli.status", "every LeaderElection, Group and KVStore of a namespace, with health"),
     "operator": ("kubecoord.operator.cli", "run the operator (kopf) for the kubecoord.dev CRDs"),
     "analyze": ("kubecoord.analytics.cli", "analyze coordination event logs with PySpark; exit 3 on safety violations"),
+    "completion": ("kubecoord.cli.completion", "print a bash or zsh completion script (kubecoord completion bash)"),
 }
 
 QUIET_COMMANDS = frozenset({"leader", "members", "kv", "watch", "status", "group"})
 """Commands whose own output says what failed: the clients' warnings would only repeat it."""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's, sized to the terminal without importing shutil: argparse imports it for
+    every parser it builds (tens of milliseconds of every command's start-up)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        if width is None:
+            width = _columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's, with HelpFormatter by default: its subcommands' parsers (and theirs,
+    such as ``kv get``) are made of this class too."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(**kwargs)
+
+
+def _columns() -> int:
+    """shutil.get_terminal_size()'s answer: $COLUMNS, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 0
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 @dataclass(frozen=True)
@@ -83,14 +120,13 @@ class CommandLine:
         imported: the top-level help lists the subcommands from ``subcommands``, and an
         installation without the optional extras still answers.
         """
-        parser = argparse.ArgumentParser(
+        parser = ArgumentParser(
             prog=self.prog,
             description=self.description,
             epilog=self.epilog,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        parser.add_argument("--version", action="version", version=f"{self.prog} {_version(self.distribution)}",
-                            help="print the installed version and exit")
+        parser.add_argument("--version", action=_version_action(self.prog, self.distribution), nargs=0,
+                            default=argparse.SUPPRESS, help="print the installed version and exit")
         parser.add_argument(
             "--log-level", help="DEBUG, INFO, WARNING, ERROR (default: ERROR for the state commands, else WARNING)"
         )
@@ -102,7 +138,6 @@ class CommandLine:
                 module = importlib.import_module(module_name)
                 description = (module.__doc__ or help_text).strip().replace("``", "")
                 sub_parser.description = description
-                sub_parser.formatter_class = argparse.RawDescriptionHelpFormatter
                 module.add_arguments(sub_parser)
                 sub_parser.set_defaults(_run=module.run)
         return parser
@@ -152,6 +187,19 @@ class CommandLine:
             if level.upper() == "DEBUG":
                 raise
             return exits.report(args.command, error, prog=self.prog)
+
+
+def _version_action(prog: str, distribution: str) -> type[argparse.Action]:
+    """argparse's "version" action, asking importlib.metadata only when --version is given
+    (tens of milliseconds every command would pay otherwise)."""
+
+    class _Version(argparse.Action):
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                     option_string: str | None = None) -> None:
+            print(f"{prog} {_version(distribution)}")  # on stdout, as argparse's own action
+            parser.exit()
+
+    return _Version
 
 
 def _version(distribution: str) -> str:

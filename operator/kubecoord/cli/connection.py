@@ -4,18 +4,27 @@ Order: ``--url`` (or ``-n NAMESPACE``, short for ``kubernetes://NAMESPACE``), el
 $KUBECOORD_URL, else ``kubernetes://`` (the kubeconfig context's namespace, as kubectl
 does). ``memory://`` is refused: that backend lives inside one process, and the command
 is another process.
+
+Two ways to read: on kubernetes:// the state commands read once through kubeapi.py
+(``one_shot``: a few GETs, no kubernetes client, no watch); everything else — writes,
+``watch``, other backends, names whose resource keeps its data in another backend — opens
+the backend through kubecoord.connect() (``open_coordinator``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-import kubecoord
-from kubecoord.api import Coordinator
 from kubecoord.cli.exits import UsageError
 from kubecoord.connect import BackendURL, parse_url
+
+if TYPE_CHECKING:
+    from kubecoord.api import Coordinator
+    from kubecoord.cli.kubeapi import KubeApi
 
 ENV_URL = "KUBECOORD_URL"
 DEFAULT_URL = "kubernetes://"
@@ -59,9 +68,13 @@ def resolve_url(args: argparse.Namespace) -> BackendURL:
     return url
 
 
-def backend_options(url: BackendURL, args: argparse.Namespace) -> dict[str, Any]:
+def _check_timeout(args: argparse.Namespace) -> None:
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, not {args.timeout:g}")
+
+
+def backend_options(url: BackendURL, args: argparse.Namespace) -> dict[str, Any]:
+    _check_timeout(args)
     if url.scheme == "kubernetes":
         options: dict[str, Any] = {"request_timeout": args.timeout}
         if args.kubeconfig:
@@ -76,8 +89,19 @@ def backend_options(url: BackendURL, args: argparse.Namespace) -> dict[str, Any]
 
 def open_coordinator(args: argparse.Namespace) -> Coordinator:
     """Connect as the options say; the caller closes it (use it as a context manager)."""
+    import kubecoord  # the interface and the backend: only on the full path
+
     url = resolve_url(args)
     return kubecoord.connect(url.raw, **backend_options(url, args))
+
+
+def open_api(args: argparse.Namespace, url: BackendURL) -> KubeApi:
+    """The one-shot reader of kubernetes:// ``url`` (kubeapi.py); the caller closes it."""
+    _check_timeout(args)
+    from kubecoord.cli.kubeapi import KubeApi, load_credentials
+
+    credentials = load_credentials(url.location, kubeconfig=args.kubeconfig, context=args.context)
+    return KubeApi(credentials, timeout=args.timeout)
 
 
 def check_declared(args: argparse.Namespace, plural: str, name: str, *, lease: bool = False,
@@ -88,7 +112,24 @@ def check_declared(args: argparse.Namespace, plural: str, name: str, *, lease: b
     url = resolve_url(args)
     if url.scheme != "kubernetes":
         return
-    from kubecoord.cli.resources import ResourceReader  # the kubernetes client, only here
+    from kubecoord.cli.resources import ResourceReader
 
-    reader = ResourceReader(url.location, kubeconfig=args.kubeconfig, context=args.context, timeout=args.timeout)
-    reader.check_declared(plural, name, lease=lease, create=create)
+    with open_api(args, url) as api:
+        ResourceReader(api).check_declared(plural, name, lease=lease, create=create)
+
+
+@contextlib.contextmanager
+def one_shot(args: argparse.Namespace, plural: str, name: str, *, lease: bool = False) -> Iterator[KubeApi | None]:
+    """For a state command: on kubernetes:// check ``name`` as check_declared() does and
+    yield the reader when the data lives in Kubernetes objects (read them with snapshot.py);
+    yield None when the command must open the backend instead (another scheme, or a
+    resource whose spec.backend is another: binding.py decides there, as for applications)."""
+    url = resolve_url(args)
+    if url.scheme != "kubernetes":
+        yield None
+        return
+    from kubecoord.cli.resources import ResourceReader, stored_in_kubernetes
+
+    with open_api(args, url) as api:
+        resource = ResourceReader(api).check_declared(plural, name, lease=lease)
+        yield api if stored_in_kubernetes(resource) else None

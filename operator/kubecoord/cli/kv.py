@@ -7,7 +7,8 @@ print the key's new version; ``--expected-version`` makes update and delete cond
 STORE, KEY and PREFIX are checked before anything is sent (exit 2). On kubernetes://,
 with the CRDs installed, a STORE that no KVStore declares is exit 4 with the declared
 names that look alike — a typo never creates a store; ``put --create`` writes to an
-undeclared store on purpose.
+undeclared store on purpose. get and ls on kubernetes:// read the store's ConfigMaps once
+(connection.one_shot), without the kubernetes client.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubecoord.cli import views
-from kubecoord.cli.connection import add_connection_arguments, check_declared, open_coordinator
+from kubecoord.cli import snapshot, views
+from kubecoord.cli.connection import add_connection_arguments, check_declared, one_shot, open_coordinator
 from kubecoord.cli.exits import NotFoundError
 from kubecoord.cli.output import add_output_argument, show
 from kubecoord.validation import check_key, check_name, check_namespace
@@ -75,27 +76,37 @@ def _check(args: argparse.Namespace) -> None:
         check_key(args.key)
 
 
+def _read(args: argparse.Namespace, storage: views.StoreLike) -> int:
+    """kv get or kv ls, from a handle or a one-shot snapshot (the same output either way)."""
+    if args.action == "get":
+        versioned = storage.fetch_versioned(args.key).result(args.timeout)
+        if versioned is None:
+            raise NotFoundError(f"no key {args.key!r} in store {args.store!r}")
+        document = {"store": args.store, "key": args.key, "value": versioned.value, "version": versioned.version}
+        if args.output == "value":
+            sys.stdout.write(versioned.value + ("" if versioned.value.endswith("\n") else "\n"))
+        else:
+            rows = [[args.key, versioned.version, versioned.value]]
+            show(args.output, document, (["KEY", "VERSION", "VALUE"], rows), names=[args.key])
+        return 0
+    listing = views.keys(storage, args.key, recursive=args.recursive, timeout=args.timeout)
+    empty = f"no keys under {args.key or 'the top level'!r} in store {args.store!r}"
+    names = [str(entry.get("key")) for entry in listing.get("keys", [])]
+    show(args.output, listing, views.keys_table(listing), empty=empty, names=names)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     _check(args)
+    if args.action in ("get", "ls"):
+        with one_shot(args, "kvstores", args.store) as api:
+            if api is not None:  # kubernetes://: the shards read once, no kubernetes client
+                key = args.key if args.action == "get" else None
+                return _read(args, snapshot.store(api, args.store, key=key))
+        with open_coordinator(args) as coord, coord.storage(args.store) as storage:
+            return _read(args, storage)
     check_declared(args, "kvstores", args.store, create=getattr(args, "create", False))
     with open_coordinator(args) as coord, coord.storage(args.store) as storage:
-        if args.action == "get":
-            versioned = storage.fetch_versioned(args.key).result(args.timeout)
-            if versioned is None:
-                raise NotFoundError(f"no key {args.key!r} in store {args.store!r}")
-            document = {"store": args.store, "key": args.key, "value": versioned.value, "version": versioned.version}
-            if args.output == "value":
-                sys.stdout.write(versioned.value + ("" if versioned.value.endswith("\n") else "\n"))
-            else:
-                rows = [[args.key, versioned.version, versioned.value]]
-                show(args.output, document, (["KEY", "VERSION", "VALUE"], rows), names=[args.key])
-            return 0
-        if args.action == "ls":
-            listing = views.keys(storage, args.key, recursive=args.recursive, timeout=args.timeout)
-            empty = f"no keys under {args.key or 'the top level'!r} in store {args.store!r}"
-            names = [str(entry.get("key")) for entry in listing.get("keys", [])]
-            show(args.output, listing, views.keys_table(listing), empty=empty, names=names)
-            return 0
         if args.action == "put":
             version: int | None = storage.put(args.key, _value(args.value))
             verb = "created"

@@ -2,15 +2,16 @@
 
 Exit 0 whether or not someone leads (the table says <none>, JSON says null), once the
 election exists; on kubernetes:// a missing namespace, or a NAME that neither a
-LeaderElection nor a Lease declares, is exit 4 (not found).
+LeaderElection nor a Lease declares, is exit 4 (not found). On kubernetes:// it reads the
+Lease once (connection.one_shot), without the kubernetes client.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from kubecoord.cli import views
-from kubecoord.cli.connection import add_connection_arguments, check_declared, open_coordinator
+from kubecoord.cli import snapshot, views
+from kubecoord.cli.connection import add_connection_arguments, one_shot, open_coordinator
 from kubecoord.cli.output import add_output_argument, show
 from kubecoord.validation import check_name
 
@@ -23,8 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_name(args.name, "election name")  # before any request: exit 2, nothing sent
-    check_declared(args, "leaderelections", args.name, lease=True)
-    with open_coordinator(args) as coord, coord.leader_election(args.name) as election:
-        document = views.leader(election)
+    with one_shot(args, "leaderelections", args.name, lease=True) as api:
+        if api is not None:
+            document = views.leader(snapshot.election(api, args.name))
+    if api is None:
+        with open_coordinator(args) as coord, coord.leader_election(args.name) as election:
+            document = views.leader(election)
     show(args.output, document, views.leader_table(document), names=[document["leader"]] if document["leader"] else [])
     return 0

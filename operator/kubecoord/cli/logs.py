@@ -27,8 +27,6 @@ import re
 import sys
 from typing import Any
 
-from pythonjsonlogger.json import JsonFormatter
-
 EXPECTED_KOPF_WARNINGS = frozenset({
     # kubecoord runs kopf in a thread of its own and handles SIGTERM itself (operator/ha.py).
     "OS signals are ignored: running not in the main thread.",
@@ -49,12 +47,38 @@ def _rfc3339(created: float) -> str:
     return dt.datetime.fromtimestamp(created, dt.UTC).isoformat(timespec="milliseconds")
 
 
-class _JsonFormatter(JsonFormatter):
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        return _rfc3339(record.created)
+def _json_formatter() -> logging.Formatter:
+    from pythonjsonlogger.json import JsonFormatter
 
-    def formatException(self, ei: Any) -> str:
-        return without_headers(str(super().formatException(ei)))
+    class _JsonFormatter(JsonFormatter):
+        def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+            return _rfc3339(record.created)
+
+        def formatException(self, ei: Any) -> str:
+            return without_headers(str(super().formatException(ei)))
+
+    return _JsonFormatter(
+        "{asctime}{levelname}{name}{message}",
+        style="{",
+        rename_fields={"levelname": "level", "asctime": "time"},
+        # str() rather than the library's dataclass expansion, which deep-copies
+        # kopf's records and fails on the queues inside them.
+        json_default=str,
+    )
+
+
+class _LazyJsonFormatter(logging.Formatter):
+    """python-json-logger's formatter, imported on the first record: a state command that
+    logs nothing (the usual case) does not pay for the import at start-up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._inner: logging.Formatter | None = None
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self._inner is None:
+            self._inner = _json_formatter()
+        return self._inner.format(record)
 
 
 class _TextFormatter(logging.Formatter):
@@ -98,16 +122,7 @@ def configure(level: str = "WARNING", fmt: str = "json") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(KopfRecordFilter())
     if fmt == "json":
-        handler.setFormatter(
-            _JsonFormatter(
-                "{asctime}{levelname}{name}{message}",
-                style="{",
-                rename_fields={"levelname": "level", "asctime": "time"},
-                # str() rather than the library's dataclass expansion, which deep-copies
-                # kopf's records and fails on the queues inside them.
-                json_default=str,
-            )
-        )
+        handler.setFormatter(_LazyJsonFormatter())
     else:
         handler.setFormatter(_TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()

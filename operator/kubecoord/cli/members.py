@@ -1,14 +1,15 @@
 """``kubecoord members GROUP``: the live members of a group and their data.
 
 On kubernetes:// a missing namespace, or a GROUP no Group resource declares (when the
-CRDs are installed), is exit 4 (not found)."""
+CRDs are installed), is exit 4 (not found). On kubernetes:// it lists the group's member
+Leases once (connection.one_shot), without the kubernetes client."""
 
 from __future__ import annotations
 
 import argparse
 
-from kubecoord.cli import views
-from kubecoord.cli.connection import add_connection_arguments, check_declared, open_coordinator
+from kubecoord.cli import snapshot, views
+from kubecoord.cli.connection import add_connection_arguments, one_shot, open_coordinator
 from kubecoord.cli.output import add_output_argument, show
 from kubecoord.validation import check_name
 
@@ -21,9 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_name(args.group, "group name")  # before any request: exit 2, nothing sent
-    check_declared(args, "groups", args.group)
-    with open_coordinator(args) as coord, coord.group_membership(args.group) as group:
-        document = views.members(group)
+    with one_shot(args, "groups", args.group) as api:
+        if api is not None:
+            document = views.members(snapshot.group(api, args.group))
+    if api is None:
+        with open_coordinator(args) as coord, coord.group_membership(args.group) as group:
+            document = views.members(group)
     show(args.output, document, views.members_table(document), empty=f"no members in group {args.group!r}",
          names=[member["id"] for member in document["members"]])
     return 0

@@ -18,7 +18,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from kubecoord.cli.connection import add_connection_arguments, resolve_url
+from kubecoord.cli.connection import add_connection_arguments, open_api, resolve_url
 from kubecoord.cli.exits import UsageError
 from kubecoord.cli.output import add_output_argument, print_table, show
 from kubecoord.cli.resources import ResourceReader
@@ -40,13 +40,14 @@ def run(args: argparse.Namespace) -> int:
             "status lists the kubecoord.dev custom resources, which live in Kubernetes whatever backend they "
             f"use: give --url kubernetes://NAMESPACE, not {url.scheme}://"
         )
-    reader = ResourceReader(url.location, kubeconfig=args.kubeconfig, context=args.context, timeout=args.timeout)
-    now = dt.datetime.now(dt.UTC)
-    entries = [
-        describe(KINDS[plural], item, now)
-        for plural in KINDS
-        for item in reader.list(plural, all_namespaces=args.all_namespaces)
-    ]
+    with open_api(args, url) as api:
+        reader = ResourceReader(api)
+        now = dt.datetime.now(dt.UTC)
+        entries = [
+            describe(KINDS[plural], item, now)
+            for plural in KINDS
+            for item in reader.list(plural, all_namespaces=args.all_namespaces)
+        ]
     document = {"namespace": None if args.all_namespaces else reader.namespace, "resources": entries}
     if args.output in ("json", "yaml", "name"):
         names = [f"{e['kind'].lower()}.{GROUP}/{e['name']}" for e in entries]  # as kubectl get -o name

@@ -1,20 +1,67 @@
 """The state a command shows, read through the public interface, as plain documents.
 
 One function per primitive returns a JSON-ready dict; ``rows_of`` turns it into table
-rows. The one-shot commands and ``watch`` share them, so a table and its live view agree.
+rows. The one-shot commands and ``watch`` share them, so a table and its live view agree;
+they read the handles of the public interface (kubecoord.api) and the one-shot
+snapshots of kubernetes:// (snapshot.py) alike, through the small protocols below.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-from typing import Any
-
-from kubecoord.api import GroupMembership, LeaderElection, Storage, Versioned
+from typing import Any, Protocol, TypeVar
 
 Document = dict[str, Any]
+T_co = TypeVar("T_co", covariant=True)
 
 
-def leader(election: LeaderElection) -> Document:
+class LeaderLike(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def data(self) -> str: ...
+    @property
+    def epoch(self) -> int: ...
+
+
+class ElectionLike(Protocol):
+    """What leader() reads: kubecoord.api.LeaderElection, or snapshot.ElectionSnapshot."""
+
+    @property
+    def service(self) -> str: ...
+    def get_leader(self) -> LeaderLike | None: ...
+
+
+class GroupLike(Protocol):
+    """What members() reads: kubecoord.api.GroupMembership, or snapshot.GroupSnapshot."""
+
+    @property
+    def group(self) -> str: ...
+    def membership(self) -> dict[str, str]: ...
+
+
+class VersionedLike(Protocol):
+    @property
+    def value(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+
+
+class Pending(Protocol[T_co]):
+    """A Future, or an answer already read."""
+
+    def result(self, timeout: float | None = None) -> T_co: ...
+
+
+class StoreLike(Protocol):
+    """What keys() reads: kubecoord.api.Storage, or snapshot.StoreSnapshot."""
+
+    @property
+    def name(self) -> str: ...
+    def children(self, namespace: str = "") -> set[str]: ...
+    def fetch_versioned(self, key: str) -> Pending[VersionedLike | None]: ...
+
+
+def leader(election: ElectionLike) -> Document:
     current = election.get_leader()
     return {
         "election": election.service,
@@ -30,7 +77,7 @@ def leader_table(document: Document) -> tuple[list[str], list[list[Any]]]:
     ]
 
 
-def members(group: GroupMembership) -> Document:
+def members(group: GroupLike) -> Document:
     current = group.membership()
     return {
         "group": group.group,
@@ -46,7 +93,7 @@ def join_key(namespace: str, name: str) -> str:
     return f"{namespace.rstrip('/')}/{name}" if namespace.strip("/") else name
 
 
-def keys(storage: Storage, namespace: str = "", *, recursive: bool = False, timeout: float) -> Document:
+def keys(storage: StoreLike, namespace: str = "", *, recursive: bool = False, timeout: float) -> Document:
     """Every key under ``namespace`` with its value and version; a name that only has
     children (no value of its own) is listed as a namespace when not recursing."""
     entries: list[Document] = []
@@ -54,7 +101,7 @@ def keys(storage: Storage, namespace: str = "", *, recursive: bool = False, time
     while pending:
         parent = pending.pop()
         names = sorted(storage.children(parent))
-        reads: list[tuple[str, Future[Versioned | None]]] = [
+        reads: list[tuple[str, Pending[VersionedLike | None]]] = [
             (join_key(parent, name), storage.fetch_versioned(join_key(parent, name))) for name in names
         ]
         for path, future in reads:

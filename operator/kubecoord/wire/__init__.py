@@ -9,10 +9,13 @@ every side imports it from here (never from the other side's private modules):
   kubernetes backend creates and the operator finds, grants and cleans up.
 - ``kv_shards``: how a KV store's keys are spread over ConfigMaps (the shard count on
   shard 0, the shard of a key).
+- ``kv_entries``: a key's data key inside a shard and the stored form of its entry.
+- ``api_status``: the Kubernetes API server's error answers as kubecoord errors.
+- ``kube_credentials``: where Kubernetes credentials are found (in a pod, the kubeconfig).
 - ``leader_record``: the election record (client-go's LeaderElectionRecord plus the
   holder's data), an observation of it and the one expiry rule.
 - ``lease``: the pure converters between a coordination.k8s.io/v1 Lease and that record
-  (client-go LeaseLock compatible).
+  (client-go LeaseLock compatible), and which Lease is a group's member.
 - ``group_record``: the group coordinator's record (KIP-795 generations) — its layout, the
   store and election it lives in (``derived_name``), and members' join data.
 - ``events``: the coordination event log's schema — version, fields, primitives and

@@ -39,6 +39,7 @@ __all__ = [
     "format_micro_time",
     "from_unix",
     "lease_with_record",
+    "member_of_lease",
     "parse_micro_time",
     "record_from_lease",
     "released",
@@ -77,6 +78,17 @@ def record_from_lease(lease: dict[str, Any]) -> LeaderRecord:
         transitions=int(spec.get("leaseTransitions") or 0),
         data=_holder_data(lease, holder),
     )
+
+
+def member_of_lease(lease: dict[str, Any], group: str) -> tuple[str, str] | None:
+    """(member id, data) of ``group``'s member Lease that holds itself, else None: named after
+    its group and id (object_names.member_id_of: the name is the proof) and held by that
+    id. Whether it is alive is the expiry rule's business (leader_record.expires_at)."""
+    member_id = object_names.member_id_of(lease, group)
+    if member_id is None or (lease.get("spec") or {}).get("holderIdentity") != member_id:
+        return None
+    annotations = (lease.get("metadata") or {}).get("annotations") or {}
+    return member_id, str(annotations.get(object_names.MEMBER_DATA_ANNOTATION, ""))
 
 
 def _holder_data(lease: dict[str, Any], holder: str) -> str:

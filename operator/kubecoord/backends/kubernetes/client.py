@@ -41,10 +41,9 @@ from kubernetes.config.config_exception import ConfigException
 from kubecoord.errors import (
     BackendUnavailableError,
     CoordinationError,
-    InvalidArgumentError,
     NamespaceNotFoundError,
-    PermissionDeniedError,
 )
+from kubecoord.wire import api_status
 
 log = logging.getLogger("kubecoord.kubernetes.client")
 
@@ -238,31 +237,11 @@ class KubeClient:
 def translate_status(
     status: int | None, body: str | None, verb: str, plural: str, name: str | None, namespace: str
 ) -> CoordinationError:
-    """The kubecoord error for an HTTP error status of the API server."""
-    what = f"{verb} {plural}" + (f" {name!r}" if name else "") + f" in namespace {namespace!r}"
-    message = _status_message(body)
-    code = status or 0
-    if code in (401, 403):
-        return PermissionDeniedError(f"not allowed to {what} (HTTP {code}): {message}")
-    if code == 404:
-        return NotFound(f"{what}: not found")
-    if code == 409:
-        return Conflict(f"{what}: conflict: {message}")
-    if code == 410:
-        return Gone(f"{what}: resource version too old: {message}")
-    if code in (400, 422):
-        return InvalidArgumentError(f"the API server rejected {what} (HTTP {code}): {message}")
-    return BackendUnavailableError(f"cannot {what} (HTTP {code}): {message}")
-
-
-def _status_message(body: str | None) -> str:
-    if not body:
-        return ""
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        return body[:200]
-    return str(parsed.get("message") or parsed.get("reason") or "") if isinstance(parsed, dict) else body[:200]
+    """The kubecoord error for an HTTP error status of the API server (wire/api_status.py),
+    with this package's internal outcomes for 404, 409 and 410."""
+    return api_status.translate_status(
+        status, body, verb, plural, name, namespace, internal={404: NotFound, 409: Conflict, 410: Gone}
+    )
 
 
 class WatchStream:

@@ -26,8 +26,8 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from kubecoord.errors import InvalidArgumentError
+from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, default_kubeconfig, in_cluster
 
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 POOL_SIZE = 32
 
 
@@ -47,7 +47,7 @@ def load(
     service_account_dir: Path = SERVICE_ACCOUNT_DIR,
 ) -> ClusterConfig:
     """Resolve the configuration as the module docstring says; InvalidArgumentError if none."""
-    if kubeconfig is None and _in_cluster(service_account_dir):
+    if kubeconfig is None and in_cluster(service_account_dir):
         configuration = k8s.Configuration()
         loader = k8s_config.incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
             token_filename=str(service_account_dir / "token"),
@@ -62,7 +62,7 @@ def load(
             namespace = namespace_file.read_text().strip() if namespace_file.exists() else "default"
         return ClusterConfig(_tuned(configuration), namespace, "in-cluster")
 
-    path = str(kubeconfig) if kubeconfig is not None else _default_kubeconfig()
+    path = str(kubeconfig) if kubeconfig is not None else default_kubeconfig()
     configuration = k8s.Configuration()
     try:
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
@@ -75,19 +75,6 @@ def load(
     except (ConfigException, OSError, TypeError, ValueError, KeyError) as exc:
         raise InvalidArgumentError(f"kubernetes backend: cannot load kubeconfig {path!r}: {exc}") from None
     return ClusterConfig(_tuned(configuration), namespace, path)
-
-
-def _in_cluster(service_account_dir: Path) -> bool:
-    return bool(
-        os.environ.get("KUBERNETES_SERVICE_HOST")
-        and os.environ.get("KUBERNETES_SERVICE_PORT")
-        and (service_account_dir / "token").exists()
-    )
-
-
-def _default_kubeconfig() -> str:
-    first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-    return first or str(Path.home() / ".kube" / "config")
 
 
 def _tuned(configuration: k8s.Configuration) -> k8s.Configuration:

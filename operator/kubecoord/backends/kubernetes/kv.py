@@ -2,7 +2,7 @@
 
 Object layout: ConfigMaps ``kubecoord-kv.STORE`` (shard 0, which records the shard count)
 and ``kubecoord-kv.STORE.I`` (wire/object_names.py), labelled kubecoord.dev/store; a key lives in the
-shard its hash picks, as one data key (keys.py: reversible encoding) holding the JSON of
+shard its hash picks, as one data key (wire/kv_entries.py: reversible encoding) holding the JSON of
 its key, per-key version and value.
 
 Writes: read the key's shard from the watch cache, apply the change to that one entry,
@@ -53,7 +53,6 @@ from kubecoord.api import Versioned
 from kubecoord.backends.kubernetes.cache import Change, Observed
 from kubecoord.backends.kubernetes.client import CONFIGMAPS, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import HandleBase, KubernetesContext
-from kubecoord.backends.kubernetes.keys import Entry, data_size, dump_entry, encode_key, load_entries, stored_size
 from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import (
     BackendUnavailableError,
@@ -66,6 +65,7 @@ from kubecoord.errors import (
 )
 from kubecoord.wire import object_names
 from kubecoord.wire.events import Event
+from kubecoord.wire.kv_entries import Entry, data_size, dump_entry, encode_key, load_entries, stored_size
 from kubecoord.wire.kv_shards import SHARD_BYTES, recorded_shards, shard_count_for, shard_of
 
 T = TypeVar("T")
@@ -85,6 +85,10 @@ def entries_of(observed: Observed | None) -> dict[str, Entry]:
 def children_of(entries: dict[str, Entry], namespace: str) -> set[str]:
     names = (validation.child_name(namespace, key) for key in entries)
     return {name for name in names if name is not None}
+
+
+def _versioned(entry: Entry | None) -> Versioned | None:
+    return Versioned(entry.value, entry.version) if entry is not None else None
 
 
 def _done(value: T) -> Future[T]:
@@ -204,7 +208,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
 
     def _fetch_versioned(self, key: str) -> Future[Versioned | None]:
         entry = self._read(key)
-        return _done(entry.versioned if entry is not None else None)
+        return _done(_versioned(entry))
 
     def _read(self, key: str) -> Entry | None:
         shards = self._layout()
@@ -224,7 +228,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
         if shards is not None and time.monotonic() - informer.confirmed_at <= max_age:
             evidence = informer.confirmed_at
             entry = self._read(key)
-            return (entry.versioned if entry is not None else None), evidence
+            return (_versioned(entry)), evidence
         sent = time.monotonic()
         self._informer(0).refresh(object_names.store_shard_name(self.name, 0))  # the layout, and maybe the key
         shards = self._layout()
@@ -232,7 +236,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
         if index != 0:
             self._informer(index).refresh(object_names.store_shard_name(self.name, index))
         entry = self._read(key)
-        return (entry.versioned if entry is not None else None), sent
+        return (_versioned(entry)), sent
 
     def _children(self, namespace: str) -> set[str]:
         return children_of(self._entries(), namespace)

@@ -53,7 +53,7 @@ from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
 from kubecoord.wire import object_names
 from kubecoord.wire.events import Event
-from kubecoord.wire.lease import lease_with_record, record_from_lease
+from kubecoord.wire.lease import lease_with_record, member_of_lease, record_from_lease
 
 log = logging.getLogger("kubecoord.kubernetes.membership")
 
@@ -62,15 +62,11 @@ _UNSET: Any = object()
 
 def member_of(observed: Observed, group: str) -> tuple[str, str, float] | None:
     """(member id, data, expiry in this process's view) of ``group``'s member Lease; None if
-    it is not one (object_names.member_id_of: the name must be the member's own).
+    it is not one (wire.lease.member_of_lease: the name must be the member's own).
 
     The expiry is the lease core's one rule (expires_at), as for election Leases."""
-    member_id = object_names.member_id_of(observed.obj, group)
-    spec = observed.obj.get("spec") or {}
-    if member_id is None or spec.get("holderIdentity") != member_id:
-        return None
-    annotations = (observed.obj.get("metadata") or {}).get("annotations") or {}
-    return member_id, annotations.get(object_names.MEMBER_DATA_ANNOTATION, ""), expires_at(observation(observed))
+    member = member_of_lease(observed.obj, group)
+    return None if member is None else (*member, expires_at(observation(observed)))
 
 
 IDLE_STEP_SECONDS = 60.0

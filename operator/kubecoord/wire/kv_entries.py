@@ -1,4 +1,6 @@
-"""KV keys <-> ConfigMap data keys, and the stored form of one entry.
+"""KV keys <-> ConfigMap data keys, and the stored form of one entry (a KV store on
+Kubernetes: written by the kubernetes backend, read by it and by the command line's
+one-shot reader; the shard a key lives in is kv_shards').
 
 ConfigMap data keys must match ``[-._a-zA-Z0-9]+``, be at most 253 characters and not
 be '.', '..' or start with '..'. kubecoord keys are '/'-separated paths of up to 512
@@ -25,8 +27,6 @@ import json
 import re
 import string
 from dataclasses import dataclass
-
-from kubecoord.api import Versioned
 
 MAX_CONFIGMAP_KEY = 253
 CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -64,10 +64,6 @@ class Entry:
     key: str
     value: str
     version: int
-
-    @property
-    def versioned(self) -> Versioned:
-        return Versioned(self.value, self.version)
 
 
 def dump_entry(entry: Entry) -> str:
