@@ -1,4 +1,4 @@
-"""Object names (kubecoord.wire.object_names) and the ConfigMap key encoding (keys.py)."""
+"""Object names (kubecoord.wire.object_names) and the ConfigMap key encoding (kubecoord.wire.kv_entries)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from kubecoord.wire import object_names
 from kubecoord.wire.kv_entries import (
     CONFIGMAP_KEY,
     MAX_CONFIGMAP_KEY,
@@ -15,7 +16,6 @@ from kubecoord.wire.kv_entries import (
     encode_key,
     load_entries,
 )
-from kubecoord.wire import object_names
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
