@@ -3,6 +3,9 @@
     python bench/bench_scale.py kv        # bytes per single-key update vs store size (~2 min)
     python bench/bench_scale.py client    # one process, 1,000 election handles + 100 stores
     python bench/bench_scale.py operator  # 5,000 LeaderElections + 1,000 Groups + 1,000 KVStores
+    python bench/bench_scale.py handles   # a client with 200 election handles, watch per Lease:
+                                          # threads, RSS, event latency; before/after the watch
+                                          # multiplexer in the same run (--before REV)
 
 Each prints its figures, the load average before and after (the machine is shared: read
 absolute times with it) and exits 0; without the kube-apiserver binaries it says why and
@@ -23,6 +26,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -36,7 +40,7 @@ import kubecoord
 from kubecoord.wire.kv_shards import SHARD_BYTES, shard_count_for
 from kubecoord_testkit import processes
 from kubecoord_testkit.servers.kubernetes import RealApiServer
-from measure import load, ms, rss_and_threads
+from measure import load, ms, pct, rss_and_threads
 from real_server import RequestCounter, real_server
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -168,6 +172,94 @@ def bench_client(server: RealApiServer, elections: int, stores: int, handovers: 
                 mine.close()
                 theirs.close()
             print(f"  handover, resign -> the other process leads: {ms(times)}")
+
+
+# -- handles: one client process with 200 election handles in the default (per-object) scope -----
+CHILD = ROOT / "tests" / "kubernetes" / "child.py"
+BEFORE_REV = "36c434b"
+"""main just before the watch multiplexer: a thread per watch."""
+
+
+def _tree_at(rev: str, into: pathlib.Path) -> pathlib.Path | None:
+    """operator/ of ``rev`` unpacked into ``into`` (for PYTHONPATH), or None without git history."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "operator/kubecoord"], capture_output=True)
+    if archive.returncode != 0:
+        print(f"  (no {rev} in this checkout: {archive.stderr.decode().strip()}; 'before' skipped)")
+        return None
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into / "operator"
+
+
+def _client_run(server: RealApiServer, ns: str, label: str, handles: int, every: int,
+                pythonpath: pathlib.Path | None) -> None:
+    """One child.py ``handles`` process: threads and RSS when ready, then the latency from a
+    write returning in this process to the child's listener call, for each observed election."""
+    prefix = f"{label}-{os.urandom(3).hex()}"
+    env = {**os.environ, "KUBECOORD_URL": f"kubernetes://{ns}", "KUBECOORD_TIMINGS": "15,10,2"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    process = subprocess.Popen([sys.executable, str(CHILD), "handles", str(server.admin_kubeconfig), prefix,
+                                str(handles), str(every)], stdout=subprocess.PIPE, env=env, text=True)
+    lines: list[dict[str, Any]] = []
+    cond = threading.Condition()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for raw in process.stdout:
+            with cond:
+                lines.append(json.loads(raw))
+                cond.notify_all()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+
+    def wait(predicate: Callable[[dict[str, Any]], bool], timeout: float) -> dict[str, Any]:
+        with cond:
+            found: list[dict[str, Any]] = []
+            cond.wait_for(lambda: bool(found.extend(x for x in lines if predicate(x)) or found), timeout)
+            if not found:
+                raise RuntimeError(f"{label}: the child never said it; last lines {lines[-3:]}")
+            return found[0]
+
+    try:
+        started = time.monotonic()
+        ready = wait(lambda line: line["event"] == "ready", 600)
+        opened = time.monotonic() - started
+        latencies: list[float] = []
+        with kubecoord.connect(f"kubernetes://{ns}", kubeconfig=str(server.admin_kubeconfig)) as writer:
+            for i in range(handles):
+                if every and i % every == 0:
+                    continue  # the child runs for these: not a change seen from outside
+                election = writer.leader_election(f"{prefix}-{i}")
+                election.nominate("writer")
+                written = time.time()
+                seen = wait(lambda line, i=i: line["event"] == "leader" and line["index"] == i
+                            and line["value"] == "writer", 30)
+                latencies.append(seen["t"] - written)
+                election.close()
+        print(f"| {label} | {ready['threads']} | {ready['rss_mib']:.0f} | "
+              f"{statistics.median(latencies) * 1000:.1f} | {pct(latencies, 99) * 1000:.1f} | "
+              f"{max(latencies) * 1000:.1f} | {len(latencies)} | {opened:.1f} |", flush=True)
+    finally:
+        process.kill()
+        process.wait()
+        reader.join(5)
+
+
+def bench_handles(server: RealApiServer, handles: int, before: str | None) -> None:
+    ns = namespace(admin(server), "bench-handles")
+    print(f"One client process with {handles} election handles (watch_scope=object: a watch per Lease), a "
+          f"candidate in every 10th; event latency = a write returning here -> the child's listener call")
+    print("| design | threads | RSS MiB | latency p50 ms | p99 ms | max ms | changes | ready after s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory(prefix="bench-handles-") as tmp:
+        old = _tree_at(before, pathlib.Path(tmp)) if before else None
+        runs = [("after (one watch thread)", None)]
+        if old is not None:
+            runs.insert(0, (f"before ({before}: a thread per watch)", old))
+        for label, path in runs:
+            _client_run(server, ns, label.split(" ")[0], handles, 10, path)
+            print(f"  ({label}; {load()})", flush=True)
 
 
 # -- operator: 5,000 LeaderElections + 1,000 Groups + 1,000 KVStores --------------------------
@@ -326,7 +418,9 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["kv", "client", "operator"])
+    parser.add_argument("what", choices=["kv", "client", "operator", "handles"])
+    parser.add_argument("--handles", type=int, default=200)
+    parser.add_argument("--before", default=BEFORE_REV, help="handles: the revision to compare with ('' for none)")
     parser.add_argument("--elections", type=int, default=None)
     parser.add_argument("--groups", type=int, default=1000)
     parser.add_argument("--stores", type=int, default=None)
@@ -340,6 +434,8 @@ def main() -> int:
             return 0
         if args.what == "kv":
             bench_kv(server)
+        elif args.what == "handles":
+            bench_handles(server, args.handles, args.before or None)
         elif args.what == "client":
             bench_client(server, args.elections or 1000, args.stores or 100, min(args.changes, 100))
         else:

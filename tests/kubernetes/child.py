@@ -4,6 +4,11 @@
     python child.py write KUBECONFIG STORE ID COUNT          CAS-increment "counter" and
                                                              update "own/ID", COUNT times each
     python child.py listen KUBECONFIG STORE KEY              print every value of KEY
+    python child.py handles KUBECONFIG PREFIX COUNT EVERY    COUNT election handles PREFIX-I,
+                                                             a candidate in every EVERY-th; print
+                                                             "ready" with the process's threads
+                                                             and RSS, "settled" 12 s later, and
+                                                             every leader change
 
 Prints one JSON object per line on stdout, flushed at once: {"t": wall seconds, "event":
 ..., ...}. ``elect`` reports "leader" (listener calls) and "is_leader" (every change of
@@ -93,6 +98,34 @@ def listen(kubeconfig: str, store: str, key: str) -> None:
     threading.Event().wait()
 
 
+def threads_and_rss() -> tuple[int, float]:
+    """Every thread of this process (from /proc: Python's and any other), and its RSS in MiB."""
+    with open("/proc/self/status") as status:
+        fields = dict(line.split(":", 1) for line in status)
+    return int(fields["Threads"]), int(fields["VmRSS"].split()[0]) / 1024
+
+
+def handles(kubeconfig: str, prefix: str, count: int, every: int) -> None:
+    """One client holding ``count`` election handles in the default (per-object) watch scope."""
+    coord = coordinator(kubeconfig)
+    elections = [coord.leader_election(f"{prefix}-{i}") for i in range(count)]
+    for i, election in enumerate(elections):
+        election.add_listener(lambda leader, i=i: emit("leader", index=i, value=leader))
+        if every and i % every == 0:
+            election.nominate(f"child-{i}")
+        else:
+            election.get_leader()
+    time.sleep(1.0)  # let every watch open
+    threads, rss = threads_and_rss()
+    emit("ready", threads=threads, rss_mib=rss, names=sorted(t.name for t in threading.enumerate()))
+    # The lease loops' workers grow while steps are overdue (the start-up burst on a loaded
+    # machine) and the extra ones end after 10 s idle: the steady state comes after that.
+    time.sleep(12.0)
+    threads, rss = threads_and_rss()
+    emit("settled", threads=threads, rss_mib=rss, names=sorted(t.name for t in threading.enumerate()))
+    threading.Event().wait()
+
+
 def main(argv: list[str]) -> None:
     mode, kubeconfig, *rest = argv
     if mode == "elect":
@@ -101,6 +134,8 @@ def main(argv: list[str]) -> None:
         write(kubeconfig, rest[0], rest[1], int(rest[2]))
     elif mode == "listen":
         listen(kubeconfig, *rest)
+    elif mode == "handles":
+        handles(kubeconfig, rest[0], int(rest[1]), int(rest[2]))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

@@ -3,8 +3,9 @@ re-list after 410 delivers, and that nothing is delivered twice."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 from kubecoord.backends.kubernetes.cache import Change
@@ -19,9 +20,23 @@ def obj(name: str, rv: int) -> dict[str, Any]:
     return {"metadata": {"name": name, "resourceVersion": str(rv)}, "spec": {"rv": rv}}
 
 
+class ScriptedStream:
+    """A watch stream playing ``events`` then ending (the shape of client.WatchStream)."""
+
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        self._events = events
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        for event in self._events:
+            yield event
+
+    def close(self) -> None:
+        pass
+
+
 class ScriptedClient:
-    """list() answers from the next of ``lists`` (else ``state``); each watch() plays the next script entry: a list of
-    events then the end of the stream, or Gone, or (when the script is empty) blocks."""
+    """list() answers from the next of ``lists`` (else ``state``); each open_watch() plays the next script entry: a
+    list of events then the end of the stream, or Gone, or (when the script is empty) waits for ``released``."""
 
     def __init__(self, state: dict[str, dict[str, Any]], rv: int) -> None:
         self.state, self.rv = state, rv
@@ -35,17 +50,20 @@ class ScriptedClient:
             self.state, self.rv = self.lists.pop(0)
         return list(self.state.values()), str(self.rv)
 
-    def watch(self, resource: Any, *, resource_version: str, **_: Any) -> Iterator[dict[str, Any]]:
+    async def open_watch(self, resource: Any, *, resource_version: str, **_: Any) -> ScriptedStream | SilentStream:
         self.watched_from.append(resource_version)
         if not self.script:
-            self.released.wait(5)
-            return iter([])
+            for _ in range(100):  # up to 5 s, never blocking the watch thread
+                if self.released.is_set():
+                    break
+                await asyncio.sleep(0.05)
+            return ScriptedStream([])
         entry = self.script.pop(0)
         if entry is Gone:
             raise Gone("too old")
         if isinstance(entry, SilentStream):
-            return entry  # type: ignore[return-value]
-        return iter(entry)  # type: ignore[arg-type]
+            return entry
+        return ScriptedStream(entry)  # type: ignore[arg-type]
 
 
 def names(changes: list[Change]) -> list[tuple[str, int | None, int | None]]:
@@ -98,15 +116,19 @@ class SilentStream:
     without telling anyone)."""
 
     def __init__(self, events: list[dict[str, Any]], pace: float) -> None:
-        self.events, self.pace = events, pace
+        self.scripted, self.pace = events, pace
         self.closed = threading.Event()
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for event in self.events:
-            if self.closed.wait(self.pace):
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        for event in self.scripted:
+            await asyncio.sleep(self.pace)
+            if self.closed.is_set():
                 return
             yield event
-        self.closed.wait(60)
+        for _ in range(1200):  # silent for up to 60 s, until closed
+            if self.closed.is_set():
+                return
+            await asyncio.sleep(0.05)
 
     def close(self) -> None:
         self.closed.set()

@@ -45,9 +45,10 @@ Objects (wire/object_names.py): a Lease per election (client-go LeaseLock compat
 wire/lease.py), a Lease per group member (membership.py), one or more ConfigMaps per KV
 store (kv.py: keys spread over a fixed number of shards of up to 1 MiB each, wire/kv_shards.py). Every write has a
 resourceVersion precondition; 409 means re-read. Listeners and reads are fed by shared
-informers (shared_informer.py, joining cache.py, reflector.py and watchdog.py, as
-client-go's tools/cache does), one per election, group and store shard, or one per kind
-and namespace (watch_scope; informers.py).
+informers (shared_informer.py, joining cache.py and reflector.py, as client-go's
+tools/cache does), one per election, group and store shard, or one per kind and
+namespace (watch_scope; informers.py); every watch of the process is read on one thread
+(watch_mux.py, over watch_stream.py).
 
 The kubernetes client is imported only in this package (and by the API emulator and the
 operator).

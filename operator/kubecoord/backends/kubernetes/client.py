@@ -27,10 +27,11 @@ wait for data, and watch streams are expected to be long-lived.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -38,6 +39,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.config.config_exception import ConfigException
 
+from kubecoord.backends.kubernetes.watch_stream import HttpWatch, WatchEndpoint, decode_event, open_watch
 from kubecoord.errors import (
     BackendUnavailableError,
     CoordinationError,
@@ -77,10 +79,11 @@ class Resource:
     plural: str
     api: Callable[[k8s.ApiClient], Any]
     suffix: str  # the method-name suffix of the generated client: lease, config_map
+    path: str = ""  # the group/version's URL path, for watches (watch_stream.py): /api/v1
 
 
-LEASES = Resource("leases", k8s.CoordinationV1Api, "lease")
-CONFIGMAPS = Resource("configmaps", k8s.CoreV1Api, "config_map")
+LEASES = Resource("leases", k8s.CoordinationV1Api, "lease", "/apis/coordination.k8s.io/v1")
+CONFIGMAPS = Resource("configmaps", k8s.CoreV1Api, "config_map", "/api/v1")
 
 
 class KubeClient:
@@ -92,6 +95,7 @@ class KubeClient:
         self._api_client = api_client
         self._apis: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._watch_endpoint: WatchEndpoint | None = None
 
     def close(self) -> None:
         self._api_client.rest_client.pool_manager.clear()
@@ -153,7 +157,7 @@ class KubeClient:
             body["preconditions"] = {"resourceVersion": resource_version}
         self._call("delete", resource, name, "delete_namespaced", name, body=body, timeout=timeout)
 
-    def watch(
+    async def open_watch(
         self,
         resource: Resource,
         *,
@@ -162,14 +166,31 @@ class KubeClient:
         field_selector: str | None = None,
         timeout_seconds: int,
     ) -> WatchStream:
-        """Open a watch from ``resource_version``; iterate the returned stream for events."""
-        response = self._call(
-            "watch", resource, None, "list_namespaced",
-            label_selector=label_selector, field_selector=field_selector, watch=True,
-            resource_version=resource_version, allow_watch_bookmarks=True, timeout_seconds=timeout_seconds,
-            raw=True, timeout=timeout_seconds + 5.0,
+        """Open a watch from ``resource_version`` on the running event loop (the watch
+        multiplexer's, watch_mux.py); iterate ``events()`` of the returned stream."""
+        query = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout_seconds)}
+        for key, value in (("resourceVersion", resource_version), ("labelSelector", label_selector),
+                           ("fieldSelector", field_selector)):
+            if value:
+                query[key] = value
+        with self._lock:
+            if self._watch_endpoint is None:
+                self._watch_endpoint = WatchEndpoint.from_api_client(self._api_client)
+            endpoint = self._watch_endpoint
+        try:
+            headers = endpoint.request_headers()
+        except ConfigException as exc:  # the in-cluster token refresh hook, as in _call
+            raise BackendUnavailableError(
+                f"cannot watch {resource.plural} in namespace {self.namespace!r}: credentials unavailable: {exc}"
+            ) from None
+        status, opened = await open_watch(
+            endpoint, f"{resource.path}/namespaces/{self.namespace}/{resource.plural}", query, headers,
+            connect_timeout=CONNECT_TIMEOUT, header_timeout=self.request_timeout,
+            read_timeout=timeout_seconds + 5.0, what=resource.plural,
         )
-        return WatchStream(response, resource.plural)
+        if isinstance(opened, HttpWatch):
+            return WatchStream(opened, resource.plural)
+        raise translate_status(status, opened.decode(errors="replace"), "watch", resource.plural, None, self.namespace)
 
     def served(self, group: str, version: str, *, timeout: float | None = None) -> bool:
         """Whether the API server serves ``group/version`` (discovery, which RBAC's default
@@ -204,7 +225,6 @@ class KubeClient:
         method: str,
         *args: Any,
         timeout: float | None = None,
-        raw: bool = False,
         **kwargs: Any,
     ) -> Any:
         read_timeout = max(0.05, timeout if timeout is not None else self.request_timeout)
@@ -212,13 +232,22 @@ class KubeClient:
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         if verb in ("create", "update", "delete"):
             log.debug("write", extra={"verb": verb, "resource": resource.plural, "object": name})
+        # A kept-alive connection that the server or a middlebox closed while idle fails the
+        # request sent on it before any answer; urllib3 drops it, so a second attempt goes on
+        # a fresh connection. Safe for reads and for writes carrying a resourceVersion
+        # precondition (a repeat answers 409/404, never a double write); not for a create.
+        attempts = 1 if verb == "create" else 2
         try:
-            response = call(
-                *args, self.namespace, **kwargs,
-                _preload_content=False, _request_timeout=(min(CONNECT_TIMEOUT, read_timeout), read_timeout),
-            )
-            if raw:
-                return response
+            for attempt in range(1, attempts + 1):
+                try:
+                    response = call(
+                        *args, self.namespace, **kwargs,
+                        _preload_content=False, _request_timeout=(min(CONNECT_TIMEOUT, read_timeout), read_timeout),
+                    )
+                    break
+                except urllib3.exceptions.ProtocolError as exc:
+                    if attempt == attempts or not _closed_before_answering(exc):
+                        raise
             return json.loads(response.data or b"{}")
         except k8s.ApiException as exc:
             raise translate_status(exc.status, exc.body, verb, resource.plural, name, self.namespace) from None
@@ -234,6 +263,11 @@ class KubeClient:
             ) from None
 
 
+def _closed_before_answering(exc: urllib3.exceptions.ProtocolError) -> bool:
+    cause = exc.args[1] if len(exc.args) > 1 else exc.__context__
+    return isinstance(cause, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError))
+
+
 def translate_status(
     status: int | None, body: str | None, verb: str, plural: str, name: str | None, namespace: str
 ) -> CoordinationError:
@@ -245,50 +279,30 @@ def translate_status(
 
 
 class WatchStream:
-    """The events of one watch response, as dicts {"type": ..., "object": {...}}.
+    """The events of one open watch, as dicts {"type": ..., "object": {...}}.
 
-    Iteration ends when the server closes the stream; a read timeout or a broken
-    connection raises BackendUnavailableError; an ERROR event with code 410 raises Gone.
-    close() from another thread interrupts a blocked read.
+    ``events()`` ends when the server ends the stream (or close() ended it on purpose); a
+    read timeout or a broken connection raises BackendUnavailableError; an ERROR event
+    with code 410 raises Gone. Used on the event loop's thread only (close() too).
     """
 
-    def __init__(self, response: Any, plural: str) -> None:
-        self._response = response
+    def __init__(self, http: HttpWatch, plural: str) -> None:
+        self._http = http
         self._plural = plural
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        buffer = b""
-        try:
-            for chunk in self._response.stream(amt=None, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield self._event(line)
-            if buffer.strip():
-                yield self._event(buffer)
-        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
-            raise BackendUnavailableError(f"watch of {self._plural} broke: {type(exc).__name__}: {exc}") from None
-        finally:
-            self.close()
-
-    def _event(self, line: bytes) -> dict[str, Any]:
-        event: dict[str, Any] = json.loads(line)
-        if event.get("type") == "ERROR":
-            status = event.get("object") or {}
-            code = status.get("code")
-            if code == 410:
-                raise Gone(f"watch of {self._plural}: {status.get('message', 'resource version too old')}")
-            raise translate_status(code, json.dumps(status), "watch", self._plural, None, "")
-        return event
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        async for line in self._http.lines():
+            try:
+                event = decode_event(line)
+            except ValueError as exc:
+                raise BackendUnavailableError(f"watch of {self._plural} broke: {exc}") from None
+            if event.get("type") == "ERROR":
+                status = event.get("object") or {}
+                code = status.get("code") if isinstance(status, dict) else None
+                if code == 410:
+                    raise Gone(f"watch of {self._plural}: {status.get('message', 'resource version too old')}")
+                raise translate_status(code, json.dumps(status), "watch", self._plural, None, "")
+            yield event
 
     def close(self) -> None:
-        response = self._response
-        try:
-            shutdown = getattr(response, "shutdown", None)
-            if shutdown is not None:
-                shutdown()
-            response.release_conn()
-            response.close()
-        except Exception:  # closing a broken socket twice is not an error worth raising
-            log.debug("closing a watch stream failed", exc_info=True)
+        self._http.close()

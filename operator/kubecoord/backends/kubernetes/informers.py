@@ -7,8 +7,8 @@ Two scopes (the ``watch_scope`` connect option):
     shard by name (field selector ``metadata.name=NAME``), a group's member Leases by
     label. This is what RBAC granted by ``resourceNames`` allows (the API server
     authorizes list and watch of a named object only with that field selector), so it is
-    the default; it costs one watch connection and one thread per election, store shard
-    and group in use.
+    the default; it costs one watch connection per election, store shard and group in
+    use (all read on the process's one watch thread: watch_mux.py).
 ``namespace`` / ``managed``
     One informer per kind for the whole namespace, shared by every handle: all Leases
     (``namespace``) or only those kubecoord labels (``managed``: what the operator uses,

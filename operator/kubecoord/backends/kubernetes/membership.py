@@ -205,6 +205,9 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         except NotFound:
             pass
         except CoordinationError as exc:
+            # Not an answer about the Lease (a connection a middlebox closed, a timeout):
+            # judge it again at the next step rather than never for this version.
+            self._reaped.discard((name, observed.version))
             log.info("deleting an expired member failed", extra={"group": self.group, "error": str(exc)})
             return
         informer.forget(name)

@@ -11,23 +11,28 @@ Protocol (the Kubernetes list/watch contract, as client-go's reflector follows i
    process already holds at a version newer than the list (its own writes) are kept: the
    watch from the list brings their later changes.
 4. On network errors, and on any unexpected exception, retry with jittered exponential
-   backoff; the watch thread never dies while the reflector runs. The cache keeps
+   backoff; the watch loop never ends while the reflector runs. The cache keeps
    serving what was last observed.
 5. Dead watches: a stream that stays silent for much longer than its usual gap between
    events (bookmarks included) is closed and re-opened from the last resourceVersion by
-   the process-wide watchdog (watchdog.py), without a re-list. An idle watch has no usual
-   gap and is only re-opened when the server ends it (``timeoutSeconds``, jittered) or
-   the read timeout passes. (kube-apiserver 1.32 sends a bookmark on an idle watch only
-   once a minute and about two seconds before the watch's timeoutSeconds deadline, so
-   silence alone cannot tell an idle watch from a dead one within a minute.)
+   the multiplexer's silence check (watch_mux.py), without a re-list. An idle watch has
+   no usual gap and is only re-opened when the server ends it (``timeoutSeconds``,
+   jittered) or the read timeout passes. (kube-apiserver 1.32 sends a bookmark on an
+   idle watch only once a minute and about two seconds before the watch's timeoutSeconds
+   deadline, so silence alone cannot tell an idle watch from a dead one within a minute.)
 
+The watch loop is a coroutine on the process's one watch thread (watch_mux.py), not a
+thread of its own: opening and reading the stream only ``await``, and re-lists run on
+the multiplexer's small pool, so one held or slow stream never delays another's events.
 After every list and every event it calls ``on_change`` (the informer delivers what the
-cache queued), on the watch thread. Not guaranteed: freshness — the cache lags the
-server by the watch's latency, and by a lot while the API server is unreachable.
+cache queued): events on the watch thread, lists on the thread that listed. Not
+guaranteed: freshness — the cache lags the server by the watch's latency, and by a lot
+while the API server is unreachable.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import threading
@@ -39,7 +44,7 @@ from typing import Any
 from kubecoord import metrics
 from kubecoord.backends.kubernetes.cache import ObjectCache, object_name
 from kubecoord.backends.kubernetes.client import Gone, KubeClient, Resource, WatchStream
-from kubecoord.backends.kubernetes.watchdog import watchdog
+from kubecoord.backends.kubernetes.watch_mux import Running, multiplexer
 from kubecoord.errors import CoordinationError
 
 log = logging.getLogger("kubecoord.kubernetes.watch")
@@ -53,7 +58,7 @@ SILENCE_FACTOR = 6.0
 MIN_SILENCE = 2.0
 """...and never before this many seconds (a loaded machine delays events)."""
 STOP_JOIN_TIMEOUT = 5.0
-"""Seconds stop() waits for the watch thread to end."""
+"""Seconds stop() waits for the watch loop to end."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,8 @@ class ListWatch:
     def list(self) -> tuple[list[dict[str, Any]], str]:
         return self.client.list(self.resource, label_selector=self.label_selector, field_selector=self.field_selector)
 
-    def watch(self, since: str, timeout_seconds: int) -> WatchStream:
-        return self.client.watch(
+    async def watch(self, since: str, timeout_seconds: int) -> WatchStream:
+        return await self.client.open_watch(
             self.resource, resource_version=since, label_selector=self.label_selector,
             field_selector=self.field_selector, timeout_seconds=timeout_seconds,
         )
@@ -101,8 +106,8 @@ class Reflector:
         self._lock = threading.Lock()
         self._started = False
         self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._stream: Any = None
+        self._running: Running | None = None
+        self._stream: WatchStream | None = None
         self._heard_at = 0.0  # time.monotonic() of the stream's last event (or its opening)
         self.confirmed_at = float("-inf")
         """time.monotonic() of the latest evidence from the server itself that the cache is
@@ -119,7 +124,7 @@ class Reflector:
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
-        """List synchronously (raising translated errors), then watch on a thread. Idempotent."""
+        """List synchronously (raising translated errors), then watch on the multiplexer. Idempotent."""
         with self._lock:
             if self._started:
                 return
@@ -128,21 +133,17 @@ class Reflector:
             if self._started:
                 return
             self._started = True
-        self._thread = threading.Thread(target=self._run, name=f"kubecoord-watch-{self.description}", daemon=True)
-        self._thread.start()
+            self._running = multiplexer.run(self, self._run)
 
     def stop(self) -> None:
-        """Stop watching. Idempotent."""
+        """Stop watching and wait for the watch loop to end. Idempotent."""
         self._stopped.set()
-        watchdog.unwatch(self)
-        stream = self._stream
-        if stream is not None:
-            stream.close()
-        # Wait for the thread to notice: a daemon thread still inside the client when
-        # the interpreter finalizes can abort the process (SIGABRT at exit).
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(STOP_JOIN_TIMEOUT)
+        running = self._running
+        if running is not None:
+            running.cancel()  # closes the stream, on the loop's thread
+            # Wait for the loop to notice: a daemon thread still inside a request when the
+            # interpreter finalizes can abort the process (SIGABRT at exit).
+            running.wait(STOP_JOIN_TIMEOUT)
 
     def relist(self) -> None:
         requested = time.monotonic()
@@ -152,48 +153,42 @@ class Reflector:
         self.relists += 1
         self._on_change()
 
-    # -- the watch thread ----------------------------------------------------------------
-    def _run(self) -> None:
+    # -- the watch loop (on the multiplexer's thread) ------------------------------------------
+    async def _run(self) -> None:
         failures = 0
         while not self._stopped.is_set():
             try:
-                self._watch_once()
+                await self._watch_once()
                 failures = 0
             except Gone:
                 log.info("watch too old; re-listing", extra={"informer": self.description})
                 metrics.watch_restarted("kubernetes", self._plural)
                 try:
-                    self.relist()
+                    await asyncio.get_running_loop().run_in_executor(None, self.relist)
                     failures = 0
                 except Exception as exc:  # retried with backoff, like any failure
                     failures += 1
-                    self._pause(failures, exc)
+                    await self._pause(failures, exc)
             except CoordinationError as exc:
                 failures += 1
                 metrics.watch_restarted("kubernetes", self._plural)
-                self._pause(failures, exc)
+                await self._pause(failures, exc)
             except Exception as exc:  # a bug or a malformed event must not end watching
                 failures += 1
                 log.exception("watch failed unexpectedly; retrying", extra={"informer": self.description})
                 metrics.watch_restarted("kubernetes", self._plural)
-                self._pause(failures, exc)
+                await self._pause(failures, exc)
 
-    def _watch_once(self) -> None:
+    async def _watch_once(self) -> None:
         started = time.monotonic()
         events = 0
         since = self._cache.synced_to()
         timeout = int(self._watch_timeout * random.uniform(1.0, 1.25))
-        stream = self._source.watch(since, timeout)
+        stream = await self._source.watch(since, timeout)
         self._heard(opened=True)
         self._stream = stream
-        watchdog.watch(self)
         try:
-            if self._stopped.is_set():  # stop() ran while the watch was being opened
-                close = getattr(stream, "close", None)
-                if close is not None:
-                    close()
-                return
-            for event in stream:
+            async for event in stream.events():
                 if self._stopped.is_set():
                     return
                 events += 1
@@ -204,18 +199,19 @@ class Reflector:
                 self._on_change()
         finally:
             self._stream = None
+            stream.close()  # cancelled (stop) or failed: the connection goes with the loop
         if events == 0 and time.monotonic() - started < 1.0:
-            self._stopped.wait(0.2)  # a server that closes watches at once must not spin us
+            await asyncio.sleep(0.2)  # a server that closes watches at once must not spin us
 
-    def _pause(self, failures: int, exc: Exception) -> None:
+    async def _pause(self, failures: int, exc: Exception) -> None:
         if self._stopped.is_set():
             return  # stop() broke the stream on purpose
         # Full jitter (AWS-style), so that informers failing together do not retry in step.
         delay = min(BACKOFF_MAX, 0.1 * 2 ** min(failures, 5)) * random.uniform(0.5, 1.0)
         log.info("watch failed; retrying", extra={"informer": self.description, "error": str(exc), "delay": delay})
-        self._stopped.wait(delay)
+        await asyncio.sleep(delay)
 
-    # -- dead-watch detection (asked by the watchdog's thread) ------------------------------
+    # -- dead-watch detection (asked by the multiplexer, on its thread) ----------------------
     def _heard(self, *, opened: bool = False) -> None:
         now = time.monotonic()
         if not opened:
@@ -233,7 +229,7 @@ class Reflector:
         return silent - allowance if silent > allowance else None
 
     def restart_silent(self) -> None:
-        """Close a stream that went silent; the watch thread re-opens it from the last version."""
+        """Close a stream that went silent; the watch loop re-opens it from the last version."""
         stream = self._stream
         if stream is None:
             return

@@ -4,8 +4,8 @@ observed and when.
 
 The parts, as client-go's tools/cache splits them: the cache (cache.py: the objects,
 tombstones, the label index and the queue of changes), the reflector (reflector.py: list,
-watch, re-list after 410, backoff), the watchdog that re-opens dead streams
-(watchdog.py), and this module, which joins them and delivers the changes to
+watch, re-list after 410, backoff, dead streams), the one thread that runs every
+reflector's watch loop (watch_mux.py), and this module, which joins them and delivers the changes to
 subscribers. A handle's own requests feed the cache too: offer() a write's or a GET's
 response, forget() what it deleted, refresh() one object by GET.
 

@@ -1,0 +1,261 @@
+"""A watch request over asyncio: one HTTP/1.1 GET per watch, its chunked JSON lines read as events.
+
+The multiplexer (watch_mux.py) runs every watch of the process on one event loop, so a
+watch cannot be read by the official client (urllib3 blocks a thread per stream). This
+module is the small HTTP client it needs, configured from the same
+``kubernetes.client.Configuration`` as every other request of the backend, so that a
+watch goes where and as whom they go: the server URL (with any path prefix), the CA and
+client certificates, ``verify_ssl``, ``tls_server_name``, the bearer token (read through
+the configuration, so the in-cluster token refresh hook runs for each watch) and the
+user agent and default headers of the ``ApiClient``. An HTTP(S) proxy from the
+configuration is used through CONNECT (``no_proxy`` honoured); a SOCKS proxy is not
+supported (the watch fails with BackendUnavailableError saying so).
+
+Errors are those of client.py: a status other than 200 is translated by
+``translate_status`` (403 -> PermissionDeniedError, 410 -> Gone, ...); an ERROR event
+with code 410 raises Gone; a connection that breaks, ends inside a chunk, or stays
+silent past the read timeout raises BackendUnavailableError. Everything here runs on the
+loop's thread; ``close()`` too (the multiplexer calls it there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import urllib.parse
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubecoord.errors import BackendUnavailableError
+
+MAX_HEADER_BYTES = 64 * 1024
+MAX_ERROR_BODY = 64 * 1024
+
+
+@dataclass(frozen=True)
+class WatchEndpoint:
+    """Where and as whom watches connect: taken once from a client's configuration."""
+
+    host: str
+    port: int
+    prefix: str
+    tls: ssl.SSLContext | None
+    server_hostname: str | None
+    configuration: Any = field(repr=False)
+    headers: dict[str, str] = field(default_factory=dict)
+    proxy: tuple[str, int] | None = None
+    proxy_headers: dict[str, str] = field(default_factory=dict)
+    unsupported: str | None = None
+
+    @classmethod
+    def from_api_client(cls, api_client: Any) -> WatchEndpoint:
+        configuration = api_client.configuration
+        url = urllib.parse.urlsplit(str(configuration.host))
+        secure = url.scheme == "https"
+        tls = _tls_context(configuration) if secure else None
+        server_hostname = (configuration.tls_server_name or url.hostname) if secure else None
+        headers = {"Accept": "application/json", "User-Agent": str(api_client.user_agent)}
+        headers.update({str(k): str(v) for k, v in (api_client.default_headers or {}).items()})
+        proxy, proxy_headers, unsupported = None, {}, None
+        if configuration.proxy and not _bypass_proxy(str(configuration.host), configuration.no_proxy or ""):
+            proxy_url = urllib.parse.urlsplit(str(configuration.proxy))
+            if proxy_url.scheme not in ("http", "https"):
+                unsupported = f"watches cannot go through the {proxy_url.scheme} proxy {configuration.proxy!r}"
+            else:
+                proxy = (proxy_url.hostname or "", proxy_url.port or (443 if proxy_url.scheme == "https" else 80))
+                proxy_headers = {str(k): str(v) for k, v in (configuration.proxy_headers or {}).items()}
+        return cls(
+            host=url.hostname or "localhost", port=url.port or (443 if secure else 80),
+            prefix=url.path.rstrip("/"), tls=tls, server_hostname=server_hostname,
+            configuration=configuration, headers=headers, proxy=proxy, proxy_headers=proxy_headers,
+            unsupported=unsupported,
+        )
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers of one request, with credentials as the configuration has them now."""
+        headers = dict(self.headers)
+        for setting in self.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[str(setting["key"])] = str(setting["value"])
+        if self.configuration.username and self.configuration.password:
+            headers["Authorization"] = str(self.configuration.get_basic_auth_token())
+        return headers
+
+
+def _tls_context(configuration: Any) -> ssl.SSLContext:
+    context = ssl.create_default_context(
+        cafile=configuration.ssl_ca_cert or None, cadata=getattr(configuration, "ca_cert_data", None) or None
+    )
+    if not configuration.verify_ssl or configuration.assert_hostname is False:
+        context.check_hostname = False
+    if not configuration.verify_ssl:
+        context.verify_mode = ssl.CERT_NONE
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
+    return context
+
+
+def _bypass_proxy(url: str, no_proxy: str) -> bool:
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    for entry in (e.strip().lower().lstrip(".") for e in no_proxy.split(",")):
+        if entry and (entry == "*" or host == entry or host.endswith("." + entry)):
+            return True
+    return False
+
+
+class HttpWatch:
+    """One open watch response. Iterate ``events()``; ``close()`` ends it (on the loop's thread)."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, chunked: bool, read_timeout: float,
+        what: str,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._chunked = chunked
+        self._read_timeout = read_timeout
+        self._what = what
+        self.closed = False
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._writer.transport.abort()
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        """The stream's non-empty lines; ends when the server ends the response."""
+        buffer = b""
+        try:
+            async for data in self._body():
+                buffer += data
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield line
+            if buffer.strip():
+                yield buffer
+        except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+            if self.closed:
+                return  # closed on purpose (stop, or the silence rule): not a failure to report
+            raise BackendUnavailableError(f"watch of {self._what} broke: {type(exc).__name__}: {exc}") from None
+        except TimeoutError:
+            raise BackendUnavailableError(
+                f"watch of {self._what} broke: nothing read for {self._read_timeout:.0f} s"
+            ) from None
+        finally:
+            self.close()
+
+    async def _body(self) -> AsyncIterator[bytes]:
+        if not self._chunked:
+            while data := await self._read(self._reader.read(65536)):
+                yield data
+            return
+        while True:
+            size_line = await self._read(self._reader.readline())
+            if not size_line:
+                if self.closed:
+                    return
+                raise ConnectionResetError("the connection ended inside the chunked body")
+            size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                return  # the last chunk: the server ended the watch (timeoutSeconds)
+            data = await self._read(self._reader.readexactly(size + 2))
+            yield data[:-2]
+
+    async def _read(self, read: Any) -> Any:
+        return await asyncio.wait_for(read, self._read_timeout)
+
+
+async def open_watch(
+    endpoint: WatchEndpoint, path: str, query: dict[str, str], headers: dict[str, str], *, connect_timeout: float,
+    header_timeout: float, read_timeout: float, what: str,
+) -> tuple[int, HttpWatch | bytes]:
+    """GET ``path?query`` with ``headers`` (endpoint.request_headers()) as a watch:
+    (200, the open watch), or (status, the error body)."""
+    if endpoint.unsupported:
+        raise BackendUnavailableError(endpoint.unsupported)
+    target = endpoint.prefix + path + "?" + urllib.parse.urlencode(query)
+    try:
+        reader, writer = await asyncio.wait_for(_connect(endpoint), connect_timeout)
+    except (OSError, ssl.SSLError, ValueError, asyncio.IncompleteReadError) as exc:
+        raise BackendUnavailableError(f"cannot watch {what}: {type(exc).__name__}: {exc}") from None
+    except TimeoutError:
+        raise BackendUnavailableError(f"cannot watch {what}: no connection within {connect_timeout:.0f} s") from None
+    try:
+        fields = {"Host": _host_header(endpoint), **headers}
+        request = f"GET {target} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+        writer.write((request + "Connection: close\r\n\r\n").encode("latin-1"))
+        status, answer = await asyncio.wait_for(_read_head(reader), header_timeout)
+        chunked = "chunked" in answer.get("transfer-encoding", "").lower()
+        watch = HttpWatch(reader, writer, chunked=chunked, read_timeout=read_timeout, what=what)
+        if status == 200:
+            return status, watch
+        body = b"".join([line async for line in _capped(watch.lines())])
+        return status, body
+    except BaseException as exc:
+        writer.transport.abort()
+        if isinstance(exc, TimeoutError):
+            raise BackendUnavailableError(f"cannot watch {what}: no response within {header_timeout:.0f} s") from None
+        if isinstance(exc, (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError)):
+            raise BackendUnavailableError(f"cannot watch {what}: {type(exc).__name__}: {exc}") from None
+        raise
+
+
+async def _capped(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    total = 0
+    async for line in lines:
+        total += len(line)
+        if total > MAX_ERROR_BODY:
+            return
+        yield line
+
+
+def _host_header(endpoint: WatchEndpoint) -> str:
+    default = 443 if endpoint.tls is not None else 80
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    return host if endpoint.port == default else f"{host}:{endpoint.port}"
+
+
+async def _connect(endpoint: WatchEndpoint) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    limit = MAX_HEADER_BYTES
+    if endpoint.proxy is None:
+        return await asyncio.open_connection(
+            endpoint.host, endpoint.port, ssl=endpoint.tls, server_hostname=endpoint.server_hostname, limit=limit
+        )
+    # Through an HTTP proxy: CONNECT, then TLS to the API server inside the tunnel.
+    reader, writer = await asyncio.open_connection(*endpoint.proxy, limit=limit)
+    authority = f"[{endpoint.host}]:{endpoint.port}" if ":" in endpoint.host else f"{endpoint.host}:{endpoint.port}"
+    head = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in endpoint.proxy_headers.items())
+    writer.write((head + "\r\n").encode("latin-1"))
+    status, _ = await _read_head(reader)
+    if status != 200:
+        writer.transport.abort()
+        raise ConnectionRefusedError(f"the proxy answered CONNECT with HTTP {status}")
+    if endpoint.tls is not None:
+        await writer.start_tls(endpoint.tls, server_hostname=endpoint.server_hostname)
+    return reader, writer
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    parts = status_line.split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise ValueError(f"not an HTTP response: {status_line[:80]!r}")
+    fields: dict[str, str] = {}
+    for line in lines:
+        name, sep, value = line.partition(":")
+        if sep:
+            fields[name.strip().lower()] = value.strip()
+    return int(parts[1]), fields
+
+
+def decode_event(line: bytes) -> dict[str, Any]:
+    """One watch line as {"type": ..., "object": {...}} (ValueError if it is not one)."""
+    event = json.loads(line)
+    if not isinstance(event, dict):
+        raise ValueError(f"a watch line is not an object: {line[:80]!r}")
+    return event
