@@ -143,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         "wall_seconds": round(time.monotonic() - started, 1),
         "processes": sum(run["processes"] for run in runs.values()),
         "violations": judged.violations,
+        "violation_details": judged.summary.get("violation_details") or [],
         "figures": figures,
         "report": str(judged.report),
         "analyze_status": judged.analyze_status,
@@ -197,4 +198,12 @@ def _print(document: dict[str, Any], figures: dict[str, Any]) -> None:
         else "SAFETY VIOLATIONS: " + ", ".join(f"{kind} {count}" for kind, count in violations.items())
     )
     print(f"{verdict}; {figures['events']} events from {document['processes']} processes")
+    for found in document.get("violation_details", []):
+        # The evidence, so that a failing run says what it found without its output folder
+        # (a CI run's temporary folder is gone by the time anybody reads its log).
+        where = f"{found['primitive']} {found['namespace']}/{found['name']}"
+        print(f"  {found['type']} {where} at {found['ts']}: {found['detail']}")
+        for line in found.get("evidence") or []:
+            source = f"{line.get('file')}:{line.get('line')}"
+            print(f"    {line.get('process')} {line.get('event')} at {line.get('ts')} ({source})")
     print(f"report: {document['report']}")
