@@ -23,6 +23,7 @@ import datetime as dt
 import decimal
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -82,8 +83,13 @@ def snapshot_output(spark: Any, out: Path, root: Path | str) -> dict[str, Any]:
     tables = sorted(p for p in (out / "tables").iterdir() if not p.name.startswith((".", "_")))
     return {
         "summary": normalise(json.loads((out / "summary.json").read_text()), roots),
-        "tables": {p.name: table(spark.read.parquet(str(p)).collect(), roots) for p in tables},
+        "tables": {p.name: table(spark.read.parquet(_literal(p)).collect(), roots) for p in tables},
     }
+
+
+def _literal(path: Path) -> str:
+    """A path for Spark's readers, which take glob patterns: ``[``, ``{``, ``*``... escaped."""
+    return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(path))
 
 
 def differences(expected: Any, actual: Any, where: str = "") -> list[str]:

@@ -57,7 +57,7 @@ def test_a_clean_history_exits_zero_and_replaces_the_previous_output(
     spark: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     manifest = generate(tmp_path / "logs", Spec(elections=2, groups=1, stores=1, hours=0.5, seed=7))
-    out = tmp_path / "out"
+    out = tmp_path / "out [1]"  # written where asked: brackets and spaces are not percent-encoded
     out.mkdir()
     (out / "stale.txt").write_text("from an earlier run")
 

@@ -39,11 +39,15 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def as_uri(out: str | Path) -> str:
-    """A local path (relative or absolute) -> file: URI; a URI is kept."""
+    """A local path (relative or absolute) -> a ``file:`` path for Hadoop; a URI is kept.
+
+    Not percent-encoded: Hadoop's Path encodes what it parses itself, so an encoded
+    ``[``, ``]`` or space (``Path.as_uri()``'s ``%5B``) would be encoded twice and the
+    output would land in a directory literally named ``out%5B1%5D``."""
     text = str(out)
     if _SCHEME.match(text):
         return text.rstrip("/")
-    return Path(text).absolute().as_uri()
+    return f"file:{Path(text).absolute()}"
 
 
 def display(out: str | Path, name: str) -> str:
@@ -86,7 +90,7 @@ def write(analysis: Analysis, out: str | Path, *, progress: Progress, spark: Spa
                 done.result()
         (local / "summary.json").write_text(json.dumps(analysis.summary, indent=2, default=str) + "\n")
         for path in sorted(local.iterdir()):
-            fs.copyFromLocalFile(False, True, hadoop.Path(path.as_uri()), hadoop.Path(staging, path.name))
+            fs.copyFromLocalFile(False, True, hadoop.Path(as_uri(path)), hadoop.Path(staging, path.name))
         _replace(fs, hadoop, staging, target)
     except BaseException:
         fs.delete(staging, True)
