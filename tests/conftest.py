@@ -30,6 +30,7 @@ START_BUDGETS: dict[str, float] = {
     "cassandra_cluster": 720.0,  # three nodes one after the other (180 s each), then gossip (180 s)
     "real_api": 240.0,  # kube-apiserver, controller-manager, scheduler, hollow nodes (90 s each at most)
     "spark_standalone": 480.0,  # a master and two workers (240 s each at most)
+    "spark": 240.0,  # the shared local session: ~4 s idle, past 180 s at load 20+
 }
 """Seconds added to the per-test timeout of a test that will start one of these servers.
 pytest-timeout counts fixture set-up against the first test that uses a fixture, and the
