@@ -32,6 +32,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from kubecoord.analytics.frames import local_rows
+
 GAP, LATE, COPY = "gap", "late_start", "copy"
 
 
@@ -104,7 +106,7 @@ def resolve(spark: SparkSession, events: DataFrame, ranges: Sequence[dict[str, A
             doubtful.append(process)
         else:
             rows += found
-    findings = spark.createDataFrame(rows, _RANGE_FINDINGS).select(
+    findings = local_rows(spark, rows, _RANGE_FINDINGS).select(
         "kind", "process", "after_seq", "before_seq", "missing",
         F.timestamp_micros("from_tu").alias("from_ts"), F.timestamp_micros("to_tu").alias("to_ts"), "file",
     )

@@ -38,6 +38,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from kubecoord.analytics.frames import local_rows
 from kubecoord.analytics.progress import Progress
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.wire.events import EVENTS, FIELDS, HOLDER_EVENTS, KV_WRITES, REQUIRED, SCHEMA_VERSION, Primitive
@@ -181,9 +182,8 @@ def read_inputs(
     numbered = numbered.filter(F.col("reason").isNull() | (F.col("reason") != _BLANK))
     events = numbered.filter(F.col("reason").isNull()).drop("reason", "text")
     malformed = numbered.filter(F.col("reason").isNotNull()).select("file", "line", "reason", "text")
-    unreadable_frame = spark.createDataFrame(
-        unreadable, T.StructType([T.StructField("file", T.StringType()), T.StructField("reason", T.StringType())])
-    )
+    unreadable_schema = T.StructType([T.StructField("file", T.StringType()), T.StructField("reason", T.StringType())])
+    unreadable_frame = local_rows(spark, unreadable, unreadable_schema)
     return Inputs(files=files, events=events, malformed=malformed, lines=lines, unreadable=unreadable_frame,
                   counts=splits["counts"], ranges=splits["ranges"])
 
