@@ -1,7 +1,7 @@
 """``kubecoord analyze`` against Spark's own scan-and-parse of the same files, as whole processes.
 
 Usage: .venv/bin/python bench/bench_pipeline.py [--events N ...] [--logs DIR] [--keep DIR]
-       [--standalone] [--conf KEY=VALUE ...]
+       [--standalone] [--conf KEY=VALUE ...] [--golden DIR]
 
 For each target size (default 1M and 10M events) it generates a 24-hour history (one file
 per process; the 1M one is the issue's ``--elections 17 --groups 3 --stores 3 --processes 8
@@ -18,6 +18,10 @@ step of the command (its progress lines; each step names its Spark jobs) the wal
 jobs, tasks and shuffle bytes written, from the event log; the load average before and
 after. With ``--standalone`` the analysis runs on a Spark standalone master and two workers
 (1 core, 1 GiB each) on 127.0.0.1 as well (the scan is local).
+With ``--golden DIR`` the verdicts are compared too (after the timed runs, in a process of
+their own): the analysis's summary.json and every table against DIR/golden-N.json, taken by
+an earlier run of the pipeline (``tests/pipeline/golden.py``; written when missing). That
+is the old-versus-new check of issue 23 on histories too large for the repository.
 Wall time on a shared machine is noisy: these are figures, not assertions.
 """
 
@@ -133,7 +137,9 @@ def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str
     shutil.rmtree(events_dir, ignore_errors=True)
     events_dir.mkdir(parents=True)
     out = work / f"out-{label}"
-    settings = {**conf, "spark.eventLog.enabled": "true", "spark.eventLog.dir": events_dir.as_uri()}
+    # One plain file: Spark 4 rolls event logs into a directory of zstd files by default.
+    settings = {**conf, "spark.eventLog.enabled": "true", "spark.eventLog.dir": events_dir.as_uri(),
+                "spark.eventLog.rolling.enabled": "false", "spark.eventLog.compress": "false"}
     analyze = [sys.executable, "-m", "kubecoord.analytics", str(logs), "--out", str(out), "--master", master,
                *(x for key, value in settings.items() for x in ("--conf", f"{key}={value}"))]
     before = load()
@@ -161,6 +167,16 @@ def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str
               f"{counts['shuffle_bytes'] / 2**20:11.1f}", flush=True)
 
 
+def golden(out: Path, logs: Path, path: Path) -> None:
+    """The analysis in ``out`` against the golden copy at ``path`` (captured when missing)."""
+    command = "compare" if path.exists() else "capture"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    root = Path(__file__).resolve().parent.parent
+    finished = subprocess.run([sys.executable, "-m", "tests.pipeline.golden", command, str(out), str(logs), str(path)],
+                              cwd=root, capture_output=True, text=True, check=False)
+    print(f"  verdicts against {path}: {finished.stdout.strip() or finished.stderr.strip()[-2000:]}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scan", metavar="LOGS", help=argparse.SUPPRESS)
@@ -168,6 +184,8 @@ def main() -> int:
     parser.add_argument("--logs", type=Path, help="generate histories here and reuse them on later runs")
     parser.add_argument("--keep", type=Path, help="keep the last analysis output (report, plots) here")
     parser.add_argument("--standalone", action="store_true", help="also on a 2-worker standalone cluster")
+    parser.add_argument("--golden", type=Path, metavar="DIR",
+                        help="compare the verdicts with DIR/golden-N.json (captured there when missing)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark setting for the analysis (e.g. spark.driver.memory=2g)")
     args = parser.parse_args()
@@ -190,6 +208,8 @@ def main() -> int:
 
                 with StandaloneCluster(workers=2, cores=1, memory="1g", log_dir=work / "standalone") as cluster:
                     compare(logs, work, f"standalone-{target}", cluster.url, {**CLUSTER_CONF, **conf})
+            if args.golden:
+                golden(work / f"out-local2-{target}", logs, args.golden / f"golden-{target}.json")
             if args.keep:
                 shutil.rmtree(args.keep, ignore_errors=True)
                 shutil.copytree(work / f"out-local2-{target}", args.keep)
