@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecoord.operator.lease_grants import allows, grants
+from kubecoord.operator.lease_grants import allows, grants, with_bound_clients
 
 
 def _body(kind: str, name: str, clients: list[str], **spec: Any) -> dict[str, Any]:
@@ -44,3 +44,44 @@ def test_allows_matches_names_exactly_and_prefixes_by_star() -> None:
     assert not allows(entries, "workers")  # a Lease named like the group is not a member's
     assert not allows(entries, "billing-2") and not allows(entries, "workers2.m.x")
     assert not allows(entries, "other.m.workers.m.x")
+
+
+def _binding(kind: str, name: str, accounts: list[str]) -> dict[str, Any]:
+    return {"metadata": {"name": f"kubecoord-{kind.lower()}-{name}", "namespace": "ns"},
+            "subjects": [{"kind": "ServiceAccount", "name": a, "namespace": "ns"} for a in accounts]}
+
+
+def _confined(groups: list[dict[str, Any]], elections: list[dict[str, Any]],
+              bindings: list[dict[str, Any]]) -> dict[str, str]:
+    return grants(*with_bound_clients(groups, elections, bindings))
+
+
+def test_a_client_removed_from_the_spec_stays_confined_while_its_rolebinding_binds_it() -> None:
+    """Whoever recomputes — this Group's spec write or any other resource's — between the
+    spec change and the RoleBinding's update (issue 21: another Group's resume after a
+    restart lifted it first)."""
+    group = _body("Group", "workers", ["stays"])
+    assert _confined([group], [], [_binding("Group", "workers", ["stays", "leaves"])]) == {
+        "leaves": "workers-gc workers.m.*", "stays": "workers-gc workers.m.*"}
+    # Once the RoleBinding no longer binds it, the confinement goes.
+    assert _confined([group], [], [_binding("Group", "workers", ["stays"])]) == {"stays": "workers-gc workers.m.*"}
+    # A new client is confined from its spec, before any RoleBinding binds it.
+    assert set(_confined([_body("Group", "workers", ["stays", "new"])], [], [])) == {"stays", "new"}
+
+
+def test_a_deleted_or_deleting_groups_binding_confines_its_subjects_until_it_is_gone() -> None:
+    deleting = _body("Group", "going", ["app"])
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    bindings = [_binding("Group", "going", ["app"]), _binding("Group", "gone", ["old"])]
+    assert _confined([deleting], [], bindings) == {"app": "going-gc going.m.*", "old": "gone-gc gone.m.*"}
+    assert _confined([deleting], [], []) == {}
+
+
+def test_bindings_of_other_backends_and_of_elections_only_confine_nobody_new() -> None:
+    zk = _body("Group", "zk", ["zk-app"], backend="zookeeper")
+    election = _body("LeaderElection", "billing", ["elector"])
+    bindings = [_binding("Group", "zk", ["zk-app"]), _binding("LeaderElection", "billing", ["elector", "app"])]
+    assert _confined([zk], [election], bindings) == {}
+    # An election's bound client that is also a Group client keeps that election's Lease.
+    group = _body("Group", "workers", ["app"])
+    assert _confined([zk, group], [election], bindings) == {"app": "billing workers-gc workers.m.*"}

@@ -29,13 +29,20 @@ ServiceAccount. Reads are not confined (a Group's clients list and watch the nam
 Leases by label, which RBAC can only grant namespace-wide).
 
 Order and consistency: the ConfigMap is written before the Role and RoleBinding that
-grant the Lease verbs, and recomputed from a fresh list of the namespace's Groups and
-LeaderElections on every create, spec change, resume and deletion of either kind, one
-namespace at a time (a per-namespace lock: the last writer has seen every change before
-it). It carries a (non-controller) ownerReference to every contributing Group, so the
-garbage collector removes it with the last of them; with no Group client left the
-operator deletes it. Not guaranteed: confinement while the ConfigMap is missing (someone
-deleted it; the next reconcile or drift check re-creates it), or where the API server's
+grant the Lease verbs, and recomputed from a fresh list of the namespace's Groups,
+LeaderElections and kubecoord RoleBindings on every create, spec change, resume and
+deletion of either kind, one namespace at a time (a per-namespace lock: the last writer
+has seen every change before it). A resource's clients here are its ``spec.clients``
+*and* the subjects its RoleBinding binds now, so the confinement of a removed client
+holds until its RBAC grant is gone, whoever recomputes: the resource's own spec write,
+or any other resource's in the same namespace (issue 21: after a restart, another
+Group's resume lifted a removed client's confinement before its RoleBinding was
+updated). A RoleBinding whose resource is gone (deleted, not yet collected) confines its
+subjects too, as a kubernetes-backed resource would. The ConfigMap carries a
+(non-controller) ownerReference to every contributing Group, so the garbage collector
+removes it with the last of them; with no Group client left the operator deletes it.
+Not guaranteed: confinement while the ConfigMap is missing (someone deleted it; the next
+reconcile or drift check re-creates it), or where the API server's
 ValidatingAdmissionPolicy plugin is disabled (on by default since Kubernetes 1.30).
 """
 
@@ -48,10 +55,13 @@ from typing import Any
 
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import owner_reference
+from kubecoord.operator.rbac import RBAC_API, role_name_prefix
 from kubecoord.wire import object_names
 from kubecoord.wire.crd import API_VERSION
 from kubecoord.wire.group_record import derived_name
 
+MANAGED_SELECTOR = f"{object_names.MANAGED_BY_LABEL}={object_names.MANAGED_BY}"
+"""The operator's RoleBindings (kubecoord.operator.rbac labels its Roles and RoleBindings)."""
 CONFIGMAP = "kubecoord-lease-grants"
 """The policy binding's paramRef name (the chart's admissionpolicy.yaml says the same)."""
 KINDS = ("Group", "LeaderElection")
@@ -93,6 +103,42 @@ def grants(groups: list[dict[str, Any]], elections: list[dict[str, Any]]) -> dic
     return {account: " ".join(sorted(names)) for account, names in sorted(entries.items())}
 
 
+def with_bound_clients(
+    groups: list[dict[str, Any]], elections: list[dict[str, Any]], bindings: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The resources with each one's clients widened to the ServiceAccounts its RoleBinding
+    binds now; a RoleBinding whose resource is not listed (deleted, not yet collected)
+    stands for a kubernetes-backed resource of its name with those clients."""
+    bound: dict[tuple[str, str], set[str]] = {}
+    for binding in bindings:
+        name = str(binding["metadata"]["name"])
+        for kind in KINDS:
+            prefix = role_name_prefix(kind)
+            if name.startswith(prefix):
+                namespace = binding["metadata"].get("namespace")
+                bound[(kind, name[len(prefix):])] = {
+                    str(s.get("name")) for s in binding.get("subjects") or []
+                    if s.get("kind") == "ServiceAccount" and s.get("namespace", namespace) == namespace}
+    widened: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
+    for body in [*groups, *elections]:
+        kind, name, spec = body["kind"], body["metadata"]["name"], body.get("spec") or {}
+        accounts = bound.pop((kind, name), set())
+        if spec.get("backend", "kubernetes") != "kubernetes":
+            widened[kind].append(body)  # its binding grants no Lease: nothing to confine
+            continue
+        if body["metadata"].get("deletionTimestamp"):
+            widened[kind].append(body)  # confines nobody itself; its binding still does, below
+            bound[(kind, name)] = accounts
+            continue
+        if accounts - _clients(body):
+            body = {**body, "spec": {**spec, "clients": sorted(_clients(body) | accounts)}}
+        widened[kind].append(body)
+    for (kind, name), accounts in sorted(bound.items()):
+        if accounts:
+            widened[kind].append({"kind": kind, "metadata": {"name": name}, "spec": {"clients": sorted(accounts)}})
+    return widened["Group"], widened["LeaderElection"]
+
+
 def allows(entries: str, lease: str) -> bool:
     """What the policy's CEL expression decides, in Python (tests and documentation)."""
     return any(lease.startswith(entry[:-1]) if entry.endswith(PREFIX_MARK) else lease == entry
@@ -115,13 +161,10 @@ def configmap(namespace: str, data: dict[str, str], owners: list[dict[str, Any]]
     }
 
 
-async def reconcile(namespace: str, *, keep: dict[str, Any] | None = None) -> dict[str, str] | None:
-    """Recompute the namespace's ConfigMap from its Groups and LeaderElections; the data written.
-
-    ``keep``: a resource as it was before a spec change that removed clients; its grants
-    are kept in this recompute (the union of old and new), so that the confinement of a
-    removed client outlives its RBAC grant. The caller recomputes again without it once
-    the RBAC grant is revoked.
+async def reconcile(namespace: str) -> dict[str, str] | None:
+    """Recompute the namespace's ConfigMap from its Groups, LeaderElections and their
+    RoleBindings; the data written. A client removed from a spec stays confined while its
+    RoleBinding still binds it: call again once the RBAC grant is revoked to lift it.
 
     Calls queued behind the lock (an operator resuming thousands of resources) are
     coalesced: a recompute that began listing after a call was made has seen that call's
@@ -130,22 +173,23 @@ async def reconcile(namespace: str, *, keep: dict[str, Any] | None = None) -> di
     requested = time.monotonic()
     lock = _locks.setdefault(namespace, asyncio.Lock())
     async with lock:
-        if keep is None and _computed_at.get(namespace, float("-inf")) >= requested:
+        if _computed_at.get(namespace, float("-inf")) >= requested:
             return _written.get(namespace)
         began = time.monotonic()
-        data = await _recompute(namespace, keep)
-        # A union is not the namespace's state: the next call must recompute.
-        _computed_at[namespace] = began if keep is None else float("-inf")
+        data = await _recompute(namespace)
+        _computed_at[namespace] = began
         return data
 
 
-async def _recompute(namespace: str, keep: dict[str, Any] | None = None) -> dict[str, str]:
+async def _recompute(namespace: str) -> dict[str, str]:
     groups = await kubeapi.list_objects(API_VERSION, "groups", namespace, "")
     elections = await kubeapi.list_objects(API_VERSION, "leaderelections", namespace, "")
-    if keep is not None and keep.get("spec") is not None:
-        (groups if keep.get("kind") == "Group" else elections).append(keep)
+    bindings = await kubeapi.list_objects(RBAC_API, "rolebindings", namespace, MANAGED_SELECTOR)
     for body in groups:
         body.setdefault("kind", "Group")
+    for body in elections:
+        body.setdefault("kind", "LeaderElection")
+    groups, elections = with_bound_clients(groups, elections, bindings)
     data = grants(groups, elections)
     path = kubeapi.collection_path("v1", "configmaps", namespace)
     if not data:
@@ -158,7 +202,8 @@ async def _recompute(namespace: str, keep: dict[str, Any] | None = None) -> dict
                 raise
         _written[namespace] = None
         return data
-    owners = list({g["metadata"]["uid"]: g for g in groups if _on_kubernetes(g) and _clients(g)}.values())
+    owners = list({g["metadata"]["uid"]: g for g in groups
+                   if _on_kubernetes(g) and _clients(g) and g["metadata"].get("uid")}.values())
     uids = {g["metadata"]["uid"] for g in owners}
     if _written.get(namespace) == data and _owners.get(namespace) == uids:
         return data  # what the API has (the drift check notices edits by others)

@@ -40,8 +40,13 @@ RBAC_API = "rbac.authorization.k8s.io/v1"
 READ_WRITE = ["get", "list", "watch", "update", "patch"]
 
 
+def role_name_prefix(kind: str) -> str:
+    return f"kubecoord-{kind.lower()}-"
+
+
 def role_name(body: dict[str, Any]) -> str:
-    return f"kubecoord-{body['kind'].lower()}-{body['metadata']['name']}"
+    """The Role's and the RoleBinding's name (lease_grants reads the resource back from it)."""
+    return role_name_prefix(body["kind"]) + str(body["metadata"]["name"])
 
 
 def rules(

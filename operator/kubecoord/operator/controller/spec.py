@@ -16,9 +16,12 @@ Order of grants (spec.clients): on a create or an addition the confinement (the 
 grants the admission policy reads) is written before the RBAC grant it confines; on a
 removal the RBAC grant is revoked while the old confinement still holds, and the
 confinement is lifted only afterwards — never a moment with the grant and no fence. The
+confinement is computed from the clients the RoleBindings bind as well as the specs
+(lease_grants), so no recompute — this resource's or another's, racing on another
+worker or resuming after a restart — lifts it before the RoleBinding is updated. The
 old clients are the previous spec this process wrote; after a restart (previous spec
-unknown) the RoleBinding's subjects are read as the old clients (one GET), so a spec
-change made while the operator was down is revoked in the same order.
+unknown) the RoleBinding's subjects are read as the old clients (one GET), to know that
+a lift is due once the RBAC grant is revoked.
 
 Guarantees: idempotent (writing twice writes nothing new: POSTs answer 409 and are
 checked, merge patches are no-ops); a resource created with no clients costs one POST
@@ -76,10 +79,9 @@ async def write(body: dict[str, Any], previous: dict[str, Any] | None) -> Writte
         old_clients = await _bound_clients(body)
     removed = old_clients - clients
     if kind in lease_grants.KINDS:
-        # The confinement first (the old clients' too while they still hold RBAC), then
-        # the grant it confines.
-        keep = {**body, "spec": {**spec, "clients": sorted(old_clients | clients)}} if removed else None
-        await lease_grants.reconcile(namespace, keep=keep)
+        # The confinement first, then the grant it confines. The old clients stay confined
+        # while the RoleBinding binds them (lease_grants reads it), whoever recomputes.
+        await lease_grants.reconcile(namespace)
     await rbac.reconcile(body, kv_shards=kv_shards, withhold=result.foreign)
     if kind in lease_grants.KINDS and removed:
         await lease_grants.reconcile(namespace)  # the RBAC grant is gone: lift the old confinement

@@ -484,8 +484,10 @@ class StatusController:
             return
         if spec_writer.FINALIZER in ((final.get("metadata") or {}).get("finalizers") or []):
             await self._purge(final)
-        if not spec_writer.on_kubernetes(spec) or not spec.get("clients"):
+        if not spec.get("clients"):
             return
+        # Every backend's: a RoleBinding left to the garbage collector would keep its
+        # subjects confined (lease_grants counts a resource-less binding as kubernetes-backed).
         await rbac.revoke(final)
         if final.get("kind") in lease_grants.KINDS:
             await lease_grants.reconcile(final["metadata"]["namespace"])
