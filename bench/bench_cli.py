@@ -5,8 +5,11 @@ the target is 0.3 s, kubectl's order of magnitude.
 
 Each command runs RUNS times after one warm-up (the page cache holds the interpreter and
 the client libraries, as it does for a user who typed a command a minute ago); the
-figures are the median and the 90th percentile of the wall time, with the machine's load,
-and the API requests one run makes (the server's apiserver_request_total). The state
+figures are the minimum, median and maximum of the wall time and the median CPU time
+(user + system of the process: what the command costs, whatever the machine's queue),
+with the machine's load before and after, and the API requests one run makes (the
+server's apiserver_request_total). The server is a whole cluster (controller manager,
+scheduler, a hollow node: ``refk8s.sh up DIR --cluster``), as a user's would be. The state
 commands read once (kubecoord.cli.snapshot: no kubernetes client, no watch); ``python -c
 pass`` is the floor any Python command pays on this machine at this load.
 
@@ -39,12 +42,19 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _reads(counter: RequestCounter) -> int:
+    """GET and LIST requests so far: what a read command sends. The cluster's own
+    components and the bench's leader and member mostly write and watch (PUT, WATCH), so
+    their share, subtracted below, stays small beside a command's 1-3 reads."""
+    return counter.total("GET") + counter.total("LIST")
+
+
 def _background_rate(counter: RequestCounter, seconds: float = 6.0) -> float:
     """Requests per second the bench's own clients make meanwhile (the leader renewing, the
     member's heartbeat), subtracted from each command's count."""
-    before, started = counter.total(), time.perf_counter()
+    before, started = _reads(counter), time.perf_counter()
     time.sleep(seconds)
-    return (counter.total() - before) / (time.perf_counter() - started)
+    return (_reads(counter) - before) / (time.perf_counter() - started)
 
 
 def _time(argv: list[str], runs: int, env: dict[str, str],
@@ -55,14 +65,14 @@ def _time(argv: list[str], runs: int, env: dict[str, str],
     if warm.returncode:
         print(f"  ({' '.join(argv[:3])}...: exit {warm.returncode}: {warm.stderr.strip()[:200]})")
     samples, cpu, status = [], [], 0
-    before, began = counter.total(), time.perf_counter()
+    before, began = _reads(counter), time.perf_counter()
     for _ in range(runs):
         started, cpu_before = time.perf_counter(), _cpu()
         status = subprocess.run(argv, capture_output=True, env=env, check=False).returncode
         samples.append(time.perf_counter() - started)
         cpu.append(_cpu() - cpu_before)
     background = rate * (time.perf_counter() - began)
-    return samples, cpu, status, max(0.0, counter.total() - before - background) / runs
+    return samples, cpu, status, max(0.0, _reads(counter) - before - background) / runs
 
 
 def _prepare(kubeconfig: pathlib.Path) -> None:
@@ -88,7 +98,7 @@ def main(argv: list[str]) -> int:
     if not kubectl.exists():
         subprocess.run([sys.executable, str(ROOT / "charts/scripts/install_helm.py"), str(kubectl), "--kubectl"],
                        check=True)
-    with real_server() as server:
+    with real_server(cluster=True) as server:
         if server is None:
             return 0
         kubeconfig = server.admin_kubeconfig
@@ -100,7 +110,11 @@ def main(argv: list[str]) -> int:
             coord.leader_election("bench-election").nominate("pod-a")
             coord.group_membership("workers").join("w1")
             coord.storage("topics").put("orders/config", "partitions=3")
-            env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+            # Bytecode cached, as an installed wheel has it (pip compiles at install): with
+            # PYTHONDONTWRITEBYTECODE set (this machine sets it), an editable install would
+            # compile the ~25 kubecoord modules of a command on every run.
+            env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+                   "KUBECONFIG": str(kubeconfig)}
             cli = [str(BIN / "kubecoord")]
             state = ["--url", url]
             commands = [
@@ -117,15 +131,18 @@ def main(argv: list[str]) -> int:
             ]
             counter = RequestCounter(server)
             rate = _background_rate(counter)
-            print(f"{'command':<42} {'median':>8} {'p90':>8} {'CPU':>7}  exit  requests  (runs {runs}, load {load()})")
-            slow, kubectl_median = [], 0.0
+            print(f"runs {runs} each; load before: {load()}")
+            print(f"{'command':<42} {'min':>7} {'median':>7} {'max':>7} {'CPU':>6}  exit  requests")
+            slow, kubectl_median, kubectl_cpu = [], 0.0, 0.0
             for label, command in commands:
                 samples, cpu, status, requests = _time(command, runs, env, counter, rate)
-                median, p90, cpu_median = pct(samples, 50), pct(samples, 90), pct(cpu, 50)
-                kubectl_median = median if label == "kubectl get le" else kubectl_median
-                ratio = f"  {median / kubectl_median:.1f}x kubectl get le" if kubectl_median else ""
-                print(f"{label:<42} {median * 1000:>6.0f}ms {p90 * 1000:>6.0f}ms {cpu_median * 1000:>5.0f}ms"
-                      f"  {status:>4}  {requests:>8.1f}{ratio}")
+                median, cpu_median = pct(samples, 50), pct(cpu, 50)
+                if label == "kubectl get le":
+                    kubectl_median, kubectl_cpu = median, cpu_median
+                ratio = (f"  {median / kubectl_median:.1f}x kubectl get le (CPU {cpu_median / kubectl_cpu:.1f}x)"
+                         if kubectl_median and kubectl_cpu else "")
+                print(f"{label:<42} {min(samples) * 1000:>5.0f}ms {median * 1000:>5.0f}ms {max(samples) * 1000:>5.0f}ms"
+                      f" {cpu_median * 1000:>4.0f}ms  {status:>4}  {requests:>8.1f}{ratio}")
                 if label.startswith("kubecoord") and median > TARGET_SECONDS:
                     slow.append(label)
             print(f"load after: {load()}")

@@ -39,7 +39,9 @@ class RequestCounter:
 
 
 @contextlib.contextmanager
-def real_server() -> Iterator[RealApiServer | None]:
+def real_server(*, cluster: bool = False) -> Iterator[RealApiServer | None]:
+    """The real kube-apiserver (with ``cluster``: also the controller manager, the scheduler
+    and a hollow node, as ``refk8s.sh up DIR --cluster``), or None without the binaries."""
     try:
         binaries = find_binaries(ROOT)
     except BinariesNotFound as exc:
@@ -48,6 +50,6 @@ def real_server() -> Iterator[RealApiServer | None]:
         return
     with (
         tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp,
-        RealApiServer(binaries, pathlib.Path(tmp)) as server,
+        RealApiServer(binaries, pathlib.Path(tmp), cluster=cluster) as server,
     ):
         yield server

@@ -5,7 +5,6 @@ This module is the public surface: the interface, connect(), the value types and
 errors. Everything not re-exported here is internal and may change without notice.
 """
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 # Eager (cheap): the function ``connect`` must shadow the submodule of the same name,
@@ -32,6 +31,10 @@ from kubecoord.errors import (
     ValueTooLargeError,
     VersionConflictError,
 )
+
+__version__ = "0.1.0"
+"""The distribution's version, as pyproject.toml says (tests/unit/test_version.py checks
+they agree): ``kubecoord --version`` prints it without asking importlib.metadata."""
 
 if TYPE_CHECKING:  # for type checkers and the API reference; at run time see __getattr__
     from kubecoord.api import (
@@ -79,8 +82,9 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-# A library stays silent unless the application configures logging.
-logging.getLogger("kubecoord").addHandler(logging.NullHandler())
+# A library stays silent unless the application configures logging: connect() gives the
+# "kubecoord" logger its NullHandler (connect.py), not this import, which ``kubecoord
+# --help`` pays for (``logging`` imports ``traceback``, ``threading``, ``string``...).
 
 __all__ = [
     "BackendURL",

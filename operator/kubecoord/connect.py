@@ -18,9 +18,7 @@ URL forms::
 
 from __future__ import annotations
 
-import urllib.parse
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from kubecoord.errors import InvalidArgumentError
 
@@ -35,9 +33,12 @@ with one of them is parsed without scanning the installed distributions' entry p
 which costs tens of milliseconds a process (the ``kubecoord`` command's start-up)."""
 
 
-@dataclass(frozen=True, slots=True)
-class BackendURL:
-    """A parsed coordinator URL: scheme://location/path."""
+class BackendURL(NamedTuple):
+    """A parsed coordinator URL: scheme://location/path.
+
+    A NamedTuple, and urllib.parse imported by parse_url() alone: ``import kubecoord`` (so
+    ``kubecoord --help``) must not pay for ``dataclasses`` (which imports ``inspect``) and
+    ``urllib.parse`` (``ipaddress``)."""
 
     raw: str
     scheme: str
@@ -66,6 +67,8 @@ def parse_url(url: str) -> BackendURL:
     """Split a coordinator URL; raises InvalidArgumentError naming the installed backends."""
     if not isinstance(url, str):
         raise InvalidArgumentError(f"the coordinator URL must be a str, got {type(url).__name__}")
+    import urllib.parse
+
     parsed = urllib.parse.urlsplit(url)
     ours = parsed.scheme in BUILTIN_SCHEMES and "://" in url  # no need to scan the entry points
     known = [parsed.scheme] if ours else sorted(installed_backends())
@@ -95,5 +98,18 @@ def connect(
     Other keyword options go to the backend (see its module docstring).
     """
     backend_url = parse_url(url)
+    _silent_unless_configured()
     factory: BackendFactory = installed_backends()[backend_url.scheme].load()
     return factory(backend_url, history=history, **options)
+
+
+def _silent_unless_configured() -> None:
+    """Give the "kubecoord" logger a NullHandler, once, as a library should: without any
+    logging configuration its records are then dropped rather than printed by logging's
+    last-resort handler. Here rather than in ``kubecoord/__init__``: everything that logs
+    is reached through connect(), and ``import kubecoord`` stays free of ``logging``."""
+    import logging
+
+    logger = logging.getLogger("kubecoord")
+    if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+        logger.addHandler(logging.NullHandler())

@@ -64,3 +64,23 @@ def test_operator_module_is_not_shadowed() -> None:
     import operator
 
     assert operator.add(1, 2) == 3
+
+
+def test_library_logging_is_silent_until_the_application_configures_it() -> None:
+    """connect() gives the "kubecoord" logger its NullHandler (import kubecoord does not
+    import logging at all): a warning from inside a connection is not printed by logging's
+    last-resort handler in an application that configured no logging."""
+    import subprocess
+
+    probe = textwrap.dedent("""
+        import sys
+        import kubecoord
+        assert "logging" not in sys.modules
+        with kubecoord.connect("memory://"):
+            import logging
+            logging.getLogger("kubecoord.backends.memory").warning("should not be printed")
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert result.stdout.strip() == "ok"
+    assert "should not be printed" not in result.stderr, result.stderr

@@ -13,9 +13,9 @@ import importlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+import kubecoord
 from kubecoord.cli import exits
 
 DESCRIPTION = """\
@@ -94,24 +94,33 @@ def _columns() -> int:
     return columns or 80
 
 
-@dataclass(frozen=True)
 class CommandLine:
     """A command made of subcommands, each in a module of its own that provides
     ``add_arguments(parser)`` and ``run(args) -> int``, imported only when its subcommand
     runs (or for its own ``--help``). The ``kubecoord`` command is one; kubecoord-testkit's
-    command is another, built the same way."""
+    command is another, built the same way.
 
-    prog: str
-    description: str
-    epilog: str
-    subcommands: Mapping[str, tuple[str, str]]
-    """name -> (module, one-line help)."""
-    quiet: frozenset[str] = frozenset()
-    """Subcommands that log at ERROR by default (their own output says what failed)."""
-    distribution: str = "kubecoord"
-    """The installed distribution whose version ``--version`` prints."""
-    trailing_command: frozenset[str] = frozenset()
-    """Subcommands that take ``-- CMD ARGS...`` last: main() hands it over as ``args.cmd``."""
+    A plain class, not a dataclass: ``dataclasses`` imports ``inspect`` (with ``ast``,
+    ``dis``, ``tokenize``), about 10 ms of every command's start-up on an idle machine
+    (tests/cli/test_startup.py keeps it off the --help and state-command paths)."""
+
+    __slots__ = ("description", "epilog", "prog", "quiet", "subcommands", "trailing_command", "version")
+
+    def __init__(self, prog: str, description: str, epilog: str, subcommands: Mapping[str, tuple[str, str]],
+                 quiet: frozenset[str] = frozenset(), *, version: str,
+                 trailing_command: frozenset[str] = frozenset()) -> None:
+        self.prog = prog
+        self.description = description
+        self.epilog = epilog
+        self.subcommands = subcommands
+        """name -> (module, one-line help)."""
+        self.quiet = quiet
+        """Subcommands that log at ERROR by default (their own output says what failed)."""
+        self.version = version
+        """What ``--version`` prints after ``prog``: the distribution's ``__version__`` constant
+        (importlib.metadata would cost tens of milliseconds; a test checks both agree)."""
+        self.trailing_command = trailing_command
+        """Subcommands that take ``-- CMD ARGS...`` last: main() hands it over as ``args.cmd``."""
 
     def build_parser(self, selected: str | None, *, load_all: bool = False) -> argparse.ArgumentParser:
         """The parser; only ``selected``'s module is imported (every one with ``load_all``).
@@ -125,7 +134,7 @@ class CommandLine:
             description=self.description,
             epilog=self.epilog,
         )
-        parser.add_argument("--version", action=_version_action(self.prog, self.distribution), nargs=0,
+        parser.add_argument("--version", action=_version_action(f"{self.prog} {self.version}"), nargs=0,
                             default=argparse.SUPPRESS, help="print the installed version and exit")
         parser.add_argument(
             "--log-level", help="DEBUG, INFO, WARNING, ERROR (default: ERROR for the state commands, else WARNING)"
@@ -189,30 +198,22 @@ class CommandLine:
             return exits.report(args.command, error, prog=self.prog)
 
 
-def _version_action(prog: str, distribution: str) -> type[argparse.Action]:
-    """argparse's "version" action, asking importlib.metadata only when --version is given
-    (tens of milliseconds every command would pay otherwise)."""
+def _version_action(text: str) -> type[argparse.Action]:
+    """argparse's "version" action without its formatter: prints ``text`` on stdout, as
+    argparse's own action does, and exits 0."""
 
     class _Version(argparse.Action):
         def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
                      option_string: str | None = None) -> None:
-            print(f"{prog} {_version(distribution)}")  # on stdout, as argparse's own action
+            print(text)
             parser.exit()
 
     return _Version
 
 
-def _version(distribution: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(distribution)
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "unknown (not installed)"
-
-
 KUBECOORD = CommandLine(
-    "kubecoord", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS, trailing_command=frozenset({"elect", "lock"})
+    "kubecoord", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS, version=kubecoord.__version__,
+    trailing_command=frozenset({"elect", "lock"}),
 )
 
 

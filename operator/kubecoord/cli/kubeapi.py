@@ -33,9 +33,8 @@ import json
 import os
 import ssl
 import urllib.parse
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubecoord.cli.exits import UsageError
 from kubecoord.cli.http_get import Connection, Deadline
@@ -46,9 +45,9 @@ from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, default_kubecon
 EXEC_TIMEOUT = 30.0
 
 
-@dataclass(frozen=True)
-class Credentials:
-    """Where the API server is and who we are, as the kubeconfig or the pod says."""
+class Credentials(NamedTuple):
+    """Where the API server is and who we are, as the kubeconfig or the pod says (a
+    NamedTuple: ``dataclasses`` imports ``inspect``, about 10 ms of the command's start-up)."""
 
     server: str
     namespace: str
@@ -65,7 +64,13 @@ class Credentials:
     cert_data: bytes | None = None
     key_data: bytes | None = None
     basic: tuple[str, str] | None = None
-    exec_spec: dict[str, Any] | None = field(default=None, repr=False)
+    exec_spec: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        """Without exec_spec (the plugin's environment may hold secrets)."""
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self, strict=True)
+                          if name != "exec_spec")
+        return f"Credentials({shown})"
 
 
 def load_credentials(

@@ -7,7 +7,6 @@ for kubernetes:// (kubeapi.load_credentials resolves them as the backend does).
 
 from __future__ import annotations
 
-import difflib
 import urllib.parse
 from typing import Any
 
@@ -72,6 +71,8 @@ class ResourceReader:
                 f"not allowed to get leases {name!r} in namespace {self.namespace!r} (HTTP 403), and no "
                 f"{KINDS[plural]} of that name"
             )
+        import difflib  # only for a name that is not declared: not on every command's start-up
+
         close = difflib.get_close_matches(name, declared, n=3, cutoff=0.6)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         also = " and no Lease of that name" if lease else ""

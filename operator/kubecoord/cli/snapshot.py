@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import time
 import urllib.parse
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from kubecoord import validation
 from kubecoord.cli.kubeapi import KubeApi
@@ -37,8 +36,11 @@ LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 CONFIGMAPS = "/api/v1/namespaces/{namespace}/configmaps"
 
 
-@dataclass(frozen=True)
-class Ready(Generic[T]):
+# NamedTuples rather than dataclasses: ``dataclasses`` imports ``inspect``, about 10 ms of
+# the command's start-up.
+
+
+class Ready(NamedTuple, Generic[T]):
     """An answer already read: what views.keys() waits on (a Future on the full path)."""
 
     value: T
@@ -47,8 +49,7 @@ class Ready(Generic[T]):
         return self.value
 
 
-@dataclass(frozen=True)
-class Holder:
+class Holder(NamedTuple):
     """The leader as kubecoord.api.Leader has it: id, data, epoch."""
 
     id: str
@@ -61,8 +62,7 @@ def _observed(lease: dict[str, Any]) -> Observation:
     return Observation(record_from_lease(lease), version, time.monotonic())
 
 
-@dataclass(frozen=True)
-class ElectionSnapshot:
+class ElectionSnapshot(NamedTuple):
     service: str
     lease: dict[str, Any] | None
 
@@ -77,8 +77,7 @@ class ElectionSnapshot:
         return Holder(seen.record.holder, seen.record.data, seen.record.transitions)
 
 
-@dataclass(frozen=True)
-class GroupSnapshot:
+class GroupSnapshot(NamedTuple):
     group: str
     leases: list[dict[str, Any]]
 
@@ -92,8 +91,7 @@ class GroupSnapshot:
         return live
 
 
-@dataclass(frozen=True)
-class StoreSnapshot:
+class StoreSnapshot(NamedTuple):
     name: str
     shards: int
     read: dict[int, dict[str, Entry]]

@@ -26,7 +26,7 @@ import hashlib
 import json
 import re
 import string
-from dataclasses import dataclass
+from typing import NamedTuple
 
 MAX_CONFIGMAP_KEY = 253
 CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -59,8 +59,10 @@ def decode_key(encoded: str) -> str | None:
     return raw.encode("latin-1").decode("utf-8")
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
+    """A key, its value and version (a NamedTuple: this module is on the ``kubecoord``
+    command's start-up path, where ``dataclasses`` would import ``inspect``)."""
+
     key: str
     value: str
     version: int

@@ -13,12 +13,15 @@ clock (another machine's clock may be skewed).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from typing import NamedTuple
+
+# NamedTuples rather than dataclasses: this module is on the ``kubecoord`` command's
+# start-up path, and ``dataclasses`` imports ``inspect`` (about 10 ms).
 
 
-@dataclass(frozen=True, slots=True)
-class LeaderRecord:
-    """client-go's LeaderElectionRecord, plus the holder's data."""
+class LeaderRecord(NamedTuple):
+    """client-go's LeaderElectionRecord, plus the holder's data (``record._replace(...)``
+    makes a changed copy)."""
 
     holder: str
     lease_duration_seconds: float
@@ -32,8 +35,7 @@ class LeaderRecord:
         return bool(self.holder)
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
+class Observation(NamedTuple):
     """A record version as this process observed it (seen_at: local monotonic time)."""
 
     record: LeaderRecord

@@ -21,3 +21,8 @@ the few helpers users import in their own unit tests (``kubecoord.testing``: Man
 crash()). The testkit uses kubecoord's public modules only, never ``kubecoord._internal``
 or ``_core`` (import-linter checks it), and kubecoord never imports the testkit.
 """
+
+__version__ = "0.1.0"
+"""The distribution's version, as testkit/pyproject.toml says (tests/unit/test_version.py
+checks they agree): ``kubecoord-testkit --version`` prints it."""
+

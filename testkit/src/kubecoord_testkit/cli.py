@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import kubecoord_testkit
 from kubecoord.cli import CommandLine
 
 DESCRIPTION = """\
@@ -42,7 +43,7 @@ QUIET_COMMANDS = frozenset({"soak"})
 """The soak's own output says what failed: the clients' warnings would only repeat it."""
 
 TESTKIT = CommandLine(
-    "kubecoord-testkit", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS, distribution="kubecoord-testkit"
+    "kubecoord-testkit", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS, version=kubecoord_testkit.__version__
 )
 
 

@@ -54,7 +54,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, Protocol
 
 from kubecoord import metrics as client_metrics
@@ -159,7 +158,7 @@ class Elector:
         # 3. Renew: same holder, new renewTime (followers must see the record change), and
         #    always our own duration, as client-go writes it: a hand-edited one must not stick.
         assert self._record is not None
-        record = replace(self._record, renew_time=self._now_wall(), lease_duration_seconds=self._timings.lease_duration)
+        record = self._record._replace(renew_time=self._now_wall(), lease_duration_seconds=self._timings.lease_duration)
         try:
             written = self._store.update(record, self._version, self._timeout(now))
         except RecordConflict:
@@ -191,7 +190,7 @@ class Elector:
             # lower one somebody wrote (the epoch is a fencing token: it must not go back).
             self._version = current.version
             ours = self._record.transitions if self._record else 0
-            self._record = replace(current.record, data=self.data, transitions=max(ours, current.record.transitions))
+            self._record = current.record._replace(data=self.data, transitions=max(ours, current.record.transitions))
             return 0.0
         self._lose("record changed under us")
         return self._timings.retry_period
@@ -302,7 +301,7 @@ class Elector:
     # -- helpers ------------------------------------------------------------------------
     def _confirm(self, written: Observation, *, sent: float) -> None:
         self._version = written.version
-        self._record = replace(written.record, data=self.data)
+        self._record = written.record._replace(data=self.data)
         self._highest_epoch = max(self._highest_epoch, written.record.transitions)
         self._sent = sent
         self._valid_until = sent + self._timings.renew_deadline

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from kubecoord._core.lease import LeaderRecord, Observation, RecordConflict
@@ -277,7 +277,7 @@ class ElectionRows:
 
     def _written(self, record: LeaderRecord, token: uuid.UUID, epoch: int, nonce: uuid.UUID) -> Observation:
         version = f"k:{nonce}"
-        observation = Observation(replace(record, transitions=epoch, lease_duration_seconds=self._ttl), version,
+        observation = Observation(record._replace(transitions=epoch, lease_duration_seconds=self._ttl), version,
                                   self._clock.now())
         with self._lock:
             self._tenures[record.holder] = Tenure(token, epoch, version)

@@ -40,7 +40,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import replace
 from typing import Any
 
 from kubecoord._core.handles import GroupHandle
@@ -219,7 +218,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         now = from_unix(time.time())
         name = object_names.member_lease_name(self.group, member_id)
         if base is not None:
-            renewed = replace(record_from_lease(base), renew_time=now)
+            renewed = record_from_lease(base)._replace(renew_time=now)
             return lease_with_record(base, renewed, name=name, namespace=self._context.namespace, holder_data=False)
         record = LeaderRecord(
             holder=member_id, lease_duration_seconds=self.timings.lease_duration, acquire_time=now, renew_time=now,
