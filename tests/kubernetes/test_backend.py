@@ -374,6 +374,26 @@ def test_expired_member_is_deleted_by_a_watcher_and_its_id_can_be_taken(
     assert watcher.membership() == {"w1": "new"}
 
 
+def test_an_observer_of_an_empty_group_wakes_for_a_member_and_reaps_it_when_it_expires(
+    api_emulator: ApiEmulator, connect: Connect, name: str
+) -> None:
+    """The operator's case: a handle that only observes a group with no member takes no
+    step (its loop is parked) until a change; then it must still see the member, and
+    reap it once it stops renewing, as an observer that stepped all along would."""
+    watcher = connect().group_membership(name)
+    seen: Recorder[set[str]] = Recorder()
+    watcher.add_listener(seen)
+    assert watcher.membership() == {}
+    time.sleep(1.0)  # parked by now: nothing to renew, nothing that can expire
+    doomed = connect()
+    doomed.group_membership(name).join("w1", data="d")
+    seen.wait_last({"w1"})
+    crash(doomed)
+    seen.wait_last(set(), timeout=10)
+    eventually(lambda: not [o for o in api_emulator.objects("leases", "default")
+                            if (o["metadata"].get("labels") or {}).get(object_names.GROUP_LABEL) == name])
+
+
 # -- connecting --------------------------------------------------------------------------
 
 

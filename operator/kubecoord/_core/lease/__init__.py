@@ -10,16 +10,18 @@
   backend's name and metrics passed in.
 - ``timings``: lease_duration > renew_deadline > 1.2 x retry_period, checked at construction.
 - ``loop``: Loop, which calls a step again after the delay it returns, on a scheduler the
-  whole process shares (a few worker threads, not a thread per elector).
+  whole process shares (a few worker threads, not a thread per elector); a step that
+  returns PARKED runs again only when woken.
 """
 
 from kubecoord._core.lease.elector import Elector
-from kubecoord._core.lease.loop import Loop
+from kubecoord._core.lease.loop import PARKED, Loop
 from kubecoord._core.lease.store import RecordConflict, RecordStore
 from kubecoord._core.lease.timings import Timings
 from kubecoord.wire.leader_record import LeaderRecord, Observation, expires_at, from_unix, released
 
 __all__ = [
+    "PARKED",
     "Elector",
     "LeaderRecord",
     "Loop",

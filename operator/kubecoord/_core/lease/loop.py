@@ -10,6 +10,10 @@ busy and a step is overdue by OVERDUE (a step blocked on a slow API server must 
 renewals), up to MAX_WORKERS; extra workers end after IDLE_SECONDS without work. So the
 thread count follows how many steps are in flight at once, not how many Loops exist.
 
+A step may return PARKED: that Loop is then not scheduled at all until its next wake() (a
+group handle with no member to renew and none that can expire: an operator observes
+thousands of such groups, and stepping each every MAX_SLEEP kept the pool at MAX_WORKERS).
+
 Not guaranteed: punctuality beyond what the workers can do — MAX_WORKERS steps blocked at
 once delay every other Loop (MAX_SLEEP still bounds how stale a Loop's view gets once a
 worker is free).
@@ -20,6 +24,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +33,8 @@ log = logging.getLogger("kubecoord.lease.loop")
 
 MAX_SLEEP = 5.0
 """Re-check at least this often, whatever step() asked (cheap: step() decides from caches)."""
+PARKED = math.inf
+"""What step() returns when only a wake() can bring it work: no step until then."""
 MAX_WORKERS = 32
 OVERDUE = 0.25
 """A step this late with every worker busy starts another worker (steps are mostly quick
@@ -105,8 +112,10 @@ class _Scheduler:
                 if loop._stopped:
                     self._cond.notify_all()  # a stop(join=True) may be waiting for this step
                     continue
-                due = time.monotonic() + (0.0 if loop._woken else min(max(delay, 0.0), MAX_SLEEP))
-                loop._woken = False
+                woken, loop._woken = loop._woken, False
+                if not woken and delay == PARKED:
+                    continue  # until wake() pushes it again
+                due = time.monotonic() + (0.0 if woken else min(max(delay, 0.0), MAX_SLEEP))
                 self._push(loop, due)
 
     def wake(self, loop: Loop) -> None:

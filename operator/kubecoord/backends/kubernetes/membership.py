@@ -43,7 +43,7 @@ import time
 from typing import Any
 
 from kubecoord._core.handles import GroupHandle
-from kubecoord._core.lease import LeaderRecord, Loop, Timings, expires_at, from_unix
+from kubecoord._core.lease import PARKED, LeaderRecord, Loop, Timings, expires_at, from_unix
 from kubecoord.backends.kubernetes.cache import Change, Observed
 from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import KubernetesContext, WatchingHandle
@@ -66,10 +66,6 @@ def member_of(observed: Observed, group: str) -> tuple[str, str, float] | None:
     The expiry is the lease core's one rule (expires_at), as for election Leases."""
     member = member_of_lease(observed.obj, group)
     return None if member is None else (*member, expires_at(observation(observed)))
-
-
-IDLE_STEP_SECONDS = 60.0
-"""The step delay of a group handle with no member to renew or watch expire (the loop caps it)."""
 
 
 class KubeGroupMembership(WatchingHandle, GroupHandle):
@@ -155,8 +151,9 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         self._report()
         if not mine_ids and not members:
             # Nothing to renew, nothing that can expire: only a change (which wakes the loop)
-            # brings work. An operator observes thousands of such groups.
-            return IDLE_STEP_SECONDS
+            # brings work, so no step until then. An operator observes thousands of such
+            # groups: stepping each every few seconds was what ran per Group while idle.
+            return PARKED
         return max(0.0, min(self._next_beat, next_expiry) - self._context.clock.now())
 
     def _heartbeat(self, informer: Informer, member_id: str, data: str) -> None:
@@ -263,6 +260,8 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         informer.offer(written)  # before the heartbeat loop can look for it
         with self._lock:
             self._mine[member_id] = data
+        if self._loop is not None:
+            self._loop.wake()  # it may have parked before it saw the new member: heartbeats start now
         self._record(Event.JOINED, member=member_id)
         self._report()
 
