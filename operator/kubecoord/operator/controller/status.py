@@ -202,7 +202,13 @@ class StatusController:
                 self._gone[key] = body
         else:
             self._gone.pop(key, None)
-            self.bodies[key] = _trimmed(body)
+            trimmed = _trimmed(body)
+            entry = self._entries.get(key)
+            if entry is not None and trimmed["status"].get("conditions") == entry.conditions:
+                # The conditions this controller wrote, back from the API: keep one copy, not
+                # two (about 2 KiB a resource, 20 MiB at 10,000 resources).
+                trimmed["status"] = {**trimmed["status"], "conditions": entry.conditions}
+            self.bodies[key] = trimmed
         self.queue.add(key)
 
     async def _write_spec(self, key: Key, body: dict[str, Any], generation: int | None) -> bool:
