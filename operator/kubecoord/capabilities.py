@@ -50,7 +50,8 @@ class ObjectCache(Protocol):
 
     def last_state(self, plural: str, name: str) -> dict[str, Any] | None:
         """As observed(), and for an object deleted since: its final state as the watch's
-        DELETED event carried it."""
+        DELETED event carried it, or — a deletion noticed by a re-list — the cached version
+        marked with kubecoord.wire.object_names.FINAL_STATE_UNKNOWN_ANNOTATION."""
         ...
 
 

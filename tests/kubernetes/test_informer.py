@@ -200,3 +200,26 @@ def test_a_silent_stream_is_reopened_from_the_last_version() -> None:
         client.released.set()
         informer.stop()
     assert informer.relists == 1  # resumed, not re-listed
+
+
+def test_a_deletion_seen_by_a_relist_leaves_a_final_state_marked_unknown() -> None:
+    """The DELETED event's object is exactly the last version; a deletion noticed by a
+    re-list leaves the cached version, which newer ones may have followed (the operator
+    re-creates an election Lease one epoch above it: kubecoord.operator.backing)."""
+    from kubecoord.wire.object_names import FINAL_STATE_UNKNOWN_ANNOTATION
+
+    client = ScriptedClient({"seen": obj("seen", 1), "missed": obj("missed", 2)}, rv=2)
+    client.script = [[{"type": "DELETED", "object": obj("seen", 3)}], Gone]
+    client.lists = [(client.state, 2), ({}, 9)]  # "missed" went at some version the watch never showed
+    informer = Informer(client, LEASES, clock=ManualClock())  # type: ignore[arg-type]
+    informer.start()
+    try:
+        eventually(lambda: informer.get("missed") is None and informer.last_state("missed") is not None)
+    finally:
+        client.released.set()
+        informer.stop()
+    exact, unknown = informer.last_state("seen"), informer.last_state("missed")
+    assert exact is not None and exact["spec"]["rv"] == 3
+    assert FINAL_STATE_UNKNOWN_ANNOTATION not in (exact["metadata"].get("annotations") or {})
+    assert unknown is not None and unknown["spec"]["rv"] == 2
+    assert unknown["metadata"]["annotations"][FINAL_STATE_UNKNOWN_ANNOTATION] == "true"

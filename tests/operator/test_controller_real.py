@@ -224,14 +224,61 @@ def test_a_lease_deleted_while_the_operator_is_down_comes_back_with_its_holder(
             time.sleep(0.05)
         assert not both, f"two leaders for {both[-1] - both[0]:.1f} s after the operator restarted"
         watcher.join(5)
-        # As the operator re-created it: the last known holder and epoch, never holderless
-        # (a holderless Lease is anyone's to take while the holder still believes it leads).
+        # As the operator re-created it: the last known holder, never holderless (a
+        # holderless Lease is anyone's to take while the holder still believes it leads),
+        # one epoch above the status's (the status may lag the Lease by one acquisition:
+        # kubecoord.operator.backing).
         assert first_seen and first_seen[0].get("holderIdentity") == "pod-a", first_seen
-        assert first_seen[0].get("leaseTransitions") == epoch
+        assert first_seen[0].get("leaseTransitions") == epoch + 1
         lease = api.leases.read_namespaced_lease(name, api.namespace)
         assert lease.spec.holder_identity == "pod-a"
-        assert lease.spec.lease_transitions == epoch  # the same term, continued
+        assert lease.spec.lease_transitions == epoch + 1  # the same term, its token one up
         assert holder.is_leader("pod-a")
+
+
+@pytest.mark.timeout(240)
+def test_an_epoch_issued_while_the_operator_was_down_is_never_issued_again(
+    operator: Operator, api: Api, real_kubeconfig: pathlib.Path
+) -> None:
+    """The soak's epoch_not_increasing (issue 21): the status says epoch E, a new leader
+    took E + 1 while the operator was down, the Lease was deleted; the operator, restarted,
+    re-created it at E from the status, and a candidate that never saw E + 1 took E + 1
+    a second time."""
+    name = _unique("epoch")
+    api.create("LeaderElection", name, {"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2,
+                                        "retryPeriodSeconds": 0.5})
+    eventually(lambda: api.ready("LeaderElection", name), timeout=60, interval=0.3)
+    issued: list[int] = []
+    with _connect(real_kubeconfig, api.namespace) as a_side:
+        first = a_side.leader_election(name)
+        assert first.nominate("pod-a")
+        eventually(lambda: api.status("LeaderElection", name).get("leader") == "pod-a", timeout=30, interval=0.2)
+        status_epoch = api.status("LeaderElection", name)["epoch"]
+        issued.append(status_epoch)
+        operator.stop()
+        try:
+            with _connect(real_kubeconfig, api.namespace) as b_side:
+                second = b_side.leader_election(name)
+                second.nominate("pod-b")
+                first.resign("pod-a")
+                eventually(lambda: second.is_leader("pod-b"), timeout=30, interval=0.1)
+                leader = second.get_leader()
+                assert leader is not None
+                issued.append(leader.epoch)
+            # pod-b resigned on close; the status still says pod-a at the first epoch.
+            assert api.status("LeaderElection", name)["epoch"] == status_epoch < issued[-1]
+            api.leases.delete_namespaced_lease(name, api.namespace)
+        finally:
+            operator.start()
+    # A candidate that never saw the deleted Lease: it waits for the operator's re-creation
+    # and takes the election after it (the re-created holder pod-a is gone).
+    with _connect(real_kubeconfig, api.namespace) as c_side:
+        newcomer = c_side.leader_election(name)
+        newcomer.nominate("pod-c")
+        eventually(lambda: newcomer.is_leader("pod-c"), timeout=90, interval=0.2)
+        leader = newcomer.get_leader()
+        assert leader is not None and leader.id == "pod-c"
+        assert leader.epoch > max(issued), f"pod-c was handed epoch {leader.epoch}; issued before: {issued}"
 
 
 def _first_version(api: Api, name: str, seen: list[dict[str, Any]]) -> None:

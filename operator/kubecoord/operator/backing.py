@@ -27,10 +27,19 @@ acquisition adds 1 to what it finds. A Lease someone deleted is re-created as th
 operator's watch last saw it — the DELETED event carries the object's final state: its
 holder, times and leaseTransitions — so the holder (if alive) renews it at the same
 epoch, the other candidates wait a whole lease from seeing it back, and the next leader's
-epoch is above every earlier one. Candidates bound to the resource never create the Lease
+epoch is above every earlier one. A deletion the watch missed (noticed by a re-list after
+a broken watch) leaves only the cached version, which may be an acquisition behind: that
+one is re-created one epoch above, as from the status below. Candidates bound to the resource never create the Lease
 themselves (kubecoord._core.lease.elector). Without that final state (the operator
-restarted meanwhile) it starts at the resource's status.epoch, the last epoch the status
-recorded (one status write behind at worst).
+restarted meanwhile) it is re-created from the resource's status — last known leader and
+times — at status.epoch + 1: the status may lag the Lease by one acquisition (the status
+write behind the Lease change, or a term begun while the operator was down), and a Lease
+re-created at status.epoch would hand that epoch to the next leader a second time
+(the soak's epoch_not_increasing). One above is ZooKeeper's epoch bump: the holder, if
+alive, renews at the bumped epoch (its fencing token only goes up) and every later
+acquisition goes above every epoch issued. Not covered: two or more acquisitions the
+operator never saw (all while it was down) before the Lease was deleted — nothing left
+remembers them, except candidates that saw them (they acquire above their own highest).
 
 Guarantee: after a resource is deleted, its finalizer removes every object of it that
 carries no ownerReference yet (a member that joined after the last adoption), so a
@@ -70,38 +79,54 @@ def election_lease(body: dict[str, Any], final: dict[str, Any] | None = None) ->
     """The election's Lease to create; ``final``: the deleted Lease as last seen (if ours).
 
     Without the final state (the operator restarted since), the Lease is re-created from
-    the resource's status — its last known leader, leader data, epoch and times — never
+    the resource's status — its last known leader, leader data and times — never
     holderless: a holderless Lease is free to take, and a follower would take it while the
     real holder is still inside its renew deadline (two leaders). The holder, if alive,
     renews it; if not, the others wait a whole lease from seeing it, as for any holder.
+    Its epoch is status.epoch + 1 once the resource has had a status (see the module
+    docstring: the status may be one acquisition behind); 0 for a new resource.
     """
     name = object_names.election_lease_name(body["metadata"]["name"])
     status = body.get("status") or {}
-    # Start at the last observed epoch: the next acquisition makes it one more (see above).
     epoch = int(status.get("epoch") or 0)
     spec: dict[str, Any] = {}
     annotations: dict[str, str] = {}
     if final is not None and owned(final, body):
+        # The DELETED event's final state: exactly what was issued last; the next
+        # acquisition makes it one more. A deletion the watch missed (seen by a re-list):
+        # the cached version, which a newer acquisition may have followed — one above.
         spec = {key: value for key, value in dict(final.get("spec") or {}).items() if value is not None}
         annotations = dict((final.get("metadata") or {}).get("annotations") or {})
-    elif status.get("leader"):
-        now = dt.datetime.now(tz=dt.UTC)
-        duration = float((body.get("spec") or {}).get("leaseDurationSeconds") or DEFAULT_LEASE_SECONDS)
-        record = LeaderRecord(
-            holder=str(status["leader"]), lease_duration_seconds=duration,
-            acquire_time=parse_micro_time(status.get("leaderSince")) or now,
-            renew_time=parse_micro_time(status.get("renewTime")) or now,
-            transitions=epoch, data=str(status.get("leaderData") or ""),
-        )
-        restored = lease_with_record(None, record, name=name, namespace=body["metadata"]["namespace"])
-        spec = restored["spec"]
-        annotations = dict(restored["metadata"].get("annotations") or {})
+        if annotations.get(object_names.FINAL_STATE_UNKNOWN_ANNOTATION):
+            epoch = max(epoch, int(spec.get("leaseTransitions") or 0)) + 1
+    else:
+        if status.get("observedGeneration") is not None or status.get("epoch") is not None:
+            # Reconciled before, so its Lease existed and may have been acquired once more
+            # than the status says: start strictly above what may have been issued.
+            epoch += 1
+        if status.get("leader"):
+            spec, annotations = _restored(body, name, epoch)
     spec["leaseTransitions"] = max(epoch, int(spec.get("leaseTransitions") or 0))
     metadata = _metadata(body, name, {})
     holder_data = annotations.get(object_names.HOLDER_DATA_ANNOTATION)
     if holder_data:
         metadata["annotations"] = {object_names.HOLDER_DATA_ANNOTATION: holder_data}
     return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": metadata, "spec": spec}
+
+
+def _restored(body: dict[str, Any], name: str, epoch: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """The Lease spec and annotations of the status's last known leader, at ``epoch``."""
+    status = body.get("status") or {}
+    now = dt.datetime.now(tz=dt.UTC)
+    duration = float((body.get("spec") or {}).get("leaseDurationSeconds") or DEFAULT_LEASE_SECONDS)
+    record = LeaderRecord(
+        holder=str(status["leader"]), lease_duration_seconds=duration,
+        acquire_time=parse_micro_time(status.get("leaderSince")) or now,
+        renew_time=parse_micro_time(status.get("renewTime")) or now,
+        transitions=epoch, data=str(status.get("leaderData") or ""),
+    )
+    restored = lease_with_record(None, record, name=name, namespace=body["metadata"]["namespace"])
+    return dict(restored["spec"]), dict(restored["metadata"].get("annotations") or {})
 
 
 def owned(obj: dict[str, Any], body: dict[str, Any]) -> bool:

@@ -49,6 +49,11 @@ KV_SHARDS_ANNOTATION = "kubecoord.dev/kv-shards"
 Written once, when shard 0 is created, and never changed: a key's shard is a hash of the
 key modulo this count, so changing it would move keys (kv.py). Absent: 1 (stores written
 before sharding)."""
+FINAL_STATE_UNKNOWN_ANNOTATION = "kubecoord.dev/final-state-unknown"
+"""Never written to the API: on an object an informer's ``last_state`` returns for a
+deletion it noticed by a re-list (after a broken watch) rather than by a DELETED event —
+the cached version, which newer ones may have followed before the deletion (client-go's
+DeletedFinalStateUnknown). An owner re-creating it must not trust it to be the last."""
 HOLDER_DATA_ANNOTATION = "kubecoord.dev/holder-data"
 """On an election Lease: JSON {"holder": id, "data": data} of the holder that wrote it.
 

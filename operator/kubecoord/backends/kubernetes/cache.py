@@ -15,6 +15,11 @@ an object never goes back to an older version. Each cached object carries ``seen
 the local monotonic time (the injected clock) when this process first observed that
 version; expiry judgements (election, members) are made from it.
 
+Final states: the last version of a deleted object is kept for its owner (``last_state``):
+the DELETED event's object, exactly what the server had; for a deletion noticed by a
+re-list, the cached version, marked with the annotation FINAL_STATE_UNKNOWN_ANNOTATION
+(kubecoord.wire.object_names) because newer versions may have come and gone unseen.
+
 Ordering of versions compares resourceVersions as integers when both are numeric (as
 etcd's revisions are) and otherwise trusts arrival order.
 """
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubecoord._internal.clock import Clock
+from kubecoord.wire.object_names import FINAL_STATE_UNKNOWN_ANNOTATION
 
 MAX_TOMBSTONES = 1024
 LAST_STATES = 1024
@@ -193,7 +199,7 @@ class ObjectCache:
     def _remove(self, name: str, previous: Observed, buried_at: str) -> None:
         del self._cache[name]
         self._index(name, previous, None)
-        self._remember(name, previous.obj)
+        self._remember(name, _unknown_final(previous.obj))
         self._bury(name, buried_at)
         self._pending.append((name, previous, None))
 
@@ -224,6 +230,7 @@ class ObjectCache:
         self._pending.append((name, previous, observed))
 
     def _remember(self, name: str, final: dict[str, Any]) -> None:
+        """Keep ``final`` as ``name``'s last state (the newest LAST_STATES deletions)."""
         self._final.pop(name, None)
         self._final[name] = final
         while len(self._final) > LAST_STATES:
@@ -254,3 +261,9 @@ class ObjectCache:
                 if not newer(at, self._last_rv):
                     del self._tombstones[buried]
 
+
+def _unknown_final(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` marked as possibly not the last version before its deletion (a copy)."""
+    metadata = dict(obj.get("metadata") or {})
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), FINAL_STATE_UNKNOWN_ANNOTATION: "true"}
+    return {**obj, "metadata": metadata}

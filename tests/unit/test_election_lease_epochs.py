@@ -1,0 +1,58 @@
+"""The epoch a re-created election Lease starts at (kubecoord.operator.backing.election_lease):
+never one that may have been issued already."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubecoord.operator.backing import election_lease
+
+
+def _election(status: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "kubecoord.dev/v1alpha1", "kind": "LeaderElection",
+                            "metadata": {"name": "billing", "namespace": "ns", "uid": "u-1"},
+                            "spec": {"leaseDurationSeconds": 7}}
+    if status is not None:
+        body["status"] = status
+    return body
+
+
+def test_a_new_elections_lease_starts_at_zero() -> None:
+    lease = election_lease(_election())
+    assert lease["spec"] == {"leaseTransitions": 0}
+
+
+def test_a_lease_re_created_from_the_status_starts_one_above_its_epoch_with_its_leader() -> None:
+    """The status may be one acquisition behind the deleted Lease: a Lease at status.epoch
+    would hand that next epoch out a second time (the soak's epoch_not_increasing)."""
+    status = {"observedGeneration": 1, "leader": "pod-a", "epoch": 4, "leaderSince": "2026-01-01T00:00:00.000000Z",
+              "renewTime": "2026-01-01T00:00:05.000000Z"}
+    spec = election_lease(_election(status))["spec"]
+    assert spec["holderIdentity"] == "pod-a" and spec["leaseDurationSeconds"] == 7
+    assert spec["leaseTransitions"] == 5
+    # No leader in the status (released), or no epoch yet (reconciled, never acquired as
+    # far as the status knows): one above all the same.
+    assert election_lease(_election({"observedGeneration": 1, "epoch": 4}))["spec"] == {"leaseTransitions": 5}
+    assert election_lease(_election({"observedGeneration": 1}))["spec"] == {"leaseTransitions": 1}
+
+
+def test_a_lease_re_created_from_its_deleted_final_state_continues_it_exactly() -> None:
+    """The DELETED event carries the last state the server had: nothing was issued after it."""
+    final = {"metadata": {"ownerReferences": [{"uid": "u-1"}]},
+             "spec": {"holderIdentity": "pod-b", "leaseTransitions": 6, "leaseDurationSeconds": 7}}
+    spec = election_lease(_election({"observedGeneration": 1, "leader": "pod-a", "epoch": 4}), final)["spec"]
+    assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("pod-b", 6)
+    # A final state behind the status (edited down by hand) never lowers it.
+    final["spec"]["leaseTransitions"] = 2
+    assert election_lease(_election({"observedGeneration": 1, "epoch": 4}), final)["spec"]["leaseTransitions"] == 4
+
+
+def test_a_final_state_the_watch_did_not_see_is_re_created_one_above() -> None:
+    """A deletion noticed by a re-list (broken watch): the cache's version, which a newer
+    acquisition may have followed (client-go's DeletedFinalStateUnknown)."""
+    final = {"metadata": {"ownerReferences": [{"uid": "u-1"}],
+                          "annotations": {"kubecoord.dev/final-state-unknown": "true"}},
+             "spec": {"holderIdentity": "pod-b", "leaseTransitions": 6, "leaseDurationSeconds": 7}}
+    lease = election_lease(_election({"observedGeneration": 1, "leader": "pod-a", "epoch": 4}), final)
+    assert (lease["spec"]["holderIdentity"], lease["spec"]["leaseTransitions"]) == ("pod-b", 7)
+    assert "annotations" not in lease["metadata"]  # the mark is never written
