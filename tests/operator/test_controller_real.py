@@ -190,13 +190,14 @@ def test_a_lease_deleted_while_the_operator_is_down_comes_back_with_its_holder(
     operator: Operator, api: Api, real_kubeconfig: pathlib.Path
 ) -> None:
     name = _unique("restart")
-    # The holder renews only every 40 s: the operator's re-creation comes before the
-    # holder's own next renewal. (With a renewal every second the holder put its Lease
-    # back itself before the restarted operator did, and the test passed on the code
-    # that re-created it holderless.)
-    timings = {"lease_duration": 60.0, "renew_deadline": 50.0, "retry_period": 40.0}
-    api.create("LeaderElection", name, {"leaseDurationSeconds": 60, "renewDeadlineSeconds": 50,
-                                        "retryPeriodSeconds": 40})
+    # The holder renews only every 100 s: the operator's re-creation comes before the
+    # holder's own next renewal (a renewal is a PUT, which creates a missing Lease). With a
+    # renewal every second the holder put its Lease back itself before the restarted
+    # operator did, and the test passed on the code that re-created it holderless; with
+    # one every 40 s the same happened at load 27, the operator's restart being slower.
+    timings = {"lease_duration": 150.0, "renew_deadline": 125.0, "retry_period": 100.0}
+    api.create("LeaderElection", name, {"leaseDurationSeconds": 150, "renewDeadlineSeconds": 125,
+                                        "retryPeriodSeconds": 100})
     eventually(lambda: api.ready("LeaderElection", name), timeout=60, interval=0.3)
     with _connect(real_kubeconfig, api.namespace, **timings) as a_side, \
             _connect(real_kubeconfig, api.namespace, **timings) as b_side:
@@ -215,9 +216,9 @@ def test_a_lease_deleted_while_the_operator_is_down_comes_back_with_its_holder(
         finally:
             operator.start()
         both: list[float] = []
-        # Past the holder's next renewal (40 s after it took the Lease), which a holderless
+        # Past the holder's next renewal (100 s after it took the Lease), which a holderless
         # re-creation would have given to the follower meanwhile.
-        deadline = max(time.monotonic() + 20, nominated + 45)
+        deadline = max(time.monotonic() + 20, nominated + 105)
         while time.monotonic() < deadline:
             if holder.is_leader("pod-a") and follower.is_leader("pod-b"):
                 both.append(time.monotonic())
@@ -228,8 +229,9 @@ def test_a_lease_deleted_while_the_operator_is_down_comes_back_with_its_holder(
         # holderless Lease is anyone's to take while the holder still believes it leads),
         # one epoch above the status's (the status may lag the Lease by one acquisition:
         # kubecoord.operator.backing).
-        assert first_seen and first_seen[0].get("holderIdentity") == "pod-a", first_seen
-        assert first_seen[0].get("leaseTransitions") == epoch + 1
+        assert first_seen and first_seen[0]["ownerReferences"], f"not the operator's re-creation: {first_seen}"
+        assert first_seen[0]["spec"].get("holderIdentity") == "pod-a", first_seen
+        assert first_seen[0]["spec"].get("leaseTransitions") == epoch + 1
         lease = api.leases.read_namespaced_lease(name, api.namespace)
         assert lease.spec.holder_identity == "pod-a"
         assert lease.spec.lease_transitions == epoch + 1  # the same term, its token one up
@@ -282,14 +284,16 @@ def test_an_epoch_issued_while_the_operator_was_down_is_never_issued_again(
 
 
 def _first_version(api: Api, name: str, seen: list[dict[str, Any]]) -> None:
-    """The spec of the first version of Lease ``name`` created from now on (a watch)."""
+    """The spec and owner kinds of the first version of Lease ``name`` created from now on (a watch)."""
     from kubernetes import watch
 
     stream = watch.Watch()
     for event in stream.stream(api.leases.list_namespaced_lease, api.namespace,
                                field_selector=f"metadata.name={name}", timeout_seconds=60):
         if event["type"] == "ADDED":
-            seen.append(api.leases.api_client.sanitize_for_serialization(event["object"].spec) or {})
+            lease = event["object"]
+            seen.append({"spec": api.leases.api_client.sanitize_for_serialization(lease.spec) or {},
+                         "ownerReferences": [ref.kind for ref in lease.metadata.owner_references or []]})
             stream.stop()
             return
 
