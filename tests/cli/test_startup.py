@@ -6,7 +6,8 @@ and neither ``dataclasses`` (it imports ``inspect``, ``ast``, ``dis``), ``urllib
 ``importlib.metadata`` nor the wire modules: fast, and working in an installation without
 the optional extras. The state commands on kubernetes:// (leader, members, kv get, kv ls,
 status) read through kubecoord.cli.snapshot: no kubernetes client, no backend, no
-``dataclasses``, no ``importlib.metadata``."""
+``dataclasses``, no ``importlib.metadata``, and no ``logging`` (set up only when a
+command opens the backend: test_the_full_path_still_silences_the_clients_warnings)."""
 
 from __future__ import annotations
 
@@ -35,10 +36,10 @@ print('MODULES', sorted(sys.modules))
 
 NEVER = ("kubernetes", "urllib3", "kopf", "kazoo", "cassandra", "pyspark", "prometheus_client", "pythonjsonlogger",
          "kubecoord_testkit", "kubecoord.api", "kubecoord.backends", "kubecoord._core", "kubecoord.operator",
-         "kubecoord.analytics", "kubecoord.history", "dataclasses", "inspect", "importlib.metadata")
+         "kubecoord.analytics", "kubecoord.history", "dataclasses", "inspect", "importlib.metadata", "logging")
 """Modules (and their submodules) that no --help, --version or one-shot read imports."""
 
-NOT_FOR_HELP = (*NEVER, "kubecoord.wire", "yaml", "ssl", "urllib.parse", "json", "difflib", "logging")
+NOT_FOR_HELP = (*NEVER, "kubecoord.wire", "yaml", "ssl", "urllib.parse", "json", "difflib")
 """--help and --version also need none of the reading machinery."""
 
 
@@ -86,3 +87,28 @@ def test_version_is_the_installed_distributions() -> None:
     testkit = subprocess.run([sys.executable, "-m", "kubecoord_testkit", "--version"], capture_output=True,
                              text=True, check=True)
     assert testkit.stdout.strip() == f"kubecoord-testkit {version('kubecoord-testkit')}"
+
+
+LOGGING_PROBE = PROBE + """
+import logging
+root = logging.getLogger()
+print('ROOT', logging.getLevelName(root.level), [type(f).__name__ for h in root.handlers for f in h.filters])
+"""
+
+
+def test_the_full_path_still_silences_the_clients_warnings(plain_cli: Cli) -> None:
+    """A read command that opens the backend (zookeeper://, here unreachable) sets logging
+    up there, as every command did before: the root logger at ERROR with the command's
+    handler, so the client's warnings stay off; the failure is one line."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = ["leader", "x", "--url", f"zookeeper://127.0.0.1:{port}/c", "--timeout", "2"]
+    result = subprocess.run([sys.executable, "-c", LOGGING_PROBE.format(argv=argv)], capture_output=True, text=True,
+                            check=True, env=plain_cli.env, timeout=120)
+    assert "STATUS 6" in result.stdout, result.stdout + result.stderr
+    assert "ROOT ERROR ['KopfRecordFilter']" in result.stdout, result.stdout
+    assert result.stderr.startswith("kubecoord leader:") and result.stderr.count("\n") == 1, result.stderr
+

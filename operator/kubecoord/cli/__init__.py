@@ -59,6 +59,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 QUIET_COMMANDS = frozenset({"leader", "members", "kv", "watch", "status", "group"})
 """Commands whose own output says what failed: the clients' warnings would only repeat it."""
 
+READ_COMMANDS = frozenset({"leader", "members", "kv", "status"})
+"""Quiet commands with a one-shot read path (cli/snapshot.py) that logs nothing: logging is
+set up only if they open the backend (connection.open_coordinator), so the read path does
+not import ``logging`` (about 10 ms of start-up: its regular expressions, traceback...)."""
+
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """argparse's, sized to the terminal without importing shutil: argparse imports it for
@@ -104,11 +109,13 @@ class CommandLine:
     ``dis``, ``tokenize``), about 10 ms of every command's start-up on an idle machine
     (tests/cli/test_startup.py keeps it off the --help and state-command paths)."""
 
-    __slots__ = ("description", "epilog", "prog", "quiet", "subcommands", "trailing_command", "version")
+    __slots__ = ("description", "epilog", "logging_on_connect", "prog", "quiet", "subcommands", "trailing_command",
+                 "version")
 
     def __init__(self, prog: str, description: str, epilog: str, subcommands: Mapping[str, tuple[str, str]],
                  quiet: frozenset[str] = frozenset(), *, version: str,
-                 trailing_command: frozenset[str] = frozenset()) -> None:
+                 trailing_command: frozenset[str] = frozenset(),
+                 logging_on_connect: frozenset[str] = frozenset()) -> None:
         self.prog = prog
         self.description = description
         self.epilog = epilog
@@ -121,6 +128,9 @@ class CommandLine:
         (importlib.metadata would cost tens of milliseconds; a test checks both agree)."""
         self.trailing_command = trailing_command
         """Subcommands that take ``-- CMD ARGS...`` last: main() hands it over as ``args.cmd``."""
+        self.logging_on_connect = logging_on_connect
+        """Subcommands whose default log set-up waits for connection.open_coordinator()
+        (``args.log_setup``): their read path logs nothing."""
 
     def build_parser(self, selected: str | None, *, load_all: bool = False) -> argparse.ArgumentParser:
         """The parser; only ``selected``'s module is imported (every one with ``load_all``).
@@ -185,9 +195,12 @@ class CommandLine:
         # A state command reports its failure in one line; the client's own warnings (a
         # refused connection, a retry) would only repeat it.
         level = args.log_level or ("ERROR" if args.command in self.quiet else "WARNING")
-        from kubecoord.cli import logs  # with the subcommand: --help and --version need no logging set-up
+        if args.command in self.logging_on_connect and not args.log_level:
+            args.log_setup = (level, args.log_format)  # applied by connection.open_coordinator()
+        else:
+            from kubecoord.cli import logs  # with the subcommand: --help and --version need no logging set-up
 
-        logs.configure(level, args.log_format)
+            logs.configure(level, args.log_format)
         try:
             return int(args._run(args))
         except KeyboardInterrupt:
@@ -213,7 +226,7 @@ def _version_action(text: str) -> type[argparse.Action]:
 
 KUBECOORD = CommandLine(
     "kubecoord", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS, version=kubecoord.__version__,
-    trailing_command=frozenset({"elect", "lock"}),
+    trailing_command=frozenset({"elect", "lock"}), logging_on_connect=READ_COMMANDS,
 )
 
 

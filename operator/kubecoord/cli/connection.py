@@ -91,6 +91,11 @@ def open_coordinator(args: argparse.Namespace) -> Coordinator:
     """Connect as the options say; the caller closes it (use it as a context manager)."""
     import kubecoord  # the interface and the backend: only on the full path
 
+    log_setup = getattr(args, "log_setup", None)
+    if log_setup is not None:  # a read command's log set-up, left to here by cli.CommandLine.main()
+        from kubecoord.cli import logs
+
+        logs.configure(*log_setup)
     url = resolve_url(args)
     return kubecoord.connect(url.raw, **backend_options(url, args))
 
