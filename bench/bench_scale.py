@@ -6,6 +6,8 @@
     python bench/bench_scale.py handles   # a client with 200 election handles, watch per Lease:
                                           # threads, RSS, event latency; before/after the watch
                                           # multiplexer in the same run (--before REV)
+    python bench/bench_scale.py memory    # Python memory of one handle of each kind as the
+                                          # operator's status mirrors hold them (1,000 each)
 
 Each prints its figures, the load average before and after (the machine is shared: read
 absolute times with it) and exits 0; without the kube-apiserver binaries it says why and
@@ -29,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -262,6 +265,49 @@ def bench_handles(server: RealApiServer, handles: int, before: str | None) -> No
             print(f"  ({label}; {load()})", flush=True)
 
 
+# -- memory: what one handle costs, as the operator's mirrors hold them ---------------------------
+def bench_memory(server: RealApiServer, count: int) -> None:
+    """Python memory (tracemalloc) per handle with its listener, on the operator's connect
+    options (managed watch scope, no resource binding), over handles with no object behind
+    them: the handle's own cost, not the informer cache's."""
+    ns = namespace(admin(server), "bench-memory")
+    with kubecoord.connect(f"kubernetes://{ns}", kubeconfig=str(server.admin_kubeconfig), watch_scope="managed",
+                           bind_resources=False) as coordinator:
+        coordinator.leader_election("warm").get_leader()  # the shared informers exist before counting
+        coordinator.storage("warm").children("")
+        coordinator.group_membership("warm").membership()
+
+        def nothing(*_: Any) -> None: ...
+
+        def election(i: int) -> object:
+            handle = coordinator.leader_election(f"e{i}")
+            handle.add_listener(nothing)
+            handle.get_leader()
+            return handle
+
+        def group(i: int) -> object:
+            handle = coordinator.group_membership(f"g{i}")
+            handle.add_listener(nothing)
+            handle.membership()
+            return handle
+
+        def store(i: int) -> object:
+            storage, registry = coordinator.storage(f"s{i}"), coordinator.listener_registry(f"s{i}")
+            storage.children("")
+            registry.add_key_set_change_listener("", nothing)
+            return storage, registry
+
+        print(f"Python memory per handle ({count} of each, tracemalloc: not RSS, which the allocator decides)")
+        tracemalloc.start()
+        kept: list[object] = []
+        for label, make in (("election + listener", election), ("group membership + listener", group),
+                            ("storage + listener registry", store)):
+            before = tracemalloc.get_traced_memory()[0]
+            kept.extend(make(i) for i in range(count))
+            print(f"  {label}: {(tracemalloc.get_traced_memory()[0] - before) / count / 1024:.1f} KiB", flush=True)
+        tracemalloc.stop()
+
+
 # -- operator: 5,000 LeaderElections + 1,000 Groups + 1,000 KVStores --------------------------
 class ReadyWatch:
     """Watches the three kinds in every namespace: which are Ready, when status.leader changed."""
@@ -418,8 +464,9 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["kv", "client", "operator", "handles"])
+    parser.add_argument("what", choices=["kv", "client", "operator", "handles", "memory"])
     parser.add_argument("--handles", type=int, default=200)
+    parser.add_argument("--count", type=int, default=1000, help="memory: handles of each kind")
     parser.add_argument("--before", default=BEFORE_REV, help="handles: the revision to compare with ('' for none)")
     parser.add_argument("--elections", type=int, default=None)
     parser.add_argument("--groups", type=int, default=1000)
@@ -436,6 +483,8 @@ def main() -> int:
             bench_kv(server)
         elif args.what == "handles":
             bench_handles(server, args.handles, args.before or None)
+        elif args.what == "memory":
+            bench_memory(server, args.count)
         elif args.what == "client":
             bench_client(server, args.elections or 1000, args.stores or 100, min(args.changes, 100))
         else:
