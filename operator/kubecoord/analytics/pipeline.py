@@ -184,6 +184,16 @@ def _totals(frame: DataFrame, *columns: Column) -> dict[str, Any]:
     return {key: value or 0 for key, value in row.asDict().items()}
 
 
+ONE_SHUFFLE = ("namespace", "name")
+"""What the checks' events are partitioned by: the prefix of every check's key."""
+
+
+def _partitions(spark: SparkSession) -> int:
+    """The shuffle partitions reading sized to the input (reading._size_shuffles), given
+    explicitly: adaptive execution keeps an explicit count, so the partitioning holds."""
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or spark.sparkContext.defaultParallelism)
+
+
 CHECKS: list[Callable[[Context], Findings]] = [_leadership, _membership, _kv, _rebalance]
 """The check modules, in report order."""
 
@@ -198,6 +208,9 @@ def analyze(
 ) -> Analysis:
     progress = progress or Progress("analyze", enabled=False)
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # hour buckets and every rendered time
+    # Joins keyed by (namespace, name, more...) may then use the cached events' partitioning
+    # by (namespace, name) as it is (Spark's default asks for all the join keys).
+    spark.conf.set("spark.sql.requireAllClusterKeysForCoPartition", "false")
     read = read_inputs(spark, inputs, progress=progress, max_line_bytes=max_line_bytes)
     counts = read.counts
     if counts["events"] == 0:
@@ -223,6 +236,12 @@ def analyze(
         "valid_until": F.col("valid_until") - offset,
         "sent": F.col("sent") - offset,
     })
+    # The one shuffle of the checks: every check groups, windows or joins by keys that
+    # start with (namespace, name), so with the events hash-partitioned by those two and
+    # cached, no check shuffles again (Spark sees the cache's partitioning satisfies
+    # theirs); each check's query is then one job of narrow stages over the cache.
+    events = events.repartition(_partitions(spark), *ONE_SHUFFLE).persist(StorageLevel.MEMORY_AND_DISK)
+    persisted.append(events)
     context = Context(events=events, skew=skew, clocks=estimated)
 
     progress.step("checking safety and computing metrics")
