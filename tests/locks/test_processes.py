@@ -147,23 +147,34 @@ def _kubecoord(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
 
 
 def test_lock_command_runs_holders_one_at_a_time(zookeeper_url: str, tmp_path: pathlib.Path) -> None:
-    log = tmp_path / "log"
-    script = f'echo "start $KUBECOORD_TOKEN $KUBECOORD_HOLDER" >> {log}; sleep 1; echo end >> {log}; exit 3'
+    log, release = tmp_path / "log", tmp_path / "release"
+    # The first holder keeps the lock until the test has read --status (a fixed sleep ended
+    # before the status command had started at load 28); the later ones pass straight on.
+    script = (f'echo "start $KUBECOORD_TOKEN $KUBECOORD_HOLDER" >> {log}; '
+              f'while [ ! -e {release} ]; do sleep 0.05; done; sleep 0.2; echo end >> {log}; exit 3')
     commands = [
         _kubecoord("lock", "job", "--url", zookeeper_url, "--id", f"c{i}", "--", "sh", "-c", script)
         for i in range(3)
     ]
-    deadline = time.monotonic() + 30
-    while not (log.exists() and log.read_text()):
-        assert time.monotonic() < deadline, "no lock command ran its command"
-        time.sleep(0.02)
-    status = subprocess.run(
-        [sys.executable, "-m", "kubecoord.cli", "lock", "job", "--status", "--url", zookeeper_url, "-o", "json"],
-        capture_output=True, text=True, timeout=30, check=True,
-    )
-    holders = json.loads(status.stdout)["holders"]
-    assert len(holders) == 1 and holders[0]["id"] in {"c0", "c1", "c2"}
-    assert [command.wait(60) for command in commands] == [3, 3, 3]  # the command's status
+    try:
+        deadline = time.monotonic() + 30
+        while not (log.exists() and log.read_text()):
+            assert time.monotonic() < deadline, "no lock command ran its command"
+            time.sleep(0.02)
+        status = subprocess.run(
+            [sys.executable, "-m", "kubecoord.cli", "lock", "job", "--status", "--url", zookeeper_url, "-o", "json"],
+            capture_output=True, text=True, timeout=60, check=True,
+        )
+        holders = json.loads(status.stdout)["holders"]
+        first = log.read_text().split()[2]
+        assert len(holders) == 1 and holders[0]["id"] == first, (holders, first)
+        release.touch()
+        assert [command.wait(60) for command in commands] == [3, 3, 3]  # the command's status
+    finally:
+        for command in commands:
+            if command.poll() is None:
+                command.kill()
+                command.wait(30)
     lines = log.read_text().splitlines()
     assert [line.split()[0] for line in lines] == ["start", "end"] * 3, lines
     tokens = [int(line.split()[1]) for line in lines if line.startswith("start")]
