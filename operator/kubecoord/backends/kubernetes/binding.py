@@ -35,8 +35,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes import client as k8s
-
 from kubecoord._core.lease.timings import Timings
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
 from kubecoord.errors import PermissionDeniedError
@@ -47,23 +45,10 @@ log = logging.getLogger("kubecoord.kubernetes.binding")
 
 
 
-def _custom_resource(plural: str, suffix: str) -> Resource:
-    """A Resource whose ``read_namespaced_SUFFIX`` reads one kubecoord.dev object."""
-
-    class _Api:
-        def __init__(self, api_client: k8s.ApiClient) -> None:
-            self._custom = k8s.CustomObjectsApi(api_client)
-
-    def read(self: _Api, name: str, namespace: str, **kwargs: Any) -> Any:
-        return self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name, **kwargs)
-
-    setattr(_Api, f"read_namespaced_{suffix}", read)
-    return Resource(plural, _Api, suffix)
-
-
-LEADER_ELECTIONS = _custom_resource("leaderelections", "leader_election")
-GROUPS = _custom_resource("groups", "group")
-KV_STORES = _custom_resource("kvstores", "kv_store")
+_CUSTOM_PATH = f"/apis/{GROUP}/{VERSION}"
+LEADER_ELECTIONS = Resource("leaderelections", _CUSTOM_PATH)
+GROUPS = Resource("groups", _CUSTOM_PATH)
+KV_STORES = Resource("kvstores", _CUSTOM_PATH)
 
 
 @dataclass(frozen=True, slots=True)

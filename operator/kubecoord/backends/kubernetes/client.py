@@ -1,9 +1,13 @@
-"""The one place that calls the Kubernetes API, through the official client.
+"""The one place that calls the Kubernetes API, through the official client's ApiClient.
 
 Every request carries a timeout (connect and read), so a hung API server cannot hold a
 caller past its deadline; urllib3's own retries are off, so a timeout is a timeout.
-Objects travel as plain JSON dicts (``_preload_content=False``): the election record
-converters and the ConfigMap codec work on the wire form, as client-go's do.
+Objects travel as plain JSON dicts: the election record converters and the ConfigMap codec
+work on the wire form, as client-go's do. Requests are built by the ApiClient (its
+configuration: host, TLS, the token and its refresh hook) from a URL path of our own, not
+through the generated per-group API classes: importing CoreV1Api with its models costs
+~2.5 s of CPU per process, and each of their methods validates its arguments with
+pydantic on every call, for nothing a dict body needs.
 
 Errors are translated here and nowhere else:
 
@@ -31,7 +35,7 @@ import http.client
 import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -74,16 +78,16 @@ class Gone(ApiCallError):
 
 @dataclass(frozen=True, slots=True)
 class Resource:
-    """A namespaced resource type: how to call it through the official client."""
+    """A namespaced resource type: where its objects live in the API."""
 
     plural: str
-    api: Callable[[k8s.ApiClient], Any]
-    suffix: str  # the method-name suffix of the generated client: lease, config_map
-    path: str = ""  # the group/version's URL path, for watches (watch_stream.py): /api/v1
+    path: str  # the group/version's URL path: /api/v1, /apis/coordination.k8s.io/v1
 
 
-LEASES = Resource("leases", k8s.CoordinationV1Api, "lease", "/apis/coordination.k8s.io/v1")
-CONFIGMAPS = Resource("configmaps", k8s.CoreV1Api, "config_map", "/api/v1")
+LEASES = Resource("leases", "/apis/coordination.k8s.io/v1")
+CONFIGMAPS = Resource("configmaps", "/api/v1")
+
+_METHODS = {"get": "GET", "list": "GET", "create": "POST", "update": "PUT", "delete": "DELETE"}
 
 
 class KubeClient:
@@ -93,7 +97,6 @@ class KubeClient:
         self.namespace = namespace
         self.request_timeout = request_timeout
         self._api_client = api_client
-        self._apis: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._watch_endpoint: WatchEndpoint | None = None
 
@@ -114,7 +117,7 @@ class KubeClient:
     def get(self, resource: Resource, name: str, *, timeout: float | None = None) -> dict[str, Any] | None:
         """The object, or None if it does not exist."""
         try:
-            return cast(dict[str, Any], self._call("get", resource, name, "read_namespaced", name, timeout=timeout))
+            return cast(dict[str, Any], self._call("get", resource, name, timeout=timeout))
         except NotFound:
             return None
 
@@ -123,15 +126,14 @@ class KubeClient:
     ) -> tuple[list[dict[str, Any]], str]:
         """(items, the list's resourceVersion)."""
         result = self._call(
-            "list", resource, None, "list_namespaced",
-            label_selector=label_selector, field_selector=field_selector,
+            "list", resource, None, query={"labelSelector": label_selector, "fieldSelector": field_selector},
         )
         return list(result.get("items") or []), str((result.get("metadata") or {}).get("resourceVersion") or "")
 
     def create(self, resource: Resource, body: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         name = (body.get("metadata") or {}).get("name")
         try:
-            created = self._call("create", resource, name, "create_namespaced", body=body, timeout=timeout)
+            created = self._call("create", resource, name, body=body, timeout=timeout)
             return cast(dict[str, Any], created)
         except Conflict as exc:
             raise AlreadyExists(str(exc)) from None
@@ -145,7 +147,7 @@ class KubeClient:
         self, resource: Resource, name: str, body: dict[str, Any], *, timeout: float | None = None
     ) -> dict[str, Any]:
         """PUT ``body``; its metadata.resourceVersion is the precondition (409 -> Conflict)."""
-        replaced = self._call("update", resource, name, "replace_namespaced", name, body=body, timeout=timeout)
+        replaced = self._call("update", resource, name, body=body, timeout=timeout)
         return cast(dict[str, Any], replaced)
 
     def delete(
@@ -155,7 +157,7 @@ class KubeClient:
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if resource_version:
             body["preconditions"] = {"resourceVersion": resource_version}
-        self._call("delete", resource, name, "delete_namespaced", name, body=body, timeout=timeout)
+        self._call("delete", resource, name, body=body, timeout=timeout)
 
     async def open_watch(
         self,
@@ -196,40 +198,39 @@ class KubeClient:
         """Whether the API server serves ``group/version`` (discovery, which RBAC's default
         system:discovery role lets every authenticated user read): False on 404 only."""
         read_timeout = max(0.05, timeout if timeout is not None else self.request_timeout)
+        what = f"{group}/{version}"
         try:
-            limits = (min(CONNECT_TIMEOUT, read_timeout), read_timeout)
-            k8s.CustomObjectsApi(self._api_client).get_api_resources(
-                group, version, _preload_content=False, _request_timeout=limits
-            )
+            response = self._request("GET", f"/apis/{group}/{version}", None, None, read_timeout)
         except k8s.ApiException as exc:
             if exc.status == 404:
                 return False
-            what = f"{group}/{version}"
             raise translate_status(exc.status, exc.body, "discover", what, None, self.namespace) from None
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
-            raise BackendUnavailableError(f"cannot discover {group}/{version}: {type(exc).__name__}: {exc}") from None
+            raise BackendUnavailableError(f"cannot discover {what}: {type(exc).__name__}: {exc}") from None
+        except ConfigException as exc:
+            raise BackendUnavailableError(f"cannot discover {what}: credentials unavailable: {exc}") from None
+        if response.status == 404:
+            return False
+        if not 200 <= response.status <= 299:
+            raise translate_status(response.status, _text(response), "discover", what, None, self.namespace)
         return True
 
     # -- plumbing -----------------------------------------------------------------------
-    def _api(self, resource: Resource) -> Any:
-        with self._lock:
-            if resource.plural not in self._apis:
-                self._apis[resource.plural] = resource.api(self._api_client)
-            return self._apis[resource.plural]
-
     def _call(
         self,
         verb: str,
         resource: Resource,
         name: str | None,
-        method: str,
-        *args: Any,
+        *,
+        body: dict[str, Any] | None = None,
+        query: dict[str, str | None] | None = None,
         timeout: float | None = None,
-        **kwargs: Any,
     ) -> Any:
         read_timeout = max(0.05, timeout if timeout is not None else self.request_timeout)
-        call = getattr(self._api(resource), f"{method}_{resource.suffix}")
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        path = f"{resource.path}/namespaces/{{namespace}}/{resource.plural}"
+        path_params = {"namespace": self.namespace}
+        if verb in ("get", "update", "delete"):
+            path, path_params["name"] = path + "/{name}", cast(str, name)
         if verb in ("create", "update", "delete"):
             log.debug("write", extra={"verb": verb, "resource": resource.plural, "object": name})
         # A kept-alive connection that the server or a middlebox closed while idle fails the
@@ -240,16 +241,12 @@ class KubeClient:
         try:
             for attempt in range(1, attempts + 1):
                 try:
-                    response = call(
-                        *args, self.namespace, **kwargs,
-                        _preload_content=False, _request_timeout=(min(CONNECT_TIMEOUT, read_timeout), read_timeout),
-                    )
+                    response = self._request(_METHODS[verb], path, body, query, read_timeout, path_params)
                     break
                 except urllib3.exceptions.ProtocolError as exc:
                     if attempt == attempts or not _closed_before_answering(exc):
                         raise
-            return json.loads(response.data or b"{}")
-        except k8s.ApiException as exc:
+        except k8s.ApiException as exc:  # the REST layer's own: TLS errors (status 0), Retry-After
             raise translate_status(exc.status, exc.body, verb, resource.plural, name, self.namespace) from None
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
             raise BackendUnavailableError(
@@ -261,6 +258,34 @@ class KubeClient:
             raise BackendUnavailableError(
                 f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: credentials unavailable: {exc}"
             ) from None
+        if not 200 <= response.status <= 299:
+            raise translate_status(response.status, _text(response), verb, resource.plural, name, self.namespace)
+        try:
+            return json.loads(response.read() or b"{}")
+        except ValueError as exc:
+            raise BackendUnavailableError(
+                f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: unreadable answer: {exc}"
+            ) from None
+
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None, query: dict[str, str | None] | None,
+        read_timeout: float, path_params: dict[str, str] | None = None,
+    ) -> Any:
+        """One HTTP request through the ApiClient (host, TLS, credentials and their refresh);
+        the answer unread, whatever its status."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        params = self._api_client.param_serialize(
+            method, path, path_params=path_params,
+            query_params=[(key, value) for key, value in (query or {}).items() if value],
+            header_params=headers, body=body, auth_settings=["BearerToken"],
+        )
+        return self._api_client.call_api(*params, _request_timeout=(min(CONNECT_TIMEOUT, read_timeout), read_timeout))
+
+
+def _text(response: Any) -> str:
+    return bytes(response.read() or b"").decode(errors="replace")
 
 
 def _closed_before_answering(exc: urllib3.exceptions.ProtocolError) -> bool:
