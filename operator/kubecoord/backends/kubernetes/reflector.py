@@ -130,20 +130,30 @@ class Reflector:
                 return
         self.relist()
         with self._lock:
-            if self._started:
+            # stop() may have run during the list (a coordinator closed from another
+            # thread): a watch started now would outlive it, and nobody would wait for it.
+            if self._started or self._stopped.is_set():
                 return
             self._started = True
             self._running = multiplexer.run(self, self._run)
 
     def stop(self) -> None:
         """Stop watching and wait for the watch loop to end. Idempotent."""
-        self._stopped.set()
-        running = self._running
+        with self._lock:
+            self._stopped.set()
+            running = self._running
         if running is not None:
-            running.cancel()  # closes the stream, on the loop's thread
+            running.cancel(first=self._close_stream)
             # Wait for the loop to notice: a daemon thread still inside a request when the
             # interpreter finalizes can abort the process (SIGABRT at exit).
             running.wait(STOP_JOIN_TIMEOUT)
+
+    def _close_stream(self) -> None:
+        """On the loop's thread: end the open stream, so the watch loop sees it end even if
+        its cancellation is lost, and then finds itself stopped."""
+        stream = self._stream
+        if stream is not None:
+            stream.close()
 
     def relist(self) -> None:
         requested = time.monotonic()
@@ -185,6 +195,9 @@ class Reflector:
         since = self._cache.synced_to()
         timeout = int(self._watch_timeout * random.uniform(1.0, 1.25))
         stream = await self._source.watch(since, timeout)
+        if self._stopped.is_set():  # stopped while opening (a lost cancellation): no stream to close later
+            stream.close()
+            return
         self._heard(opened=True)
         self._stream = stream
         try:

@@ -62,8 +62,14 @@ class Running:
         self.task: asyncio.Task[None] | None = None
         self.finished = threading.Event()
 
-    def cancel(self) -> None:
+    def cancel(self, *, first: Callable[[], None] | None = None) -> None:
+        """Cancel the loop's task, after running ``first`` on the loop: Python 3.11's
+        ``asyncio.wait_for`` loses a cancellation that lands as its read completes, so
+        the owner should also end what the loop waits on (close its stream) there."""
+
         def cancel_task() -> None:
+            if first is not None:
+                first()
             if self.task is not None:
                 self.task.cancel()
 
