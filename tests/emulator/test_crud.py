@@ -127,12 +127,6 @@ def test_replace_keeps_server_owned_metadata_and_noop_keeps_the_resource_version
     assert again.metadata.resource_version == replaced.metadata.resource_version
 
 
-def test_replace_of_missing_object_answers_404(leases: kubernetes.client.CoordinationV1Api, namespace: str) -> None:
-    with pytest.raises(ApiException) as caught:
-        leases.replace_namespaced_lease("x", namespace, lease("x"))
-    assert caught.value.status == 404
-
-
 def test_invalid_names_labels_and_oversized_configmaps_answer_422(
     core: kubernetes.client.CoreV1Api, leases: kubernetes.client.CoordinationV1Api, namespace: str
 ) -> None:

@@ -184,6 +184,46 @@ def test_deleted_resources_stay_deleted_and_their_names_are_free_again(operator:
     assert "re-created deleted backing objects" not in operator.text()
 
 
+# -- a Lease deleted by hand while its holder renews -----------------------------------------
+@pytest.mark.timeout(240)
+def test_a_lease_deleted_while_its_holder_renews_stays_owned_and_led(
+    operator: Operator, api: Api, real_kubeconfig: pathlib.Path
+) -> None:
+    """A renewal is a PUT, and a PUT creates a missing Lease: a holder renewing every 0.5 s
+    put a deleted Lease back itself, without the ownerReference, before the operator could
+    re-create it. The resource then showed NotOwned and its clients lost their grant."""
+    name = _unique("deleted")
+    api.create("LeaderElection", name, {"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2,
+                                        "retryPeriodSeconds": 0.5})
+    eventually(lambda: api.ready("LeaderElection", name), timeout=60, interval=0.3)
+    with _connect(real_kubeconfig, api.namespace) as side:
+        holder = side.leader_election(name)
+        assert holder.nominate("pod-a")
+        eventually(lambda: api.status("LeaderElection", name).get("leader") == "pod-a", timeout=30, interval=0.2)
+
+        def owned_and_led() -> bool:
+            try:
+                lease = api.leases.read_namespaced_lease(name, api.namespace)
+            except ApiException:
+                return False
+            return bool(lease.metadata.owner_references) and lease.spec.holder_identity == "pod-a"
+
+        for _ in range(3):
+            api.leases.delete_namespaced_lease(name, api.namespace)
+            time.sleep(0.6)  # past the holder's next renewal (every 0.5 s)
+            try:
+                eventually(owned_and_led, timeout=60, interval=0.2)
+            except AssertionError:
+                try:
+                    found: object = api.leases.read_namespaced_lease(name, api.namespace)
+                except ApiException as error:
+                    found = f"no Lease ({error.status})"
+                raise AssertionError(f"{found}\n{api.status('LeaderElection', name)}") from None
+        eventually(lambda: api.ready("LeaderElection", name), timeout=60, interval=0.3)
+        assert api.condition("LeaderElection", name, "BackingObjects")["reason"] == "Owned"
+        eventually(lambda: holder.is_leader("pod-a"), timeout=30, interval=0.2)
+
+
 # -- a Lease deleted while the operator is down ---------------------------------------------
 @pytest.mark.timeout(240)
 def test_a_lease_deleted_while_the_operator_is_down_comes_back_with_its_holder(

@@ -17,6 +17,10 @@ from kubecoord.wire import object_names
 from kubecoord.wire.lease import lease_with_record, record_from_lease
 
 
+def _owned(obj: dict[str, Any] | None) -> bool:
+    return bool(obj and (obj.get("metadata") or {}).get("ownerReferences"))
+
+
 def observation(observed: Observed) -> Observation:
     return Observation(record_from_lease(observed.obj), observed.version, observed.seen_at)
 
@@ -57,6 +61,13 @@ class LeaseStore:
 
     def update(self, record: LeaderRecord, version: str, timeout: float) -> Observation:
         current = self._informer.get(self._name)
+        if current is None and _owned(self._informer.last_state(self._name)):
+            # The watch saw an owned Lease deleted. A PUT creates a missing Lease, whatever
+            # its resourceVersion, and would put it back without its ownerReference (the
+            # resource turned NotOwned for good): its owner (the operator) re-creates it,
+            # from its final state, and the holder renews that. A Lease nobody owns, the
+            # holder puts back itself, as client-go's does.
+            raise RecordConflict(self._name)
         body = lease_with_record(
             current.obj if current is not None else None, record, name=self._name, namespace=self._context.namespace
         )

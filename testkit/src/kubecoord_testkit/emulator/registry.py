@@ -249,7 +249,10 @@ class Registry:
         subresource: str | None,
         *,
         dry_run: bool = False,
+        create: bool = False,
     ) -> JSON:
+        """PUT; with ``create``, as a client's PUT is, a missing object of a type that allows it
+        is created (the emulator's own callers, the garbage collector, never create)."""
         new = self._typed(rtype, body)
         meta = new["metadata"]
         if meta.get("name") and meta["name"] != name:
@@ -262,8 +265,18 @@ class Registry:
             )
         old = self.store.get(rtype.key, namespace or "", name)
         if old is None:
-            raise status.not_found(rtype.group, rtype.plural, name)
+            if not (create and self.creates_on_update(rtype, namespace, name, subresource)):
+                raise status.not_found(rtype.group, rtype.plural, name)
+            meta.pop("resourceVersion", None)  # ignored, as the server's create on update does
+            meta["name"] = name
+            return self.create(rtype, namespace, new, dry_run=dry_run)
         return self._update(rtype, old, new, subresource, dry_run=dry_run)
+
+    def creates_on_update(self, rtype: ResourceType, namespace: str | None, name: str, subresource: str | None) -> bool:
+        """Whether a PUT of ``name`` would create it (missing, and the type allows it)."""
+        return (
+            rtype.create_on_update and not subresource and self.store.get(rtype.key, namespace or "", name) is None
+        )
 
     def patch(
         self,

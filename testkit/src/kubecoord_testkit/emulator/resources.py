@@ -31,6 +31,9 @@ class ResourceType:
     # bumps its generation on any non-metadata change.
     custom: bool = False
     crd_name: str = ""
+    # A PUT of a missing object creates it (the strategy's AllowCreateOnUpdate): Leases,
+    # Events and RBAC objects; ConfigMaps, Secrets and custom resources answer 404.
+    create_on_update: bool = False
 
     @property
     def group_version(self) -> str:
@@ -56,8 +59,11 @@ def _builtin(
     short: tuple[str, ...] = (),
     sub: tuple[str, ...] = (),
     verbs: tuple[str, ...] = ALL_VERBS,
+    create_on_update: bool = False,
 ) -> ResourceType:
-    return ResourceType(group, version, plural, kind.lower(), kind, namespaced, short, sub, verbs)
+    return ResourceType(
+        group, version, plural, kind.lower(), kind, namespaced, short, sub, verbs, create_on_update=create_on_update
+    )
 
 
 BUILTINS: tuple[ResourceType, ...] = (
@@ -75,15 +81,16 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("", "v1", "secrets", "Secret"),
     _builtin("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",)),
     _builtin("", "v1", "services", "Service", short=("svc",), sub=("status",)),
-    _builtin("", "v1", "events", "Event", short=("ev",)),
+    _builtin("", "v1", "events", "Event", short=("ev",), create_on_update=True),
     _builtin("", "v1", "pods", "Pod", short=("po",), sub=("status",)),
-    _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
+    _builtin("coordination.k8s.io", "v1", "leases", "Lease", create_on_update=True),
     _builtin("apps", "v1", "deployments", "Deployment", short=("deploy",), sub=("status",)),
-    _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role"),
-    _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
-    _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
-    _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
-    _builtin("events.k8s.io", "v1", "events", "Event", short=("ev",)),
+    _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", create_on_update=True),
+    _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", create_on_update=True),
+    _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False, create_on_update=True),
+    _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False,
+             create_on_update=True),
+    _builtin("events.k8s.io", "v1", "events", "Event", short=("ev",), create_on_update=True),
     _builtin("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
              namespaced=False, sub=("status",)),
     _builtin("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",

@@ -7,6 +7,7 @@ JSON, e.g. kubectl's default for custom resources, or ``--validate=false``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -213,7 +214,12 @@ class Router:
             return _json(registry.create(rtype, namespace, await self._body(request), dry_run=dry_run), 201)
         if verb == "update":
             body = await self._body(request)
-            return _json(registry.replace(rtype, namespace, name or "", body, info.subresource, dry_run=dry_run))
+            created = registry.creates_on_update(rtype, namespace, name or "", info.subresource)
+            identity = policies.requester.get()
+            if created and identity is not None:  # the server's update handler authorizes the create too
+                self._authorize(identity, rtype, dataclasses.replace(info, verb="create"))
+            obj = registry.replace(rtype, namespace, name or "", body, info.subresource, dry_run=dry_run, create=True)
+            return _json(obj, 201 if created else 200)
         if verb == "patch":
             obj, code = registry.patch(
                 rtype,
