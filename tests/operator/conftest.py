@@ -20,6 +20,8 @@ import pytest
 import yaml
 from kopf.testing import KopfRunner
 
+import kubecoord
+from kubecoord.api import Coordinator
 from kubecoord.operator import kubeapi
 from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
@@ -79,6 +81,17 @@ def operator(k8s: kubernetes.client.ApiClient, kubeconfig_path: pathlib.Path) ->
 @pytest.fixture
 def unique() -> str:
     return uuid.uuid4().hex[:8]
+
+
+FAST = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+"""Client timings of the operator tests: expiry in seconds."""
+
+
+@pytest.fixture
+def client(kubeconfig_path: pathlib.Path) -> Iterator[Coordinator]:
+    """A kubernetes client in the operator's namespace on the emulator, closed after the test."""
+    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(kubeconfig_path), **FAST) as coordinator:
+        yield coordinator
 
 
 class Resources:

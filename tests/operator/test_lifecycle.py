@@ -8,7 +8,6 @@ import pathlib
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,15 +19,7 @@ from kubecoord.wire import object_names
 from kubecoord_testkit.emulator import ApiEmulator
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.helpers import eventually
-from tests.operator.conftest import NAMESPACE, Resources
-
-FAST = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
-
-
-@pytest.fixture
-def client(kubeconfig_path: pathlib.Path) -> Iterator[Coordinator]:
-    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(kubeconfig_path), **FAST) as coordinator:
-        yield coordinator
+from tests.operator.conftest import FAST, NAMESPACE, Resources
 
 
 def _owners(obj: Any) -> list[str]:

@@ -7,25 +7,14 @@ the one that matters."""
 from __future__ import annotations
 
 import logging
-import pathlib
-from collections.abc import Iterator
 
 import pytest
 from prometheus_client import REGISTRY
 
-import kubecoord
 from kubecoord.api import Coordinator
 from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
-from tests.operator.conftest import NAMESPACE, Resources
-
-FAST = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
-
-
-@pytest.fixture
-def client(kubeconfig_path: pathlib.Path) -> Iterator[Coordinator]:
-    with kubecoord.connect(f"kubernetes://{NAMESPACE}", kubeconfig=str(kubeconfig_path), **FAST) as coordinator:
-        yield coordinator
+from tests.operator.conftest import Resources
 
 
 def _status_errors() -> float:

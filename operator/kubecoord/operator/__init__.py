@@ -7,5 +7,8 @@ kopf is imported only inside this package (an import-linter contract checks it).
 
 What does not: the coordination protocols themselves. The operator is the control plane
 — it creates, validates, cleans up, reports and grants access — and talks to a backend
-through the same kubecoord interface applications use; clients never go through it.
+through the same kubecoord interface applications use (on kubernetes it reads status
+from the backend's shared caches, the declared capability
+kubecoord.capabilities.StateCache, instead of a handle per resource); clients never go
+through it.
 """

@@ -123,7 +123,7 @@ class GroupCoordinatorView:
         self._membership = coordinator.group_membership(group) if spec is not None else None
         self._timers = LeaderTimers()
         self._timer: threading.Timer | None = None
-        self._seen: tuple[int, str] | None = None
+        self._notices = RebalanceNotices()
         self._excluded: set[str] = set()
 
     def _poke(self, *_: Any) -> None:
@@ -193,7 +193,23 @@ class GroupCoordinatorView:
             self._timer.daemon = True
             self._timer.start()
 
-    def _notices(self, state: GroupState | None) -> list[Notice]:
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._registry.remove_value_change_listener(STATE_KEY, self._poke)
+        self._registry.close()
+        self._store.close()
+        if self._membership is not None:
+            self._membership.close()
+
+
+class RebalanceNotices:
+    """The RebalanceStarted / RebalanceCompleted Events of a group's record, once per change."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[int, str] | None = None
+
+    def __call__(self, state: GroupState | None) -> list[Notice]:
         if state is None:
             return []
         seen, self._seen = self._seen, (state.generation, state.phase)
@@ -207,15 +223,6 @@ class GroupCoordinatorView:
             return [Notice("Normal", "RebalanceCompleted",
                            f"generation {state.generation} assigned by {by} with {state.protocol}")]
         return []
-
-    def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._registry.remove_value_change_listener(STATE_KEY, self._poke)
-        self._registry.close()
-        self._store.close()
-        if self._membership is not None:
-            self._membership.close()
 
 
 def status_fields(
@@ -250,6 +257,15 @@ def status_fields(
     }
 
 
+def add_record(snapshot: Snapshot, group: str, state: GroupState | None, notices: list[Notice],
+               unit_list: Sequence[str] | None) -> None:
+    """Fold the group coordinator's record into a membership snapshot."""
+    members = {entry["id"]: entry.get("data", "") for entry in snapshot.status["members"]}
+    described = None if state is None else GroupDescription.of(group, state)
+    snapshot.status.update(status_fields(described, members, unit_list))
+    snapshot.notices.extend(notices)
+
+
 class CoordinatedGroupMirror(GroupMirror):
     """The Group status mirror plus the generation record (and, with spec.assignment,
     the operator's leader step). Driven by the mirror's wake like the membership."""
@@ -264,11 +280,8 @@ class CoordinatedGroupMirror(GroupMirror):
     def _snapshot(self) -> Snapshot:
         snapshot = super()._snapshot()
         state, notices = self._view.step()
-        members = {entry["id"]: entry.get("data", "") for entry in snapshot.status["members"]}
         spec = self._view.spec
-        described = None if state is None else GroupDescription.of(self._view.group, state)
-        snapshot.status.update(status_fields(described, members, spec.units if spec is not None else None))
-        snapshot.notices.extend(notices)
+        add_record(snapshot, self._view.group, state, notices, spec.units if spec is not None else None)
         return snapshot
 
     def close(self) -> None:

@@ -5,7 +5,7 @@ the backend names them (kubecoord.wire.object_names).
   resource, so Kubernetes' garbage collector deletes it with the resource.
 - Group NAME: one Lease per member, created by the members themselves; the operator
   adopts each (adds the ownerReference). Expired members' Leases are reaped by the
-  backend's observers, the operator's own membership handle among them. Also the
+  backend's observers, the operator among them (kubecoord.operator.cached). Also the
   ConfigMap kubecoord-kv.NAME-gc (one shard) that holds the group coordinator's
   generation record, created up front so that clients granted it by name never need
   ``create``; one that members made before the Group existed is used as it is.

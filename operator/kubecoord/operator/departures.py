@@ -4,7 +4,7 @@ The operator watches member Leases (kubernetes backend) and remembers, per Lease
 last saw the Lease change — on its own monotonic clock, never by comparing the Lease's
 renewTime with the local clock. When a member Lease is deleted, the member *expired* if
 nobody renewed it for a whole lease duration before the deletion (an observer reaped
-it: the operator's own membership handle or any client's), and *left* otherwise (a
+it: the operator or any client's membership handle), and *left* otherwise (a
 member's leave() deletes a Lease it renewed moments ago).
 
 Guarantees: ``verdict`` waits (up to its timeout) for the deletion to be seen, because

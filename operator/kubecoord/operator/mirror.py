@@ -1,8 +1,12 @@
 """Status mirrors: the live state of one election, group or store, as a CR status.
 
-A mirror holds a kubecoord handle, subscribes to its listeners and, on every change,
-calls ``wake()`` — nothing more happens on the listener thread. The owner (a kopf
-daemon) then calls ``snapshot()``, which reads the current state and returns the status
+A mirror reads the live state of one primitive and diffs it against the previous status.
+Two ways to read it: a kubecoord handle whose listeners call ``wake()`` on every change
+(nothing more happens on the listener thread) — every backend has them — or the
+backend's shared caches, with no handle per resource (kubecoord.operator.cached: the
+kubernetes backend, kubecoord.capabilities.StateCache), woken by the controller from the
+watch events of the objects the mirror names (``routes``). The owner (the status
+controller) then calls ``snapshot()``, which reads the current state and returns the status
 fields plus the Kubernetes Events that describe what changed since the last snapshot.
 
 Guarantees:
@@ -26,10 +30,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from kubecoord.api import Coordinator
+from kubecoord.api import Coordinator, Leader
 from kubecoord.operator.model import human_bytes
+
+Route = tuple[str, str, str]
+"""What wakes a cached mirror: (plural, "", object name) for one object, (plural, label
+key, label value) for the objects carrying that label."""
 
 
 def now_rfc3339() -> str:
@@ -57,12 +65,22 @@ class Snapshot:
     """Group members that appeared since the previous snapshot."""
     gone: set[str] = field(default_factory=set)
     """Group members that disappeared since the previous snapshot (left or expired)."""
+    recheck_in: float | None = None
+    """Seconds after which the state may change with no event (a member's expiry): look again then."""
 
 
 class Mirror(abc.ABC):
-    """Listener subscriptions on one handle plus the diff against the previous status."""
+    """Listener subscriptions on one handle plus the diff against the previous status.
 
-    def __init__(self, wake: Callable[[], None]) -> None:
+    Subclasses that read the backend's shared caches instead of a handle
+    (kubecoord.operator.cached) set ``blocking`` False (a snapshot makes no request: the
+    controller takes it on its loop) and name the objects whose changes concern them in
+    ``routes``; the controller wakes them, so their ``wake`` is never called."""
+
+    blocking: ClassVar[bool] = True
+    """Whether snapshot() may block (requests, locks held by other threads): run it in a thread."""
+
+    def __init__(self, wake: Callable[[], None] | None) -> None:
         self._wake = wake
         self._lock = threading.Lock()
         self._changed_at: float | None = None
@@ -71,7 +89,13 @@ class Mirror(abc.ABC):
         with self._lock:
             if self._changed_at is None:
                 self._changed_at = time.monotonic()
-        self._wake()
+        if self._wake is not None:
+            self._wake()
+
+    def routes(self) -> list[Route]:
+        """The objects whose changes the controller must wake this mirror for (cached
+        mirrors; a handle's mirror is woken by its listeners and names none)."""
+        return []
 
     def _take_changed_at(self) -> float | None:
         with self._lock:
@@ -91,19 +115,20 @@ class Mirror(abc.ABC):
     def close(self) -> None: ...
 
 
-class LeaderMirror(Mirror):
-    """status.leader, leaderData, epoch and leaderSince of one election."""
+class LeaderStatus(Mirror):
+    """status.leader, leaderData, epoch and leaderSince of one election, from ``_read_leader``."""
 
-    def __init__(self, coord: Coordinator, name: str, previous: dict[str, Any], wake: Callable[[], None]) -> None:
+    def __init__(self, previous: dict[str, Any], wake: Callable[[], None] | None) -> None:
         super().__init__(wake)
-        self._election = coord.leader_election(name)
         self._leader: str | None = previous.get("leader")
         self._epoch: int | None = previous.get("epoch")
         self._since: str | None = previous.get("leaderSince")
-        self._election.add_listener(self._on_change)
+
+    @abc.abstractmethod
+    def _read_leader(self) -> Leader | None: ...
 
     def _snapshot(self) -> Snapshot:
-        leader = self._election.get_leader()
+        leader = self._read_leader()
         notices: list[Notice] = []
         leader_id = leader.id if leader else None
         epoch = leader.epoch if leader else self._epoch
@@ -121,6 +146,18 @@ class LeaderMirror(Mirror):
             "leaderSince": self._since,
         }
         return Snapshot(status, notices)
+
+
+class LeaderMirror(LeaderStatus):
+    """The leader status through an election handle and its listener."""
+
+    def __init__(self, coord: Coordinator, name: str, previous: dict[str, Any], wake: Callable[[], None]) -> None:
+        super().__init__(previous, wake)
+        self._election = coord.leader_election(name)
+        self._election.add_listener(self._on_change)
+
+    def _read_leader(self) -> Leader | None:
+        return self._election.get_leader()
 
     def close(self) -> None:
         self._election.remove_listener(self._on_change)
@@ -146,18 +183,19 @@ def status_members(membership: dict[str, str]) -> list[dict[str, str]]:
     return listed
 
 
-class GroupMirror(Mirror):
-    """status.members, memberCount and generation of one group."""
+class GroupStatus(Mirror):
+    """status.members, memberCount and generation of one group, from ``_read_members``."""
 
-    def __init__(self, coord: Coordinator, name: str, previous: dict[str, Any], wake: Callable[[], None]) -> None:
+    def __init__(self, previous: dict[str, Any], wake: Callable[[], None] | None) -> None:
         super().__init__(wake)
-        self._group = coord.group_membership(name)
         self._members: set[str] = {member["id"] for member in previous.get("members") or []}
         self._generation: int = int(previous.get("generation") or 0)
-        self._group.add_listener(self._on_change)
+
+    @abc.abstractmethod
+    def _read_members(self) -> dict[str, str]: ...
 
     def _snapshot(self) -> Snapshot:
-        membership = self._group.membership()
+        membership = self._read_members()
         current = set(membership)
         joined, gone = current - self._members, self._members - current
         notices = [Notice("Normal", "MemberJoined", f"{member} joined") for member in sorted(joined)]
@@ -170,27 +208,65 @@ class GroupMirror(Mirror):
         }
         return Snapshot(status, notices, joined=joined, gone=gone)
 
+
+class GroupMirror(GroupStatus):
+    """The group status through a membership handle and its listener."""
+
+    def __init__(self, coord: Coordinator, name: str, previous: dict[str, Any], wake: Callable[[], None]) -> None:
+        super().__init__(previous, wake)
+        self._group = coord.group_membership(name)
+        self._group.add_listener(self._on_change)
+
+    def _read_members(self) -> dict[str, str]:
+        return self._group.membership()
+
     def close(self) -> None:
         self._group.remove_listener(self._on_change)
         self._group.close()
 
 
-class StoreMirror(Mirror):
-    """status.keys, bytes and size of one store.
+class StoreStatus(Mirror):
+    """status.keys, bytes and size of one store, from ``_read_values`` (key -> value of
+    every key). Size counts keys and values in UTF-8 bytes."""
+
+    def __init__(self, limit: int, previous: dict[str, Any], wake: Callable[[], None] | None) -> None:
+        super().__init__(wake)
+        self._limit = limit
+        self._over_limit = int(previous.get("bytes") or 0) > limit
+
+    @abc.abstractmethod
+    def _read_values(self) -> dict[str, str]: ...
+
+    def _snapshot(self) -> Snapshot:
+        values = self._read_values()
+        size = sum(len(key.encode()) + len(value.encode()) for key, value in values.items())
+        notices: list[Notice] = []
+        over = size > self._limit
+        if over and not self._over_limit:
+            notices.append(
+                Notice("Warning", "SizeLimitExceeded", f"{size} bytes stored, spec.sizeLimit is {self._limit}")
+            )
+        self._over_limit = over
+        status = {"keys": len(values), "bytes": size, "size": human_bytes(size), "sizeLimitBytes": self._limit}
+        if over:
+            message = f"{size} bytes stored, more than spec.sizeLimit ({self._limit})"
+            return Snapshot(status, notices, ready=(False, "SizeLimitExceeded", message))
+        return Snapshot(status, notices)
+
+
+class StoreMirror(StoreStatus):
+    """The store status through a storage handle and a listener registry.
 
     Watches every namespace's key set and every key's value, re-subscribing as the tree
-    changes, so that writes anywhere in the store wake the mirror. Size counts keys and
-    values in UTF-8 bytes.
+    changes, so that writes anywhere in the store wake the mirror.
     """
 
     def __init__(
         self, coord: Coordinator, name: str, limit: int, previous: dict[str, Any], wake: Callable[[], None]
     ) -> None:
-        super().__init__(wake)
+        super().__init__(limit, previous, wake)
         self._storage = coord.storage(name)
         self._registry = coord.listener_registry(name)
-        self._limit = limit
-        self._over_limit = int(previous.get("bytes") or 0) > limit
         self._namespaces: set[str] = set()
         self._keys: set[str] = set()
         self._subscribe(namespaces={""}, keys=set())
@@ -221,22 +297,10 @@ class StoreMirror(Mirror):
                     values[path] = value
         return namespaces, values
 
-    def _snapshot(self) -> Snapshot:
+    def _read_values(self) -> dict[str, str]:
         namespaces, values = self._walk()
         self._subscribe(namespaces=namespaces, keys=set(values))
-        size = sum(len(key.encode()) + len(value.encode()) for key, value in values.items())
-        notices: list[Notice] = []
-        over = size > self._limit
-        if over and not self._over_limit:
-            notices.append(
-                Notice("Warning", "SizeLimitExceeded", f"{size} bytes stored, spec.sizeLimit is {self._limit}")
-            )
-        self._over_limit = over
-        status = {"keys": len(values), "bytes": size, "size": human_bytes(size), "sizeLimitBytes": self._limit}
-        if over:
-            message = f"{size} bytes stored, more than spec.sizeLimit ({self._limit})"
-            return Snapshot(status, notices, ready=(False, "SizeLimitExceeded", message))
-        return Snapshot(status, notices)
+        return values
 
     def close(self) -> None:
         self._subscribe(namespaces=set(), keys=set())

@@ -35,6 +35,16 @@ from kubecoord.wire.events import Event
 from kubecoord.wire.leader_record import Observation, expires_at
 
 _UNSET: Any = object()
+
+
+def observed_leader(seen: Observation | None, now: float) -> Leader | None:
+    """The leader an observer with no candidate of its own reads from ``seen`` at ``now``
+    (its own clock): the record's holder, None when there is none or when the record
+    expired in this observation (whoever takes over will show up)."""
+    if seen is None or not seen.record.holder or now >= expires_at(seen):
+        return None
+    record = seen.record
+    return Leader(record.holder, record.data, record.transitions)
 _MAX_IMMEDIATE_STEPS = 3
 
 
@@ -222,9 +232,7 @@ class LeaseElection(ElectionHandle):
             mine = self._candidates.get(record.holder)
         if mine is not None:
             return Leader(record.holder, record.data, record.transitions) if mine.elector.is_leader() else None
-        if self._lease_clock.now() >= expires_at(seen):
-            return None  # expired in our own observation; whoever takes over will show up
-        return Leader(record.holder, record.data, record.transitions)
+        return observed_leader(seen, self._lease_clock.now())
 
     def _resign(self, candidate_id: str) -> None:
         with self._lock:

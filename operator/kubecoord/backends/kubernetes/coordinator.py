@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from kubecoord._core.handles import CoordinatorBase
-from kubecoord.api import Coordinator, GroupMembership, LeaderElection, ListenerRegistry, Storage
+from kubecoord.api import Coordinator, GroupMembership, Leader, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.kubernetes import binding
 from kubecoord.backends.kubernetes.context import KubernetesContext
 from kubecoord.backends.kubernetes.kv import KubeListenerRegistry, KubeStorage
 from kubecoord.backends.kubernetes.leader import KubeLeaderElection
 from kubecoord.backends.kubernetes.membership import KubeGroupMembership
-from kubecoord.capabilities import ObjectCache
+from kubecoord.backends.kubernetes.namespace_state import NamespaceState
+from kubecoord.capabilities import ObjectCache, ObjectChange, StateCache
 from kubecoord.history import EventLog
 
 _ids = itertools.count(1)
 
 
-class KubernetesCoordinator(CoordinatorBase, ObjectCache):
+class KubernetesCoordinator(CoordinatorBase, ObjectCache, StateCache):
     """A coordinator on the Kubernetes API. See kubecoord.backends.kubernetes for options."""
 
     backend = "kubernetes"
@@ -29,6 +31,7 @@ class KubernetesCoordinator(CoordinatorBase, ObjectCache):
         self._context = context
         self._delegates: dict[str, Coordinator] = {}
         self._lock = threading.Lock()
+        self._state = NamespaceState(context)
         self.id = next(_ids)
 
     @property
@@ -83,6 +86,23 @@ class KubernetesCoordinator(CoordinatorBase, ObjectCache):
         DELETED event carried it. For the operator's drift repair (re-create it as it was)."""
         return self._context.informers.last_state(plural, name)
 
+    # -- kubecoord.capabilities.StateCache: reads of the namespace watches (namespace_state.py) --
+    def caches_namespace(self) -> bool:
+        return self._context.informers.shares_namespace
+
+    def watch_objects(self, on_change: ObjectChange) -> Callable[[], None]:
+        self.check_open()
+        return self._state.watch(on_change)
+
+    def cached_leader(self, service: str) -> Leader | None:
+        return self._state.leader(service)
+
+    def cached_members(self, group: str, *, reap: bool = False) -> tuple[dict[str, str], float | None]:
+        return self._state.members(group, reap_expired=reap)
+
+    def cached_entries(self, store: str) -> dict[str, str]:
+        return self._state.entries(store)
+
     def _delegate(self, bound: binding.Binding) -> Coordinator:
         """The coordinator of another backend that a bound resource lives in (closed with this one)."""
         from kubecoord.connect import connect  # through the entry points: backends never import each other
@@ -119,6 +139,7 @@ class KubernetesCoordinator(CoordinatorBase, ObjectCache):
             delegate.close()
         with self._context.lock:
             self._context.closed = True
+        self._state.close()
         self._context.informers.stop_all()
         self._context.dispatcher.close()
         self._context.events.close()

@@ -171,30 +171,47 @@ class InformerPool:
         shared = self._selectors.get(resource.plural)
         label = _simple_label(label_selector)
         if shared is not None and (name is not None or label is not None):
-            key: tuple[str, str | None, str | None] = (resource.plural, "scope", shared)
+            return self._acquire_shared(resource, shared, name=name, label=label)
+        return self._hold((resource.plural, label_selector, name), resource, label_selector=label_selector, name=name)
+
+    @property
+    def shares_namespace(self) -> bool:
+        """Whether this pool's scope has shared namespace informers (``namespace``, ``managed``)."""
+        return bool(self._selectors)
+
+    def acquire_namespace(self, resource: Resource) -> Informer | None:
+        """A view of the whole shared namespace informer of ``resource`` (every object it
+        watches, every change); None in the ``object`` scope, which has none. Released
+        like any other."""
+        shared = self._selectors.get(resource.plural)
+        return None if shared is None else self._acquire_shared(resource, shared, name=None, label=None)
+
+    def _acquire_shared(
+        self, resource: Resource, shared: str, *, name: str | None, label: tuple[str, str] | None
+    ) -> Informer:
+        key: tuple[str, str | None, str | None] = (resource.plural, "scope", shared)
+        with self._lock:
+            held = self._informers.get(key)
+            if held is not None:
+                self._informers[key] = (held[0], held[1] + 1)
+                informer = held[0]
+        if held is None:
+            # Every MonotonicClock reads the same time; a test clock is shared only with itself.
+            clock = "monotonic" if type(self._clock) is MonotonicClock else id(self._clock)
+            process_key = (*self._client.identity, clock, resource.plural, shared)
+            informer = _process_hold(process_key, lambda: Informer(
+                self._client, resource, clock=self._clock, label_selector=shared or None
+            ))
             with self._lock:
                 held = self._informers.get(key)
-                if held is not None:
-                    self._informers[key] = (held[0], held[1] + 1)
-                    informer = held[0]
-            if held is None:
-                # Every MonotonicClock reads the same time; a test clock is shared only with itself.
-                clock = "monotonic" if type(self._clock) is MonotonicClock else id(self._clock)
-                process_key = (*self._client.identity, clock, resource.plural, shared)
-                informer = _process_hold(process_key, lambda: Informer(
-                    self._client, resource, clock=self._clock, label_selector=shared or None
-                ))
-                with self._lock:
-                    held = self._informers.get(key)
-                    self._informers[key] = (informer, (held[1] if held else 0) + 1)
-                    self._process_keys[key] = process_key
-                if held is not None:
-                    _process_release(process_key)  # another thread of this pool got there first
-            view = InformerView(informer, name=name, label=None if name is not None else label)
-            with self._lock:
-                self._views[id(view)] = key
-            return view
-        return self._hold((resource.plural, label_selector, name), resource, label_selector=label_selector, name=name)
+                self._informers[key] = (informer, (held[1] if held else 0) + 1)
+                self._process_keys[key] = process_key
+            if held is not None:
+                _process_release(process_key)  # another thread of this pool got there first
+        view = InformerView(informer, name=name, label=None if name is not None else label)
+        with self._lock:
+            self._views[id(view)] = key
+        return view
 
     def _hold(
         self, key: tuple[str, str | None, str | None], resource: Resource, *, label_selector: str | None,

@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubecoord._core.handles import GroupHandle
 from kubecoord._core.lease import PARKED, LeaderRecord, Loop, Timings, expires_at, from_unix
@@ -66,6 +66,58 @@ def member_of(observed: Observed, group: str) -> tuple[str, str, float] | None:
     The expiry is the lease core's one rule (expires_at), as for election Leases."""
     member = member_of_lease(observed.obj, group)
     return None if member is None else (*member, expires_at(observation(observed)))
+
+
+class Judged(NamedTuple):
+    """A group's member Leases as judged at one moment of this process's clock."""
+
+    live: dict[str, str]
+    """member id -> data of the members alive in this process's observation."""
+    expired: list[tuple[str, Observed, str]]
+    """(Lease name, the version judged, member id) of the members whose Lease expired."""
+    next_expiry: float | None
+    """When the earliest live member expires unless renewed (None: no live member)."""
+
+
+def judge_members(items: dict[str, Observed], group: str, now: float) -> Judged:
+    """``group``'s members among the cached Leases ``items``, by the one expiry rule."""
+    live: dict[str, str] = {}
+    expired: list[tuple[str, Observed, str]] = []
+    next_expiry: float | None = None
+    for name, observed in items.items():
+        member = member_of(observed, group)
+        if member is None:
+            continue
+        if now < member[2]:
+            live[member[0]] = member[1]
+            next_expiry = member[2] if next_expiry is None else min(next_expiry, member[2])
+        else:
+            expired.append((name, observed, member[0]))
+    return Judged(live, expired, next_expiry)
+
+
+def reap(context: KubernetesContext, informer: Informer, name: str, observed: Observed, group: str) -> bool | None:
+    """Delete the expired member Lease ``name`` over the version judged (a renewal since
+    makes that a 409). True when it is gone; False when it was renewed or touched since
+    (re-read at once, not left to the watch: a watch gone silent would leave a live member
+    out of our view, and its Lease unreaped if it then dies — the fresh version counts as
+    observed now and is judged again); None when the server gave no answer about the Lease
+    (a connection a middlebox closed, a timeout): judge it again later."""
+    try:
+        context.client.delete(LEASES, name, resource_version=observed.version)
+    except Conflict:
+        try:
+            informer.refresh(name)
+        except CoordinationError as exc:
+            log.info("re-reading a member after a failed reap failed", extra={"group": group, "error": str(exc)})
+        return False
+    except NotFound:
+        pass
+    except CoordinationError as exc:
+        log.info("deleting an expired member failed", extra={"group": group, "error": str(exc)})
+        return None
+    informer.forget(name)
+    return True
 
 
 class KubeGroupMembership(WatchingHandle, GroupHandle):
@@ -100,13 +152,7 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
         informer = self._informer
         if informer is None:
             return {}
-        now = self._context.clock.now()
-        live: dict[str, str] = {}
-        for observed in informer.items().values():
-            member = member_of(observed, self.group)
-            if member is not None and now < member[2]:
-                live[member[0]] = member[1]
-        return live
+        return judge_members(informer.items(), self.group, self._context.clock.now()).live
 
     def _report(self) -> None:
         with self._lock:
@@ -185,29 +231,11 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
 
     def _reap(self, informer: Informer, name: str, observed: Observed, member_id: str) -> None:
         self._reaped.add((name, observed.version))
-        try:
-            self._context.client.delete(LEASES, name, resource_version=observed.version)
-        except Conflict:
-            # Renewed (or touched) since the version we judged: re-read it now rather than
-            # trust the watch to bring it — a watch gone silent would leave a live member out
-            # of our view (and its Lease unreaped if it then dies) until the watch recovers.
-            # The fresh version counts as observed now; the next step judges it again.
-            try:
-                informer.refresh(name)
-            except CoordinationError as exc:
-                log.info("re-reading a member after a failed reap failed",
-                         extra={"group": self.group, "error": str(exc)})
-            return
-        except NotFound:
-            pass
-        except CoordinationError as exc:
-            # Not an answer about the Lease (a connection a middlebox closed, a timeout):
-            # judge it again at the next step rather than never for this version.
-            self._reaped.discard((name, observed.version))
-            log.info("deleting an expired member failed", extra={"group": self.group, "error": str(exc)})
-            return
-        informer.forget(name)
-        self._record(Event.EXPIRED, member=member_id)
+        gone = reap(self._context, informer, name, observed, self.group)
+        if gone is None:
+            self._reaped.discard((name, observed.version))  # no answer: judge it again next step
+        elif gone:
+            self._record(Event.EXPIRED, member=member_id)
 
     def _lease_body(self, member_id: str, data: str, *, base: dict[str, Any] | None = None) -> dict[str, Any]:
         """A member Lease (new, or ``base`` renewed), written by the same converter as an

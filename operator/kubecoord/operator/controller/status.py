@@ -3,10 +3,14 @@
 Inputs (events never do work, they only enqueue the owning resource's key):
 - the CRD watch — kopf's one watch per kind, fed in through ``observe`` — keeps the cache
   of resource bodies (the informer of the three kinds) and enqueues the resource;
-- the status mirrors' listeners, driven by the backend's shared informers (one list+watch
-  per kind and namespace on kubernetes, the session's watches on zookeeper), enqueue the
-  resource whose election, group or store changed (controller-runtime's "watch owned
-  objects, enqueue the owner", by way of the mirror that owns the handle);
+- on kubernetes, the namespace's shared Lease and ConfigMap watches (one list+watch per
+  kind and namespace, kubecoord.capabilities.StateCache): each event is mapped to the
+  resources that read the object (controller.owners: controller-runtime's "watch owned
+  objects, enqueue the owner") and those are enqueued; their status is then computed
+  from the caches, with no handle per resource (kubecoord.operator.cached);
+- elsewhere (zookeeper, cassandra, memory, and Groups whose assignment the operator
+  leads) the status mirrors' listeners on their handles enqueue the resource whose
+  election, group or store changed;
 - the create/update handlers enqueue the resource once its backing objects and client
   access are written (``reconciled``);
 - a resync every RESYNC_SECONDS enqueues only the resources whose backing objects the
@@ -47,22 +51,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubecoord.api import Coordinator
-from kubecoord.capabilities import ObjectCache
+from kubecoord.capabilities import ObjectCache, ObjectChange, StateCache
 from kubecoord.errors import CoordinationError
 from kubecoord.operator import backing, events, fencing, kubeapi, lease_grants, metrics, rbac
 from kubecoord.operator.conditions import set_condition
 from kubecoord.operator.connections import connections
 from kubecoord.operator.controller import spec as spec_writer
+from kubecoord.operator.controller.owners import Key, RouteIndex
 from kubecoord.operator.controller.workqueue import ShutDown, WorkQueue
-from kubecoord.operator.mirror import Mirror, Notice, Snapshot
+from kubecoord.operator.mirror import Mirror, Notice, Route, Snapshot
 from kubecoord.operator.model import BackendSpec
 from kubecoord.operator.purge import purge
 from kubecoord.wire.crd import GROUP, KINDS, PLURALS, VERSION
 
 log = logging.getLogger("kubecoord.operator")
-
-Key = tuple[str, str, str]
-"""(plural, namespace, name) of a resource."""
 
 WORKERS = 4
 """Reconciles at once. Status work is short (cache reads, one PATCH); more workers would
@@ -158,6 +160,8 @@ class _Entry:
     """The watch has shown every backing object since they were last written: a missing
     one now was deleted (repair at once), not merely not seen yet (the grace applies)."""
     failures: int = 0
+    routes: list[Route] = field(default_factory=list)
+    """The objects whose events wake this resource (a cached mirror's; none for a handle's)."""
 
 
 class StatusController:
@@ -185,6 +189,12 @@ class StatusController:
         """When the create/update handler last wrote the backing objects (monotonic)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
+        self._routes = RouteIndex()
+        """Which resources read which Lease or ConfigMap (cached mirrors)."""
+        self._watches: dict[int, tuple[Callable[[], None], int]] = {}
+        """id(coordinator) -> (the unsubscribe of its object watch, cached mirrors using it)."""
+        self._changed: dict[Key, float] = {}
+        """When an object event first woke a resource since its last reconcile (monotonic)."""
 
     def register(self, hooks: KindHooks) -> None:
         self.hooks[hooks.plural] = hooks
@@ -329,7 +339,7 @@ class StatusController:
         entry = self._entries.get(key)
         if entry is not None and (entry.spec != spec or entry.generation != generation):
             if entry.spec != spec:  # a new backend, timings or limit: re-open the mirror
-                await self._close(entry)
+                await self._close(entry, key)
             entry.spec, entry.generation = spec, generation
             entry.backend = BackendSpec.from_spec(spec, namespace=namespace)
         if entry is None:
@@ -355,15 +365,21 @@ class StatusController:
                 return await self._unreachable(key, entry, error)
             try:
                 entry.mirror = await asyncio.to_thread(hooks.factory, entry.coordinator, body, self._waker(key))
+                await self._route(key, entry)
             except CoordinationError as error:
-                await connections.release(entry.backend)
-                entry.coordinator = None
+                await self._close(entry, key)
                 return await self._unreachable(key, entry, error)
         assert entry.mirror is not None and entry.coordinator is not None
+        changed_at = self._changed.pop(key, None)
         try:
-            snapshot = await asyncio.to_thread(entry.mirror.snapshot)
+            if entry.mirror.blocking:
+                snapshot = await asyncio.to_thread(entry.mirror.snapshot)
+            else:
+                snapshot = entry.mirror.snapshot()  # reads of the watch caches: no request, no wait
         except CoordinationError as error:
             return await self._unreachable(key, entry, error)
+        if changed_at is not None and (snapshot.changed_at is None or changed_at < snapshot.changed_at):
+            snapshot.changed_at = changed_at
         entry.failures = 0
         if key not in self.bodies:  # deleted while we read: write nothing, re-create nothing
             await self._drop(key)
@@ -384,6 +400,8 @@ class StatusController:
                     entry.foreign = await self._repair(key, entry)
                 if missing and not entry.foreign and again is None:
                     again = REPAIR_SECONDS  # until the watch shows the re-created object
+        if snapshot.recheck_in is not None:
+            again = snapshot.recheck_in if again is None else min(again, snapshot.recheck_in)
         status = self._status(kind, entry, snapshot, reconciled, generation)
         if key not in self.bodies:
             await self._drop(key)
@@ -539,15 +557,64 @@ class StatusController:
 
         return wake
 
-    async def _close(self, entry: _Entry) -> None:
+    async def _route(self, key: Key, entry: _Entry) -> None:
+        """Wake ``key`` on the events of the objects its (cached) mirror reads: register its
+        routes and, once per coordinator, subscribe to that coordinator's object watch."""
+        assert entry.mirror is not None and entry.coordinator is not None
+        routes = entry.mirror.routes()
+        if not routes:
+            return
+        coordinator = entry.coordinator
+        assert isinstance(coordinator, StateCache)
+        watch = self._watches.get(id(coordinator))
+        if watch is None:
+            on_change = self._on_object_change(key[1])
+            unsubscribe = await asyncio.to_thread(coordinator.watch_objects, on_change)
+            watch = self._watches.get(id(coordinator))
+            if watch is not None:  # another worker subscribed meanwhile
+                unsubscribe()
+            else:
+                watch = (unsubscribe, 0)
+        self._watches[id(coordinator)] = (watch[0], watch[1] + 1)
+        entry.routes = routes
+        self._routes.add(key, routes)
+
+    def _on_object_change(self, namespace: str) -> ObjectChange:
+        routes, changed, queue = self._routes, self._changed, self.queue
+
+        def on_change(plural: str, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            # The watch thread: dict lookups and a hand-over to the loop, nothing more.
+            keys = routes.lookup(namespace, plural, name, old, new)
+            if keys:
+                now = time.monotonic()
+                for key in keys:
+                    changed.setdefault(key, now)
+                    queue.add_threadsafe(key)
+
+        return on_change
+
+    async def _close(self, entry: _Entry, key: Key | None = None) -> None:
         mirror, entry.mirror = entry.mirror, None
-        if mirror is not None:
-            try:
+        coordinator = entry.coordinator
+        if entry.routes and coordinator is not None:
+            if key is not None:
+                self._routes.remove(key, entry.routes)
+            entry.routes = []
+            watch = self._watches.get(id(coordinator))
+            if watch is not None and watch[1] > 1:
+                self._watches[id(coordinator)] = (watch[0], watch[1] - 1)
+            elif watch is not None:
+                del self._watches[id(coordinator)]
+                watch[0]()
+        try:
+            if mirror is not None and mirror.blocking:
                 await asyncio.to_thread(mirror.close)
-            finally:
-                if entry.coordinator is not None:
-                    await connections.release(entry.backend)
-                entry.coordinator = None
+            elif mirror is not None:
+                mirror.close()
+        finally:
+            if coordinator is not None:
+                await connections.release(entry.backend)
+            entry.coordinator = None
 
     async def _drop(self, key: Key) -> None:
         entry = self._entries.pop(key, None)
@@ -556,12 +623,13 @@ class StatusController:
         self._applied.pop(key, None)
         self._ensured_at.pop(key, None)
         self._failed.pop(key, None)
+        self._changed.pop(key, None)
         self.queue.discard(key)
         if entry is None:
             return
         metrics.MIRRORED.labels(KINDS[key[0]]).dec()
         metrics.forget(key[1], key[2])
-        await self._close(entry)
+        await self._close(entry, key)
 
     def __len__(self) -> int:
         return len(self._entries)

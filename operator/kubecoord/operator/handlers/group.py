@@ -5,10 +5,12 @@ MemberExpired. Groups whose members use the group coordinator also show its gene
 phase, protocol, leader and each member's units, with RebalanceStarted/Completed Events;
 with spec.assignment the operator computes the assignment (kubecoord.operator.assignment).
 
-Expired members are deleted by the operator's own membership handle: on kubernetes every
-observer of a group reaps a member whose Lease was not renewed within its duration (with
-a resourceVersion precondition, so a late renewal wins), and the operator always
-observes every group, so an expired member goes even when no client is left to notice.
+Expired members are deleted by the operator: on kubernetes every observer of a group
+reaps a member whose Lease was not renewed within its duration (with a resourceVersion
+precondition, so a late renewal wins), and the operator always observes every group —
+from its Lease cache, with no handle (kubecoord.operator.cached), or through its
+membership handle where it leads the assignment — so an expired member goes even when
+no client is left to notice.
 The operator also watches member Leases to tell an expiry from a leave for the Events
 (kubecoord.operator.departures). New member Leases are adopted (ownerReference to the
 Group). On zookeeper the server removes an expired member's ephemeral znode itself.
@@ -24,7 +26,8 @@ import kopf
 
 from kubecoord.api import Coordinator
 from kubecoord.operator import backing, metrics
-from kubecoord.operator.assignment import CoordinatedGroupMirror
+from kubecoord.operator.assignment import AssignmentSpec, CoordinatedGroupMirror
+from kubecoord.operator.cached import CachedGroupMirror, caches
 from kubecoord.operator.departures import departures
 from kubecoord.operator.handlers._resource import History, LiveResource, register
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
@@ -36,7 +39,12 @@ VERDICT_WAIT_SECONDS = 5.0
 
 
 def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> Mirror:
-    # The membership plus the group coordinator's generation record (kubecoord.operator.assignment).
+    # The membership plus the group coordinator's generation record: from the namespace
+    # caches (kubecoord.operator.cached), or through handles where the operator leads the
+    # group's assignment or the backend has no such cache (kubecoord.operator.assignment).
+    cache = caches(coordinator)
+    if cache is not None and AssignmentSpec.from_spec(dict(body.get("spec") or {})) is None:
+        return CachedGroupMirror(coordinator, cache, body)
     return CoordinatedGroupMirror(coordinator, body, wake)
 
 

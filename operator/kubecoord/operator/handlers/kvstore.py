@@ -11,6 +11,7 @@ from typing import Any
 
 from kubecoord.api import Coordinator
 from kubecoord.operator import metrics
+from kubecoord.operator.cached import CachedStoreMirror, caches
 from kubecoord.operator.handlers._resource import LiveResource, register
 from kubecoord.operator.mirror import Mirror, Snapshot, StoreMirror
 from kubecoord.operator.model import size_limit_bytes
@@ -18,6 +19,9 @@ from kubecoord.operator.model import size_limit_bytes
 
 def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> Mirror:
     limit = size_limit_bytes(dict(body.get("spec") or {}))
+    cache = caches(coordinator)
+    if cache is not None:  # the namespace's ConfigMap cache, no handle (kubecoord.operator.cached)
+        return CachedStoreMirror(cache, body["metadata"]["name"], limit, dict(body.get("status") or {}))
     return StoreMirror(coordinator, body["metadata"]["name"], limit, dict(body.get("status") or {}), wake)
 
 

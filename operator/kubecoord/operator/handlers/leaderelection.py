@@ -13,24 +13,23 @@ from collections.abc import Callable
 from typing import Any
 
 from kubecoord.api import Coordinator
-from kubecoord.capabilities import ObjectCache
+from kubecoord.capabilities import ObjectCache, StateCache
 from kubecoord.operator import metrics
+from kubecoord.operator.cached import CachedLeaderMirror, caches
 from kubecoord.operator.handlers._resource import History, LiveResource, register
-from kubecoord.operator.mirror import LeaderMirror, Mirror, Snapshot
+from kubecoord.operator.mirror import LeaderMirror, LeaderStatus, Mirror, Snapshot
 from kubecoord.wire import object_names
 from kubecoord.wire.events import Event, Primitive
 
 
-class _LeaseMirror(LeaderMirror):
-    """The leader mirror plus renewTime, read from the operator's Lease cache (no request)."""
+class _RenewTime(LeaderStatus):
+    """The leader status plus renewTime, read from the operator's Lease cache (no request)."""
 
-    def __init__(self, coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> None:
-        previous = dict(body.get("status") or {})
-        super().__init__(coordinator, body["metadata"]["name"], previous, wake)
+    def _init_renew_time(self, coordinator: Coordinator, body: dict[str, Any]) -> None:
         # The kubernetes backend's watch cache (kubecoord.capabilities.ObjectCache), if any.
         self._observed = coordinator.observed if isinstance(coordinator, ObjectCache) else None
         self._lease = object_names.election_lease_name(body["metadata"]["name"])
-        self._renew_time: str | None = previous.get("renewTime")
+        self._renew_time: str | None = (body.get("status") or {}).get("renewTime")
 
     def _snapshot(self) -> Snapshot:
         snapshot = super()._snapshot()
@@ -42,7 +41,26 @@ class _LeaseMirror(LeaderMirror):
         return snapshot
 
 
+class _LeaseMirror(_RenewTime, LeaderMirror):
+    """Through an election handle (every backend)."""
+
+    def __init__(self, coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> None:
+        super().__init__(coordinator, body["metadata"]["name"], dict(body.get("status") or {}), wake)
+        self._init_renew_time(coordinator, body)
+
+
+class _CachedLeaseMirror(_RenewTime, CachedLeaderMirror):
+    """From the namespace's Lease cache, no handle (kubernetes)."""
+
+    def __init__(self, coordinator: Coordinator, cache: StateCache, body: dict[str, Any]) -> None:
+        super().__init__(cache, body["metadata"]["name"], dict(body.get("status") or {}))
+        self._init_renew_time(coordinator, body)
+
+
 def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> Mirror:
+    cache = caches(coordinator)
+    if cache is not None:
+        return _CachedLeaseMirror(coordinator, cache, body)
     return _LeaseMirror(coordinator, body, wake)
 
 
