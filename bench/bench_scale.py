@@ -7,7 +7,8 @@
                                           # threads, RSS, event latency; before/after the watch
                                           # multiplexer in the same run (--before REV)
     python bench/bench_scale.py memory    # Python memory of one handle of each kind as the
-                                          # operator's status mirrors hold them (1,000 each)
+                                          # operator's status mirrors held them, and of the
+                                          # handle-less cached mirrors it holds now (1,000 each)
 
 Each prints its figures, the load average before and after (the machine is shared: read
 absolute times with it) and exits 0; without the kube-apiserver binaries it says why and
@@ -40,6 +41,9 @@ import kubernetes.config
 import yaml
 
 import kubecoord
+from kubecoord.capabilities import StateCache, require
+from kubecoord.operator.cached import CachedGroupMirror, CachedLeaderMirror, CachedStoreMirror
+from kubecoord.operator.controller.owners import RouteIndex
 from kubecoord.wire.kv_shards import SHARD_BYTES, shard_count_for
 from kubecoord_testkit import processes
 from kubecoord_testkit.servers.kubernetes import RealApiServer
@@ -297,11 +301,37 @@ def bench_memory(server: RealApiServer, count: int) -> None:
             registry.add_key_set_change_listener("", nothing)
             return storage, registry
 
+        # What the operator holds per resource instead since status comes from the caches
+        # (kubecoord.operator.cached): a mirror with the previous status's counters, no handle.
+        cache = require(coordinator, StateCache)
+        routes = RouteIndex()
+
+        def cached_election(i: int) -> object:
+            mirror = CachedLeaderMirror(cache, f"ce{i}", {})
+            routes.add(("leaderelections", ns, f"ce{i}"), mirror.routes())
+            mirror.snapshot()
+            return mirror
+
+        def cached_group(i: int) -> object:
+            mirror = CachedGroupMirror(coordinator, cache, {"metadata": {"name": f"cg{i}"}})
+            routes.add(("groups", ns, f"cg{i}"), mirror.routes())
+            mirror.snapshot()
+            return mirror
+
+        def cached_store(i: int) -> object:
+            mirror = CachedStoreMirror(cache, f"cs{i}", 1024 * 1024, {})
+            routes.add(("kvstores", ns, f"cs{i}"), mirror.routes())
+            mirror.snapshot()
+            return mirror
+
         print(f"Python memory per handle ({count} of each, tracemalloc: not RSS, which the allocator decides)")
         tracemalloc.start()
         kept: list[object] = []
         for label, make in (("election + listener", election), ("group membership + listener", group),
-                            ("storage + listener registry", store)):
+                            ("storage + listener registry", store),
+                            ("operator's cached election mirror + routes (no handle)", cached_election),
+                            ("operator's cached group mirror + routes (no handle)", cached_group),
+                            ("operator's cached store mirror + routes (no handle)", cached_store)):
             before = tracemalloc.get_traced_memory()[0]
             kept.extend(make(i) for i in range(count))
             print(f"  {label}: {(tracemalloc.get_traced_memory()[0] - before) / count / 1024:.1f} KiB", flush=True)
