@@ -305,3 +305,34 @@ def test_zookeeper_resources_are_mirrored_and_their_znodes_purged_on_delete(
         eventually(lambda: resources.get("kvstores", name) is None, timeout=30)
         purge = coordinator.purge  # type: ignore[attr-defined]
         assert purge("leader_election", name) == 0 and purge("kv", name) == 0  # the finalizer left nothing
+
+
+def test_a_change_after_the_deletion_mark_does_not_block_the_finalizer(
+    resources: Resources, unique: str, zookeeper_server: ZooKeeperServer, api: ApiEmulator
+) -> None:
+    """A resource changed after its deletionTimestamp (a status write that was in flight,
+    another controller's label or finalizer) has a newer resourceVersion than the final
+    body the deletion event carried: the finalizer's removal, a merge patch with the
+    version as precondition, must use the newest one. It used the first, and answered 409
+    on every retry, forever (the zookeeper lifecycle test failed so in a full run)."""
+    name, chroot = f"zkmod-{unique}", f"op-{unique}"
+    spec = {"backend": "zookeeper", "zookeeper": {"hosts": [zookeeper_server.hosts], "chroot": f"/{chroot}"}}
+    resources.create("leaderelections", "LeaderElection", name, spec)
+    resources.wait_ready("leaderelections", name)
+    group, version = "kubecoord.dev", "v1alpha1"
+    hold = "tests.kubecoord.dev/hold"  # keeps the object readable once the operator let go
+    resources.custom.patch_namespaced_custom_object(
+        group, version, NAMESPACE, "leaderelections", name,
+        {"metadata": {"finalizers": [*resources.get("leaderelections", name)["metadata"]["finalizers"], hold]}})
+    api.fail("patch", "leaderelections", code=503, times=3)  # the operator's first tries: 0.5 + 1 + 2 s of backoff
+    resources.delete("leaderelections", name)
+    marked = resources.get("leaderelections", name)
+    assert marked is not None and marked["metadata"].get("deletionTimestamp")
+    marked["metadata"].setdefault("labels", {})["changed"] = "after"  # a change after the deletion mark (a PUT:
+    resources.custom.replace_namespaced_custom_object(  # the injected faults are the operator's patches')
+        group, version, NAMESPACE, "leaderelections", name, marked)
+    eventually(lambda: resources.get("leaderelections", name)["metadata"]["finalizers"] == [hold],  # type: ignore[index]
+               timeout=30, interval=0.2)
+    resources.custom.patch_namespaced_custom_object(
+        group, version, NAMESPACE, "leaderelections", name, {"metadata": {"finalizers": None}})
+    eventually(lambda: resources.get("leaderelections", name) is None, timeout=10)

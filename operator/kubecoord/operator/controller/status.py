@@ -208,7 +208,10 @@ class StatusController:
             return
         key = (plural, str(metadata.get("namespace")), str(metadata.get("name")))
         if event_type == "DELETED" or metadata.get("deletionTimestamp"):
-            if self.bodies.pop(key, None) is not None or event_type == "DELETED":
+            # Every later version replaces the final body: its clean-up removes the finalizer
+            # with the resourceVersion as precondition, and a change after the deletion mark
+            # (a status write in flight, another controller's label) made the first one stale.
+            if self.bodies.pop(key, None) is not None or event_type == "DELETED" or key in self._gone:
                 self._gone[key] = body
         else:
             self._gone.pop(key, None)
