@@ -14,6 +14,13 @@ from kubecoord_testkit.emulator import ApiEmulator
 from ..helpers import Recorder, eventually
 from .conftest import Connect
 
+STEADY = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+"""client-go's timings: a renewal every 2 s. Each renewal or heartbeat is a blocking request
+on a lease-loop worker, and the pool adds workers while steps are overdue; with FAST's
+every 0.5 s, 20 loops kept 11 requests in flight at load 18 and the pool grew past the
+budget. Counted: the library's own threads (``kubecoord-*``), not the in-process API
+emulator's or other tests' leftovers."""
+
 
 def _threads(prefix: str) -> int:
     return sum(1 for thread in threading.enumerate() if thread.name.startswith(prefix) and thread.is_alive())
@@ -22,8 +29,8 @@ def _threads(prefix: str) -> int:
 def test_handles_share_one_watch_per_kind_and_still_behave(
     api_emulator: ApiEmulator, connect: Connect, name: str
 ) -> None:
-    shared = connect(watch_scope="namespace")
-    before = threading.active_count()
+    shared = connect(watch_scope="namespace", **STEADY)
+    before = _threads("kubecoord-")
     elections = [shared.leader_election(f"{name}-e{i}") for i in range(40)]
     groups = [shared.group_membership(f"{name}-g{i}") for i in range(10)]
     stores = [shared.storage(f"{name}-s{i}") for i in range(10)]
@@ -38,7 +45,7 @@ def test_handles_share_one_watch_per_kind_and_still_behave(
         store.put("k", str(i))
     assert shared._context.informers.open_informers == 2  # type: ignore[attr-defined]
     # 60 handles, 10 candidates, 10 members: a few shared threads, not one or two per handle.
-    assert threading.active_count() - before <= 8, [t.name for t in threading.enumerate()]
+    assert _threads("kubecoord-") - before <= 8, [t.name for t in threading.enumerate()]
 
     # Another process (coordinator) sees and takes over through its own shared watches.
     other = connect(watch_scope="namespace")
@@ -81,7 +88,7 @@ def test_managed_scope_streams_only_kubecoord_leases(
 
 
 def test_lease_loops_share_a_few_threads(connect: Connect, name: str) -> None:
-    coordinator = connect()
+    coordinator = connect(**STEADY)
     before = _threads("kubecoord-steps")
     groups = [coordinator.group_membership(f"{name}-{i}") for i in range(30)]
     for i, group in enumerate(groups):
