@@ -1,4 +1,6 @@
-"""The operator image agrees with the chart that runs it: user, ports, command, extras."""
+"""The operator image (it cannot be built here: no Docker engine) agrees with the chart that
+runs it — user, ports, command, extras — and installs the wheel it builds, never the
+source tree."""
 
 from __future__ import annotations
 
@@ -39,3 +41,6 @@ def test_image_installs_the_wheel_it_builds_with_the_operators_extras_and_pins()
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert extras.split(",") == ["kubernetes", "zookeeper", "operator"] and set(extras.split(",")) <= set(declared)
     assert "kubecoord --version" in DOCKERFILE  # the build fails if the installed command does not start
+    final = DOCKERFILE.rsplit("\nFROM ", 1)[1]
+    assert "COPY --from=build /opt/kubecoord" in final
+    assert "/src" not in final, "the source tree must not reach the image"
