@@ -346,19 +346,43 @@ class ReadyWatch:
         self.ready: set[tuple[str, str, str]] = set()
         self.leader_seen: dict[tuple[str, str, str | None], float] = {}
         self._cond = threading.Condition()
-        for plural in ("leaderelections", "groups", "kvstores"):
-            threading.Thread(target=self._run, args=(server, plural), daemon=True).start()
+        self._stopped = threading.Event()
+        self._responses: list[Any] = []
+        self._threads = [threading.Thread(target=self._run, args=(server, plural), daemon=True)
+                         for plural in ("leaderelections", "groups", "kvstores")]
+        for thread in self._threads:
+            thread.start()
+
+    def close(self) -> None:
+        """Stop watching before the server goes: a thread still inside a connect when the
+        interpreter finalizes aborts the process (exit 134 after the figures)."""
+        self._stopped.set()
+        with self._cond:
+            responses = list(self._responses)
+        for response in responses:
+            with contextlib.suppress(Exception):
+                response.close()
+        for thread in self._threads:
+            thread.join(10)
 
     def _run(self, server: RealApiServer, plural: str) -> None:
         api = kubernetes.client.CustomObjectsApi(admin(server))
         version = ""
-        while True:
-            with contextlib.suppress(Exception):
+        while not self._stopped.is_set():
+            try:
                 response = api.list_cluster_custom_object(
                     GROUP, VERSION, plural, watch=True, resource_version=version, timeout_seconds=300,
                     _preload_content=False,
                 )
+            except Exception:
+                self._stopped.wait(0.5)
+                continue
+            with self._cond:
+                self._responses.append(response)
+            with contextlib.suppress(Exception):
                 for line in response:
+                    if self._stopped.is_set():
+                        break
                     event = json.loads(line)
                     if event.get("type") == "ERROR":
                         version = ""
@@ -372,6 +396,9 @@ class ReadyWatch:
                         if any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or []):
                             self.ready.add(key)
                         self._cond.notify_all()
+            with self._cond:
+                self._responses.remove(response)
+            response.close()
 
     def wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -405,6 +432,7 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
         program,
         env=env, stdout=subprocess.DEVNULL, stderr=open(server.workdir / "logs" / "operator.log", "w"),  # noqa: SIM115
     )  # fmt: skip
+    watch: ReadyWatch | None = None
     try:
         watch = ReadyWatch(server)
         time.sleep(5)
@@ -489,6 +517,8 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
               f"the operator is {'running' if operator.poll() is None else f'gone (exit {operator.poll()})'}; "
               f"{log.count('Traceback')} tracebacks in its log")
     finally:
+        if watch is not None:
+            watch.close()
         processes.stop(operator, 60)
 
 
