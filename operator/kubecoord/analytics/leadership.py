@@ -38,7 +38,9 @@ Not guaranteed: terms of a process whose log was lost entirely are invisible.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window, WindowSpec
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Row, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from kubecoord.analytics import violations
@@ -260,8 +262,9 @@ def per_election(terms: DataFrame, gaps: DataFrame, found: DataFrame) -> DataFra
     )
 
 
-def percentiles(values: DataFrame, column: str, by: str | None = None) -> list[dict[str, object]]:
-    """count, p50, p95, p99, max (and mean) of ``column``, per ``by`` and for all rows.
+def percentile_query(values: DataFrame, column: str, by: str | None = None) -> DataFrame:
+    """count, p50/p95/p99 (``p``), max and mean of ``column``, per ``by`` and for all rows
+    (``by`` null), or for all rows only (column ``g`` null): rows for percentile_rows.
 
     Exact percentiles (interpolated): the rows are failovers or expiries, a small
     fraction of the events (one per term or membership), so the exact buffers stay small.
@@ -272,13 +275,20 @@ def percentiles(values: DataFrame, column: str, by: str | None = None) -> list[d
         F.max(column).alias("max"),
         F.mean(column).alias("mean"),
     ]
-    grouped = values.rollup(by).agg(*stats) if by is not None else values.agg(*stats).withColumn("g", F.lit(None))
-    rows = []
-    for row in grouped.collect():
+    if by is not None:
+        return values.rollup(by).agg(*stats)
+    return values.agg(*stats).withColumn("g", F.lit(None).cast("string"))
+
+
+def percentile_rows(rows: Sequence[Row], by: str | None = None) -> list[dict[str, object]]:
+    """percentile_query's rows -> the summary's entries: group ("all" first), count, p50,
+    p95, p99, max, mean; groups without values left out."""
+    found = []
+    for row in rows:
         if row["count"] == 0:
             continue
         p = row["p"] or [None, None, None]
         group = row[by or "g"] or "all"
-        rows.append({"group": group, "count": row["count"], "p50": p[0], "p95": p[1], "p99": p[2],
-                     "max": row["max"], "mean": row["mean"]})
-    return sorted(rows, key=lambda r: (r["group"] != "all", str(r["group"])))
+        found.append({"group": group, "count": row["count"], "p50": p[0], "p95": p[1], "p99": p[2],
+                      "max": row["max"], "mean": row["mean"]})
+    return sorted(found, key=lambda r: (r["group"] != "all", str(r["group"])))

@@ -13,15 +13,15 @@ plain JSON-ready data. EmptyInputError when there is no valid event at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import clocks, coverage, kv, leadership, membership, rebalance, violations
+from kubecoord.analytics import clocks, collecting, coverage, kv, leadership, membership, rebalance, violations
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.reading import MAX_LINE_BYTES, EmptyInputError, Inputs, read_inputs
 from kubecoord.history import rfc3339
@@ -44,11 +44,19 @@ class Context:
     clocks: clocks.Clocks
 
 
+Rows = Mapping[str, list[Row]]
+"""Collected query results by name (collecting.collect)."""
+
+
 @dataclass
 class Findings:
     tables: dict[str, DataFrame]
     violations: list[DataFrame]
-    summary: dict[str, Any]
+    queries: dict[str, DataFrame]
+    """The small queries its part of the summary is made from, collected with every other
+    check's in one Spark job (names unique across checks)."""
+    summarize: Callable[[Rows], dict[str, Any]]
+    """The collected rows -> its part of the summary."""
     persisted: list[DataFrame] = field(default_factory=list)
 
 
@@ -88,23 +96,32 @@ def _leadership(ctx: Context) -> Findings:
     )
     overlaps = leadership.overlaps(pairs)
     regressions = leadership.epoch_regressions(ctx.events, ctx.skew)
-    row = _totals(terms, F.count("*").alias("terms"), F.countDistinct("namespace", "name").alias("elections"))
-    summary = {
-        "elections": row["elections"],
-        "terms": row["terms"],
-        "failover_gap_seconds": leadership.percentiles(gaps, "gap", by="cause"),
-        "worst_failovers": [
-            _plain(r) for r in gaps.orderBy(F.col("gap").desc()).limit(10).select(
-                "namespace", "name", "cause", "from_member", "to_member", "gap",
-                _utc("from_end_ts").alias("from_end"), _utc("to_start_ts").alias("to_start")).collect()
-        ],
-        "leaderless_seconds": float(gaps.agg(F.sum(F.greatest("gap", F.lit(0.0)))).first()[0] or 0.0),  # type: ignore[index]
+    queries = {
+        "leadership.totals": terms.agg(F.count("*").alias("terms"),
+                                       F.countDistinct("namespace", "name").alias("elections")),
+        "leadership.gaps": leadership.percentile_query(gaps, "gap", by="cause"),
+        "leadership.worst": gaps.orderBy(F.col("gap").desc()).limit(10).select(
+            "namespace", "name", "cause", "from_member", "to_member", "gap",
+            _utc("from_end_ts").alias("from_end"), _utc("to_start_ts").alias("to_start")),
+        "leadership.leaderless": gaps.agg(F.sum(F.greatest("gap", F.lit(0.0))).alias("seconds")),
     }
+
+    def summarize(rows: Rows) -> dict[str, Any]:
+        row = _totals(rows["leadership.totals"])
+        return {"leadership": {
+            "elections": row["elections"],
+            "terms": row["terms"],
+            "failover_gap_seconds": leadership.percentile_rows(rows["leadership.gaps"], by="cause"),
+            "worst_failovers": [_plain(r) for r in rows["leadership.worst"]],
+            "leaderless_seconds": float(rows["leadership.leaderless"][0]["seconds"] or 0.0),
+        }}
+
     return Findings(
         tables={"leadership_intervals": terms, "failover_gaps": gaps,
                 "leadership_windows": leadership.overlap_windows(pairs)},
         violations=[overlaps, regressions],
-        summary={"leadership": summary},
+        queries=queries,
+        summarize=summarize,
         persisted=[terms, pairs],
     )
 
@@ -112,20 +129,28 @@ def _leadership(ctx: Context) -> Findings:
 def _membership(ctx: Context) -> Findings:
     groups = membership.analyze(ctx.events, ctx.skew)
     churn = groups.churn.persist(StorageLevel.MEMORY_AND_DISK)
-    summary = _totals(
-        churn,
-        F.countDistinct("namespace", "name").alias("groups"),
-        F.sum("joins").alias("joins"),
-        F.sum("leaves").alias("leaves"),
-        F.sum("expiries").alias("expiries"),
-        F.max("churn").alias("max_churn_per_hour"),
-    )
-    summary["heartbeat_to_expiry_seconds"] = leadership.percentiles(groups.expiries, "heartbeat_to_expiry")
+    queries = {
+        "membership.totals": churn.agg(
+            F.countDistinct("namespace", "name").alias("groups"),
+            F.sum("joins").alias("joins"),
+            F.sum("leaves").alias("leaves"),
+            F.sum("expiries").alias("expiries"),
+            F.max("churn").alias("max_churn_per_hour"),
+        ),
+        "membership.expiries": leadership.percentile_query(groups.expiries, "heartbeat_to_expiry"),
+    }
+
+    def summarize(rows: Rows) -> dict[str, Any]:
+        summary = _totals(rows["membership.totals"])
+        summary["heartbeat_to_expiry_seconds"] = leadership.percentile_rows(rows["membership.expiries"])
+        return {"membership": summary}
+
     return Findings(
         tables={"membership_timeline": groups.timeline, "membership_churn": churn,
                 "heartbeat_to_expiry": groups.expiries},
         violations=[groups.duplicates],
-        summary={"membership": summary},
+        queries=queries,
+        summarize=summarize,
         persisted=[churn, groups.persisted],
     )
 
@@ -133,32 +158,39 @@ def _membership(ctx: Context) -> Findings:
 def _kv(ctx: Context) -> Findings:
     stores = kv.analyze(ctx.events, ctx.skew)
     per_key = stores.per_key.persist(StorageLevel.MEMORY_AND_DISK)
-    row = _totals(
-        per_key,
-        F.countDistinct("namespace", "name").alias("stores"),
-        F.count("*").alias("keys"),
-        F.sum("operations").alias("operations"),
-        F.sum("conflicts").alias("conflicts"),
-    )
-    operations, conflicts = row["operations"], row["conflicts"]
-    deleted = stores.lost_to_deletion.agg(
-        F.sum("writes_lost_to_store_deletion").alias("lost"), F.max("store_incarnations").alias("incarnations")
-    ).first()
-    summary = {
-        "stores": row["stores"],
-        "keys": row["keys"],
-        "operations": operations,
-        "conflicts": conflicts,
-        "conflict_rate": (conflicts / operations) if operations else 0.0,
-        # Writes that vanished with a store deleted behind its clients' backs (analytics.kv):
-        # reported, not a kubecoord safety violation.
-        "writes_lost_to_store_deletion": int((deleted["lost"] if deleted else 0) or 0),
-        "store_incarnations_max": int((deleted["incarnations"] if deleted else 0) or 0),
+    queries = {
+        "kv.totals": per_key.agg(
+            F.countDistinct("namespace", "name").alias("stores"),
+            F.count("*").alias("keys"),
+            F.sum("operations").alias("operations"),
+            F.sum("conflicts").alias("conflicts"),
+        ),
+        "kv.deleted": stores.lost_to_deletion.agg(
+            F.sum("writes_lost_to_store_deletion").alias("lost"), F.max("store_incarnations").alias("incarnations")
+        ),
     }
+
+    def summarize(rows: Rows) -> dict[str, Any]:
+        row = _totals(rows["kv.totals"])
+        operations, conflicts = row["operations"], row["conflicts"]
+        deleted = rows["kv.deleted"][0]
+        return {"kv": {
+            "stores": row["stores"],
+            "keys": row["keys"],
+            "operations": operations,
+            "conflicts": conflicts,
+            "conflict_rate": (conflicts / operations) if operations else 0.0,
+            # Writes that vanished with a store deleted behind its clients' backs (analytics.kv):
+            # reported, not a kubecoord safety violation.
+            "writes_lost_to_store_deletion": int(deleted["lost"] or 0),
+            "store_incarnations_max": int(deleted["incarnations"] or 0),
+        }}
+
     return Findings(
         tables={"kv_keys": per_key, "kv_stores": stores.per_store},
         violations=[stores.backwards, stores.lost_updates, stores.create_races, stores.stale_epochs],
-        summary={"kv": summary},
+        queries=queries,
+        summarize=summarize,
         persisted=[per_key],
     )
 
@@ -166,21 +198,29 @@ def _kv(ctx: Context) -> Findings:
 def _rebalance(ctx: Context) -> Findings:
     found = rebalance.analyze(ctx.events, ctx.skew)
     durations = found.rebalances.persist(StorageLevel.MEMORY_AND_DISK)
-    row = _totals(durations, F.countDistinct("namespace", "name").alias("groups"), F.count("*").alias("rebalances"))
-    summary = {"groups": row["groups"], "rebalances": row["rebalances"],
-               "duration_seconds": leadership.percentiles(durations, "duration")}
+    queries = {
+        "rebalance.totals": durations.agg(F.countDistinct("namespace", "name").alias("groups"),
+                                          F.count("*").alias("rebalances")),
+        "rebalance.durations": leadership.percentile_query(durations, "duration"),
+    }
+
+    def summarize(rows: Rows) -> dict[str, Any]:
+        row = _totals(rows["rebalance.totals"])
+        return {"rebalance": {"groups": row["groups"], "rebalances": row["rebalances"],
+                              "duration_seconds": leadership.percentile_rows(rows["rebalance.durations"])}}
+
     return Findings(
         tables={"unit_holdings": found.holdings, "rebalances": durations},
         violations=[found.owned_twice, found.stale],
-        summary={"rebalance": summary},
+        queries=queries,
+        summarize=summarize,
         persisted=[durations],
     )
 
 
-def _totals(frame: DataFrame, *columns: Column) -> dict[str, Any]:
-    """The one row of ``frame.agg(*columns)`` by alias; a null (the sum of no rows) is 0."""
-    row = frame.agg(*columns).first()
-    assert row is not None
+def _totals(rows: list[Row]) -> dict[str, Any]:
+    """The one row of a global aggregate by alias; a null (the sum of no rows) is 0."""
+    (row,) = rows
     return {key: value or 0 for key, value in row.asDict().items()}
 
 
@@ -211,6 +251,13 @@ def analyze(
     # Joins keyed by (namespace, name, more...) may then use the cached events' partitioning
     # by (namespace, name) as it is (Spark's default asks for all the join keys).
     spark.conf.set("spark.sql.requireAllClusterKeysForCoPartition", "false")
+    if not spark.sparkContext.getConf().contains("spark.sql.adaptive.enabled"):
+        # Adaptive execution runs every shuffle stage of a query as a Spark job of its own:
+        # the summary's one collect (collecting) would be ~37 jobs, not one. The shuffle
+        # partitions are sized to the input and the broadcasts are explicit, so it has
+        # little left to adapt (the all-violations test history: 98 jobs with it, 65
+        # without, same verdicts). A --conf spark.sql.adaptive.enabled=true wins.
+        spark.conf.set("spark.sql.adaptive.enabled", "false")
     read = read_inputs(spark, inputs, progress=progress, max_line_bytes=max_line_bytes)
     counts = read.counts
     if counts["events"] == 0:
@@ -247,39 +294,51 @@ def analyze(
     progress.step("checking safety and computing metrics")
     findings = [check(context) for check in CHECKS]
     found = violations.union([v for f in findings for v in f.violations]).persist(StorageLevel.MEMORY_AND_DISK)
-    by_type = {row["type"]: row["count"] for row in found.groupBy("type").count().collect()}
     findings_of_coverage = covered.findings.persist(StorageLevel.MEMORY_AND_DISK)
-    coverage_summary, copies = _coverage_summary(findings_of_coverage)
-    gaps = covered.gaps
+    # Every figure of the summary from one Spark job: the checks' queries and the global ones.
+    queries: dict[str, DataFrame] = {
+        **{name: query for finding in findings for name, query in finding.queries.items()},
+        **_violation_queries(found), **_coverage_queries(findings_of_coverage), **_input_queries(read),
+    }
+    rows = collecting.collect(queries)
+    coverage_summary, copies = _coverage_summary(rows)
+    by_type = {row["type"]: row["count"] for row in rows["violations.by_type"]}
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "skew_tolerance_seconds": skew,
         "clocks": estimated.summary(),
-        "inputs": _inputs_summary(read, copies),
+        "inputs": _inputs_summary(read, rows, copies),
         "coverage": coverage_summary,
         "violations": {kind: int(by_type.get(kind, 0)) for kind in VIOLATION_TYPES},
-        "violation_details": _details(found),
+        "violation_details": [row.asDict(recursive=True) for row in rows["violations.details"]],
     }
     tables: dict[str, DataFrame] = {"violations": found}
     persisted += [found, findings_of_coverage]
     for finding in findings:
-        summary.update(finding.summary)
+        summary.update(finding.summarize(rows))
         tables.update(finding.tables)
         persisted += finding.persisted
     overlaps = tables.pop("leadership_windows")
     tables["elections"] = leadership.per_election(tables["leadership_intervals"], tables["failover_gaps"], found)
-    tables["seq_gaps"] = gaps
+    tables["seq_gaps"] = covered.gaps
     tables["malformed_lines"] = read.malformed
     tables["unreadable_files"] = read.unreadable
     return Analysis(tables=tables, summary=summary, events=events, overlaps=overlaps, unpersist=persisted)
 
 
-def _inputs_summary(read: Inputs, copies: int) -> dict[str, Any]:
+def _input_queries(read: Inputs) -> dict[str, DataFrame]:
+    return {
+        "inputs.unreadable": read.unreadable,
+        "inputs.malformed": read.malformed.orderBy("file", "line").limit(MALFORMED_EXAMPLES),
+    }
+
+
+def _inputs_summary(read: Inputs, rows: Rows, copies: int) -> dict[str, Any]:
     counts = read.counts
     kept = counts["events"] - copies
     return {
         "files": len(read.files),
-        "unreadable_files": [_plain(r) for r in read.unreadable.collect()],
+        "unreadable_files": [_plain(r) for r in rows["inputs.unreadable"]],
         "events_read": counts["events"],
         "events": kept,
         "duplicates_dropped": counts["events"] - kept,
@@ -287,48 +346,52 @@ def _inputs_summary(read: Inputs, copies: int) -> dict[str, Any]:
         "processes": counts["processes"],
         "first_event": _iso(counts["first"]),
         "last_event": _iso(counts["last"]),
-        "malformed_examples": [
-            _plain(row) for row in read.malformed.orderBy("file", "line").limit(MALFORMED_EXAMPLES).collect()
-        ],
+        "malformed_examples": [_plain(row) for row in rows["inputs.malformed"]],
     }
 
 
-def _coverage_summary(findings: DataFrame) -> tuple[dict[str, Any], int]:
-    """The coverage part of the summary, and the number of copies dropped."""
-    per_kind = {
-        row["kind"]: row
-        for row in findings.groupBy("kind").agg(
+def _coverage_queries(findings: DataFrame) -> dict[str, DataFrame]:
+    return {
+        "coverage.kinds": findings.groupBy("kind").agg(
             F.count("*").alias("n"), F.sum("missing").alias("missing"), F.countDistinct("process").alias("processes"),
             F.collect_list(F.when(F.col("kind") == coverage.LATE, F.struct("process", "before_seq"))).alias("late"),
-        ).collect()
+        ),
+        "coverage.worst": findings.filter(F.col("kind") == coverage.GAP).orderBy(
+            F.col("missing").desc(), "process").limit(COVERAGE_GAPS).select(
+            "process", "after_seq", "before_seq", "missing", _utc("from_ts").alias("from"), _utc("to_ts").alias("to"),
+            "file"),
     }
+
+
+def _coverage_summary(rows: Rows) -> tuple[dict[str, Any], int]:
+    """The coverage part of the summary, and the number of copies dropped."""
+    per_kind = {row["kind"]: row for row in rows["coverage.kinds"]}
     gaps = per_kind.get(coverage.GAP)
-    worst = findings.filter(F.col("kind") == coverage.GAP).orderBy(F.col("missing").desc(), "process").limit(
-        COVERAGE_GAPS).select("process", "after_seq", "before_seq", "missing", _utc("from_ts").alias("from"),
-                              _utc("to_ts").alias("to"), "file").collect() if gaps else []
     late = per_kind.get(coverage.LATE)
     copies = per_kind.get(coverage.COPY)
     summary = {
         "seq_gaps": gaps["n"] if gaps else 0,
         "missing_events": (gaps["missing"] or 0) if gaps else 0,
         "processes_with_gaps": gaps["processes"] if gaps else 0,
-        "largest_gaps": [_plain(r) for r in worst],
+        "largest_gaps": [_plain(r) for r in rows["coverage.worst"]],
         "logs_starting_late": {r["process"]: r["before_seq"] for r in sorted(late["late"])} if late else {},
     }
     return summary, int(copies["n"]) if copies else 0
 
 
-def _details(found: DataFrame) -> list[dict[str, Any]]:
-    """The first VIOLATION_DETAILS violations by time, times as UTC text."""
+def _violation_queries(found: DataFrame) -> dict[str, DataFrame]:
+    """Violations by type, and the first VIOLATION_DETAILS by time (times as UTC text)."""
     evidence = F.transform("evidence", lambda e: F.struct(
         e["file"].alias("file"), e["line"].alias("line"), e["process"].alias("process"), e["event"].alias("event"),
         F.date_format(e["ts"], "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'").alias("ts"),
     ))
-    rows = found.orderBy("ts", "type", "name", "subject").limit(VIOLATION_DETAILS).select(
-        "type", "namespace", "primitive", "name", "subject", _utc("ts").alias("ts"), "detail",
-        evidence.alias("evidence"),
-    ).collect()
-    return [row.asDict(recursive=True) for row in rows]
+    return {
+        "violations.by_type": found.groupBy("type").count(),
+        "violations.details": found.orderBy("ts", "type", "name", "subject").limit(VIOLATION_DETAILS).select(
+            "type", "namespace", "primitive", "name", "subject", _utc("ts").alias("ts"), "detail",
+            evidence.alias("evidence"),
+        ),
+    }
 
 
 def _utc(column: str) -> Any:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import itertools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,10 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
-from pyspark.sql import Window
+from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 
+from kubecoord.analytics import collecting
 from kubecoord.analytics.pipeline import Analysis
 
 APPROX_QUANTILES = 200
@@ -55,15 +57,42 @@ FAULT_COLOURS = {"kill": "tab:purple", "pause": "tab:orange", "partition": "tab:
 
 
 def write(analysis: Analysis, out: Path) -> None:
-    rebalances = _rebalance_rows(analysis)
+    # The report's queries in two Spark jobs (collecting.collect): what every part needs,
+    # then the terms and overlaps of the elections the first one chose to draw.
+    rows = collecting.collect(_queries(analysis))
+    elections = _timeline_elections(rows["timeline"])
+    drawn = collecting.collect(_timeline_queries(analysis, elections)) if elections else {}
+    rebalances = _rebalance_rows(rows["rebalances"])
     plots = [
-        _gap_cdf(analysis, out / "failover_gap_cdf.png"),
-        _timelines(analysis, out / "leadership_timeline.png"),
-        _overlaps(analysis, out / "overlaps.png"),
-        _churn(analysis, out / "membership_churn.png"),
+        _gap_cdf(rows["gap_cdf"], out / "failover_gap_cdf.png"),
+        _timelines(analysis, elections, drawn, out / "leadership_timeline.png"),
+        _overlaps(analysis, rows.get("overlaps", []), out / "overlaps.png"),
+        _churn(analysis, rows["churn"], out / "membership_churn.png"),
         _rebalances(analysis, rebalances, out / "rebalances.png"),
     ]
-    (out / "report.html").write_text(_html(analysis, [p for p in plots if p], rebalances), encoding="utf-8")
+    (out / "report.html").write_text(
+        _html(analysis, [p for p in plots if p], rebalances, rows["elections"], rows["conflicts"]), encoding="utf-8")
+
+
+def _queries(analysis: Analysis) -> dict[str, DataFrame]:
+    """Every query of the report but the timeline's terms (which depend on its first answer)."""
+    tables = analysis.tables
+    fractions = [(i + 1) / APPROX_QUANTILES for i in range(APPROX_QUANTILES)]
+    queries = {
+        "gap_cdf": tables["failover_gaps"].groupBy("cause").agg(
+            F.count("*").alias("n"), F.percentile_approx("gap", fractions, 10_000).alias("q")),
+        "timeline": _timeline_query(analysis),
+        "churn": _churn_query(analysis),
+        "rebalances": _rebalance_query(analysis),
+        "elections": tables["elections"].orderBy(
+            F.col("violations").desc(), F.col("leaderless_seconds").desc(), "namespace", "name"
+        ).limit(ELECTION_ROWS),
+        "conflicts": tables["kv_keys"].orderBy(F.col("conflicts").desc(), "namespace", "name", "key").limit(20),
+    }
+    if analysis.overlaps is not None:
+        queries["overlaps"] = analysis.overlaps.orderBy(
+            (F.col("end") - F.col("start")).desc(), "namespace", "name", "start").limit(OVERLAP_PLOTS)
+    return queries
 
 
 def bin_seconds(span: float) -> int:
@@ -110,11 +139,9 @@ def _formatter(pattern: str) -> Any:
     return mdates.DateFormatter(pattern, tz=dt.UTC)  # type: ignore[no-untyped-call]
 
 
-def _gap_cdf(analysis: Analysis, path: Path) -> str | None:
+def _gap_cdf(found: list[Row], path: Path) -> str | None:
     fractions = [(i + 1) / APPROX_QUANTILES for i in range(APPROX_QUANTILES)]
-    rows = analysis.tables["failover_gaps"].groupBy("cause").agg(
-        F.count("*").alias("n"), F.percentile_approx("gap", fractions, 10_000).alias("q")
-    ).orderBy("cause").collect()
+    rows = sorted(found, key=lambda row: str(row["cause"]))
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -133,25 +160,38 @@ def _gap_cdf(analysis: Analysis, path: Path) -> str | None:
 def timeline_elections(analysis: Analysis) -> list[tuple[str, str, int]]:
     """(namespace, name, violations) of the elections to draw: most violations first, then
     the longest gap."""
-    rows = analysis.tables["elections"].orderBy(
+    return _timeline_elections(_timeline_query(analysis).collect())
+
+
+def _timeline_query(analysis: Analysis) -> DataFrame:
+    return analysis.tables["elections"].orderBy(
         F.col("violations").desc(), F.col("gap_max").desc_nulls_last(), "namespace", "name"
-    ).limit(TIMELINE_ELECTIONS).select("namespace", "name", "violations").collect()
+    ).limit(TIMELINE_ELECTIONS).select("namespace", "name", "violations")
+
+
+def _timeline_elections(rows: list[Row]) -> list[tuple[str, str, int]]:
     return [(r["namespace"], r["name"], r["violations"]) for r in rows]
 
 
-def _timelines(analysis: Analysis, path: Path) -> str | None:
-    elections = timeline_elections(analysis)
-    if not elections:
-        return None
+def _timeline_queries(analysis: Analysis, elections: list[tuple[str, str, int]]) -> dict[str, DataFrame]:
+    """The first TIMELINE_TERMS terms (by start) of each election drawn, and their overlaps."""
     keys = [F.struct(F.lit(ns), F.lit(n)) for ns, n, _ in elections]
     chosen = F.struct("namespace", "name").isin(*keys)
     by_start = Window.partitionBy("namespace", "name").orderBy("start")
     terms = analysis.tables["leadership_intervals"]
-    picked = (
-        terms.filter(chosen).withColumn("n", F.row_number().over(by_start)).filter(F.col("n") <= TIMELINE_TERMS)
-        .select("namespace", "name", "member", "epoch", "start", "end").collect()
-    )
-    overlaps = analysis.overlaps.filter(chosen).collect() if analysis.overlaps is not None else []
+    queries = {"terms": terms.filter(chosen).withColumn("n", F.row_number().over(by_start))
+               .filter(F.col("n") <= TIMELINE_TERMS).select("namespace", "name", "member", "epoch", "start", "end")}
+    if analysis.overlaps is not None:
+        queries["overlaps"] = analysis.overlaps.filter(chosen)
+    return queries
+
+
+def _timelines(analysis: Analysis, elections: list[tuple[str, str, int]], drawn_rows: Mapping[str, list[Row]],
+               path: Path) -> str | None:
+    if not elections:
+        return None
+    picked = drawn_rows["terms"]
+    overlaps = drawn_rows.get("overlaps", [])
     fig, axes = plt.subplots(len(elections), 1, figsize=(10, 1.4 + 1.5 * len(elections)), squeeze=False)
     drawn: set[str] = set()
     for ax, (namespace, name, bad) in zip(axes[:, 0], elections, strict=True):
@@ -182,13 +222,9 @@ def _timelines(analysis: Analysis, path: Path) -> str | None:
     return _save(fig, path)
 
 
-def _overlaps(analysis: Analysis, path: Path) -> str | None:
+def _overlaps(analysis: Analysis, rows: list[Row], path: Path) -> str | None:
     """The longest overlaps, each as the two holders' terms (named bars) with the overlap shaded."""
-    if analysis.overlaps is None:
-        return None
-    rows = analysis.overlaps.orderBy((F.col("end") - F.col("start")).desc(), "namespace", "name", "start").limit(
-        OVERLAP_PLOTS).collect()
-    if not rows:
+    if analysis.overlaps is None or not rows:
         return None
     fig, axes = plt.subplots(len(rows), 1, figsize=(9, 0.6 + 1.6 * len(rows)), squeeze=False)
     drawn: set[str] = set()
@@ -217,16 +253,25 @@ def _overlaps(analysis: Analysis, path: Path) -> str | None:
     return _save(fig, path)
 
 
-def _churn(analysis: Analysis, path: Path) -> str | None:
+def _churn_width(analysis: Analysis) -> int:
     first, last = _span(analysis)
-    width = bin_seconds(last - first)
+    return bin_seconds(last - first)
+
+
+def _churn_query(analysis: Analysis) -> DataFrame:
+    width = _churn_width(analysis)
     timeline = analysis.tables["membership_timeline"]
     changes = timeline.select(F.col("start_ts").alias("ts"), F.lit("joins").alias("kind")).unionByName(
         timeline.filter(F.col("end_reason").isin("left", "expired")).select(
             F.col("end_ts").alias("ts"),
             F.when(F.col("end_reason") == "left", "leaves").otherwise("expiries").alias("kind")))
     binned = F.floor(F.unix_micros("ts") / F.lit(width * 1_000_000)) * width
-    rows = changes.groupBy(binned.alias("bin"), "kind").count().collect()
+    return changes.groupBy(binned.alias("bin"), "kind").count()
+
+
+def _churn(analysis: Analysis, rows: list[Row], path: Path) -> str | None:
+    first, last = _span(analysis)
+    width = _churn_width(analysis)
     if not rows:
         return None
     bins = sorted({int(r["bin"]) for r in rows})
@@ -256,7 +301,7 @@ def _duration(seconds: int) -> str:
     return f"{seconds} s"
 
 
-def _rebalance_rows(analysis: Analysis) -> list[dict[str, Any]]:
+def _rebalance_query(analysis: Analysis) -> DataFrame:
     """One row per rebalance (group, generation): start, duration, members, units moved
     (units whose holding of this generation follows another member's holding)."""
     holdings = analysis.tables["unit_holdings"]
@@ -266,12 +311,17 @@ def _rebalance_rows(analysis: Analysis) -> list[dict[str, Any]]:
                             (previous.isNotNull() & (previous != F.col("member"))).cast("int").alias("moved"))
     per_generation = moved.groupBy("namespace", "name", "generation").agg(
         F.sum("moved").alias("units_moved"), F.count("*").alias("units_assigned"))
-    rows = analysis.tables["rebalances"].join(per_generation, ["namespace", "name", "generation"], "left").select(
+    return analysis.tables["rebalances"].join(per_generation, ["namespace", "name", "generation"], "left").select(
         "namespace", "name", "generation", F.unix_micros("started_ts").alias("started_us"), "duration", "members",
         F.coalesce("units_moved", F.lit(0)).alias("units_moved"),
         F.coalesce("units_assigned", F.lit(0)).alias("units_assigned"),
-    ).orderBy("namespace", "name", "generation").collect()
-    return [{**r.asDict(), "started": r["started_us"] / 1e6} for r in rows]
+    )
+
+
+def _rebalance_rows(rows: list[Row]) -> list[dict[str, Any]]:
+    """_rebalance_query's rows (one per group and generation) by group and generation."""
+    ordered = sorted(rows, key=lambda r: (r["namespace"], r["name"], r["generation"]))
+    return [{**r.asDict(), "started": r["started_us"] / 1e6} for r in ordered]
 
 
 def _rebalance_groups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -338,7 +388,8 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _html(analysis: Analysis, plots: list[str], rebalances: list[dict[str, Any]]) -> str:
+def _html(analysis: Analysis, plots: list[str], rebalances: list[dict[str, Any]], election_rows: list[Row],
+          conflict_rows: list[Row]) -> str:
     s = analysis.summary
     found = s["violation_details"][:VIOLATION_ROWS]  # the first ones by time, already collected
     violation_rows = [
@@ -346,12 +397,8 @@ def _html(analysis: Analysis, plots: list[str], rebalances: list[dict[str, Any]]
                                       for e in row["evidence"] if e is not None)}
         for row in found
     ]
-    elections = [r.asDict() for r in analysis.tables["elections"].orderBy(
-        F.col("violations").desc(), F.col("leaderless_seconds").desc(), "namespace", "name"
-    ).limit(ELECTION_ROWS).collect()]
-    top_conflicts = [
-        r.asDict() for r in analysis.tables["kv_keys"].orderBy(F.col("conflicts").desc()).limit(20).collect()
-    ]
+    elections = [r.asDict() for r in election_rows]
+    top_conflicts = [r.asDict() for r in conflict_rows]
     total = analysis.violation_count
     inputs, clocks, coverage, lead = s["inputs"], s["clocks"], s["coverage"], s["leadership"]
     verdict = "no safety violations" if total == 0 else f"{total} SAFETY VIOLATION(S)"
