@@ -39,8 +39,15 @@ def under_spark_submit() -> bool:
 
 
 def has_active_session() -> bool:
-    """True when this process already runs a SparkSession (a caller embedding the command)."""
-    return SparkSession.getActiveSession() is not None
+    """True when this process already runs a SparkContext (a caller embedding the command).
+
+    Not ``SparkSession.getActiveSession()``: the JVM keeps the active session per thread,
+    and another Python thread, or a py4j connection re-opened after an interrupted call, is
+    a JVM thread without one — the command then took its caller's session for its own and
+    stopped it (tests/pipeline/test_embedded_session.py)."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
 
 
 def build_session(
