@@ -534,20 +534,46 @@ def test_a_token_the_in_cluster_refresher_cannot_read_is_backend_unavailable(
 def test_a_lease_deleted_behind_the_candidates_backs_never_sends_the_epoch_backwards(
     admin_api: k8s.ApiClient, connect: Connect, name: str
 ) -> None:
-    first, second = connect().leader_election(name), connect().leader_election(name)
+    holder_side = connect()
+    first, second = connect().leader_election(name), holder_side.leader_election(name)
     assert first.nominate("pod-a")
     assert not second.nominate("pod-b")
     first.resign("pod-a")
     eventually(lambda: second.is_leader("pod-b"), timeout=10)
     leader = second.get_leader()
     assert leader is not None and leader.epoch == 2
+    third = connect().leader_election(name)
+    assert not third.nominate("pod-c")
+    eventually(lambda: third.get_leader() == leader, timeout=10)  # pod-c has seen epoch 2
+    crash(holder_side)  # pod-b stops renewing, and never puts the Lease back
     deleted = time.monotonic()
     k8s.CoordinationV1Api(admin_api).delete_namespaced_lease(name, "default")
-    eventually(lambda: second.is_leader("pod-b") and (second.get_leader() or leader).epoch > 2, timeout=30)
+    eventually(lambda: third.is_leader("pod-c"), timeout=30)
     # It waited a whole lease from the deletion (the old holder's view may last that long)
     # and carried on from the epoch it had seen, not from 1.
     assert time.monotonic() - deleted >= FAST["lease_duration"]
-    assert second.get_leader() == kubecoord.Leader("pod-b", "", 3)
+    assert third.get_leader() == kubecoord.Leader("pod-c", "", 3)
+
+
+def test_a_lease_deleted_under_its_live_holder_is_put_back_by_it_in_the_same_term(
+    admin_api: k8s.ApiClient, connect: Connect, name: str
+) -> None:
+    """A Lease nobody owns (no LeaderElection): the holder's renewal, a PUT, creates it again
+    (as the real server does, and client-go's holder) with its own record — the same holder
+    and epoch; the others, who saw it vanish, wait a whole lease and then find it held."""
+    holder, other = connect().leader_election(name), connect().leader_election(name)
+    assert holder.nominate("pod-a")
+    assert not other.nominate("pod-b")
+    leases = k8s.CoordinationV1Api(admin_api)
+    leases.delete_namespaced_lease(name, "default")
+    eventually(lambda: leases.list_namespaced_lease("default", field_selector=f"metadata.name={name}").items,
+               timeout=10)
+    deadline = time.monotonic() + 2 * FAST["lease_duration"]
+    while time.monotonic() < deadline:
+        assert not (holder.is_leader("pod-a") and other.is_leader("pod-b")), "two leaders"
+        time.sleep(0.05)
+    assert holder.is_leader("pod-a")
+    assert holder.get_leader() == other.get_leader() == kubecoord.Leader("pod-a", "", 1)
 
 
 def test_kv_events_name_the_store_incarnation_a_deletion_replaces(

@@ -27,7 +27,9 @@ def _handles_named(prefix: str) -> list[object]:
     gc.collect()
     found = []
     for obj in gc.get_objects():
-        if isinstance(obj, LeaderElection | GroupMembership | Storage | ListenerRegistry):
+        # type(), not isinstance(): isinstance() asks a weakref proxy's referent, and one
+        # whose referent is gone raises ReferenceError (seen in a fresh-clone run).
+        if issubclass(type(obj), LeaderElection | GroupMembership | Storage | ListenerRegistry):
             name = getattr(obj, "service", None) or getattr(obj, "group", None) or getattr(obj, "name", None)
             if isinstance(name, str) and name.startswith(prefix):
                 found.append(obj)

@@ -105,8 +105,11 @@ def delete_store_tree(hosts: str, path: str) -> str:
     """The store's root znode at ``path`` and every znode below it deleted in one
     transaction, deepest first (ZooKeeper deletes only leaves): the store vanishes at once,
     as a deleted ConfigMap does. A writer that adds a znode meanwhile fails the transaction
-    (nothing is deleted) and it is tried again on a fresh read; returns what was deleted."""
-    from kazoo.exceptions import NoNodeError
+    (nothing is deleted): the failed deletes name the znodes that gained children or went,
+    only those are read again, and it is tried again. Reading the whole tree again each time
+    never caught up at load 9-15 with a writer adding a key every 20 ms: the tree grew
+    faster than it was read. Returns what was deleted."""
+    from kazoo.exceptions import NoNodeError, NotEmptyError
 
     with _zookeeper(hosts) as client:
         for _ in range(STORE_DELETE_ATTEMPTS):
@@ -114,15 +117,30 @@ def delete_store_tree(hosts: str, path: str) -> str:
                 stat = client.exists(path)
                 if stat is None:
                     return "nothing (no store znode yet)"
-                tree = _tree(client, path)
+                tree = set(_tree(client, path))
+                break
             except NoNodeError:
                 continue  # pruned while read: read again
+        else:
+            raise RuntimeError(f"store {path}: pruned during {STORE_DELETE_ATTEMPTS} reads")
+        for _ in range(STORE_DELETE_ATTEMPTS):
+            ordered = sorted(tree, key=lambda each: each.count("/"), reverse=True)
             transaction = client.transaction()
-            for node in sorted(tree, key=lambda each: each.count("/"), reverse=True):
+            for node in ordered:
                 transaction.delete(node)
             results = transaction.commit()
             if not any(isinstance(result, Exception) for result in results):
                 return f"store {path} (czxid {stat.czxid}): {len(tree)} znodes"
+            for node, result in zip(ordered, results, strict=True):
+                if isinstance(result, NoNodeError):  # deleted meanwhile, with what was below it
+                    tree -= {each for each in tree if each == node or each.startswith(node + "/")}
+                elif isinstance(result, NotEmptyError):  # new znodes below it
+                    with contextlib.suppress(NoNodeError):
+                        for child in client.get_children(node):
+                            if f"{node}/{child}" not in tree:
+                                tree.update(_tree(client, f"{node}/{child}"))
+            if path not in tree:
+                return "nothing (the store was deleted meanwhile)"
         raise RuntimeError(f"store {path}: writers changed it during {STORE_DELETE_ATTEMPTS} tries at deleting it")
 
 
