@@ -38,7 +38,8 @@ Versions (what the elector compares): our row: its nonce (new on every write); a
 peer's row: writetime(owner) (changes on every renewal); no holder row: the epoch row's
 (epoch, token). Followers read both rows every poll period (``poll``: QUORUM); decisions
 after a conflict read at SERIAL (``refresh``). Every LWT's unknown outcome is resolved by
-a SERIAL read of the row it wrote (session.Session.cas).
+a SERIAL read of the row it wrote (session.Session.cas); a renewal that did not land is
+retried (BackendUnavailableError), not taken for a lost election: the row is likely still ours.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from typing import Any
 from kubecoord._core.lease import LeaderRecord, Observation, RecordConflict
 from kubecoord._internal.clock import Clock
 from kubecoord.backends.cassandra.session import Session
+from kubecoord.errors import BackendUnavailableError
 
 _READ_HOLDER = (
     "SELECT owner, sup_data, tenure, epoch, nonce, writetime(owner) AS written FROM {ks}.leader_election "
@@ -244,6 +246,11 @@ class ElectionRows:
              tenure.epoch],
             resolve=lambda: self._holder_nonce_is(nonce), timeout=timeout,
         )
+        if not renewed.applied and renewed.existing is None:
+            # An unknown outcome (a CAS timeout under contention) that did not land: the row
+            # may well still be ours, so keep the tenure and let the elector retry within its
+            # renew deadline. Dropping it would make our own live row look like a rival's.
+            raise BackendUnavailableError("the renewal's outcome was unknown, and it did not land")
         if not renewed.applied:
             with self._lock:
                 self._tenures.pop(record.holder, None)
