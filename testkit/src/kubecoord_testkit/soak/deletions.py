@@ -9,6 +9,7 @@ here and in operator.py).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,9 @@ def delete_election_znode(hosts: str, path: str, pick: int) -> str:
 
 
 STORE_DELETE_ATTEMPTS = 20
-"""Tries at deleting a store's tree while writers keep adding keys to it."""
+"""Reads of a store's tree while writers prune it."""
+STORE_DELETE_SECONDS = 30.0
+"""How long deleting a store's tree is tried while writers keep adding keys to it."""
 
 
 def delete_store_tree(hosts: str, path: str) -> str:
@@ -123,7 +126,11 @@ def delete_store_tree(hosts: str, path: str) -> str:
                 continue  # pruned while read: read again
         else:
             raise RuntimeError(f"store {path}: pruned during {STORE_DELETE_ATTEMPTS} reads")
-        for _ in range(STORE_DELETE_ATTEMPTS):
+        # Tried until a deadline, not a count: each try loses only if a writer adds a znode
+        # within its round trips, and at load 15 a count of 20 could run out.
+        deadline, tries = time.monotonic() + STORE_DELETE_SECONDS, 0
+        while time.monotonic() < deadline:
+            tries += 1
             ordered = sorted(tree, key=lambda each: each.count("/"), reverse=True)
             transaction = client.transaction()
             for node in ordered:
@@ -141,7 +148,7 @@ def delete_store_tree(hosts: str, path: str) -> str:
                                 tree.update(_tree(client, f"{node}/{child}"))
             if path not in tree:
                 return "nothing (the store was deleted meanwhile)"
-        raise RuntimeError(f"store {path}: writers changed it during {STORE_DELETE_ATTEMPTS} tries at deleting it")
+        raise RuntimeError(f"store {path}: writers changed it during {tries} tries in {STORE_DELETE_SECONDS} s")
 
 
 def _tree(client: Any, path: str) -> list[str]:
