@@ -454,6 +454,8 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
             custom.create_namespaced_custom_object(GROUP, VERSION, spaces[index % namespaces], plural, body)
 
         before = counter.total()
+        verbs = ("POST", "PATCH", "PUT", "GET", "LIST", "WATCH", "DELETE")  # the metric's verb label
+        before_verbs = {verb: counter.total(verb) for verb in verbs}
         started = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(pool.map(create, range(len(plan))))
@@ -476,6 +478,8 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
         print(f"created {total} resources in {created - started:.1f} s ({total / (created - started):.0f}/s); "
               f"{'all' if done else len(watch.ready)} Ready {ready_at - created:.1f} s after the last create")
         print(f"  operator API requests per resource: {operator_requests / total:.1f} ({operator_requests} in all)")
+        by_verb = {verb: counter.total(verb) - before_verbs[verb] - (total if verb == "POST" else 0) for verb in verbs}
+        print("  by verb (per resource): " + ", ".join(f"{verb} {n / total:.2f}" for verb, n in by_verb.items() if n))
         time.sleep(10)
         rss, threads = rss_and_threads(operator.pid)
         print(f"  operator with {total} resources: RSS {rss:.0f} MiB, {threads} threads; {load()}")

@@ -25,7 +25,7 @@ from kubernetes.client.exceptions import ApiException
 
 __all__ = ["ApiException", "RequestFailed", "acall", "apply", "call", "delete", "list_objects", "patch_status"]
 
-from kubecoord.operator import fencing
+from kubecoord.operator import fencing, loop_requests
 from kubecoord.wire.crd import GROUP, VERSION
 
 REQUEST_TIMEOUT = 30.0
@@ -125,7 +125,19 @@ def call(method: str, path: str, body: Any = None, *, content_type: str = "appli
 
 
 async def acall(method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> Any:
-    return await asyncio.to_thread(call, method, path, body, content_type=content_type)
+    """``call`` on the event loop (kubecoord.operator.loop_requests): no executor thread per
+    request, so the controller's workers each keep a request in flight."""
+    configuration = api_client().configuration
+    if not loop_requests.supported(configuration):
+        return await asyncio.to_thread(call, method, path, body, content_type=content_type)
+    if method != "GET" and not fencing.allowed():
+        raise ApiException(status=0, reason="NotLeading: this replica does not hold the operator Lease")
+    response = await loop_requests.request(configuration, method, path, body, content_type=content_type,
+                                           timeout=REQUEST_TIMEOUT, user_agent=api_client().user_agent)
+    resource = path.partition("?")[0]
+    if not 200 <= response.status < 300:
+        raise RequestFailed(method, resource, response)
+    return json.loads(response.data) if response.data else None
 
 
 async def patch_status(plural: str, namespace: str, name: str, status: dict[str, Any]) -> bool:

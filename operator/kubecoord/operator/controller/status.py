@@ -53,7 +53,7 @@ from typing import Any
 from kubecoord.api import Coordinator
 from kubecoord.capabilities import ObjectCache, ObjectChange, StateCache
 from kubecoord.errors import CoordinationError
-from kubecoord.operator import backing, events, fencing, kubeapi, lease_grants, metrics, rbac
+from kubecoord.operator import backing, events, fencing, kubeapi, lease_grants, loop_requests, metrics, rbac
 from kubecoord.operator.conditions import set_condition
 from kubecoord.operator.connections import connections
 from kubecoord.operator.controller import spec as spec_writer
@@ -66,9 +66,12 @@ from kubecoord.wire.crd import GROUP, KINDS, PLURALS, VERSION
 
 log = logging.getLogger("kubecoord.operator")
 
-WORKERS = 4
-"""Reconciles at once. Status work is short (cache reads, one PATCH); more workers would
-only contend for the same two cores and the API server."""
+WORKERS = 16
+"""Reconciles at once, each with at most one request in flight (on the loop,
+kubecoord.operator.loop_requests: a worker costs no thread). A reconcile is mostly
+waiting for the API server's answers (a backing object or two, a status write), so the
+drain rate is workers / round trip: four workers drained about 20 resources a second at
+10,000 while the bench created 48 a second."""
 RESYNC_SECONDS = 60.0
 """How often every resource's backing objects are checked against the informer cache."""
 REPAIR_SECONDS = 0.5
@@ -272,6 +275,7 @@ class StatusController:
         self._tasks = []
         for key in list(self._entries):
             await self._drop(key)
+        await loop_requests.close()
         self.bodies.clear()
         self.reconciled.clear()
         self.queue = WorkQueue(base_delay=RETRY_SECONDS[0], max_delay=RETRY_SECONDS[-1])

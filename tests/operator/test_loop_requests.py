@@ -1,0 +1,108 @@
+"""The operator's asynchronous requests run on its event loop (kubecoord.operator.loop_requests):
+no executor thread per request, answers and errors as the blocking client gave them."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import pathlib
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import kubernetes.client
+import pytest
+
+from kubecoord.operator import kubeapi, loop_requests
+
+
+@pytest.fixture
+def emulator_env(kubeconfig_path: pathlib.Path) -> Iterator[None]:
+    with _kubeconfig(str(kubeconfig_path)):
+        yield
+
+
+class _Counting(concurrent.futures.ThreadPoolExecutor):
+    submitted = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        _Counting.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+def _run(main: Callable[[], Any]) -> Any:
+    """Run ``main()`` on a new loop whose default executor counts what is handed to it."""
+
+    async def wrapped() -> Any:
+        executor = _Counting(max_workers=2)
+        asyncio.get_running_loop().set_default_executor(executor)
+        try:
+            return await main()
+        finally:
+            await loop_requests.close()
+
+    _Counting.submitted = 0
+    return asyncio.run(wrapped())
+
+
+def test_requests_take_no_executor_thread_and_run_at_once(emulator_env: None) -> None:
+    name = f"loop-{uuid.uuid4().hex[:8]}"
+    collection = "/api/v1/namespaces/default/configmaps"
+
+    async def main() -> list[Any]:
+        await kubeapi.acall("POST", collection, {"metadata": {"name": name}, "data": {"k": "v"}})
+        # Twenty reads at once: on the loop, none waits for a thread of a six-thread pool.
+        reads = await asyncio.gather(*(kubeapi.acall("GET", f"{collection}/{name}") for _ in range(20)))
+        await kubeapi.acall("DELETE", f"{collection}/{name}")
+        return reads
+
+    reads = _run(main)
+    assert [read["data"] for read in reads] == [{"k": "v"}] * 20
+    assert _Counting.submitted == 0  # the blocking client would have taken 22 hand-overs
+
+
+def test_an_error_answer_is_the_request_failed_it_was(emulator_env: None) -> None:
+    path = f"/api/v1/namespaces/default/configmaps/absent-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> kubeapi.RequestFailed:
+        with pytest.raises(kubeapi.RequestFailed) as caught:
+            await kubeapi.acall("GET", path)
+        return caught.value
+
+    error = _run(main)
+    assert error.status == 404 and isinstance(error, kubeapi.ApiException)
+    assert str(error).startswith(f"GET {path}: HTTP 404")
+
+
+def test_a_refused_connection_is_an_os_error() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    configuration = kubernetes.client.Configuration(host=f"http://127.0.0.1:{port}")
+
+    async def main() -> None:
+        await loop_requests.request(configuration, "GET", "/api/v1/namespaces", None,
+                                    content_type="application/json", timeout=5.0, user_agent="test")
+
+    with pytest.raises(ConnectionError, match="GET /api/v1/namespaces"):
+        _run(main)
+
+
+class _kubeconfig:
+    """KUBECONFIG pointing at ``path`` (the operator's client re-read) for a with block."""
+
+    def __init__(self, path: str) -> None:
+        self._path, self._previous = path, os.environ.get("KUBECONFIG")
+
+    def __enter__(self) -> None:
+        os.environ["KUBECONFIG"] = self._path
+        kubeapi.reset()
+
+    def __exit__(self, *_: object) -> None:
+        if self._previous is None:
+            os.environ.pop("KUBECONFIG", None)
+        else:
+            os.environ["KUBECONFIG"] = self._previous
+        kubeapi.reset()
