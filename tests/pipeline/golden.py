@@ -23,7 +23,6 @@ import datetime as dt
 import decimal
 import hashlib
 import json
-import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,7 +33,7 @@ SHOWN_ROWS = 20
 GOLDEN = Path(__file__).with_name("golden")
 
 
-def _root_uris(root: Path | str) -> list[str]:
+def root_uris(root: Path | str) -> list[str]:
     path = str(Path(root).absolute()).rstrip("/")
     return [f"file://{path}", f"file:{path}", path]
 
@@ -70,7 +69,7 @@ def table(rows: list[Any], roots: list[str]) -> dict[str, Any]:
 
 def snapshot_analysis(analysis: Any, root: Path | str) -> dict[str, Any]:
     """An in-memory Analysis (pipeline.analyze's result) as plain data."""
-    roots = _root_uris(root)
+    roots = root_uris(root)
     return {
         "summary": normalise(json.loads(json.dumps(analysis.summary, default=str)), roots),
         "tables": {name: table(frame.collect(), roots) for name, frame in sorted(analysis.tables.items())},
@@ -79,17 +78,16 @@ def snapshot_analysis(analysis: Any, root: Path | str) -> dict[str, Any]:
 
 def snapshot_output(spark: Any, out: Path, root: Path | str) -> dict[str, Any]:
     """A written output directory (summary.json and tables/*) as plain data."""
-    roots = _root_uris(root)
-    tables = sorted(p for p in (out / "tables").iterdir() if not p.name.startswith((".", "_")))
+    from kubecoord.analytics import layout
+
+    roots = root_uris(root)
+    # The written tables are layout's combined ones: each in-memory table is recovered by its
+    # type, so the golden copies (taken when every table was written on its own) still apply.
+    tables = layout.read(spark, str(out.absolute() / "tables"))
     return {
         "summary": normalise(json.loads((out / "summary.json").read_text()), roots),
-        "tables": {p.name: table(spark.read.parquet(_literal(p)).collect(), roots) for p in tables},
+        "tables": {name: table(frame.collect(), roots) for name, frame in sorted(tables.items())},
     }
-
-
-def _literal(path: Path) -> str:
-    """A path for Spark's readers, which take glob patterns: ``[``, ``{``, ``*``... escaped."""
-    return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(path))
 
 
 def differences(expected: Any, actual: Any, where: str = "") -> list[str]:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kubecoord.analytics import layout, output
 from kubecoord.analytics.pipeline import Analysis, analyze
+from kubecoord.analytics.progress import Progress
 
 from . import golden
 from .histories import Log, where
@@ -149,3 +152,25 @@ def test_malformed_lines_with_file_line_and_reason(case: Case) -> None:
 
 def test_the_verdicts_are_those_of_the_golden_copy(case: Case) -> None:
     golden.check("violations", golden.snapshot_analysis(case.analysis, case.p1.path.parent))
+
+
+def test_the_written_tables_give_back_every_table_by_type(spark: Any, case: Case, tmp_path: Path) -> None:
+    """Written as layout's four combined tables; each in-memory table comes back from its
+    written table by its type with exactly its own columns, types and rows."""
+    out = tmp_path / "out"
+    output.write(case.analysis, str(out), progress=Progress("test", enabled=False), spark=spark)
+    assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(layout.WRITTEN)
+    intervals = spark.read.parquet(str(out / "tables" / "intervals"))
+    assert {r["type"] for r in intervals.select("type").distinct().collect()} <= set(layout.WRITTEN["intervals"])
+
+    recovered = layout.read(spark, str(out / "tables"))
+    assert sorted(recovered) == sorted(case.analysis.tables)
+    root = case.p1.path.parent
+    for name, frame in case.analysis.tables.items():
+        back = recovered[name]
+        # Same names, order and types (simpleString: Parquet makes every column nullable).
+        assert [(f.name, f.dataType.simpleString()) for f in back.schema.fields] == \
+            [(f.name, f.dataType.simpleString()) for f in frame.schema.fields], name
+        assert golden.table(back.collect(), golden.root_uris(root)) == \
+            golden.table(frame.collect(), golden.root_uris(root)), name
+    assert recovered["malformed_lines"].count() == 7  # not empty: the compare above compares rows

@@ -34,7 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("logs", nargs="+", metavar="LOGS",
                         help="event-log files, directories, globs or URIs (s3a://, hdfs://); .gz is read as gzip")
     parser.add_argument("--out", required=True,
-                        help="output directory, local or any Hadoop URI (hdfs://, s3a://); replaced when complete")
+                        help="output directory, local or any Hadoop URI (hdfs://, s3a://); replaced when complete: "
+                        "summary.json, report.html and Parquet tables/{violations,intervals,metrics,input_problems}, "
+                        "each row's type naming what it is (analytics.layout)")
     parser.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
     parser.add_argument("--skew-tolerance", type=float, default=DEFAULT_SKEW, metavar="SECONDS",
                         help=f"clock difference between processes to tolerate (default {DEFAULT_SKEW})")
@@ -118,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     if share > args.max_malformed:
         print(
             f"kubecoord analyze: {share:.1%} of the lines are malformed (more than --max-malformed "
-            f"{args.max_malformed:.1%}): the verdict covers too little of the log; see the malformed_lines table",
+            f"{args.max_malformed:.1%}): the verdict covers too little of the log; see the rows of type "
+            "malformed_lines in the input_problems table",
             file=sys.stderr,
         )
         return EXIT_MALFORMED

@@ -9,9 +9,10 @@ Everything is written into a staging sibling of the output directory, which then
 replaces it (a previous output there is removed only after the new one is complete),
 so a failed run never leaves a half-written result that looks complete. The final
 rename is atomic on local disks and HDFS; on object stores (s3a) a rename is a copy.
-The tables are written side by side (WRITERS at once) while the driver draws the report.
-Small tables are written as few files: each table gets one file per ROWS_PER_FILE
-events analysed (at least one), not one per shuffle partition.
+The tables are written as the few combined tables of ``layout`` (a ``type`` column says
+which in-memory table a row belongs to), side by side (WRITERS at once) while the driver
+draws the report. Small tables are written as few files: each table gets one file per
+ROWS_PER_FILE events analysed (at least one), not one per shuffle partition.
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kubecoord.analytics import layout
 from kubecoord.analytics.pipeline import Analysis
 from kubecoord.analytics.progress import Progress
 
 ROWS_PER_FILE = 5_000_000
 WRITERS = 4
-"""Tables written at once (each write is a Spark job of its own)."""
+"""Tables written at once (each write is a Spark job of its own; layout.WRITTEN has four)."""
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -80,7 +82,7 @@ def write(analysis: Analysis, out: str | Path, *, progress: Progress, spark: Spa
         # The tables are independent: their writes (most of them one or two tasks) run side
         # by side, with the report, instead of leaving cores idle between jobs.
         with ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="kubecoord-write") as pool:
-            writes = [pool.submit(table, name, frame) for name, frame in analysis.tables.items()]
+            writes = [pool.submit(table, name, frame) for name, frame in layout.combine(analysis.tables).items()]
             progress.step("writing report")
             importing.join()
             from kubecoord.analytics import report  # matplotlib only when a report is made
