@@ -12,7 +12,7 @@ from kubecoord.errors import InvalidArgumentError
 
 
 def test_time_bins_fit_the_history_length() -> None:
-    from kubecoord.analytics.report import TIME_BINS, bin_seconds
+    from kubecoord.analytics.drawing import TIME_BINS, bin_seconds
 
     assert bin_seconds(60) == 1  # a one-minute soak: one-second bins, not one hourly bar
     assert bin_seconds(600) == 10

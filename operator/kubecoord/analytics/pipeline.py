@@ -5,6 +5,8 @@ Steps: read and validate every line (reading), drop copies and find seq gaps
 event's times by them, then run each check module over the corrected events. A check
 module turns the events into ``Findings`` (its tables, its violations, its part of
 the summary); adding a module (e.g. rebalance checks) means adding it to CHECKS.
+Every figure of the summary and everything the report draws (analytics.drawing) come
+from one collect of small queries (analytics.collecting).
 
 Guarantees: every table is a DataFrame whose columns do not depend on the data (an
 election-free log gives empty leadership tables, not missing ones); the summary is
@@ -21,7 +23,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import clocks, collecting, coverage, kv, leadership, membership, rebalance, violations
+from kubecoord.analytics import clocks, collecting, coverage, drawing, kv, leadership, membership, rebalance, violations
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.reading import MAX_LINE_BYTES, EmptyInputError, Inputs, read_inputs
 from kubecoord.history import rfc3339
@@ -67,6 +69,8 @@ class Analysis:
     events: DataFrame
     overlaps: DataFrame | None = None
     """Overlap windows (namespace, name, start, end, and both holders' terms) for the report's plots."""
+    drawn: Rows = field(default_factory=dict)
+    """What the report draws (analytics.drawing's queries), collected with the summary."""
     faults: list[dict[str, Any]] = field(default_factory=list)
     """Faults injected while the history was logged (a soak's faults.jsonl: ts, kind, duration,
     what), drawn on the report's timelines; not analysed."""
@@ -295,10 +299,21 @@ def analyze(
     findings = [check(context) for check in CHECKS]
     found = violations.union([v for f in findings for v in f.violations]).persist(StorageLevel.MEMORY_AND_DISK)
     findings_of_coverage = covered.findings.persist(StorageLevel.MEMORY_AND_DISK)
-    # Every figure of the summary from one Spark job: the checks' queries and the global ones.
+    tables: dict[str, DataFrame] = {"violations": found}
+    for finding in findings:
+        tables.update(finding.tables)
+    overlaps = tables.pop("leadership_windows")
+    tables["elections"] = leadership.per_election(tables["leadership_intervals"], tables["failover_gaps"], found)
+    tables["seq_gaps"] = covered.gaps
+    tables["malformed_lines"] = read.malformed
+    tables["unreadable_files"] = read.unreadable
+    first, last = drawing.span(_iso(counts["first"]) or "", _iso(counts["last"]) or "")
+    # Every figure of the summary and of the report from one collect: the checks' queries,
+    # the global ones and what the report draws (analytics.drawing).
     queries: dict[str, DataFrame] = {
         **{name: query for finding in findings for name, query in finding.queries.items()},
         **_violation_queries(found), **_coverage_queries(findings_of_coverage), **_input_queries(read),
+        **drawing.queries(tables, overlaps, width=drawing.bin_seconds(last - first)),
     }
     rows = collecting.collect(queries)
     coverage_summary, copies = _coverage_summary(rows)
@@ -312,18 +327,13 @@ def analyze(
         "violations": {kind: int(by_type.get(kind, 0)) for kind in VIOLATION_TYPES},
         "violation_details": [row.asDict(recursive=True) for row in rows["violations.details"]],
     }
-    tables: dict[str, DataFrame] = {"violations": found}
     persisted += [found, findings_of_coverage]
     for finding in findings:
         summary.update(finding.summarize(rows))
-        tables.update(finding.tables)
         persisted += finding.persisted
-    overlaps = tables.pop("leadership_windows")
-    tables["elections"] = leadership.per_election(tables["leadership_intervals"], tables["failover_gaps"], found)
-    tables["seq_gaps"] = covered.gaps
-    tables["malformed_lines"] = read.malformed
-    tables["unreadable_files"] = read.unreadable
-    return Analysis(tables=tables, summary=summary, events=events, overlaps=overlaps, unpersist=persisted)
+    drawn = {name: found_rows for name, found_rows in rows.items() if name.startswith(drawing.PREFIX)}
+    return Analysis(tables=tables, summary=summary, events=events, overlaps=overlaps, drawn=drawn,
+                    unpersist=persisted)
 
 
 def _input_queries(read: Inputs) -> dict[str, DataFrame]:

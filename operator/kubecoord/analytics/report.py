@@ -19,7 +19,8 @@ seconds and converted with an explicit UTC zone, never through the driver's loca
 - Rebalances: per group the generations, rebalance durations and units moved (a unit
   whose previous holder was another member), with a plot over time.
 - Time bins fit the history: a bin width from 1 s to 1 day giving at most TIME_BINS bins.
-The tables and summary.json are never sampled.
+The tables and summary.json are never sampled. What is drawn was collected with the
+summary (Analysis.drawn, from analytics.drawing's queries): this module runs no Spark query.
 """
 
 from __future__ import annotations
@@ -37,31 +38,21 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
-from pyspark.sql import DataFrame, Row, Window
-from pyspark.sql import functions as F
+from pyspark.sql import Row
 
-from kubecoord.analytics import collecting
+from kubecoord.analytics.drawing import APPROX_QUANTILES, ELECTION_ROWS, PREFIX, bin_seconds, span
 from kubecoord.analytics.pipeline import Analysis
 
-APPROX_QUANTILES = 200
-TIMELINE_ELECTIONS = 6
-TIMELINE_TERMS = 400
 VIOLATION_ROWS = 100
-ELECTION_ROWS = 50
-OVERLAP_PLOTS = 6
-TIME_BINS = 60
-BIN_SECONDS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 REBALANCE_GROUPS = 6
 FAULT_COLOURS = {"kill": "tab:purple", "pause": "tab:orange", "partition": "tab:brown", "restart": "tab:gray",
                  "deletion": "tab:olive", "clock": "tab:cyan", "other": "tab:pink"}
 
 
 def write(analysis: Analysis, out: Path) -> None:
-    # The report's queries in two Spark jobs (collecting.collect): what every part needs,
-    # then the terms and overlaps of the elections the first one chose to draw.
-    rows = collecting.collect(_queries(analysis))
+    rows = _drawn(analysis)
     elections = _timeline_elections(rows["timeline"])
-    drawn = collecting.collect(_timeline_queries(analysis, elections)) if elections else {}
+    drawn = {"terms": rows["terms"], "overlaps": rows.get("timeline_overlaps", [])}
     rebalances = _rebalance_rows(rows["rebalances"])
     plots = [
         _gap_cdf(rows["gap_cdf"], out / "failover_gap_cdf.png"),
@@ -74,38 +65,14 @@ def write(analysis: Analysis, out: Path) -> None:
         _html(analysis, [p for p in plots if p], rebalances, rows["elections"], rows["conflicts"]), encoding="utf-8")
 
 
-def _queries(analysis: Analysis) -> dict[str, DataFrame]:
-    """Every query of the report but the timeline's terms (which depend on its first answer)."""
-    tables = analysis.tables
-    fractions = [(i + 1) / APPROX_QUANTILES for i in range(APPROX_QUANTILES)]
-    queries = {
-        "gap_cdf": tables["failover_gaps"].groupBy("cause").agg(
-            F.count("*").alias("n"), F.percentile_approx("gap", fractions, 10_000).alias("q")),
-        "timeline": _timeline_query(analysis),
-        "churn": _churn_query(analysis),
-        "rebalances": _rebalance_query(analysis),
-        "elections": tables["elections"].orderBy(
-            F.col("violations").desc(), F.col("leaderless_seconds").desc(), "namespace", "name"
-        ).limit(ELECTION_ROWS),
-        "conflicts": tables["kv_keys"].orderBy(F.col("conflicts").desc(), "namespace", "name", "key").limit(20),
-    }
-    if analysis.overlaps is not None:
-        queries["overlaps"] = analysis.overlaps.orderBy(
-            (F.col("end") - F.col("start")).desc(), "namespace", "name", "start").limit(OVERLAP_PLOTS)
-    return queries
-
-
-def bin_seconds(span: float) -> int:
-    """The bin width for a history of ``span`` seconds: the smallest of BIN_SECONDS giving
-    at most TIME_BINS bins."""
-    return next((width for width in BIN_SECONDS if span / width <= TIME_BINS), BIN_SECONDS[-1])
+def _drawn(analysis: Analysis) -> dict[str, list[Row]]:
+    """The report's rows by drawing's query names (without PREFIX)."""
+    return {name.removeprefix(PREFIX): found for name, found in analysis.drawn.items()}
 
 
 def _span(analysis: Analysis) -> tuple[float, float]:
     inputs = analysis.summary["inputs"]
-    first, last = (dt.datetime.fromisoformat(inputs[k].replace("Z", "+00:00")).timestamp()
-                   for k in ("first_event", "last_event"))
-    return first, last
+    return span(inputs["first_event"], inputs["last_event"])
 
 
 def _draw_faults(ax: Any, faults: list[dict[str, Any]], lo: float, hi: float) -> set[str]:
@@ -160,30 +127,11 @@ def _gap_cdf(found: list[Row], path: Path) -> str | None:
 def timeline_elections(analysis: Analysis) -> list[tuple[str, str, int]]:
     """(namespace, name, violations) of the elections to draw: most violations first, then
     the longest gap."""
-    return _timeline_elections(_timeline_query(analysis).collect())
-
-
-def _timeline_query(analysis: Analysis) -> DataFrame:
-    return analysis.tables["elections"].orderBy(
-        F.col("violations").desc(), F.col("gap_max").desc_nulls_last(), "namespace", "name"
-    ).limit(TIMELINE_ELECTIONS).select("namespace", "name", "violations")
+    return _timeline_elections(_drawn(analysis)["timeline"])
 
 
 def _timeline_elections(rows: list[Row]) -> list[tuple[str, str, int]]:
     return [(r["namespace"], r["name"], r["violations"]) for r in rows]
-
-
-def _timeline_queries(analysis: Analysis, elections: list[tuple[str, str, int]]) -> dict[str, DataFrame]:
-    """The first TIMELINE_TERMS terms (by start) of each election drawn, and their overlaps."""
-    keys = [F.struct(F.lit(ns), F.lit(n)) for ns, n, _ in elections]
-    chosen = F.struct("namespace", "name").isin(*keys)
-    by_start = Window.partitionBy("namespace", "name").orderBy("start")
-    terms = analysis.tables["leadership_intervals"]
-    queries = {"terms": terms.filter(chosen).withColumn("n", F.row_number().over(by_start))
-               .filter(F.col("n") <= TIMELINE_TERMS).select("namespace", "name", "member", "epoch", "start", "end")}
-    if analysis.overlaps is not None:
-        queries["overlaps"] = analysis.overlaps.filter(chosen)
-    return queries
 
 
 def _timelines(analysis: Analysis, elections: list[tuple[str, str, int]], drawn_rows: Mapping[str, list[Row]],
@@ -258,17 +206,6 @@ def _churn_width(analysis: Analysis) -> int:
     return bin_seconds(last - first)
 
 
-def _churn_query(analysis: Analysis) -> DataFrame:
-    width = _churn_width(analysis)
-    timeline = analysis.tables["membership_timeline"]
-    changes = timeline.select(F.col("start_ts").alias("ts"), F.lit("joins").alias("kind")).unionByName(
-        timeline.filter(F.col("end_reason").isin("left", "expired")).select(
-            F.col("end_ts").alias("ts"),
-            F.when(F.col("end_reason") == "left", "leaves").otherwise("expiries").alias("kind")))
-    binned = F.floor(F.unix_micros("ts") / F.lit(width * 1_000_000)) * width
-    return changes.groupBy(binned.alias("bin"), "kind").count()
-
-
 def _churn(analysis: Analysis, rows: list[Row], path: Path) -> str | None:
     first, last = _span(analysis)
     width = _churn_width(analysis)
@@ -301,25 +238,8 @@ def _duration(seconds: int) -> str:
     return f"{seconds} s"
 
 
-def _rebalance_query(analysis: Analysis) -> DataFrame:
-    """One row per rebalance (group, generation): start, duration, members, units moved
-    (units whose holding of this generation follows another member's holding)."""
-    holdings = analysis.tables["unit_holdings"]
-    before = Window.partitionBy("namespace", "name", "unit").orderBy("start", "generation", "member")
-    previous = F.lag("member").over(before)
-    moved = holdings.select("namespace", "name", "generation",
-                            (previous.isNotNull() & (previous != F.col("member"))).cast("int").alias("moved"))
-    per_generation = moved.groupBy("namespace", "name", "generation").agg(
-        F.sum("moved").alias("units_moved"), F.count("*").alias("units_assigned"))
-    return analysis.tables["rebalances"].join(per_generation, ["namespace", "name", "generation"], "left").select(
-        "namespace", "name", "generation", F.unix_micros("started_ts").alias("started_us"), "duration", "members",
-        F.coalesce("units_moved", F.lit(0)).alias("units_moved"),
-        F.coalesce("units_assigned", F.lit(0)).alias("units_assigned"),
-    )
-
-
 def _rebalance_rows(rows: list[Row]) -> list[dict[str, Any]]:
-    """_rebalance_query's rows (one per group and generation) by group and generation."""
+    """drawing's rebalance rows (one per group and generation) by group and generation."""
     ordered = sorted(rows, key=lambda r: (r["namespace"], r["name"], r["generation"]))
     return [{**r.asDict(), "started": r["started_us"] / 1e6} for r in ordered]
 
