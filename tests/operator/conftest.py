@@ -64,7 +64,9 @@ def operator(k8s: kubernetes.client.ApiClient, kubeconfig_path: pathlib.Path) ->
     previous = os.environ.get("KUBECONFIG")
     os.environ["KUBECONFIG"] = str(kubeconfig_path)
     kubeapi.reset()
-    args = ["run", "--standalone", "--namespace", NAMESPACE, "-m", "kubecoord.operator.handlers"]
+    # --quiet: kopf logs every handler run at INFO to the stream it found, which outlives the
+    # test that started it and prints into make test's progress lines.
+    args = ["run", "--standalone", "--quiet", "--namespace", NAMESPACE, "-m", "kubecoord.operator.handlers"]
     try:
         with KopfRunner(args, timeout=60) as runner:
             yield runner
