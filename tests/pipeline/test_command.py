@@ -17,7 +17,6 @@ from . import golden
 TABLES = ("violations", "intervals", "metrics", "input_problems")  # analytics.layout
 
 
-@pytest.mark.timeout(420)  # a whole analysis and its output: ~1 min at load 10, minutes more at load 20
 def test_injected_violations_are_found_and_gate_the_exit_status(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -50,7 +49,6 @@ def test_injected_violations_are_found_and_gate_the_exit_status(
     golden.check("injected", golden.snapshot_output(spark, out, tmp_path / "logs"))
 
 
-@pytest.mark.timeout(420)  # a whole analysis and its output: ~1 min at load 10, minutes more at load 20
 def test_a_clean_history_exits_zero_and_replaces_the_previous_output(
     spark: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:

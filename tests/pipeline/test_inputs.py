@@ -48,7 +48,6 @@ def test_a_truncated_gzip_is_reported_and_the_rest_analysed(
     assert problems.where("type = 'unreadable_files'").count() == 1
 
 
-@pytest.mark.timeout(420)  # a whole analysis and its output: ~1 min at load 10, minutes more at load 20
 def test_a_malformed_share_above_the_threshold_has_its_own_exit_status(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

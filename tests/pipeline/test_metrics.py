@@ -18,7 +18,6 @@ from kubecoord.analytics.pipeline import Analysis, analyze
 from . import golden
 from .histories import T0, Log
 
-pytestmark = pytest.mark.timeout(420)
 """The module's analysis runs in its first test's set-up: ~40 s at load 5, past the
 default 180 s at load 18 (a fresh-clone run beside two engineers' Spark jobs)."""
 
