@@ -13,12 +13,14 @@ import sys
 import threading
 
 import kubecoord
+from kubecoord.cli.logs import configure
 
 from .timings import TIMINGS
 
 
 def main() -> None:
     url, service, candidate, history = sys.argv[1:5]
+    configure("INFO")  # to its .stderr file: why a renewal failed, when a test fails
     coord = kubecoord.connect(url, history=history, **TIMINGS)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -3,6 +3,7 @@ leadership intervals their logs show, for overlap and epoch checks."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import itertools
 import json
@@ -10,6 +11,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,13 @@ class Peer:
     process: subprocess.Popen[str]
     log: Path
     stopped_at: float | None = None
+
+    def describe(self) -> str:
+        """Its event log and the end of its stderr: what a failing test shows of it."""
+        stderr = self.log.with_suffix(".stderr")
+        tail = stderr.read_text()[-3000:] if stderr.exists() else ""
+        return f"--- {self.id} ({self.kind}): events\n{self.log.read_text() if self.log.exists() else ''}" \
+               f"--- {self.id}: stderr (end)\n{tail}"
 
     def stop(self, *, kill: bool) -> None:
         """kill -9 (``kill``) or SIGTERM; the moment is the end of a leadership it held."""
@@ -136,6 +145,15 @@ def assert_intervals_apart(
     epochs = [epoch for _, _, epoch, _ in intervals if epoch is not None]
     assert epochs == sorted(set(epochs)), f"kubecoord epochs did not strictly increase: {epochs}"
     return intervals
+
+
+@contextlib.contextmanager
+def described_on_failure(peers: list[Peer]) -> Iterator[None]:
+    """An assertion failing inside says what every peer logged."""
+    try:
+        yield
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}\n" + "\n".join(peer.describe() for peer in peers)) from failure
 
 
 def stop_all(peers: list[Peer]) -> None:

@@ -17,7 +17,7 @@ import pytest
 import kubecoord
 
 from ..helpers import eventually
-from .processes import assert_no_overlap, spawn_candidate, spawn_seed, stop_all
+from .processes import assert_no_overlap, described_on_failure, spawn_candidate, spawn_seed, stop_all
 from .timings import TIMINGS
 
 KEYSPACE = "kubecoord_test"
@@ -34,7 +34,7 @@ def test_seed_peers_and_kubecoord_candidates_never_lead_at_once(cassandra_url: s
     service = f"interop-{uuid.uuid4().hex[:8]}"
     peers = []
     try:
-        with kubecoord.connect(cassandra_url, **TIMINGS) as observer_coordinator:
+        with described_on_failure(peers), kubecoord.connect(cassandra_url, **TIMINGS) as observer_coordinator:
             observer = observer_coordinator.leader_election(service)
             # 1. A seed peer leads; a kubecoord candidate waits behind it.
             seed1 = spawn_seed(host, KEYSPACE, service, "seed1", tmp_path)
