@@ -175,7 +175,10 @@ class LeaderElection(_Closeable):
         """Give up leadership and withdraw the candidacy of ``candidate_id``.
 
         Another candidate takes over at once (driven by a watch, not a poll). Ignored if
-        ``candidate_id`` does not lead; a non-leading candidate stays in the running.
+        ``candidate_id`` does not lead; a non-leading candidate stays in the running. A
+        candidate counts as leading here while the record names it, even after its own
+        renew deadline lapsed (it would take the record back at expiry), and an
+        acquisition in flight when resign() is called is waited for and then released.
         """
 
     @abc.abstractmethod

@@ -3,11 +3,15 @@ backend's record table (compare-and-set) and a manual clock: no server, no threa
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from kubecoord import BackendUnavailableError
 from kubecoord._core.lease import Elector, LeaderRecord, Observation, Timings
+from kubecoord._core.lease.election import LeaseElection
 from kubecoord.backends.memory.records import RecordTable, TableView
+from kubecoord.history import EventLog
 from kubecoord.testing import ManualClock
 
 TIMINGS = Timings(lease_duration=15, renew_deadline=10, retry_period=2)
@@ -22,6 +26,9 @@ class Server(RecordTable):
         super().__init__()
         self.writes: list[tuple[str, LeaderRecord]] = []
         self.down = False
+        self.gate: threading.Event | None = None
+        """When set: a write is applied, then its answer waits for the gate (a slow reply)."""
+        self.applied = threading.Event()
 
     @property
     def record(self) -> LeaderRecord | None:
@@ -43,6 +50,10 @@ class Server(RecordTable):
             raise BackendUnavailableError("server down")
         version = super().write(name, record, expected)
         self.writes.append((record.holder, record))
+        gate = self.gate
+        if gate is not None:
+            self.applied.set()
+            gate.wait(10)
         return version
 
 
@@ -277,3 +288,133 @@ def test_epochs_never_go_backwards_when_transitions_are_edited_down(server: Serv
     b.step()
     assert b.elector.is_leader() and b.elector.epoch == 9
     assert server.record is not None and server.record.transitions == 9
+
+
+# -- resign through the election handle (the lease core's LeaseElection) ----------------
+
+
+class _Owner:
+    backend = "memory"
+
+    def check_open(self) -> None:
+        pass
+
+
+class Handle(LeaseElection):
+    """The lease core's election handle over Server, stepped by the test (no threads)."""
+
+    def __init__(self, server: Server, clock: ManualClock) -> None:
+        super().__init__(
+            _Owner(), "svc", EventLog(), timings=TIMINGS, clock=clock, wall=lambda: 1_000_000.0 + clock.now()
+        )
+        self.server = server
+        self.clock = clock
+        self.observer = View(server, clock)
+
+    def _store(self, candidate_id: str) -> View:
+        view = View(self.server, self.clock)
+        view.watch()
+        return view
+
+    def _view(self, *, start: bool) -> Observation | None:
+        return self.observer.watch()
+
+    def _notify(self, leader: str | None) -> None:
+        pass
+
+    def _threaded(self) -> bool:
+        return False
+
+    def step(self) -> None:
+        for candidate in list(self._candidates.values()):
+            assert isinstance(candidate.store, View)
+            candidate.store.watch()
+            candidate.step_now()
+
+
+def _lapse(handle: Handle, server: Server, clock: ManualClock) -> None:
+    """Keep the leader from renewing past its renew deadline (a loaded machine, a slow
+    server), then let the server answer again: the record still names it."""
+    server.down = True
+    while handle.is_leader("a"):
+        clock.advance(0.5)
+        handle.step()
+    server.down = False
+
+
+def test_resign_of_a_holder_whose_renew_deadline_lapsed_releases_and_withdraws(
+    server: Server, clock: ManualClock
+) -> None:
+    """A resign that lands while the holder's own deadline has lapsed (nobody took over:
+    it would take the record back at expiry) is not ignored: the record is released and
+    the candidate never writes again. Before: resign was a no-op, the candidate stayed
+    nominated and re-acquired at expiry, and observers saw it lead for ever after."""
+    handle = Handle(server, clock)
+    assert handle.nominate("a")
+    _lapse(handle, server, clock)
+    assert server.record is not None and server.record.holder == "a"
+    handle.resign("a")
+    assert server.record is not None and server.record.holder == ""
+    writes = len(server.writes)
+    for _ in range(4 * int(TIMINGS.lease_duration)):
+        clock.advance(1.0)
+        handle.step()
+    assert len(server.writes) == writes
+    handle.nominate("a")  # withdrawn: the id may be nominated again
+    assert handle.is_leader("a")
+
+
+def test_resign_while_the_acquire_is_in_flight_waits_for_it_and_releases(server: Server, clock: ManualClock) -> None:
+    """The contract test's race on a real server: the acquire's write is applied (another
+    client's watch shows the candidate leading, so the caller resigns it) while its answer
+    is still on its way. resign() waits for that step and releases. Before: is_leader()
+    was still False, the resign was ignored, and the candidate led on for good."""
+    handle = Handle(server, clock)
+    server.gate = gate = threading.Event()
+    nominating = threading.Thread(target=handle.nominate, args=("b",))
+    nominating.start()
+    assert server.applied.wait(10)
+    seen = handle.observer.watch()
+    assert seen is not None and seen.record.holder == "b"  # what the observer client reads
+    resigning = threading.Thread(target=handle.resign, args=("b",))
+    resigning.start()
+    resigning.join(0.2)
+    server.gate = None
+    gate.set()
+    nominating.join(10)
+    resigning.join(10)
+    assert not nominating.is_alive() and not resigning.is_alive()
+    assert server.record is not None and server.record.holder == ""
+    writes = len(server.writes)
+    for _ in range(4 * int(TIMINGS.lease_duration)):
+        clock.advance(1.0)
+        handle.step()
+    assert len(server.writes) == writes and not handle.is_leader()
+
+
+def test_a_release_over_an_edit_that_still_names_the_holder_is_retried(server: Server, clock: ManualClock) -> None:
+    """Someone wrote the record since the holder's last write (an annotation edit, or its
+    own renewal that landed after its request timed out) but it still names the holder:
+    the release re-reads and releases that version. Before: the 409 was logged and the
+    record left held for a whole lease."""
+    handle = Handle(server, clock)
+    assert handle.nominate("a")
+    current = server.record
+    assert current is not None
+    server.write(NAME, current._replace(data="edited"), server.version)
+    handle.resign("a")
+    assert server.record is not None and server.record.holder == ""
+
+
+def test_a_withdrawn_elector_never_writes_again(server: Server, clock: ManualClock) -> None:
+    """A step that races the withdrawal (memory's watch pokes candidates from the writer's
+    thread; a scheduler's snapshot) must not re-acquire what the release freed."""
+    a = Candidate("a", server, clock)
+    a.step()
+    assert a.elector.release()
+    writes = len(server.writes)
+    clock.advance(TIMINGS.retry_period)
+    a.step()
+    a.elector.abandon()
+    a.step()
+    assert len(server.writes) == writes

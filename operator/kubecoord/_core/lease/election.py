@@ -217,6 +217,9 @@ class LeaseElection(ElectionHandle):
             with self._lock:
                 self._candidates.pop(candidate_id, None)
             raise
+        with self._lock:
+            if self._candidates.get(candidate_id) is not candidate:
+                return False  # resigned while that first attempt was in flight
         self._started(candidate)
         if candidate.loop is not None:
             candidate.loop.start()
@@ -237,7 +240,15 @@ class LeaseElection(ElectionHandle):
     def _resign(self, candidate_id: str) -> None:
         with self._lock:
             candidate = self._candidates.get(candidate_id)
-        if candidate is None or not candidate.elector.is_leader():
+        if candidate is None:
+            return
+        # Judged between steps: an acquire in flight (its write applied, so watchers already
+        # see this candidate lead, its answer not yet back) settles first. And a candidate
+        # the record still names counts as leading (its renew deadline lapsed under load, or
+        # the answer was lost): ignored, it would take the record back at expiry and lead on.
+        with candidate.elector.step_lock:
+            holds = candidate.elector.holds()
+        if not holds:
             return
         self._withdraw(candidate_id)
         self._report()

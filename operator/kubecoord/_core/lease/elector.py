@@ -120,6 +120,7 @@ class Elector:
         self._vanished_at: float | None = None
         self._creates_record = creates_record
         self._waiting_for_record = False
+        self._retired = False
 
     # -- the holder's own view ----------------------------------------------------------
     def is_leader(self) -> bool:
@@ -136,6 +137,10 @@ class Elector:
     # -- the loop -----------------------------------------------------------------------
     def step(self) -> float:
         """Acquire or renew once if due; returns seconds until the next step is due."""
+        if self._retired:
+            # Released or abandoned: a step that raced the withdrawal (a watch poke from
+            # another thread, a scheduler's snapshot) must not take back what we freed.
+            return self._timings.retry_period
         if self._leading:
             return self._step_leading()
         return self._step_following()
@@ -265,25 +270,66 @@ class Elector:
         return self._timings.retry_period
 
     # -- giving up ----------------------------------------------------------------------
-    def release(self) -> bool:
-        """Write an empty holder if we still lead (client-go's release). True if written.
+    def holds(self) -> bool:
+        """Whether this candidate leads, or the record as last observed names it: its renew
+        deadline lapsed with nobody taking over, or its write landed but the answer was
+        lost. Either way it is the leader everybody else sees, and it would take the record
+        back at expiry: resign() must not ignore it."""
+        if self.is_leader():
+            return True
+        observed = self._store.observed()
+        return observed is not None and observed.record.holder == self.candidate
 
-        Followers watching the record take over at once. A conflict or an error leaves the
-        record alone: it then expires as after a crash.
+    def release(self) -> bool:
+        """Write an empty holder if the record still names us (client-go's release). True if
+        written. After release() this elector never writes again (step() does nothing).
+
+        Followers watching the record take over at once. The write is a compare-and-set
+        over the version we wrote (or, once our renew deadline lapsed, the version last
+        observed naming us): if it matches, nobody else wrote since and the record names
+        us, so freeing it is safe at any time. A conflict is re-read once: a version that
+        still names us (an annotation edit, or our own renewal that landed after its request
+        timed out) is released. Anything else leaves the record alone: it then expires as
+        after a crash.
         """
         was_leading = self.is_leader()
-        record, version = self._record, self._version
+        observed = self._store.observed()
+        self._retired = True
         if self._leading:
             self._leading = False
             self._metrics.leadership(self._backend, self.service, self.candidate, False)
             self._on_change(self, False)
-        if not was_leading or record is None:
+        if was_leading and self._record is not None:
+            self._log_event(Event.RESIGNED, epoch=self._record.transitions)
+            record, version = self._record, self._version
+        elif observed is not None and observed.record.holder == self.candidate:
+            record, version = observed.record, observed.version
+        else:
             return False
-        self._log_event(Event.RESIGNED, epoch=record.transitions)
         try:
             self._store.update(released(record, self._now_wall()), version, self._request_timeout)
+        except RecordConflict:
+            return self._release_again()
+        except CoordinationError as exc:
+            log.warning(
+                "release failed; the record expires after its lease",
+                extra={"service": self.service, "candidate": self.candidate, "error": str(exc)},
+            )
+            return False
+        return True
+
+    def _release_again(self) -> bool:
+        """release() after a 409: re-read, and release a version that still names us."""
+        try:
+            current = self._store.refresh(self._request_timeout)
+            if current is None or current.record.holder != self.candidate:
+                return False
+            self._store.update(released(current.record, self._now_wall()), current.version, self._request_timeout)
         except (RecordConflict, CoordinationError) as exc:
-            log.info("release failed", extra={"service": self.service, "candidate": self.candidate, "error": str(exc)})
+            log.warning(
+                "release failed after a conflict; the record expires after its lease",
+                extra={"service": self.service, "candidate": self.candidate, "error": str(exc)},
+            )
             return False
         return True
 
@@ -295,7 +341,9 @@ class Elector:
             self.step()
 
     def abandon(self) -> None:
-        """Stop without writing (a crash): is_leader() turns False; the record expires."""
+        """Stop without writing (a crash): is_leader() turns False; the record expires.
+        step() does nothing afterwards."""
+        self._retired = True
         self._leading = False
 
     # -- helpers ------------------------------------------------------------------------
