@@ -8,8 +8,11 @@ import time
 
 import pytest
 
-from kubecoord._core.lease import PARKED, Loop
+from kubecoord._core.lease import PARKED, Elector, LeaderRecord, Loop, Timings, from_unix, released
 from kubecoord._core.lease import loop as loop_module
+from kubecoord._core.lease.election import Candidate
+from kubecoord._internal.clock import MonotonicClock
+from kubecoord.backends.memory.records import RecordTable, TableView
 
 from ..helpers import eventually
 
@@ -47,3 +50,37 @@ def test_a_long_delay_is_still_capped(monkeypatch: pytest.MonkeyPatch) -> None:
         eventually(lambda: len(steps) >= 3, timeout=10)
     finally:
         loop.stop()
+
+
+def test_a_poke_that_acquires_reschedules_the_loop_for_the_renewals() -> None:
+    """Cassandra's poller (and memory's watch) step a candidate from their own thread when
+    the record changes. A follower's Loop was set to wake at the lease's expiry, seconds
+    away; the poke that made it leader must bring its renewals forward. Before: the first
+    renewal waited for that stale schedule, past the renew deadline (the interop test's
+    k1: first renewal 1.9 s after acquiring with a 0.4 s retry period; seed2 took over when
+    it came later than 2.4 s)."""
+    clock = MonotonicClock()
+    timings = Timings(lease_duration=4, renew_deadline=1, retry_period=0.25)
+    table = RecordTable()
+    table.write("svc", LeaderRecord("x", 4, None, None, 1), None)  # somebody else holds it
+    view = TableView(table, "svc", clock)
+    view.deliver()
+    elector = Elector(
+        service="svc", candidate="b", data="", store=view, timings=timings, clock=clock,
+        on_change=lambda _elector, _leading: None, backend="memory",
+    )
+    candidate = Candidate(elector, view, timings, clock)
+    candidate.loop = Loop("poked", candidate.run, lock=elector.step_lock)
+    candidate.loop.start()
+    try:
+        eventually(lambda: candidate.due > 0)  # the Loop's step: wait ~4 s for the expiry
+        current = table.read("svc")
+        assert current is not None
+        table.write("svc", released(current[0], from_unix(time.time())), current[1])
+        view.deliver()
+        candidate.poke()  # the watch's thread steps it: it acquires
+        assert elector.is_leader()
+        time.sleep(timings.renew_deadline + 0.5)
+        assert elector.is_leader(), "the Loop did not renew within the renew deadline"
+    finally:
+        candidate.loop.stop()

@@ -73,15 +73,23 @@ class Candidate:
         self.due = self._clock.now() + delay
         return delay
 
+    def _run_and_reschedule(self) -> None:
+        """run() outside the Loop: its schedule is then the step's, not the Loop's last one
+        (a poke that acquired must renew within the renew deadline; the Loop may have been
+        set to wake at the lease's expiry, seconds later)."""
+        delay = self.run()
+        if self.loop is not None:
+            self.loop.reschedule(delay)
+
     def step_now(self) -> None:
         with self.elector.step_lock:
-            self.run()
+            self._run_and_reschedule()
 
     def poke(self) -> None:
         """A new version was delivered: step now if nobody is stepping, else wake the loop."""
         if self.elector.step_lock.acquire(blocking=False):
             try:
-                self.run()
+                self._run_and_reschedule()
             finally:
                 self.elector.step_lock.release()
         elif self.loop is not None:

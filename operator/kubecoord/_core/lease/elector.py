@@ -67,6 +67,15 @@ from kubecoord.wire.leader_record import LeaderRecord, Observation, expires_at, 
 
 log = logging.getLogger("kubecoord.lease.elector")
 
+LOSS_REASONS = {
+    "deadline": "renew deadline passed",
+    "taken": "the record was taken by another holder",
+    "conflict": "renew conflict: the record changed under us",
+    "answered_late": "the renewal was answered after the renew deadline",
+    "acquired_late": "the acquisition was answered after the renew deadline",
+}
+"""Why a leader steps down: the ``reason`` field of its one WARNING line (and its text)."""
+
 
 class LeaseMetrics(Protocol):
     """Where the elector reports (kubecoord.metrics has these functions)."""
@@ -150,13 +159,15 @@ class Elector:
         # 1. Past our own renew deadline: we may no longer act as leader. Say so before
         #    doing anything else, and never write as leader again.
         if now >= self._valid_until:
-            self._lose("renew deadline passed")
+            self._lose("deadline", **self._tenure(now), late_by=round(now - self._valid_until, 3))
             return self._timings.retry_period
         # 2. The watch shows somebody else's record: we were overtaken (a client-go peer
         #    that judged us expired, or an operator's edit).
         observed = self._store.observed()
         if observed is not None and observed.version != self._version and observed.record.holder != self.candidate:
-            self._lose(f"record taken by {observed.record.holder!r}")
+            self._lose(
+                "taken", **self._tenure(now), holder=observed.record.holder, epoch_seen=observed.record.transitions,
+            )
             return self._timings.retry_period
         if now < self._next_renew:
             return min(self._next_renew, self._valid_until) - now
@@ -169,11 +180,13 @@ class Elector:
         except RecordConflict:
             return self._after_renew_conflict(now)
         except CoordinationError as exc:
-            log.info("renew failed", extra={"service": self.service, "candidate": self.candidate, "error": str(exc)})
+            # Not an answer (a timeout, Cassandra's unknown outcome that did not land, the
+            # server down): still ours as far as we know; retry within the renew deadline.
+            self._log_renewal("renew failed; retrying within the renew deadline", "error", now, error=exc)
             return max(0.0, min(self._timings.retry_period, self._valid_until - self._clock.now()))
         if self._clock.now() >= self._valid_until:
             # The write landed but came back too late: we already count as lost locally.
-            self._lose("renew answered after the renew deadline")
+            self._lose("answered_late", **self._tenure(now), took=round(self._clock.now() - now, 3))
             return self._timings.retry_period
         self._confirm(written, sent=now)
         self._metrics.renewed(self._backend, self._clock.now() - now)
@@ -184,20 +197,27 @@ class Elector:
         # 4. Somebody wrote the record since our last write: re-read, never overwrite.
         try:
             current = self._store.refresh(self._timeout(now))
-        except CoordinationError:
+        except CoordinationError as exc:
+            self._log_renewal("renew conflict, and the re-read failed; retrying", "conflict", now, error=exc)
             return max(0.0, min(self._timings.retry_period, self._valid_until - self._clock.now()))
         if current is None and not self._creates_record and self._clock.now() < self._valid_until:
             # Deleted behind our back, and its owner re-creates it as it was (our record):
             # we still lead until our renew deadline, so keep renewing over the re-creation.
+            self._log_renewal("renew conflict: the record was deleted; renewing over its re-creation", "conflict", now)
             return max(0.0, min(self._timings.retry_period, self._valid_until - self._clock.now()))
         if current is not None and current.record.holder == self.candidate and self._clock.now() < self._valid_until:
             # e.g. an annotation edit: still ours, renew over it — with our epoch, never a
             # lower one somebody wrote (the epoch is a fencing token: it must not go back).
+            self._log_renewal(
+                "renew conflict: the record changed but still names us; renewing over it", "conflict", now,
+                version=current.version,
+            )
             self._version = current.version
             ours = self._record.transitions if self._record else 0
             self._record = current.record._replace(data=self.data, transitions=max(ours, current.record.transitions))
             return 0.0
-        self._lose("record changed under us")
+        holder = current.record.holder if current is not None else None
+        self._lose("conflict", **self._tenure(now), holder=holder)
         return self._timings.retry_period
 
     def _step_following(self) -> float:
@@ -258,7 +278,9 @@ class Elector:
         self._leading = True
         self._confirm(written, sent=now)
         if self._clock.now() >= self._valid_until:
-            self._lose("acquire answered after the renew deadline")
+            self._lose(
+                "acquired_late", took=round(self._clock.now() - now, 3), renew_deadline=self._timings.renew_deadline
+            )
             return self._timings.retry_period
         # The epoch the store wrote, which may be above the one asked for: a store that keeps
         # the epoch apart from the record (Cassandra's epoch row) knows better than a process
@@ -307,27 +329,17 @@ class Elector:
         else:
             return False
         try:
-            self._store.update(released(record, self._now_wall()), version, self._request_timeout)
-        except RecordConflict:
-            return self._release_again()
-        except CoordinationError as exc:
-            log.warning(
-                "release failed; the record expires after its lease",
-                extra={"service": self.service, "candidate": self.candidate, "error": str(exc)},
-            )
-            return False
-        return True
-
-    def _release_again(self) -> bool:
-        """release() after a 409: re-read, and release a version that still names us."""
-        try:
-            current = self._store.refresh(self._request_timeout)
-            if current is None or current.record.holder != self.candidate:
-                return False
-            self._store.update(released(current.record, self._now_wall()), current.version, self._request_timeout)
+            try:
+                self._store.update(released(record, self._now_wall()), version, self._request_timeout)
+            except RecordConflict:
+                # Re-read once: a version that still names us is ours to release.
+                current = self._store.refresh(self._request_timeout)
+                if current is None or current.record.holder != self.candidate:
+                    return False
+                self._store.update(released(current.record, self._now_wall()), current.version, self._request_timeout)
         except (RecordConflict, CoordinationError) as exc:
             log.warning(
-                "release failed after a conflict; the record expires after its lease",
+                "release failed; the record expires after its lease",
                 extra={"service": self.service, "candidate": self.candidate, "error": str(exc)},
             )
             return False
@@ -355,13 +367,39 @@ class Elector:
         self._valid_until = sent + self._timings.renew_deadline
         self._next_renew = sent + self._timings.retry_period
 
-    def _lose(self, reason: str) -> None:
+    def _lose(self, reason: str, **figures: Any) -> None:
+        """Step down (``reason``: one of LOSS_REASONS), in one WARNING line with its figures."""
         epoch = self._record.transitions if self._record else None
         self._leading = False
-        log.info("lost leadership", extra={"service": self.service, "candidate": self.candidate, "reason": reason})
+        log.warning(
+            f"lost leadership: {LOSS_REASONS[reason]}",
+            extra={"service": self.service, "candidate": self.candidate, "reason": reason, "epoch": epoch, **figures},
+        )
         self._log_event(Event.LOST, epoch=epoch)
         self._metrics.leadership(self._backend, self.service, self.candidate, False)
         self._on_change(self, False)
+
+    def _tenure(self, now: float) -> dict[str, float]:
+        """The figures of a leader's standing at ``now`` (a renewal step that began then):
+        seconds since its last successful write was sent, and left before its deadline."""
+        return {
+            "since_renewal": round(now - self._sent, 3),
+            "left": round(self._valid_until - now, 3),
+            "renew_deadline": self._timings.renew_deadline,
+            "retry_period": self._timings.retry_period,
+        }
+
+    def _log_renewal(
+        self, message: str, reason: str, now: float, *, error: Exception | None = None, **more: Any
+    ) -> None:
+        """A renewal that did not succeed but leaves us leading (retried within the deadline):
+        INFO, WARNING once less than a retry period is left."""
+        tenure = self._tenure(now)
+        fields: dict[str, Any] = {"service": self.service, "candidate": self.candidate, "reason": reason, **tenure}
+        if error is not None:
+            fields.update(error=str(error), error_type=type(error).__name__)
+        level = logging.WARNING if tenure["left"] < self._timings.retry_period else logging.INFO
+        log.log(level, message, extra={**fields, **more})
 
     def _timeout(self, now: float) -> float:
         """A request must not outlive our validity (leading) or the request timeout."""

@@ -127,6 +127,17 @@ class _Scheduler:
                 return
             self._push(loop, time.monotonic())
 
+    def reschedule(self, loop: Loop, delay: float) -> None:
+        """A step of ``loop`` was just run outside it (under its lock): its next one is due
+        after ``delay``, replacing the pending schedule, which that step made stale."""
+        with self._cond:
+            if loop._stopped or not loop._started or loop._running is not None:
+                return  # a worker is about to step it anyway, and will schedule what that step says
+            if delay == PARKED:
+                loop._token = -1
+                return
+            self._push(loop, time.monotonic() + min(max(delay, 0.0), MAX_SLEEP))
+
     def stop(self, loop: Loop, *, join: bool, timeout: float) -> None:
         with self._cond:
             loop._stopped = True
@@ -158,6 +169,13 @@ class Loop:
 
     def wake(self) -> None:
         _scheduler.wake(self)
+
+    def reschedule(self, delay: float) -> None:
+        """Call with this Loop's lock held, after running its step outside it (a watch's
+        poke): the next step is due after ``delay`` (what that step returned). Without it
+        the Loop keeps the schedule of its own last step — e.g. a follower's wait for the
+        lease to expire, while the poke made it leader and its renewals are due sooner."""
+        _scheduler.reschedule(self, delay)
 
     def stop(self, *, join: bool = True, timeout: float = 10.0) -> None:
         """Stop after the current step; with ``join`` wait for it (never from the loop itself)."""
