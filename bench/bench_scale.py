@@ -26,6 +26,7 @@ import json
 import os
 import pathlib
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -355,13 +356,18 @@ class ReadyWatch:
 
     def close(self) -> None:
         """Stop watching before the server goes: a thread still inside a connect when the
-        interpreter finalizes aborts the process (exit 134 after the figures)."""
+        interpreter finalizes aborts the process (exit 134 after the figures). Each watch's
+        socket is shut down, not its response closed: the reading thread holds the
+        response's buffer lock while it waits, so a close() waited forever (the bench hung
+        after printing its figures)."""
         self._stopped.set()
         with self._cond:
             responses = list(self._responses)
         for response in responses:
-            with contextlib.suppress(Exception):
-                response.close()
+            connection = response.connection
+            if connection is not None and connection.sock is not None:
+                with contextlib.suppress(OSError):
+                    connection.sock.shutdown(socket.SHUT_RDWR)
         for thread in self._threads:
             thread.join(10)
 
@@ -409,6 +415,19 @@ class ReadyWatch:
                     return False
                 self._cond.wait(min(left, 1.0))
         return True
+
+
+def print_idle(counter: RequestCounter, label: str, resources: int) -> None:
+    """Requests at the server over 30 idle seconds, in all and by verb and resource (the
+    server's own clients included: the floor's figure is theirs and kopf's)."""
+    before, quiet = counter.by_request(), time.monotonic()
+    time.sleep(30)
+    requests = counter.by_request() - before
+    minutes = (time.monotonic() - quiet) / 60
+    per_minute = requests.total() / minutes
+    print(f"  {label}: {per_minute:.0f} API requests per minute at the server "
+          f"({per_minute / 60 / resources * 1000:.2f}/s per 1,000 resources): "
+          + ", ".join(f"{verb} {resource} {n / minutes:.0f}" for (verb, resource), n in requests.most_common()))
 
 
 def bench_operator(server: RealApiServer, elections: int, groups: int, stores: int, namespaces: int,
@@ -467,10 +486,7 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
             rss, threads = rss_and_threads(operator.pid)
             print(f"floor (kopf, no-op handlers) over {total} resources: RSS {rss:.0f} MiB, {threads} threads, "
                   f"{floor_requests / total:.2f} API requests per resource; {load()}")
-            before, quiet = counter.total(), time.monotonic()
-            time.sleep(30)
-            idle = (counter.total() - before) / (time.monotonic() - quiet)
-            print(f"  floor idle: {idle * 60:.0f} API requests per minute at the server")
+            print_idle(counter, "floor idle", total)
             return
         done = watch.wait(lambda: len(watch.ready) >= total, timeout=1800)
         ready_at = time.monotonic()
@@ -483,11 +499,7 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
         time.sleep(10)
         rss, threads = rss_and_threads(operator.pid)
         print(f"  operator with {total} resources: RSS {rss:.0f} MiB, {threads} threads; {load()}")
-        before, quiet = counter.total(), time.monotonic()
-        time.sleep(30)
-        idle = (counter.total() - before) / (time.monotonic() - quiet)
-        print(f"  idle: {idle:.1f} API requests/s at the server ({idle * 60:.0f} per minute, "
-              f"{idle / total * 1000:.2f}/s per 1,000 resources; the server's own clients included)")
+        print_idle(counter, "idle", total)
 
         # Status lag: a client's new leader -> the resource's status shows it.
         lags: list[float] = []

@@ -3,6 +3,7 @@ request counter: apiserver_request_total, which counts what a client really aske
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import pathlib
 import re
@@ -25,17 +26,20 @@ class RequestCounter:
         self._context.load_cert_chain(str(server.pki / "admin.crt"), str(server.pki / "admin.key"))
 
     def total(self, verb: str | None = None) -> int:
+        return sum(n for (v, _), n in self.by_request().items() if verb is None or v == verb)
+
+    def by_request(self) -> collections.Counter[tuple[str, str]]:
+        """Requests so far by (verb, resource), e.g. ("PUT", "leases")."""
         with urllib.request.urlopen(self._url, context=self._context, timeout=30) as response:
             text = response.read().decode()
-        count = 0
+        counts: collections.Counter[tuple[str, str]] = collections.Counter()
         for line in text.splitlines():
             if not line.startswith("apiserver_request_total{"):
                 continue
             labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}", 1)[0]))
-            if not labels.get("resource") or (verb and labels.get("verb") != verb):
-                continue
-            count += int(float(line.rsplit(" ", 1)[1]))
-        return count
+            if labels.get("resource"):
+                counts[labels.get("verb", ""), labels["resource"]] += int(float(line.rsplit(" ", 1)[1]))
+        return counts
 
 
 @contextlib.contextmanager
