@@ -48,7 +48,7 @@ from kubecoord.operator.controller.owners import RouteIndex
 from kubecoord.wire.kv_shards import SHARD_BYTES, shard_count_for
 from kubecoord_testkit import processes
 from kubecoord_testkit.servers.kubernetes import RealApiServer
-from measure import load, ms, pct, rss_and_threads
+from measure import cpu_seconds, load, ms, pct, rss_and_threads
 from real_server import RequestCounter, real_server
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -417,6 +417,18 @@ class ReadyWatch:
         return True
 
 
+class CpuMeter:
+    """CPU seconds of named processes since the meter was made."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self._start = {name: (pid, cpu_seconds(pid)) for name, pid in pids.items()}
+
+    def report(self, resources: int) -> str:
+        used = {name: cpu_seconds(pid) - start for name, (pid, start) in self._start.items()}
+        return "CPU: " + ", ".join(f"{name} {seconds:.1f} s ({seconds / resources * 1000:.1f} ms a resource)"
+                                   for name, seconds in used.items())
+
+
 def print_idle(counter: RequestCounter, label: str, resources: int) -> None:
     """Requests at the server over 30 idle seconds, in all and by verb and resource (the
     server's own clients included: the floor's figure is theirs and kopf's)."""
@@ -475,6 +487,8 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
         before = counter.total()
         verbs = ("POST", "PATCH", "PUT", "GET", "LIST", "WATCH", "DELETE")  # the metric's verb label
         before_verbs = {verb: counter.total(verb) for verb in verbs}
+        cpu = CpuMeter({"operator" if not floor else "kopf (no-op)": operator.pid, **server.pids,
+                        "the bench (its creates and watches)": os.getpid()})
         started = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(pool.map(create, range(len(plan))))
@@ -486,6 +500,7 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
             rss, threads = rss_and_threads(operator.pid)
             print(f"floor (kopf, no-op handlers) over {total} resources: RSS {rss:.0f} MiB, {threads} threads, "
                   f"{floor_requests / total:.2f} API requests per resource; {load()}")
+            print(f"  {cpu.report(total)} (the creates and 30 s after them)")
             print_idle(counter, "floor idle", total)
             return
         done = watch.wait(lambda: len(watch.ready) >= total, timeout=1800)
@@ -493,6 +508,7 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
         operator_requests = counter.total() - before - total - 6  # minus our creates and watch opens
         print(f"created {total} resources in {created - started:.1f} s ({total / (created - started):.0f}/s); "
               f"{'all' if done else len(watch.ready)} Ready {ready_at - created:.1f} s after the last create")
+        print(f"  {cpu.report(total)} (the first create to all Ready)")
         print(f"  operator API requests per resource: {operator_requests / total:.1f} ({operator_requests} in all)")
         by_verb = {verb: counter.total(verb) - before_verbs[verb] - (total if verb == "POST" else 0) for verb in verbs}
         print("  by verb (per resource): " + ", ".join(f"{verb} {n / total:.2f}" for verb, n in by_verb.items() if n))

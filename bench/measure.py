@@ -26,6 +26,12 @@ def rss_and_threads(pid: int | None = None) -> tuple[float, int]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
 
 
+def cpu_seconds(pid: int | None = None) -> float:
+    """User + system CPU time of process ``pid`` (this one by default) so far."""
+    fields = pathlib.Path(f"/proc/{pid or 'self'}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def load() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} CPUs"
