@@ -12,6 +12,7 @@ import pytest
 from kubecoord import BackendUnavailableError
 from kubecoord._core.lease import Elector, LeaderRecord, Timings
 from kubecoord.backends.memory.records import RecordTable, TableView
+from kubecoord.history import EventLog
 from kubecoord.testing import ManualClock
 
 TIMINGS = Timings(lease_duration=15, renew_deadline=10, retry_period=2)
@@ -67,6 +68,16 @@ def _edit(table: Table, **changes: object) -> None:
     current = table.read(NAME)
     assert current is not None
     table.write(NAME, current[0]._replace(**changes), current[1])
+
+
+class Recorder(EventLog):
+    """The history events an elector records, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, object]] = []
+
+    def record(self, **fields: object) -> None:  # type: ignore[override]
+        self.events.append(fields)
 
 
 def _lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -182,3 +193,27 @@ def test_a_failed_release_is_a_warning(table: Table, clock: ManualClock, caplog:
     assert not elector.release()
     line = _only(caplog)
     assert line.levelno == logging.WARNING and line.getMessage().startswith("release failed")
+
+
+def test_a_release_after_an_unnoticed_deadline_logs_the_loss_then_releases(
+    table: Table, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A leader whose renew deadline lapsed with no step since (a stalled process, a
+    scheduler that ran late) and that is then withdrawn says it lost leadership, with the
+    same line and history event a step would have given. Before: neither ``lost`` nor
+    ``resigned`` was logged, so the term had no end event."""
+    history = Recorder()
+    view = TableView(table, NAME, clock)
+    elector = Elector(
+        service="svc", candidate="a", data="", store=view, timings=TIMINGS, clock=clock,
+        on_change=lambda _elector, _leading: None, backend="memory", events=history,
+    )
+    elector.step()
+    clock.advance(TIMINGS.renew_deadline + 1)
+    assert elector.release()  # the record still names us: it is freed
+    line = _only(caplog)
+    assert line.getMessage() == "lost leadership: renew deadline passed"
+    assert line.reason == "deadline" and line.late_by == 1.0 and line.epoch == 1  # type: ignore[attr-defined]
+    assert [e["event"] for e in history.events] == ["acquired", "lost"]
+    current = table.read(NAME)
+    assert current is not None and current[0].holder == ""

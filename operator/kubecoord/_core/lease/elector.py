@@ -317,6 +317,11 @@ class Elector:
         was_leading = self.is_leader()
         observed = self._store.observed()
         self._retired = True
+        if self._leading and not was_leading:
+            # The renew deadline lapsed with no step since to notice it: say so as a step
+            # would have (the history's term ends with ``lost``, not with nothing).
+            now = self._clock.now()
+            self._lose("deadline", **self._tenure(now), late_by=round(now - self._valid_until, 3))
         if self._leading:
             self._leading = False
             self._metrics.leadership(self._backend, self.service, self.candidate, False)
