@@ -20,6 +20,7 @@ itself), threads and RSS from /proc.
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures
 import contextlib
 import json
@@ -484,9 +485,7 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
             body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": name}, "spec": spec}
             custom.create_namespaced_custom_object(GROUP, VERSION, spaces[index % namespaces], plural, body)
 
-        before = counter.total()
-        verbs = ("POST", "PATCH", "PUT", "GET", "LIST", "WATCH", "DELETE")  # the metric's verb label
-        before_verbs = {verb: counter.total(verb) for verb in verbs}
+        before = counter.by_request()
         cpu = CpuMeter({"operator" if not floor else "kopf (no-op)": operator.pid, **server.pids,
                         "the bench (its creates and watches)": os.getpid()})
         started = time.monotonic()
@@ -496,7 +495,7 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
         total = len(plan)
         if floor:
             time.sleep(30)  # kopf has seen every object (nothing to become Ready)
-            floor_requests = counter.total() - before - total - 6
+            floor_requests = (counter.by_request() - before).total() - total - 6
             rss, threads = rss_and_threads(operator.pid)
             print(f"floor (kopf, no-op handlers) over {total} resources: RSS {rss:.0f} MiB, {threads} threads, "
                   f"{floor_requests / total:.2f} API requests per resource; {load()}")
@@ -505,12 +504,15 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
             return
         done = watch.wait(lambda: len(watch.ready) >= total, timeout=1800)
         ready_at = time.monotonic()
-        operator_requests = counter.total() - before - total - 6  # minus our creates and watch opens
+        requests = counter.by_request() - before
+        operator_requests = requests.total() - total - 6  # minus our creates and watch opens
         print(f"created {total} resources in {created - started:.1f} s ({total / (created - started):.0f}/s); "
               f"{'all' if done else len(watch.ready)} Ready {ready_at - created:.1f} s after the last create")
         print(f"  {cpu.report(total)} (the first create to all Ready)")
         print(f"  operator API requests per resource: {operator_requests / total:.1f} ({operator_requests} in all)")
-        by_verb = {verb: counter.total(verb) - before_verbs[verb] - (total if verb == "POST" else 0) for verb in verbs}
+        by_verb: collections.Counter[str] = collections.Counter({"POST": -total})  # minus our creates
+        for (verb, _), n in requests.items():
+            by_verb[verb] += n
         print("  by verb (per resource): " + ", ".join(f"{verb} {n / total:.2f}" for verb, n in by_verb.items() if n))
         time.sleep(10)
         rss, threads = rss_and_threads(operator.pid)

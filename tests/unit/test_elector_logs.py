@@ -52,11 +52,13 @@ def table(clock: ManualClock) -> Table:
     return Table(clock)
 
 
-def _leader(table: Table, clock: ManualClock, name: str = "a") -> tuple[Elector, TableView]:
+def _leader(
+    table: Table, clock: ManualClock, name: str = "a", events: EventLog | None = None
+) -> tuple[Elector, TableView]:
     view = TableView(table, NAME, clock)
     elector = Elector(
         service="svc", candidate=name, data="", store=view, timings=TIMINGS, clock=clock,
-        on_change=lambda _elector, _leading: None, backend="memory",
+        on_change=lambda _elector, _leading: None, backend="memory", events=events,
     )
     elector.step()
     assert elector.is_leader()
@@ -203,12 +205,7 @@ def test_a_release_after_an_unnoticed_deadline_logs_the_loss_then_releases(
     same line and history event a step would have given. Before: neither ``lost`` nor
     ``resigned`` was logged, so the term had no end event."""
     history = Recorder()
-    view = TableView(table, NAME, clock)
-    elector = Elector(
-        service="svc", candidate="a", data="", store=view, timings=TIMINGS, clock=clock,
-        on_change=lambda _elector, _leading: None, backend="memory", events=history,
-    )
-    elector.step()
+    elector, _ = _leader(table, clock, events=history)
     clock.advance(TIMINGS.renew_deadline + 1)
     assert elector.release()  # the record still names us: it is freed
     line = _only(caplog)

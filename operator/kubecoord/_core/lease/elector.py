@@ -159,7 +159,7 @@ class Elector:
         # 1. Past our own renew deadline: we may no longer act as leader. Say so before
         #    doing anything else, and never write as leader again.
         if now >= self._valid_until:
-            self._lose("deadline", **self._tenure(now), late_by=round(now - self._valid_until, 3))
+            self._lose_deadline(now)
             return self._timings.retry_period
         # 2. The watch shows somebody else's record: we were overtaken (a client-go peer
         #    that judged us expired, or an operator's edit).
@@ -320,8 +320,7 @@ class Elector:
         if self._leading and not was_leading:
             # The renew deadline lapsed with no step since to notice it: say so as a step
             # would have (the history's term ends with ``lost``, not with nothing).
-            now = self._clock.now()
-            self._lose("deadline", **self._tenure(now), late_by=round(now - self._valid_until, 3))
+            self._lose_deadline(self._clock.now())
         if self._leading:
             self._leading = False
             self._metrics.leadership(self._backend, self.service, self.candidate, False)
@@ -383,6 +382,10 @@ class Elector:
         self._log_event(Event.LOST, epoch=epoch)
         self._metrics.leadership(self._backend, self.service, self.candidate, False)
         self._on_change(self, False)
+
+    def _lose_deadline(self, now: float) -> None:
+        """Step down because the renew deadline passed without a renewal (noticed at ``now``)."""
+        self._lose("deadline", **self._tenure(now), late_by=round(now - self._valid_until, 3))
 
     def _tenure(self, now: float) -> dict[str, float]:
         """The figures of a leader's standing at ``now`` (a renewal step that began then):
