@@ -1,4 +1,4 @@
-"""Small driver-side rows as a DataFrame, built in the JVM.
+"""Building DataFrames cheaply: small driver-side rows in the JVM, and plans cut to a leaf.
 
 ``spark.createDataFrame(list_of_tuples)`` pickles the rows and starts a Python worker per
 task to read them back: about 1.8 s of a 1M-event analysis went to that for two frames
@@ -9,6 +9,16 @@ worker starts; the executors of a cluster need no Python for it either.
 Guarantees: the frame has exactly ``schema``'s column names and types (values are cast),
 one row per input row, in order. For at most LITERAL_ROWS rows; more (which would make
 the plan grow with the data) go through createDataFrame as before.
+
+``cut`` gives a frame that later queries see as one leaf. PySpark analyses every DataFrame
+as it is built, and every query over a persisted frame analyses, optimizes and plans the
+whole lineage below it again before the cache stands in for it: the checks' frames carry
+the read, the clock correction and their windows into each of the ~25 queries of the
+summary (issue 23: a 361-event history's checks took 44-50 s, ~24 s of it driver work
+before the first job). A cut is a local checkpoint: computed once, by the first job that
+needs it, kept by the executors (memory, then disk) and never recomputed, so an executor
+lost while the analysis runs fails it (rerun); its partitioning is kept, so a grouping by
+the keys it is hash-partitioned by plans no shuffle. ``release`` frees it.
 """
 
 from __future__ import annotations
@@ -35,3 +45,16 @@ def local_rows(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: T.Str
         for row in rows
     ]
     return spark.range(1).select(F.inline(F.array(*structs)))
+
+
+def cut(frame: DataFrame) -> DataFrame:
+    """``frame``'s rows, computed once on first use, behind a plan of one leaf."""
+    return frame.localCheckpoint(eager=False)
+
+
+def release(frame: DataFrame) -> None:
+    """Frees what ``frame.persist()`` or ``cut`` keeps of it (nothing happens twice)."""
+    frame.unpersist()
+    plan = frame._jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from kubecoord.analytics import violations
+from kubecoord.analytics.frames import cut
 from kubecoord.analytics.reading import ORDER, evidence
 from kubecoord.wire.events import DEPARTURES, HEARTBEATS, MEMBERSHIP_CHANGES, OBSERVERS, Event, Primitive
 
@@ -78,11 +78,10 @@ def analyze(events: DataFrame, skew: float) -> Membership:
     own_in = F.col("own_join_t").isNotNull() & (
         F.col("own_join_t") > F.greatest(F.col("own_left_t"), F.col("last_expired_t"), F.lit(float("-inf")))
     )
-    enriched = (
+    enriched = cut(
         enriched.withColumn("member_in", member_in)
         .withColumn("own_in", own_in)
         .withColumn("end", F.least("own_next_left", "next_expired"))
-        .persist(StorageLevel.MEMORY_AND_DISK)
     )
 
     joins = enriched.filter(is_join)

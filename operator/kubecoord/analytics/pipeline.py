@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from kubecoord.analytics import clocks, collecting, coverage, drawing, kv, leadership, membership, rebalance, violations
+from kubecoord.analytics.frames import cut, release
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.reading import MAX_LINE_BYTES, EmptyInputError, Inputs, read_inputs
 from kubecoord.history import rfc3339
@@ -89,12 +90,12 @@ class Analysis:
 
     def close(self) -> None:
         for frame in self.unpersist:
-            frame.unpersist()
+            release(frame)
 
 
 def _leadership(ctx: Context) -> Findings:
-    terms = leadership.intervals(ctx.events).persist(StorageLevel.MEMORY_AND_DISK)
-    pairs = leadership.successions(terms, ctx.clocks).persist(StorageLevel.MEMORY_AND_DISK)
+    terms = cut(leadership.intervals(ctx.events))
+    pairs = cut(leadership.successions(terms, ctx.clocks))
     gaps = leadership.failover_gaps(pairs).join(
         F.broadcast(leadership.lock_records(ctx.events)), on=list(leadership.ELECTION), how="left_anti"
     )
@@ -132,7 +133,7 @@ def _leadership(ctx: Context) -> Findings:
 
 def _membership(ctx: Context) -> Findings:
     groups = membership.analyze(ctx.events, ctx.skew)
-    churn = groups.churn.persist(StorageLevel.MEMORY_AND_DISK)
+    churn = cut(groups.churn)
     queries = {
         "membership.totals": churn.agg(
             F.countDistinct("namespace", "name").alias("groups"),
@@ -161,7 +162,7 @@ def _membership(ctx: Context) -> Findings:
 
 def _kv(ctx: Context) -> Findings:
     stores = kv.analyze(ctx.events, ctx.skew)
-    per_key = stores.per_key.persist(StorageLevel.MEMORY_AND_DISK)
+    per_key = cut(stores.per_key)
     queries = {
         "kv.totals": per_key.agg(
             F.countDistinct("namespace", "name").alias("stores"),
@@ -201,7 +202,7 @@ def _kv(ctx: Context) -> Findings:
 
 def _rebalance(ctx: Context) -> Findings:
     found = rebalance.analyze(ctx.events, ctx.skew)
-    durations = found.rebalances.persist(StorageLevel.MEMORY_AND_DISK)
+    durations = cut(found.rebalances)
     queries = {
         "rebalance.totals": durations.agg(F.countDistinct("namespace", "name").alias("groups"),
                                           F.count("*").alias("rebalances")),
@@ -297,8 +298,8 @@ def analyze(
 
     progress.step("checking safety and computing metrics")
     findings = [check(context) for check in CHECKS]
-    found = violations.union([v for f in findings for v in f.violations]).persist(StorageLevel.MEMORY_AND_DISK)
-    findings_of_coverage = covered.findings.persist(StorageLevel.MEMORY_AND_DISK)
+    found = cut(violations.union([v for f in findings for v in f.violations]))
+    findings_of_coverage = cut(covered.findings)
     tables: dict[str, DataFrame] = {"violations": found}
     for finding in findings:
         tables.update(finding.tables)
