@@ -47,6 +47,8 @@ CLUSTER_CONF = {
     "spark.executor.memory": "512m",
     "spark.cores.max": "2",
 }
+ERROR_LINE = re.compile(r"(Error|Exception)\b")
+FAILURE_LINES = 20
 _STEP = re.compile(r"^kubecoord analyze: \[\s*([0-9.]+) s\] (.*)$")
 
 
@@ -148,8 +150,7 @@ def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str
     second, _ = timed([*me, "--scan", str(logs)], work / "scan2.err")
     after = load()
     if status not in (0, 3):
-        print((work / f"analyze-{label}.err").read_text()[-3000:], file=sys.stderr)
-        raise SystemExit(f"analyze exited {status}")
+        raise SystemExit(failure(work / f"analyze-{label}.err", status))
     summary = json.loads((out / "summary.json").read_text())
     baseline = (first + second) / 2
     phases = event_log_phases(events_dir)
@@ -165,6 +166,15 @@ def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str
         counts = phases.get(name, {"jobs": 0, "tasks": 0, "shuffle_bytes": 0})
         print(f"  {name[:40]:<40} {times.get(name, 0.0):7.1f} {counts['jobs']:5d} {counts['tasks']:6d} "
               f"{counts['shuffle_bytes'] / 2**20:11.1f}", flush=True)
+
+
+def failure(stderr: Path, status: int) -> str:
+    """Why the analysis failed: its first error lines (a Java stack's tail hides the
+    exception), with its whole stderr kept outside the work directory, which is deleted."""
+    kept = Path(tempfile.gettempdir()) / f"kubecoord-bench-{stderr.name}"
+    shutil.copyfile(stderr, kept)
+    errors = [line for line in stderr.read_text().splitlines() if ERROR_LINE.search(line)]
+    return "\n".join([f"analyze exited {status}; its stderr: {kept}", *errors[:FAILURE_LINES]])
 
 
 def golden(out: Path, logs: Path, path: Path) -> None:

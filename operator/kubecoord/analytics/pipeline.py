@@ -292,7 +292,7 @@ def analyze(
     # start with (namespace, name), so with the events hash-partitioned by those two and
     # cached, no check shuffles again (Spark sees the cache's partitioning satisfies
     # theirs); each check's query is then one job of narrow stages over the cache.
-    events = events.repartition(_partitions(spark), *ONE_SHUFFLE).persist(StorageLevel.MEMORY_AND_DISK)
+    events = events.repartition(_partitions(spark), *ONE_SHUFFLE).persist(StorageLevel.MEMORY_AND_DISK_DESER)
     persisted.append(events)
     context = Context(events=events, skew=skew, clocks=estimated)
 

@@ -150,7 +150,7 @@ def read_inputs(
         # caching: every check filters by primitive (and some by event), and the cache's
         # per-batch statistics then let a scan skip the other primitives' batches unread.
         lines = _parse(spark, readable, max_line_bytes).sortWithinPartitions(
-            F.col("reason").isNotNull(), "primitive", "event").persist(StorageLevel.MEMORY_AND_DISK)
+            F.col("reason").isNotNull(), "primitive", "event").persist(StorageLevel.MEMORY_AND_DISK_DESER)
         try:
             splits = _per_split(lines)
             break
