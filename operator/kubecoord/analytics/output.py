@@ -12,7 +12,10 @@ rename is atomic on local disks and HDFS; on object stores (s3a) a rename is a c
 The tables are written as the few combined tables of ``layout`` (a ``type`` column says
 which in-memory table a row belongs to), side by side (WRITERS at once) while the driver
 draws the report. Small tables are written as few files: each table gets one file per
-ROWS_PER_FILE events analysed (at least one), not one per shuffle partition.
+ROWS_PER_FILE events analysed (at least one), not one per shuffle partition: the rows are
+repartitioned to that count, not coalesced, since a coalesce runs what computes the
+table (e.g. unit holdings' windows) in that many tasks, one at 10M events, which then ran
+out of execution memory.
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ def write(analysis: Analysis, out: str | Path, *, progress: Progress, spark: Spa
     importing.start()
     def table(name: str, frame: Any) -> None:
         progress.step(f"writing table {name}")  # in this thread: names this thread's Spark jobs
-        frame.coalesce(files).write.mode("overwrite").parquet(f"{staging.toString()}/tables/{name}")
+        frame.repartition(files).write.mode("overwrite").parquet(f"{staging.toString()}/tables/{name}")
 
     try:
         # The tables are independent: their writes (most of them one or two tasks) run side
