@@ -180,3 +180,11 @@ def test_summary_lists_every_violation_type(analysis: Analysis) -> None:
 
 def test_the_verdicts_are_those_of_the_golden_copy(analysis: Analysis, root: Path) -> None:
     golden.check("metrics", golden.snapshot_analysis(analysis, root))
+
+
+def test_the_cached_lines_and_events_are_kept_as_objects_not_serialized(analysis: Analysis) -> None:
+    """PySpark's StorageLevel.MEMORY_AND_DISK is the serialized level: Java-serializing the
+    cached column batches ran a 1 GiB driver out of heap at 10M events (issue 23)."""
+    in_memory = [frame.storageLevel for frame in analysis.unpersist if frame.storageLevel.useMemory]
+    assert len(in_memory) >= 2  # the read's lines and the checks' events
+    assert all(level.deserialized and level.useDisk for level in in_memory), in_memory
