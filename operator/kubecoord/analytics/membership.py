@@ -27,6 +27,8 @@ from kubecoord.analytics.reading import ORDER, evidence
 from kubecoord.wire.events import DEPARTURES, HEARTBEATS, MEMBERSHIP_CHANGES, OBSERVERS, Event, Primitive
 
 MEMBER = ("namespace", "name", "member")
+CHANGE_KEY = ("namespace", "name", "file", "line")
+"""An event's identity within its group (a line is one event; copies are dropped before)."""
 
 
 @dataclass(frozen=True)
@@ -49,28 +51,45 @@ def _window(*partition: str, ascending: bool) -> WindowSpec:
     return Window.partitionBy(*partition).orderBy(*order).rowsBetween(Window.unboundedPreceding, -1)
 
 
-def analyze(events: DataFrame, skew: float) -> Membership:
-    observed_arrival = (F.col("event") == Event.JOINED) & F.col("source").isin(*OBSERVERS)
-    group_events = events.filter(
-        (F.col("primitive") == Primitive.GROUP) & F.col("event").isin(*MEMBERSHIP_CHANGES, *HEARTBEATS)
-        & ~F.coalesce(observed_arrival, F.lit(False))
-    )
+def _passes(group_events: DataFrame) -> DataFrame:
+    """Each group event with what its member's (and its process's) events before and after
+    it say: last_join (t, ev), last_end_t, last_expired_t, last_hb_t, next_end and
+    next_expired (t, event), own_join_t, own_left_t, own_next_left (t, event)."""
     before, after = _window(*MEMBER, ascending=True), _window(*MEMBER, ascending=False)
     own_before, own_after = _window(*MEMBER, "process", ascending=True), _window(*MEMBER, "process", ascending=False)
     event, t = F.col("event"), F.col("t")
     is_join, is_end = event == Event.JOINED, event.isin(*DEPARTURES)
-    enriched = group_events.select(
-        "*",
-        F.last(F.when(is_join, F.struct("t", evidence().alias("ev"))), True).over(before).alias("last_join"),
-        F.last(F.when(is_end, t), True).over(before).alias("last_end_t"),
-        F.last(F.when(event == Event.EXPIRED, t), True).over(before).alias("last_expired_t"),
-        F.last(F.when(event.isin(*HEARTBEATS), t), True).over(before).alias("last_hb_t"),
+    # Most group events are heartbeats; only the last heartbeat before an expiry needs them.
+    # Every other figure is read at a join, leave or expiry and made of joins, leaves and
+    # expiries: it is computed over those alone (a window's last non-null value before or
+    # after a row is the same without the rows where it is null), so only one window
+    # order sorts every event, not four.
+    changes = group_events.filter(event.isin(*MEMBERSHIP_CHANGES)).select(
+        *CHANGE_KEY,
         F.last(F.when(is_end, F.struct("t", "event")), True).over(after).alias("next_end"),
         F.last(F.when(event == Event.EXPIRED, F.struct("t", "event")), True).over(after).alias("next_expired"),
         F.last(F.when(is_join, t), True).over(own_before).alias("own_join_t"),
         F.last(F.when(event == Event.LEFT, t), True).over(own_before).alias("own_left_t"),
         F.last(F.when(event == Event.LEFT, F.struct("t", "event")), True).over(own_after).alias("own_next_left"),
     )
+    return group_events.select(
+        "*",
+        F.last(F.when(is_join, F.struct("t", evidence().alias("ev"))), True).over(before).alias("last_join"),
+        F.last(F.when(is_end, t), True).over(before).alias("last_end_t"),
+        F.last(F.when(event == Event.EXPIRED, t), True).over(before).alias("last_expired_t"),
+        F.last(F.when(event.isin(*HEARTBEATS), t), True).over(before).alias("last_hb_t"),
+    ).join(changes.hint("shuffle_hash"), list(CHANGE_KEY), "left")  # both partitioned by (namespace, name)
+
+
+def analyze(events: DataFrame, skew: float) -> Membership:
+    observed_arrival = (F.col("event") == Event.JOINED) & F.col("source").isin(*OBSERVERS)
+    group_events = events.filter(
+        (F.col("primitive") == Primitive.GROUP) & F.col("event").isin(*MEMBERSHIP_CHANGES, *HEARTBEATS)
+        & ~F.coalesce(observed_arrival, F.lit(False))
+    )
+    enriched = _passes(group_events)
+    event = F.col("event")
+    is_join = event == Event.JOINED
     # Someone's membership is open (for joins and expiries) / this process's is (for leaves).
     member_in = F.col("last_join").isNotNull() & (
         F.col("last_end_t").isNull() | (F.col("last_end_t") < F.col("last_join.t"))
