@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kubecoord.analytics.pipeline import Analysis, analyze
+from kubecoord.analytics.pipeline import BROADCAST_TIMEOUT_SECONDS, Analysis, analyze, default_setting
 
 from . import golden
 from .histories import T0, Log
@@ -188,3 +188,14 @@ def test_the_cached_lines_and_events_are_kept_as_objects_not_serialized(analysis
     in_memory = [frame.storageLevel for frame in analysis.unpersist if frame.storageLevel.useMemory]
     assert len(in_memory) >= 2  # the read's lines and the checks' events
     assert all(level.deserialized and level.useDisk for level in in_memory), in_memory
+
+
+def test_broadcasts_wait_as_long_as_the_analysis_runs_unless_the_user_set_a_timeout(
+    spark: Any, analysis: Analysis
+) -> None:
+    """Spark's 300 s broadcast timeout failed a 10M analysis (issue 23): a broadcast's
+    query scans every cached event, so its time grows with the input."""
+    assert spark.conf.get("spark.sql.broadcastTimeout") == str(BROADCAST_TIMEOUT_SECONDS)
+    # A setting the session was started with (here the test session's partitions) wins.
+    default_setting(spark, "spark.sql.shuffle.partitions", "7")
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"

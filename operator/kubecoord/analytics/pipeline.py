@@ -35,6 +35,9 @@ MALFORMED_EXAMPLES = 50
 VIOLATION_DETAILS = 200
 """Violations listed with their evidence in summary.json (all of them are in the table)."""
 COVERAGE_GAPS = 50
+BROADCAST_TIMEOUT_SECONDS = 24 * 3600
+"""A broadcast is waited for this long (a hung one is then the user's to stop): its time
+grows with the input, as the analysis's does."""
 
 
 @dataclass
@@ -243,6 +246,13 @@ CHECKS: list[Callable[[Context], Findings]] = [_leadership, _membership, _kv, _r
 """The check modules, in report order."""
 
 
+def default_setting(spark: SparkSession, key: str, value: str) -> None:
+    """Set a SQL setting for the analysis, unless the session was started with one (a
+    ``--conf`` of the command or of spark-submit wins)."""
+    if not spark.sparkContext.getConf().contains(key):
+        spark.conf.set(key, value)
+
+
 def analyze(
     spark: SparkSession,
     inputs: Sequence[str],
@@ -256,13 +266,17 @@ def analyze(
     # Joins keyed by (namespace, name, more...) may then use the cached events' partitioning
     # by (namespace, name) as it is (Spark's default asks for all the join keys).
     spark.conf.set("spark.sql.requireAllClusterKeysForCoPartition", "false")
-    if not spark.sparkContext.getConf().contains("spark.sql.adaptive.enabled"):
-        # Adaptive execution runs every shuffle stage of a query as a Spark job of its own:
-        # the summary's one collect (collecting) would be ~37 jobs, not one. The shuffle
-        # partitions are sized to the input and the broadcasts are explicit, so it has
-        # little left to adapt (the all-violations test history: 98 jobs with it, 65
-        # without, same verdicts). A --conf spark.sql.adaptive.enabled=true wins.
-        spark.conf.set("spark.sql.adaptive.enabled", "false")
+    # Adaptive execution runs every shuffle stage of a query as a Spark job of its own:
+    # the summary's one collect (collecting) would be ~37 jobs, not one. The shuffle
+    # partitions are sized to the input and the broadcasts are explicit, so it has
+    # little left to adapt (the all-violations test history: 98 jobs with it, 65
+    # without, same verdicts).
+    default_setting(spark, "spark.sql.adaptive.enabled", "false")
+    # The checks' broadcasts are small results of queries over every event (the terms'
+    # acquisitions, the lock records): building one takes as long as a scan of the cached
+    # events, which grows with the input and the load. Spark's 300 s failed a 10M analysis
+    # run with 80 shuffle partitions ("Could not execute broadcast in 300 secs").
+    default_setting(spark, "spark.sql.broadcastTimeout", str(BROADCAST_TIMEOUT_SECONDS))
     read = read_inputs(spark, inputs, progress=progress, max_line_bytes=max_line_bytes)
     counts = read.counts
     if counts["events"] == 0:
