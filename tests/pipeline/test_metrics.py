@@ -199,3 +199,14 @@ def test_broadcasts_wait_as_long_as_the_analysis_runs_unless_the_user_set_a_time
     # A setting the session was started with (here the test session's partitions) wins.
     default_setting(spark, "spark.sql.shuffle.partitions", "7")
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+
+
+def test_the_cached_events_are_ordered_by_primitive_within_their_partitions(analysis: Analysis) -> None:
+    """Every check filters by primitive (and many by event): ordered, the cache's per-batch
+    statistics let a check's scan skip the other primitives' batches (10M: checks 343 s
+    against 366 s, issue 23)."""
+    partitions = analysis.events.select("primitive", "event").rdd.map(tuple).glom().collect()
+    assert sum(len(rows) for rows in partitions) == analysis.summary["inputs"]["events"]
+    assert len({p for rows in partitions for p, _ in rows}) > 2
+    for rows in partitions:
+        assert rows == sorted(rows)

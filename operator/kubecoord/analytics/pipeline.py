@@ -306,7 +306,11 @@ def analyze(
     # start with (namespace, name), so with the events hash-partitioned by those two and
     # cached, no check shuffles again (Spark sees the cache's partitioning satisfies
     # theirs); each check's query is then one job of narrow stages over the cache.
-    events = events.repartition(_partitions(spark), *ONE_SHUFFLE).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    # Ordered by primitive and event within the partitions: every check filters by
+    # primitive (many by event too), and the cache's per-batch statistics then let its
+    # scan skip the other primitives' batches (the hash shuffle undid the read's order).
+    events = events.repartition(_partitions(spark), *ONE_SHUFFLE).sortWithinPartitions(
+        "primitive", "event").persist(StorageLevel.MEMORY_AND_DISK_DESER)
     persisted.append(events)
     context = Context(events=events, skew=skew, clocks=estimated)
 
