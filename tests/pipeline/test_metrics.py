@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from kubecoord.analytics.pipeline import BROADCAST_TIMEOUT_SECONDS, Analysis, analyze, default_setting
+from kubecoord.analytics.pipeline import BROADCAST_TIMEOUT_SECONDS, Analysis, analyze
+from kubecoord.analytics.session import default_setting
 
 from . import golden
 from .histories import T0, Log
@@ -197,8 +198,11 @@ def test_broadcasts_wait_as_long_as_the_analysis_runs_unless_the_user_set_a_time
     query scans every cached event, so its time grows with the input."""
     assert spark.conf.get("spark.sql.broadcastTimeout") == str(BROADCAST_TIMEOUT_SECONDS)
     # A setting the session was started with (here the test session's partitions) wins.
-    default_setting(spark, "spark.sql.shuffle.partitions", "7")
-    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    try:
+        default_setting(spark, "spark.sql.shuffle.partitions", "7")
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    finally:  # the session is shared: a failure here must not change the later tests'
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
 
 
 def test_the_cached_events_are_ordered_by_primitive_within_their_partitions(analysis: Analysis) -> None:

@@ -27,6 +27,7 @@ from kubecoord.analytics import clocks, collecting, coverage, drawing, kv, leade
 from kubecoord.analytics.frames import cut, release
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.reading import MAX_LINE_BYTES, EmptyInputError, Inputs, read_inputs
+from kubecoord.analytics.session import default_setting
 from kubecoord.history import rfc3339
 from kubecoord.wire.events import SCHEMA_VERSION, VIOLATION_TYPES
 
@@ -244,13 +245,6 @@ def _partitions(spark: SparkSession) -> int:
 
 CHECKS: list[Callable[[Context], Findings]] = [_leadership, _membership, _kv, _rebalance]
 """The check modules, in report order."""
-
-
-def default_setting(spark: SparkSession, key: str, value: str) -> None:
-    """Set a SQL setting for the analysis, unless the session was started with one (a
-    ``--conf`` of the command or of spark-submit wins)."""
-    if not spark.sparkContext.getConf().contains(key):
-        spark.conf.set(key, value)
 
 
 def analyze(

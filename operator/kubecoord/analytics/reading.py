@@ -40,6 +40,7 @@ from pyspark.sql import types as T
 
 from kubecoord.analytics.frames import local_rows
 from kubecoord.analytics.progress import Progress
+from kubecoord.analytics.session import default_setting
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.wire.events import EVENTS, FIELDS, HOLDER_EVENTS, KV_WRITES, REQUIRED, SCHEMA_VERSION, Primitive
 
@@ -196,11 +197,9 @@ def _size_shuffles(spark: SparkSession, input_bytes: int) -> None:
         # Every split's parsed lines are cached as one block, built in memory before it can
         # spill: Spark's 128 MiB splits ran a 1 GiB driver out of heap at 10M events.
         spark.conf.set("spark.sql.files.maxPartitionBytes", str(SPLIT_BYTES))
-    if spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
-        return
     cores = spark.sparkContext.defaultParallelism
     wanted = max(cores, -(-input_bytes // BYTES_PER_SHUFFLE_PARTITION))
-    spark.conf.set("spark.sql.shuffle.partitions", str(wanted))
+    default_setting(spark, "spark.sql.shuffle.partitions", str(wanted))
 
 
 def _parse(spark: SparkSession, files: Sequence[str], max_line_bytes: int) -> DataFrame:

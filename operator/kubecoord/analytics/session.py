@@ -75,3 +75,10 @@ def build_session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def default_setting(spark: SparkSession, key: str, value: str) -> None:
+    """Set a SQL setting for the analysis, unless the session was started with one (a
+    ``--conf`` of the command or of spark-submit wins)."""
+    if not spark.sparkContext.getConf().contains(key):
+        spark.conf.set(key, value)
