@@ -2,11 +2,15 @@
 
 A listener (e.g. one that names the Spark jobs of each step, so an event log can be read
 per step) hears every step, printed or not.
+
+Guarantees: steps may come from several threads (the tables are written side by side);
+each line is written whole, never cut by another thread's.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
@@ -18,6 +22,7 @@ class Progress:
         self._stream = stream or sys.stderr
         self._enabled = enabled
         self._started = time.monotonic()
+        self._lock = threading.Lock()
         self.listener: Callable[[str], None] | None = None
 
     def step(self, message: str) -> None:
@@ -25,7 +30,12 @@ class Progress:
             self.listener(message)
         if self._enabled:
             elapsed = time.monotonic() - self._started
-            print(f"{self._prefix}: [{elapsed:7.1f} s] {message}", file=self._stream, flush=True)
+            # print() writes the text and the newline in two calls: another thread's line
+            # could land between them.
+            line = f"{self._prefix}: [{elapsed:7.1f} s] {message}\n"
+            with self._lock:
+                self._stream.write(line)
+                self._stream.flush()
 
     @property
     def elapsed(self) -> float:
