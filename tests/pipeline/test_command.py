@@ -57,7 +57,18 @@ def test_a_clean_history_exits_zero_and_replaces_the_previous_output(
     out.mkdir()
     (out / "stale.txt").write_text("from an earlier run")
 
-    status = main(["analyze", str(tmp_path / "logs"), "--out", str(out), "--quiet", "--skew-tolerance", "0.5"])
+    # The command runs in this process's session, as in a notebook: the caller's settings
+    # and job description must come back, the command's (UTC, partitions...) must not stay.
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Kolkata")
+    spark.sparkContext.setJobDescription("the caller's job")
+    before = spark.conf.getAll
+    try:
+        status = main(["analyze", str(tmp_path / "logs"), "--out", str(out), "--quiet", "--skew-tolerance", "0.5"])
+        assert spark.conf.getAll == before
+        assert spark.sparkContext.getLocalProperty("spark.job.description") == "the caller's job"
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
 
     assert status == 0
     captured = capfd.readouterr()  # file descriptors: what the JVM writes is seen too
@@ -93,4 +104,19 @@ def test_only_malformed_lines_is_an_empty_input(
     status = main(["analyze", str(tmp_path / "bad.jsonl"), "--out", str(tmp_path / "out"), "--quiet"])
     assert status == 4
     assert "no valid events in 1 file(s) (2 malformed line(s))" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_setting_the_embedding_session_cannot_take_is_refused_and_changes_nothing(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    generate(tmp_path / "logs", Spec(elections=1, groups=0, stores=0, hours=0.01))
+    before = spark.conf.getAll
+
+    status = main(["analyze", str(tmp_path / "logs"), "--out", str(tmp_path / "out"), "--quiet",
+                   "--conf", "spark.sql.shuffle.partitions=7", "--conf", "spark.sql.warehouse.dir=/elsewhere"])
+
+    assert status == 1
+    assert "--conf spark.sql.warehouse.dir: the running Spark session" in capsys.readouterr().err
+    assert spark.conf.getAll == before  # the partitions set before the refusal are put back
     assert not (tmp_path / "out").exists()

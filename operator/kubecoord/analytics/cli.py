@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from kubecoord.analytics.pipeline import analyze
     from kubecoord.analytics.progress import Progress
     from kubecoord.analytics.reading import EmptyInputError, UnmatchedInputError
-    from kubecoord.analytics.session import build_session, has_active_session
+    from kubecoord.analytics.session import command_session
 
     try:
         faults = read_faults(args.faults)
@@ -82,16 +82,18 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     progress = Progress("kubecoord analyze", enabled=not args.quiet)
     progress.step("starting Spark")
-    owned = not has_active_session()  # an embedding caller's session is not ours to stop
-    spark = build_session(master=args.master, conf=conf)
-    # Each step names the Spark jobs it runs (the job description), so an event log
-    # (spark.eventLog.enabled) can be read per step: bench/bench_pipeline.py does.
-    progress.listener = spark.sparkContext.setJobDescription
     try:
-        analysis = analyze(spark, args.logs, skew=args.skew_tolerance, progress=progress,
-                           max_line_bytes=args.max_line_bytes)
-        analysis.faults = faults
-        output.write(analysis, args.out, progress=progress, spark=spark)
+        with command_session(master=args.master, conf=conf) as spark:
+            # Each step names the Spark jobs it runs (the job description), so an event log
+            # (spark.eventLog.enabled) can be read per step: bench/bench_pipeline.py does.
+            progress.listener = spark.sparkContext.setJobDescription
+            try:
+                analysis = analyze(spark, args.logs, skew=args.skew_tolerance, progress=progress,
+                                   max_line_bytes=args.max_line_bytes)
+                analysis.faults = faults
+                output.write(analysis, args.out, progress=progress, spark=spark)
+            finally:
+                progress.listener = None  # the session's jobs are done; "done" names none
     except EmptyInputError as exc:
         print(f"kubecoord analyze: empty input: {exc}", file=sys.stderr)
         return EXIT_EMPTY
@@ -101,10 +103,6 @@ def run(args: argparse.Namespace) -> int:
     except CoordinationError as exc:
         print(f"kubecoord analyze: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    finally:
-        progress.listener = None  # the session's jobs are done; "done" names none
-        if owned:
-            spark.stop()
     inputs = analysis.summary["inputs"]
     count = analysis.violation_count
     verdict = "no safety violations" if count == 0 else f"{count} SAFETY VIOLATION(S): {_by_type(analysis.summary)}"

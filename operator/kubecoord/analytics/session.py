@@ -5,16 +5,20 @@ by spark-submit, whose --master (and other settings) then apply. The JVM logs at
 level through the log4j2 file shipped beside this module, so a run prints only the
 pipeline's own progress lines. Not guaranteed: JVM options take effect only when this
 call starts the JVM (not under spark-submit, nor for an already running session).
+``command_session`` gives a caller that embeds the command its session back as it was.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from kubecoord.errors import InvalidArgumentError
 
 LOG4J2 = Path(__file__).with_name("log4j2.properties")
 
@@ -82,3 +86,56 @@ def default_setting(spark: SparkSession, key: str, value: str) -> None:
     ``--conf`` of the command or of spark-submit wins)."""
     if not spark.sparkContext.getConf().contains(key):
         spark.conf.set(key, value)
+
+
+JOB_DESCRIPTION = "spark.job.description"
+
+
+@contextmanager
+def command_session(*, master: str | None, conf: Mapping[str, str]) -> Iterator[SparkSession]:
+    """The session ``kubecoord analyze`` runs on. In a process without one: a session of
+    its own (build_session), stopped at the end. In a process that has one (a notebook,
+    a job embedding the command): that session, with ``conf`` set on it for the command;
+    at the end it is left running and its SQL settings, and this thread's job
+    description, are put back as they were — the analysis sets its own (the time zone,
+    the shuffle partitions, adaptive execution off...) and names its jobs.
+    InvalidArgumentError for a ``conf`` a running session cannot take (a static setting)."""
+    if not has_active_session():
+        spark = build_session(master=master, conf=conf)
+        try:
+            yield spark
+        finally:
+            spark.stop()
+        return
+    # Not build_session: the builder's options (app name, master, the command's defaults)
+    # would be written into the caller's session.
+    spark = SparkSession.builder.getOrCreate()
+    with _settings_restored(spark):
+        for key, value in conf.items():
+            try:
+                spark.conf.set(key, value)
+            except Exception as exc:  # pyspark's AnalysisException: not modifiable at runtime
+                raise InvalidArgumentError(
+                    f"--conf {key}: the running Spark session the command is embedded in cannot take it ({exc})"
+                ) from exc
+        yield spark
+
+
+@contextmanager
+def _settings_restored(spark: SparkSession) -> Iterator[None]:
+    """The session's SQL settings, and this thread's job description, as they were before
+    the block, once it is done (even when it fails). Settings other threads change
+    meanwhile are put back too."""
+    context = spark.sparkContext
+    before = spark.conf.getAll
+    description = context.getLocalProperty(JOB_DESCRIPTION)
+    try:
+        yield
+    finally:
+        after = spark.conf.getAll
+        for key in after.keys() - before.keys():
+            spark.conf.unset(key)
+        for key, value in before.items():
+            if after.get(key) != value:
+                spark.conf.set(key, value)
+        context.setJobDescription(description)  # type: ignore[arg-type]  # None clears it
