@@ -31,17 +31,29 @@ system-deps:
 
 # Cassandra 5.0 for the cassandra tests: cassandra-all and its dependencies, pinned by
 # testkit/cassandra/pom.xml, copied by Maven (installed from Debian when missing) into a cache
-# folder reused between runs (kubecoord_testkit.servers.cassandra reads it; the marker says the
-# copy is whole). The folder's name carries the version: a new pin fetches anew.
-CASSANDRA_VERSION := $(shell sed -n 's:.*<cassandra.version>\(.*\)</cassandra.version>.*:\1:p' testkit/cassandra/pom.xml)
+# reused between runs and checkouts: CASSANDRA_JARS (kubecoord_testkit.servers.cassandra reads
+# it; its name carries the version) is a link to a folder named by the pom's digest, whose
+# marker says the copy is whole. So a fresh clone with the same pom copies nothing (file times
+# say nothing there); a copy is made aside, moved in whole, and the link swapped in one
+# rename: a Cassandra that another checkout's tests start never sees a folder half written or
+# emptied. Copies of older poms stay (one may be in use); delete them by hand.
+CASSANDRA_POM ?= testkit/cassandra/pom.xml
+CASSANDRA_VERSION := $(shell sed -n 's:.*<cassandra.version>\(.*\)</cassandra.version>.*:\1:p' $(CASSANDRA_POM))
 CASSANDRA_JARS ?= $(or $(KUBECOORD_CASSANDRA_JARS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubecoord/cassandra-$(CASSANDRA_VERSION))
-cassandra-jars: $(CASSANDRA_JARS)/.complete
-$(CASSANDRA_JARS)/.complete: testkit/cassandra/pom.xml
-	@command -v mvn > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }
-	rm -rf $(CASSANDRA_JARS).partial
-	mvn -q -B -f testkit/cassandra/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
-		-DoutputDirectory=$(CASSANDRA_JARS).partial
-	rm -rf $(CASSANDRA_JARS) && mv $(CASSANDRA_JARS).partial $(CASSANDRA_JARS) && touch $@
+CASSANDRA_POM_DIGEST = $(shell sha256sum $(CASSANDRA_POM) | cut -c1-16)
+cassandra-jars:
+	@set -e; digest=$(CASSANDRA_POM_DIGEST); link=$(CASSANDRA_JARS); whole=$$link.$$digest; \
+	if [ "$$(cat $$link/.complete 2>/dev/null)" != $$digest ]; then \
+		if [ "$$(cat $$whole/.complete 2>/dev/null)" != $$digest ]; then \
+			command -v mvn > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }; \
+			mkdir -p $$(dirname $$whole); copy=$$(mktemp -d $$whole.partial.XXXXXX); chmod 755 $$copy; trap 'rm -rf "$$copy"' EXIT; \
+			mvn -q -B -f $(CASSANDRA_POM) dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$$copy; \
+			echo $$digest > $$copy/.complete; \
+			mv -T $$copy $$whole 2>/dev/null || [ "$$(cat $$whole/.complete)" = $$digest ]; \
+		fi; \
+		if [ -d $$link ] && [ ! -L $$link ]; then mv -T $$link $$link.before-$$$$ || [ -L $$link ]; fi; \
+		ln -sfn $$(basename $$whole) $$link.link-$$$$; mv -T $$link.link-$$$$ $$link; \
+	fi
 
 # Most of the suite waits (leases expiring, servers starting), so two workers on two cores
 # take about two thirds of the time; whole files go to one worker (their module fixtures are
