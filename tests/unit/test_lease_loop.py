@@ -84,3 +84,38 @@ def test_a_poke_that_acquires_reschedules_the_loop_for_the_renewals() -> None:
         assert elector.is_leader(), "the Loop did not renew within the renew deadline"
     finally:
         candidate.loop.stop()
+
+
+
+def test_a_step_blocked_in_the_only_worker_does_not_hold_up_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One Loop's step blocks (a slow API server) in the only worker while another Loop's
+    steps come due: a worker must be started for them, though nothing wakes or schedules
+    anything meanwhile. (Workers were started only when a step was scheduled or taken: the
+    other Loop's renewals waited for the blocked step, past their renew deadline.)"""
+    monkeypatch.setattr(loop_module, "_scheduler", loop_module._Scheduler())
+    monkeypatch.setattr(loop_module, "MAX_SLEEP", 0.2)
+    released = threading.Event()
+    renewals: list[float] = []
+
+    def blocked() -> float:
+        released.wait(30)
+        return 0.05
+
+    def renew() -> float:
+        renewals.append(time.monotonic())
+        return 0.1
+
+    renewing = Loop("renewing", renew)
+    renewing.start()
+    eventually(lambda: len(renewals) == 1)
+    stuck = Loop("stuck", blocked)
+    stuck.start()
+    try:
+        time.sleep(0.3)  # the stuck step now holds the only worker
+        eventually(lambda: len(renewals) >= 10, timeout=15)
+        gaps = [later - earlier for earlier, later in zip(renewals, renewals[1:])]
+        assert max(gaps[2:]) < 0.1 + 2.0, gaps  # due every 0.1 s, late by OVERDUE (0.25 s) once
+    finally:
+        released.set()
+        stuck.stop()
+        renewing.stop()

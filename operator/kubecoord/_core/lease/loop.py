@@ -7,8 +7,9 @@ Guarantees: one Loop's steps never overlap (and hold its ``lock``); a wake() dur
 runs the next step as soon as that one ends; after stop() returns (with ``join``) no step
 of that Loop runs again. Workers: one is kept, more are started while every worker is
 busy and a step is overdue by OVERDUE (a step blocked on a slow API server must not hold up the others'
-renewals), up to MAX_WORKERS; extra workers end after IDLE_SECONDS without work. So the
-thread count follows how many steps are in flight at once, not how many Loops exist.
+renewals; a watcher thread notices it when no worker is free to), up to MAX_WORKERS; extra
+workers end after IDLE_SECONDS without work. So the thread count follows how many steps are
+in flight at once, not how many Loops exist.
 
 A step may return PARKED: that Loop is then not scheduled at all until its next wake() (a
 group handle with no member to renew and none that can expire: an operator observes
@@ -46,7 +47,13 @@ class _Scheduler:
     """A heap of due times and a small elastic pool of workers."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)
+        self._overdue = threading.Condition(lock)
+        """Wakes the watcher: a thread that starts a worker when every worker is busy and the
+        next step becomes overdue, as no worker is free to notice it then (started the first
+        time every worker is busy with steps waiting)."""
+        self._watching = False
         self._heap: list[tuple[float, int, Loop]] = []
         self._order = itertools.count()
         self._workers = 0
@@ -56,6 +63,7 @@ class _Scheduler:
         """Run ``loop`` at ``due`` (time.monotonic()); replaces its earlier schedule."""
         with self._cond:
             self._push(loop, due)
+            self._watch_if_busy()
 
     def _push(self, loop: Loop, due: float) -> None:
         """schedule() with self._cond held."""
@@ -84,14 +92,14 @@ class _Scheduler:
             idle_since = time.monotonic()
             while True:
                 now = time.monotonic()
-                while self._heap and self._heap[0][2]._token != self._heap[0][1]:
-                    heapq.heappop(self._heap)  # superseded by a later schedule() or stop()
+                self._drop_superseded()
                 if self._heap and self._heap[0][0] <= now:
                     _, _, loop = heapq.heappop(self._heap)
                     loop._token = -1
                     loop._running = threading.current_thread()
                     if self._starved():
                         self._start_worker()
+                    self._watch_if_busy()
                     return loop
                 if self._workers > 1 and now - idle_since > IDLE_SECONDS:
                     self._workers -= 1
@@ -100,6 +108,34 @@ class _Scheduler:
                 self._idle += 1
                 self._cond.wait(wait)
                 self._idle -= 1
+
+    def _drop_superseded(self) -> None:
+        while self._heap and self._heap[0][2]._token != self._heap[0][1]:
+            heapq.heappop(self._heap)  # superseded by a later schedule() or stop()
+
+    def _watch_if_busy(self) -> None:
+        """Every worker busy while steps wait (self._cond held): the watcher looks at them.
+        Not after a worker's own step (it is about to wait for the next one itself)."""
+        if self._idle > 0 or not self._heap:
+            return
+        if not self._watching:
+            self._watching = True
+            threading.Thread(target=self._watch, name="kubecoord-steps-watcher", daemon=True).start()
+        self._overdue.notify()
+
+    def _watch(self) -> None:
+        """Without it, steps blocked on a slow server in every worker held up the other
+        Loops' due steps (their renewals) until some step ended or a wake() came."""
+        with self._cond:
+            while True:
+                self._drop_superseded()
+                if self._idle > 0 or not self._heap:
+                    self._overdue.wait()  # a free worker watches the heap itself
+                elif self._starved():
+                    self._start_worker()
+                    self._overdue.wait(OVERDUE)  # until it took the step, then the next one
+                else:  # not overdue yet, or MAX_WORKERS busy: look again then
+                    self._overdue.wait(max(self._heap[0][0] + OVERDUE - time.monotonic(), OVERDUE))
 
     def _work(self) -> None:
         while True:
@@ -126,6 +162,7 @@ class _Scheduler:
                 loop._woken = True
                 return
             self._push(loop, time.monotonic())
+            self._watch_if_busy()
 
     def reschedule(self, loop: Loop, delay: float) -> None:
         """A step of ``loop`` was just run outside it (under its lock): its next one is due
@@ -137,6 +174,7 @@ class _Scheduler:
                 loop._token = -1
                 return
             self._push(loop, time.monotonic() + min(max(delay, 0.0), MAX_SLEEP))
+            self._watch_if_busy()
 
     def stop(self, loop: Loop, *, join: bool, timeout: float) -> None:
         with self._cond:
