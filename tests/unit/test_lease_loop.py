@@ -3,6 +3,7 @@ run again until wake(); any other delay is still capped by MAX_SLEEP."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -113,7 +114,7 @@ def test_a_step_blocked_in_the_only_worker_does_not_hold_up_the_others(monkeypat
     try:
         time.sleep(0.3)  # the stuck step now holds the only worker
         eventually(lambda: len(renewals) >= 10, timeout=15)
-        gaps = [later - earlier for earlier, later in zip(renewals, renewals[1:])]
+        gaps = [later - earlier for earlier, later in itertools.pairwise(renewals)]
         assert max(gaps[2:]) < 0.1 + 2.0, gaps  # due every 0.1 s, late by OVERDUE (0.25 s) once
     finally:
         released.set()
