@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -95,11 +96,11 @@ def test_a_step_blocked_in_the_only_worker_does_not_hold_up_the_others(monkeypat
     other Loop's renewals waited for the blocked step, past their renew deadline.)"""
     monkeypatch.setattr(loop_module, "_scheduler", loop_module._Scheduler())
     monkeypatch.setattr(loop_module, "MAX_SLEEP", 0.2)
-    released = threading.Event()
+    unblocked = threading.Event()
     renewals: list[float] = []
 
     def blocked() -> float:
-        released.wait(30)
+        unblocked.wait(30)
         return 0.05
 
     def renew() -> float:
@@ -117,6 +118,40 @@ def test_a_step_blocked_in_the_only_worker_does_not_hold_up_the_others(monkeypat
         gaps = [later - earlier for earlier, later in itertools.pairwise(renewals)]
         assert max(gaps[2:]) < 0.1 + 2.0, gaps  # due every 0.1 s, late by OVERDUE (0.25 s) once
     finally:
-        released.set()
+        unblocked.set()
         stuck.stop()
         renewing.stop()
+
+
+def test_extra_workers_end_under_steady_light_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst of blocked steps grows the pool; the light steady work after it must not keep
+    the extra workers alive. (Idle workers were woken in turn, so each got a step every few
+    milliseconds and none was ever idle IDLE_SECONDS: the pool stayed at the burst's size.)"""
+    scheduler = loop_module._Scheduler()
+    monkeypatch.setattr(loop_module, "_scheduler", scheduler)
+    monkeypatch.setattr(loop_module, "IDLE_SECONDS", 1.0)
+    monkeypatch.setattr(loop_module, "MAX_SLEEP", 0.2)
+    unblocked = threading.Event()
+
+    def step_of(first_blocks: bool) -> Callable[[], float]:
+        first = [first_blocks]
+
+        def step() -> float:
+            if first[0]:
+                first[0] = False
+                unblocked.wait(30)  # a step stuck on a slow server
+            time.sleep(0.001)
+            return 0.05
+
+        return step
+
+    loops = [Loop(f"light-{i}", step_of(i < 6)) for i in range(12)]
+    for loop in loops:
+        loop.start()
+    try:
+        eventually(lambda: scheduler._workers >= 6, timeout=15)
+        unblocked.set()  # now 12 loops step every 50 ms, a millisecond each: one worker's work
+        eventually(lambda: scheduler._workers <= 2, timeout=20)
+    finally:
+        for loop in loops:
+            loop.stop()

@@ -8,8 +8,11 @@ runs the next step as soon as that one ends; after stop() returns (with ``join``
 of that Loop runs again. Workers: one is kept, more are started while every worker is
 busy and a step is overdue by OVERDUE (a step blocked on a slow API server must not hold up the others'
 renewals; a watcher thread notices it when no worker is free to), up to MAX_WORKERS; extra
-workers end after IDLE_SECONDS without work. So the thread count follows how many steps are
-in flight at once, not how many Loops exist.
+workers end after IDLE_SECONDS without work. Idle workers wait on a stack: the one that went
+idle last takes the next step, so the others really stay idle and end (woken in turn, as by
+one shared condition, every worker of a burst got a step now and then under steady light
+work, and none ever ended). So the thread count follows how many steps are in flight at
+once, not how many Loops exist.
 
 A step may return PARKED: that Loop is then not scheduled at all until its next wake() (a
 group handle with no member to renew and none that can expire: an operator observes
@@ -41,15 +44,20 @@ OVERDUE = 0.25
 """A step this late with every worker busy starts another worker (steps are mostly quick
 cache decisions; a slow one is blocked on the API server)."""
 IDLE_SECONDS = 10.0
+HANDOFF = 0.05
+"""A due step waits this long for a busy worker before an idle one takes it: steps due
+together then run one after another on one worker (they are quick) instead of waking every
+idle worker at once, which kept them all in use."""
 
 
 class _Scheduler:
     """A heap of due times and a small elastic pool of workers."""
 
     def __init__(self) -> None:
-        lock = threading.Lock()
-        self._cond = threading.Condition(lock)
-        self._overdue = threading.Condition(lock)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        """Held for everything below; stop(join=True) waits on it for the step to end."""
+        self._overdue = threading.Condition(self._lock)
         """Wakes the watcher: a thread that starts a worker when every worker is busy and the
         next step becomes overdue, as no worker is free to notice it then (started the first
         time every worker is busy with steps waiting)."""
@@ -57,7 +65,9 @@ class _Scheduler:
         self._heap: list[tuple[float, int, Loop]] = []
         self._order = itertools.count()
         self._workers = 0
-        self._idle = 0
+        self._idle: list[threading.Condition] = []
+        """The idle workers, each waiting on a condition of its own; the last went idle last
+        and alone times the next step."""
 
     def schedule(self, loop: Loop, due: float) -> None:
         """Run ``loop`` at ``due`` (time.monotonic()); replaces its earlier schedule."""
@@ -72,12 +82,12 @@ class _Scheduler:
         heapq.heappush(self._heap, (due, token, loop))
         if self._workers == 0 or self._starved():
             self._start_worker()
-        self._cond.notify()
+        self._wake_idle()
 
     def _starved(self) -> bool:
         """Every worker busy while a step is overdue: time for one more (self._cond held)."""
         return (
-            self._idle == 0 and self._workers < MAX_WORKERS and bool(self._heap)
+            not self._idle and self._workers < MAX_WORKERS and bool(self._heap)
             and self._heap[0][0] < time.monotonic() - OVERDUE
         )
 
@@ -90,10 +100,12 @@ class _Scheduler:
         """The next due Loop (marked running), or None when this worker should end."""
         with self._cond:
             idle_since = time.monotonic()
+            me: threading.Condition | None = None  # while idle: on the stack
             while True:
                 now = time.monotonic()
                 self._drop_superseded()
-                if self._heap and self._heap[0][0] <= now:
+                if self._heap and self._heap[0][0] <= now - self._patience(me):
+                    self._leave(me)
                     _, _, loop = heapq.heappop(self._heap)
                     loop._token = -1
                     loop._running = threading.current_thread()
@@ -102,12 +114,35 @@ class _Scheduler:
                     self._watch_if_busy()
                     return loop
                 if self._workers > 1 and now - idle_since > IDLE_SECONDS:
+                    self._leave(me)
                     self._workers -= 1
                     return None
-                wait = min(self._heap[0][0] - now, MAX_SLEEP) if self._heap else MAX_SLEEP
-                self._idle += 1
-                self._cond.wait(wait)
-                self._idle -= 1
+                if me is None:
+                    me = threading.Condition(self._lock)
+                    self._idle.append(me)
+                if self._idle[-1] is me:
+                    wait = min(self._heap[0][0] + self._patience(me) - now, MAX_SLEEP) if self._heap else MAX_SLEEP
+                else:  # a spare: nothing to time but its own end
+                    wait = idle_since + IDLE_SECONDS - now + 0.01
+                me.wait(wait)
+
+    def _patience(self, me: threading.Condition | None) -> float:
+        """How late the next step must be for this worker to take it (self._cond held): a
+        worker back from a step takes it when due, the idle worker that times the steps when
+        due if no worker is busy, HANDOFF late otherwise; the other idle ones never."""
+        if me is None or len(self._idle) == self._workers:
+            return 0.0 if me is None or self._idle[-1] is me else math.inf
+        return HANDOFF if self._idle[-1] is me else math.inf
+
+    def _leave(self, me: threading.Condition | None) -> None:
+        """An idle worker goes to work or ends (self._cond held): the next one times the steps."""
+        if me is not None:
+            self._idle.remove(me)
+            self._wake_idle()
+
+    def _wake_idle(self) -> None:
+        if self._idle:
+            self._idle[-1].notify()
 
     def _drop_superseded(self) -> None:
         while self._heap and self._heap[0][2]._token != self._heap[0][1]:
@@ -116,7 +151,7 @@ class _Scheduler:
     def _watch_if_busy(self) -> None:
         """Every worker busy while steps wait (self._cond held): the watcher looks at them.
         Not after a worker's own step (it is about to wait for the next one itself)."""
-        if self._idle > 0 or not self._heap:
+        if self._idle or not self._heap:
             return
         if not self._watching:
             self._watching = True
@@ -129,7 +164,7 @@ class _Scheduler:
         with self._cond:
             while True:
                 self._drop_superseded()
-                if self._idle > 0 or not self._heap:
+                if self._idle or not self._heap:
                     self._overdue.wait()  # a free worker watches the heap itself
                 elif self._starved():
                     self._start_worker()
