@@ -130,9 +130,11 @@ class _Scheduler:
         """How late the next step must be for this worker to take it (self._cond held): a
         worker back from a step takes it when due, the idle worker that times the steps when
         due if no worker is busy, HANDOFF late otherwise; the other idle ones never."""
-        if me is None or len(self._idle) == self._workers:
-            return 0.0 if me is None or self._idle[-1] is me else math.inf
-        return HANDOFF if self._idle[-1] is me else math.inf
+        if me is None:
+            return 0.0
+        if self._idle[-1] is not me:
+            return math.inf
+        return 0.0 if len(self._idle) == self._workers else HANDOFF
 
     def _leave(self, me: threading.Condition | None) -> None:
         """An idle worker goes to work or ends (self._cond held): the next one times the steps."""
