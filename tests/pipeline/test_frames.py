@@ -1,5 +1,5 @@
-"""Frames cut to one leaf (analytics.frames.cut, issue 23): same rows, a leaf's plan, the
-partitioning kept, computed once, released."""
+"""Frames cut to one leaf (analytics.frames.cut and cached_leaf, issue 23): same rows, a
+leaf's plan, the partitioning kept, computed once, released."""
 
 from __future__ import annotations
 
@@ -66,3 +66,50 @@ def test_a_cut_is_computed_once_and_released(spark: Any) -> None:
         release(leaf)
     assert not _cached_rdds(spark) - before
     release(leaf)  # twice is harmless
+
+
+def test_a_cached_leaf_reads_the_cache_behind_a_plan_of_one_leaf(spark: Any) -> None:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from kubecoord.analytics.frames import cached_leaf, release
+
+    frame = _windowed(spark).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    try:
+        leaf = cached_leaf(frame)
+        assert sorted(leaf.collect()) == sorted(frame.collect())
+        plan = leaf._jdf.queryExecution().analyzed()
+        assert (plan.getClass().getSimpleName(), plan.children().size()) == ("InMemoryRelation", 0)
+        query = leaf.filter(F.col("k") == 3).groupBy("k").count()
+        # The plan above the cache (its string goes on with the plan it caches).
+        physical = query._jdf.queryExecution().executedPlan().toString().split("InMemoryRelation")[0]
+        assert "InMemoryTableScan" in physical and "Exchange" not in physical, physical  # partitioning kept
+        assert query.collect()[0]["count"] == len([i for i in range(2000) if i % 13 == 3])
+    finally:
+        release(frame)
+    assert not (frame.storageLevel.useMemory or frame.storageLevel.useDisk)
+
+
+def test_a_cached_leaf_of_a_frame_not_persisted_is_refused(spark: Any) -> None:
+    from kubecoord.analytics.frames import cached_leaf
+
+    with pytest.raises(ValueError, match="not persisted"):
+        cached_leaf(spark.range(3))
+
+
+def test_a_cached_leaf_keeps_its_rows_when_a_twin_releases_the_cache(spark: Any) -> None:
+    """Spark caches equal plans once: a second analysis of the same files persists the same
+    frames, and its close() releases the cache under the first one's leaves."""
+    from pyspark import StorageLevel
+
+    from kubecoord.analytics.frames import cached_leaf, release
+
+    frame = _windowed(spark).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    leaf = cached_leaf(frame)
+    expected = sorted(leaf.collect())
+    twin = _windowed(spark).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+    release(twin)
+    try:
+        assert sorted(leaf.collect()) == expected  # built again from the plan it caches
+    finally:
+        release(frame)

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from kubecoord.analytics import clocks, collecting, coverage, drawing, kv, leadership, membership, rebalance, violations
-from kubecoord.analytics.frames import cut, release
+from kubecoord.analytics.frames import cached_leaf, cut, release
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.reading import MAX_LINE_BYTES, EmptyInputError, Inputs, read_inputs
 from kubecoord.analytics.session import default_setting
@@ -306,6 +306,7 @@ def analyze(
     events = events.repartition(_partitions(spark), *ONE_SHUFFLE).sortWithinPartitions(
         "primitive", "event").persist(StorageLevel.MEMORY_AND_DISK_DESER)
     persisted.append(events)
+    events = cached_leaf(events)
     context = Context(events=events, skew=skew, clocks=estimated)
 
     progress.step("checking safety and computing metrics")

@@ -38,7 +38,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from kubecoord.analytics.frames import local_rows
+from kubecoord.analytics.frames import cached_leaf, local_rows
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.session import default_setting
 from kubecoord.errors import InvalidArgumentError
@@ -165,6 +165,7 @@ def read_inputs(
             progress.step(f"unreadable file skipped: {failed} ({unreadable[-1][1]})")
             if not readable:
                 raise EmptyInputError(f"no readable file among {len(files)} (unreadable: {unreadable})") from None
+    persisted, lines = lines, cached_leaf(lines)
     offsets: dict[str, int] = {}
     next_line: dict[str, int] = {}
     for (file, block), (first_rid, count) in sorted(splits["splits"].items()):
@@ -185,7 +186,7 @@ def read_inputs(
     malformed = numbered.filter(F.col("reason").isNotNull()).select("file", "line", "reason", "text")
     unreadable_schema = T.StructType([T.StructField("file", T.StringType()), T.StructField("reason", T.StringType())])
     unreadable_frame = local_rows(spark, unreadable, unreadable_schema)
-    return Inputs(files=files, events=events, malformed=malformed, lines=lines, unreadable=unreadable_frame,
+    return Inputs(files=files, events=events, malformed=malformed, lines=persisted, unreadable=unreadable_frame,
                   counts=splits["counts"], ranges=splits["ranges"])
 
 
