@@ -36,17 +36,24 @@ system-deps:
 # marker says the copy is whole. So a fresh clone with the same pom copies nothing (file times
 # say nothing there); a copy is made aside, moved in whole, and the link swapped in one
 # rename: a Cassandra that another checkout's tests start never sees a folder half written or
-# emptied. Copies of older poms stay (one may be in use); delete them by hand.
+# emptied. Copies of older poms stay (one may be in use); delete them by hand. A copy under
+# way is named by its host and shell's PID: one left by a run killed mid-copy (kill -9: its
+# trap never ran) is deleted by the next run on that host once that PID is gone (or a zombie
+# no one reaps, as in a container without an init).
 CASSANDRA_POM ?= testkit/cassandra/pom.xml
 CASSANDRA_VERSION := $(shell sed -n 's:.*<cassandra.version>\(.*\)</cassandra.version>.*:\1:p' $(CASSANDRA_POM))
 CASSANDRA_JARS ?= $(or $(KUBECOORD_CASSANDRA_JARS),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubecoord/cassandra-$(CASSANDRA_VERSION))
 CASSANDRA_POM_DIGEST = $(shell sha256sum $(CASSANDRA_POM) | cut -c1-16)
 cassandra-jars:
-	@set -e; digest=$(CASSANDRA_POM_DIGEST); link=$(CASSANDRA_JARS); whole=$$link.$$digest; \
+	@set -e; digest=$(CASSANDRA_POM_DIGEST); link=$(CASSANDRA_JARS); whole=$$link.$$digest; host=$$(uname -n); \
+	for stale in $$link.*.partial.$$host.*; do \
+		pid=$${stale##*.partial.$$host.}; pid=$${pid%%.*}; \
+		if [ -d "$$stale" ] && { [ ! -d /proc/$$pid ] || grep -qs '^State:.*zombie' /proc/$$pid/status; }; then rm -rf "$$stale"; fi; \
+	done; \
 	if [ "$$(cat $$link/.complete 2>/dev/null)" != $$digest ]; then \
 		if [ "$$(cat $$whole/.complete 2>/dev/null)" != $$digest ]; then \
 			command -v mvn > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; }; \
-			mkdir -p $$(dirname $$whole); copy=$$(mktemp -d $$whole.partial.XXXXXX); chmod 755 $$copy; trap 'rm -rf "$$copy"' EXIT; \
+			mkdir -p $$(dirname $$whole); copy=$$(mktemp -d $$whole.partial.$$host.$$$$.XXXXXX); chmod 755 $$copy; trap 'rm -rf "$$copy"' EXIT; \
 			mvn -q -B -f $(CASSANDRA_POM) dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$$copy; \
 			echo $$digest > $$copy/.complete; \
 			mv -T $$copy $$whole 2>/dev/null || [ "$$(cat $$whole/.complete)" = $$digest ]; \

@@ -8,8 +8,11 @@ a Cassandra from it. Here Maven is a script that counts its runs and writes two 
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,7 @@ FAKE_MVN = """#!/bin/sh
 echo run >> "$MVN_RUNS"
 [ -n "$MVN_FAILS" ] && exit 1
 for arg in "$@"; do case "$arg" in -DoutputDirectory=*) out="${arg#-DoutputDirectory=}";; esac; done
-touch "$out/cassandra-all.jar"; sleep 0.3; touch "$out/guava.jar"
+touch "$out/cassandra-all.jar"; [ -n "$MVN_HANGS" ] && sleep 60; sleep 0.3; touch "$out/guava.jar"
 """
 
 
@@ -38,12 +41,15 @@ class Make:
         self._runs = tmp / "runs"
         self._env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "MVN_RUNS": str(self._runs)}
 
+    def command(self) -> list[str]:
+        return ["make", "--no-print-directory", "-C", str(REPO), "cassandra-jars", f"CASSANDRA_POM={self.pom}",
+                f"CASSANDRA_JARS={self.link}"]
+
     def __call__(self, **env: str) -> int:
-        return subprocess.run(
-            ["make", "--no-print-directory", "-C", str(REPO), "cassandra-jars", f"CASSANDRA_POM={self.pom}",
-             f"CASSANDRA_JARS={self.link}"],
-            env={**self._env, **env}, capture_output=True, timeout=60,
-        ).returncode
+        return subprocess.run(self.command(), env=self.env(**env), capture_output=True, timeout=60).returncode
+
+    def env(self, **env: str) -> dict[str, str]:
+        return {**self._env, **env}
 
     def maven_runs(self) -> int:
         return len(self._runs.read_text().splitlines()) if self._runs.exists() else 0
@@ -103,3 +109,43 @@ def test_two_checkouts_at_once_both_end_with_a_whole_cache(make: Make) -> None:
 def test_a_failed_copy_leaves_nothing(make: Make) -> None:
     assert make(MVN_FAILS="1") != 0
     assert not make.link.parent.exists() or not list(make.link.parent.iterdir())
+
+
+def partials(make: Make) -> list[Path]:
+    return [p for p in make.link.parent.iterdir() if ".partial." in p.name] if make.link.parent.exists() else []
+
+
+def test_a_copy_killed_midway_is_cleaned_up_by_the_next_run(make: Make) -> None:
+    """kill -9 of make, its shell and Maven while the jars are copied: no trap runs, the
+    partial copy stays; the next run deletes it (its shell is gone) and makes a whole cache."""
+    process = subprocess.Popen(make.command(), env=make.env(MVN_HANGS="1"), start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not [p for p in partials(make) if (p / "cassandra-all.jar").exists()]:
+            assert time.monotonic() < deadline, "the copy never started"
+            time.sleep(0.05)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert len(partials(make)) == 1, "kill -9 leaves the partial copy (no trap runs)"
+    assert make() == 0
+    assert jars(make.link) == [".complete", "cassandra-all.jar", "guava.jar"]
+    assert partials(make) == []
+
+
+def test_only_partial_copies_whose_shell_is_gone_on_this_host_are_deleted(make: Make) -> None:
+    assert make() == 0
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    host = socket.gethostname()
+    whole = make.link.resolve()
+    stale = Path(f"{whole}.partial.{host}.{gone.pid}.abcdef")
+    live = Path(f"{whole}.partial.{host}.{os.getpid()}.abcdef")  # a run copying right now
+    elsewhere = Path(f"{whole}.partial.another-host.{gone.pid}.abcdef")  # a cache shared over NFS
+    for folder in (stale, live, elsewhere):
+        folder.mkdir()
+        (folder / "cassandra-all.jar").touch()
+    assert make() == 0
+    assert sorted(partials(make)) == sorted([live, elsewhere])
+    assert make.maven_runs() == 1
