@@ -52,12 +52,35 @@ def test_a_third_party_backend_is_found_through_its_entry_point(
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-backend\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[kubecoord.backends]\nacme = acme_backend:connect\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(InvalidArgumentError, match="unknown backend 'acme'"):
+        kubecoord.connect("acme://x")
+    monkeypatch.syspath_prepend(str(tmp_path))  # installed while the process runs
     assert "acme" in kubecoord.installed_backends()
     with kubecoord.connect("acme://x") as coord:
         assert coord.backend == "acme"
         assert coord.storage("s").put("k", "v") == 1
     sys.modules.pop("acme_backend", None)
+
+
+def test_the_installed_backends_are_scanned_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scanning the entry points costs more than connecting to memory:// itself."""
+    import importlib.metadata
+
+    module = sys.modules["kubecoord.connect"]  # kubecoord.connect is the function
+
+    scans: list[str] = []
+    scan = importlib.metadata.entry_points
+
+    def counted(**selection: str) -> importlib.metadata.EntryPoints:
+        scans.append(selection["group"])
+        return scan(**selection)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", counted)
+    monkeypatch.setattr(module, "_factories", {}, raising=False)
+    for name in ("a", "b", "a"):
+        with kubecoord.connect(f"memory://{name}") as coord:
+            assert coord.backend == "memory"
+    assert scans == [module.ENTRY_POINT_GROUP]
 
 
 def test_operator_module_is_not_shadowed() -> None:
