@@ -1,4 +1,5 @@
-"""Small helpers shared by the test suites: waiting on conditions and recording callbacks."""
+"""Small helpers shared by the test suites: waiting on conditions, recording callbacks, and a
+record table that fails like an unreachable server."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
+
+from kubecoord import BackendUnavailableError
+from kubecoord._core.lease import LeaderRecord
+from kubecoord.backends.memory.records import RecordTable
 
 T = TypeVar("T")
 
@@ -42,3 +47,29 @@ class Recorder(Generic[T]):
     def wait_last(self, expected: T, timeout: float = 10.0) -> list[T]:
         """Wait until the latest call equals ``expected`` (listeners may coalesce changes)."""
         return self.wait_for(lambda calls: bool(calls) and calls[-1] == expected, timeout)
+
+
+class UnreachableTable(RecordTable):
+    """memory://'s record table with switches: ``down`` fails reads and writes like an
+    unreachable server, ``reads_down`` reads only. ``answering`` runs after a write is
+    applied, before its answer returns (a slow reply, a log of the writes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.reads_down = False
+
+    def read(self, name: str) -> tuple[LeaderRecord, int] | None:
+        if self.down or self.reads_down:
+            raise BackendUnavailableError("server down")
+        return super().read(name)
+
+    def write(self, name: str, record: LeaderRecord, expected: int | None) -> int:
+        if self.down:
+            raise BackendUnavailableError("server down")
+        version = super().write(name, record, expected)
+        self.answering(record)
+        return version
+
+    def answering(self, record: LeaderRecord) -> None:
+        """The write of ``record`` is applied; its answer is not back yet."""

@@ -7,25 +7,25 @@ import threading
 
 import pytest
 
-from kubecoord import BackendUnavailableError
 from kubecoord._core.lease import Elector, LeaderRecord, Observation, Timings
 from kubecoord._core.lease.election import LeaseElection
-from kubecoord.backends.memory.records import RecordTable, TableView
+from kubecoord.backends.memory.records import TableView
 from kubecoord.history import EventLog
 from kubecoord.testing import ManualClock
+
+from ..helpers import UnreachableTable
 
 TIMINGS = Timings(lease_duration=15, renew_deadline=10, retry_period=2)
 NAME = "svc"
 
 
-class Server(RecordTable):
+class Server(UnreachableTable):
     """memory://'s record table holding one record, with a switch that makes it fail like
     an unreachable server and a log of the writes (by holder; "" for a release)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.writes: list[tuple[str, LeaderRecord]] = []
-        self.down = False
         self.gate: threading.Event | None = None
         """When set: a write is applied, then its answer waits for the gate (a slow reply)."""
         self.applied = threading.Event()
@@ -40,21 +40,12 @@ class Server(RecordTable):
         current = self.read(NAME)
         return current[1] if current is not None else 0
 
-    def read(self, name: str) -> tuple[LeaderRecord, int] | None:
-        if self.down:
-            raise BackendUnavailableError("server down")
-        return super().read(name)
-
-    def write(self, name: str, record: LeaderRecord, expected: int | None) -> int:
-        if self.down:
-            raise BackendUnavailableError("server down")
-        version = super().write(name, record, expected)
+    def answering(self, record: LeaderRecord) -> None:
         self.writes.append((record.holder, record))
         gate = self.gate
         if gate is not None:
             self.applied.set()
             gate.wait(10)
-        return version
 
 
 class View(TableView):

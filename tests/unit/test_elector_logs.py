@@ -9,37 +9,27 @@ import logging
 
 import pytest
 
-from kubecoord import BackendUnavailableError
 from kubecoord._core.lease import Elector, LeaderRecord, Timings
-from kubecoord.backends.memory.records import RecordTable, TableView
+from kubecoord.backends.memory.records import TableView
 from kubecoord.history import EventLog
 from kubecoord.testing import ManualClock
+
+from ..helpers import UnreachableTable
 
 TIMINGS = Timings(lease_duration=15, renew_deadline=10, retry_period=2)
 NAME = "svc"
 
 
-class Table(RecordTable):
+class Table(UnreachableTable):
     """A record table that can fail like an unreachable server, and answer a write slowly."""
 
     def __init__(self, clock: ManualClock) -> None:
         super().__init__()
         self.clock = clock
-        self.down = False
-        self.reads_down = False
         self.slow = 0.0
 
-    def read(self, name: str) -> tuple[LeaderRecord, int] | None:
-        if self.down or self.reads_down:
-            raise BackendUnavailableError("server down")
-        return super().read(name)
-
-    def write(self, name: str, record: LeaderRecord, expected: int | None) -> int:
-        if self.down:
-            raise BackendUnavailableError("server down")
-        version = super().write(name, record, expected)
+    def answering(self, record: LeaderRecord) -> None:
         self.clock.advance(self.slow)  # the answer takes this long to come back
-        return version
 
 
 @pytest.fixture
