@@ -52,6 +52,7 @@ def test_a_third_party_backend_is_found_through_its_entry_point(
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-backend\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[kubecoord.backends]\nacme = acme_backend:connect\n")
+    monkeypatch.setattr(sys.modules["kubecoord.connect"], "_factories", {})  # acme's stays out of later tests
     with pytest.raises(InvalidArgumentError, match="unknown backend 'acme'"):
         kubecoord.connect("acme://x")
     monkeypatch.syspath_prepend(str(tmp_path))  # installed while the process runs
