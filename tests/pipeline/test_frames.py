@@ -119,7 +119,11 @@ def test_a_cached_leaf_keeps_its_rows_when_a_twin_releases_the_cache(spark: Any)
 def test_building_a_column_costs_no_call_site_round_trips(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """With session.CALL_SITES on, PySpark sets and clears the JVM's call site around each
     function call, looking up the active session, the setting and the JVM's origin object:
-    44 round trips for this column, not 14 (py4j's own lookups of each function)."""
+    44 round trips for this column, not 14 (py4j's own lookups of each function). py4j's
+    deletes of JVM objects Python let go of earlier are not the column's: a garbage
+    collection may run while it is built (34 counted so, in a suite run)."""
+    import gc
+
     import py4j.clientserver
     from pyspark.sql import functions as F
 
@@ -134,8 +138,10 @@ def test_building_a_column_costs_no_call_site_round_trips(spark: Any, monkeypatc
         calls.append(command)
         return send(connection, command)
 
+    gc.collect()
     monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command", counted)
     built = column()
     monkeypatch.undo()
-    assert len(calls) <= 20, f"{len(calls)} round trips for five function calls and a comparison"
+    built_by = [command for command in calls if not command.startswith("m\nd\n")]  # py4j's delete
+    assert len(built_by) <= 20, f"{len(built_by)} round trips for five function calls and a comparison"
     assert [row[0] for row in spark.range(3).select(built).collect()] == ["small", "small", "big"]
