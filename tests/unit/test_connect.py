@@ -72,9 +72,9 @@ def test_the_installed_backends_are_scanned_once_per_process(monkeypatch: pytest
     scans: list[str] = []
     scan = importlib.metadata.entry_points
 
-    def counted(**selection: str) -> importlib.metadata.EntryPoints:
-        scans.append(selection["group"])
-        return scan(**selection)
+    def counted(*, group: str) -> importlib.metadata.EntryPoints:
+        scans.append(group)
+        return scan(group=group)
 
     monkeypatch.setattr(importlib.metadata, "entry_points", counted)
     monkeypatch.setattr(module, "_factories", {}, raising=False)
