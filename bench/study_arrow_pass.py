@@ -21,7 +21,7 @@ dedup, clocks, the events' one shuffle), builds the cached events, then:
 Not a ``bench_*`` script, so ``make bench`` does not run it: a study of a design not built,
 with dependencies the project does not install.
 It prints the seconds of each step and what the Python path pays before computing
-anything. Wall time on a shared machine is noisy: these are figures, not assertions.
+anything, and the load after each side. Wall time on a shared machine is noisy: these are figures, not assertions.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ import subprocess
 import sys
 import time
 from typing import Any
+
+from measure import load
 
 HOLDER = ["process", "member", "epoch"]
 TERM_SCHEMA = ("namespace string, name string, process string, member string, epoch long, acquisition long, "
@@ -160,7 +162,7 @@ def main() -> int:
             if done.returncode:
                 raise SystemExit(f"{side} exited {done.returncode}: {done.stderr[-3000:]}")
             figures = json.loads(done.stdout.strip().splitlines()[-1])
-            print(f"run {run + 1}, {side}: " + ", ".join(f"{k} {v}" for k, v in figures.items()), flush=True)
+            print(f"run {run + 1}, {side} ({load()}): " + ", ".join(f"{k} {v}" for k, v in figures.items()), flush=True)
             if side == "spark":
                 check = sum(v for k, v in figures.items() if k not in ("events cached", "process until the checks"))
                 print(f"  the leadership check, cold: {check:.1f} s", flush=True)
