@@ -77,7 +77,7 @@ def test_the_installed_backends_are_scanned_once_per_process(monkeypatch: pytest
         return scan(group=group)
 
     monkeypatch.setattr(importlib.metadata, "entry_points", counted)
-    monkeypatch.setattr(module, "_factories", {}, raising=False)
+    monkeypatch.setattr(module, "_factories", {})
     for name in ("a", "b", "a"):
         with kubecoord.connect(f"memory://{name}") as coord:
             assert coord.backend == "memory"
