@@ -89,7 +89,7 @@ class SeedPeer:
 
 def our_handover(url: str, rounds: int, crash: bool) -> list[float]:
     samples = []
-    options = FAST if crash else {}
+    options: dict[str, Any] = FAST if crash else {}  # connect() takes **options: Any
     successor = kubecoord.connect(url, **options)
     try:
         for _ in range(rounds):
@@ -136,14 +136,20 @@ def our_listener_latency(url: str, count: int, poll: float) -> list[float]:
         kv = writer.storage(store)
         kv.put("k", "0")
         heard: dict[str, float] = {}
-        reader.listener_registry(store).add_value_change_listener(
-            "k", lambda value: heard.setdefault(value or "", time.monotonic())
-        )
+
+        def hear(value: str | None) -> None:
+            heard.setdefault(value or "", time.monotonic())
+
+        reader.listener_registry(store).add_value_change_listener("k", hear)
         samples = []
         for index in range(1, count + 1):
+
+            def arrived(i: int = index) -> bool:
+                return str(i) in heard
+
             started = time.monotonic()
             kv.update("k", str(index))
-            wait(lambda i=index: str(i) in heard)
+            wait(arrived)
             samples.append(heard[str(index)] - started)
         return samples
 
@@ -166,9 +172,13 @@ def seed_listener_latency(session: Any, count: int) -> list[float]:
     threading.Thread(target=poll, daemon=True).start()
     samples = []
     for index in range(1, count + 1):
+
+        def arrived(i: int = index) -> bool:
+            return str(i) in heard
+
         started = time.monotonic()
         session.execute(write, [str(index), key])
-        wait(lambda i=index: str(i) in heard)
+        wait(arrived)
         samples.append(heard[str(index)] - started)
     stop.set()
     return samples

@@ -77,9 +77,11 @@ def _time(argv: list[str], runs: int, env: dict[str, str],
 
 def _prepare(kubeconfig: pathlib.Path) -> None:
     """A namespace with the CRDs, one election with a leader, a group with members, a store."""
-    client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
+    client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
     core = kubernetes.client.CoreV1Api(client)
-    core.create_namespace({"metadata": {"name": NAMESPACE}})
+    core.create_namespace(
+        {"metadata": {"name": NAMESPACE}}  # type: ignore[arg-type]  # the client serializes a dict body as it is
+    )
     subprocess.run([str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig), "apply", "--server-side", "-f",
                     str(ROOT / "crds")], check=True, capture_output=True)
     subprocess.run([str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig), "wait", "--for=condition=Established",

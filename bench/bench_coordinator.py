@@ -311,16 +311,16 @@ def main() -> None:
 
         with tempfile.TemporaryDirectory() as root, ApiEmulator(host="127.0.0.1", port=0) as api:
             config = str(api.write_kubeconfig(Path(root) / "kubeconfig"))
-            timings = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
+            timings: dict[str, Any] = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
             ours["kubernetes"] = rebalance_times(
                 "kubernetes", lambda: kubecoord.connect("kubernetes://default", kubeconfig=config, **timings),
                 args.rounds, count_requests=lambda: len(api.requests),
             )
     if "real_kubernetes" in backends:
-        with real_server() as server:
-            if server is not None:
-                counter = RequestCounter(server)
-                config = str(server.admin_kubeconfig)
+        with real_server() as real:
+            if real is not None:
+                counter = RequestCounter(real)
+                config = str(real.admin_kubeconfig)
                 timings = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
                 ours["real_kubernetes"] = rebalance_times(
                     "real-k8s", lambda: kubecoord.connect("kubernetes://default", kubeconfig=config, **timings),

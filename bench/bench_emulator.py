@@ -21,8 +21,10 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import kubernetes
+import urllib3
 
 from kubecoord_testkit.emulator import ApiEmulator
 from measure import pct
@@ -51,25 +53,31 @@ def watch_latency(
     seen: dict[str, list[float]] = {}
     lock = threading.Condition()
     ready = threading.Barrier(watchers + 1)
-    rv = leases.list_namespaced_lease("default").metadata.resource_version
+    listed = leases.list_namespaced_lease("default").metadata
+    assert listed is not None
+    rv = listed.resource_version
 
     def consume() -> None:
-        client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
+        client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
         own = kubernetes.client.CoordinationV1Api(client)
-        stream = own.list_namespaced_lease(
-            "default",
-            watch=True,
-            resource_version=rv,
-            timeout_seconds=300,
-            field_selector="metadata.name=watched",
-            _preload_content=False,
+        stream = cast(  # _preload_content=False: the client returns the urllib3 response
+            urllib3.HTTPResponse,
+            own.list_namespaced_lease(
+                "default",
+                watch=True,
+                resource_version=rv,
+                timeout_seconds=300,
+                field_selector="metadata.name=watched",
+                _preload_content=False,
+            ),
         )
         ready.wait()
         count = 0
         for line in stream:
             if not line.strip():
                 continue
-            holder = kubernetes.watch.Watch().unmarshal_event(line.decode(), "V1Lease")["object"].spec.holder_identity
+            event = kubernetes.watch.Watch().unmarshal_event(line.decode(), "V1Lease")  # type: ignore[no-untyped-call]
+            holder = event["object"].spec.holder_identity
             with lock:
                 seen.setdefault(holder, []).append(time.perf_counter())
                 lock.notify_all()
@@ -87,10 +95,14 @@ def watch_latency(
     samples = []
     for n in range(rounds):
         holder = f"h{n}"
+
+        def all_saw(holder: str = holder) -> bool:
+            return len(seen.get(holder, [])) == watchers
+
         leases.patch_namespaced_lease("watched", "default", {"spec": {"holderIdentity": holder}})
         answered = time.perf_counter()
         with lock:
-            lock.wait_for(lambda holder=holder: len(seen.get(holder, [])) == watchers, timeout=30)
+            lock.wait_for(all_saw, timeout=30)
             samples.append(max(seen[holder]) - answered)
     for thread in threads:
         thread.join(30)
@@ -104,11 +116,20 @@ def main() -> None:
     args = parser.parse_args()
     with ApiEmulator() as api, tempfile.TemporaryDirectory() as tmp:
         kubeconfig = api.write_kubeconfig(Path(tmp) / "kubeconfig")
-        client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
+        client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
         leases = kubernetes.client.CoordinationV1Api(client)
         body = {"metadata": {"name": "x"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}
-        leases.create_namespaced_lease("default", body)
-        leases.create_namespaced_lease("default", {**body, "metadata": {"name": "watched"}})
+        leases.create_namespaced_lease(
+            "default",
+            body,  # type: ignore[arg-type]  # the client serializes a dict body as it is
+        )
+        leases.create_namespaced_lease(
+            "default",
+            {  # type: ignore[arg-type]  # the client serializes a dict body as it is
+                **body,
+                "metadata": {"name": "watched"},
+            },
+        )
         print(f"load average {os.getloadavg()[0]:.1f}, {args.rounds} rounds")
         api.reset_requests()
         report("get lease", timed(args.rounds, lambda n: leases.read_namespaced_lease("x", "default")))
@@ -121,7 +142,13 @@ def main() -> None:
         )
 
         def create_delete(n: int) -> None:
-            leases.create_namespaced_lease("default", {**body, "metadata": {"name": f"c{n}"}})
+            leases.create_namespaced_lease(
+                "default",
+                {  # type: ignore[arg-type]  # the client serializes a dict body as it is
+                    **body,
+                    "metadata": {"name": f"c{n}"},
+                },
+            )
             leases.delete_namespaced_lease(f"c{n}", "default")
 
         report("create + delete lease", timed(args.rounds, create_delete))

@@ -39,7 +39,7 @@ from kubecoord_testkit.emulator import ApiEmulator
 from measure import pct
 
 LEASE, DEADLINE, RETRY = 2.0, 1.5, 1.0
-TIMINGS = {"lease_duration": LEASE, "renew_deadline": DEADLINE, "retry_period": RETRY}
+TIMINGS: dict[str, Any] = {"lease_duration": LEASE, "renew_deadline": DEADLINE, "retry_period": RETRY}
 
 
 # -- child processes ------------------------------------------------------------------------
@@ -66,14 +66,15 @@ def child_official(kubeconfig: str, service: str, ident: str) -> None:
     from kubernetes.leaderelection import electionconfig, leaderelection
     from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-    config.load_kube_config(config_file=kubeconfig)
+    config.load_kube_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))  # exits without releasing: it cannot
-    lock = LeaseLock(service, "default", ident)
-    cfg = electionconfig.Config(  # its LeaseLock does int(str(lease_duration)): "2.0" fails, 2 works
+    lock = LeaseLock(service, "default", ident)  # type: ignore[no-untyped-call]
+    # its LeaseLock does int(str(lease_duration)): "2.0" fails, 2 works
+    cfg = electionconfig.Config(  # type: ignore[no-untyped-call]
         lock, int(LEASE), DEADLINE, int(RETRY), onstarted_leading=lambda: _emit("leading"),
         onstopped_leading=lambda: _emit("following"),
     )
-    leaderelection.LeaderElection(cfg).run()
+    leaderelection.LeaderElection(cfg).run()  # type: ignore[no-untyped-call]
     threading.Event().wait()
 
 
@@ -135,19 +136,25 @@ class Bench:
         from kubernetes import client, config
 
         configuration = client.Configuration()
-        config.load_kube_config(config_file=str(api.write_kubeconfig(directory / "admin")),
-                                client_configuration=configuration)
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(api.write_kubeconfig(directory / "admin")), client_configuration=configuration
+        )
         rbac = client.RbacAuthorizationV1Api(client.ApiClient(configuration))
-        rbac.create_namespaced_role("default", {"metadata": {"name": "bench"}, "rules": [
-            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"]},
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]},
-        ]})
-        rbac.create_namespaced_role_binding("default", {
-            "metadata": {"name": "bench"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "bench"},
-            "subjects": [{"kind": "Group", "name": "system:serviceaccounts:default",
-                          "apiGroup": "rbac.authorization.k8s.io"}],
+        rbac.create_namespaced_role("default", {  # type: ignore[arg-type]  # the client serializes a dict body as it is
+            "metadata": {"name": "bench"}, "rules": [
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"]},
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]},
+            ],
         })
+        rbac.create_namespaced_role_binding(
+            "default",
+            {  # type: ignore[arg-type]  # the client serializes a dict body as it is
+                "metadata": {"name": "bench"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "bench"},
+                "subjects": [{"kind": "Group", "name": "system:serviceaccounts:default",
+                              "apiGroup": "rbac.authorization.k8s.io"}],
+            },
+        )
 
     def identity(self) -> tuple[str, str]:
         """A fresh service account: (its user name as the emulator records it, a kubeconfig)."""
@@ -184,7 +191,12 @@ class Bench:
         elections = [self.connect()[1].leader_election(service) for _ in range(3)]
         won = [threading.Event() for _ in elections]
         for index, election in enumerate(elections):
-            election.add_listener(lambda leader, i=index: won[i].set() if leader == f"k{i}" else None)
+
+            def on_leader(leader: str | None, i: int = index) -> None:
+                if leader == f"k{i}":
+                    won[i].set()
+
+            election.add_listener(on_leader)
             election.nominate(f"k{index}")
         samples = []
         for _ in range(runs):

@@ -18,6 +18,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
+from typing import cast
 
 from kubecoord._core.lease import Loop
 from kubecoord._core.lease import loop as loop_module
@@ -50,7 +51,7 @@ def main() -> None:
                 blocking.discard(index)
             time.sleep(3.0 if block else 0.001)
             due[0] = time.monotonic() + args.period
-            return args.period
+            return cast(float, args.period)  # argparse: type=float
 
         return step
 

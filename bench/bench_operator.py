@@ -26,10 +26,11 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 import kubernetes.client
 import kubernetes.config
+import urllib3
 import yaml
 
 import kubecoord
@@ -47,7 +48,7 @@ class StatusWatch:
     """Watches LeaderElections; records when each resource's status.leader took each value."""
 
     def __init__(self, kubeconfig: str) -> None:
-        self._client = kubernetes.config.new_client_from_config(config_file=kubeconfig)
+        self._client = kubernetes.config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
         self.seen: dict[tuple[str, str | None], float] = {}
         self.ready: set[str] = set()
         self._cond = threading.Condition()
@@ -61,10 +62,10 @@ class StatusWatch:
         api = kubernetes.client.CustomObjectsApi(self._client)
         version = ""
         while True:
-            response = api.list_namespaced_custom_object(
+            response = cast(urllib3.HTTPResponse, api.list_namespaced_custom_object(  # _preload_content=False
                 "kubecoord.dev", "v1alpha1", NS, "leaderelections", watch=True, resource_version=version,
                 allow_watch_bookmarks=False, timeout_seconds=300, _preload_content=False,
-            )  # fmt: skip
+            ))  # fmt: skip
             for line in response:
                 event = json.loads(line)
                 obj = event["object"]
@@ -119,7 +120,7 @@ def main() -> int:
     print(f"load average before the run: {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp, ApiEmulator(host="127.0.0.1", port=0) as api:
         kubeconfig = str(api.write_kubeconfig(pathlib.Path(tmp) / "kubeconfig"))
-        client = kubernetes.config.new_client_from_config(config_file=kubeconfig)
+        client = kubernetes.config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
         for path in sorted((ROOT / "crds").glob("*.yaml")):
             kubernetes.client.ApiextensionsV1Api(client).create_custom_resource_definition(
                 yaml.safe_load(path.read_text())

@@ -36,10 +36,11 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import kubernetes.client
 import kubernetes.config
+import urllib3
 import yaml
 
 import kubecoord
@@ -59,14 +60,18 @@ GROUP, VERSION = "kubecoord.dev", "v1alpha1"
 
 def admin(server: RealApiServer) -> kubernetes.client.ApiClient:
     configuration = kubernetes.client.Configuration()
-    kubernetes.config.load_kube_config(config_file=str(server.admin_kubeconfig), client_configuration=configuration)
+    kubernetes.config.load_kube_config(  # type: ignore[no-untyped-call]
+        config_file=str(server.admin_kubeconfig), client_configuration=configuration
+    )
     configuration.connection_pool_maxsize = 16
     return kubernetes.client.ApiClient(configuration)
 
 
 def namespace(api: kubernetes.client.ApiClient, name: str) -> str:
     with contextlib.suppress(kubernetes.client.ApiException):
-        kubernetes.client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+        kubernetes.client.CoreV1Api(api).create_namespace(
+            {"metadata": {"name": name}}  # type: ignore[arg-type]  # the client serializes a dict body as it is
+        )
     return name
 
 
@@ -173,7 +178,12 @@ def bench_client(server: RealApiServer, elections: int, stores: int, handovers: 
                 assert mine.nominate("a")
                 theirs.nominate("b")
                 took = threading.Event()
-                theirs.add_listener(lambda leader, took=took: took.set() if leader == "b" else None)
+
+                def on_leader(leader: str | None, took: threading.Event = took) -> None:
+                    if leader == "b":
+                        took.set()
+
+                theirs.add_listener(on_leader)
                 started = time.monotonic()
                 mine.resign("a")
                 took.wait(30)
@@ -225,7 +235,12 @@ def _client_run(server: RealApiServer, ns: str, label: str, handles: int, every:
     def wait(predicate: Callable[[dict[str, Any]], bool], timeout: float) -> dict[str, Any]:
         with cond:
             found: list[dict[str, Any]] = []
-            cond.wait_for(lambda: bool(found.extend(x for x in lines if predicate(x)) or found), timeout)
+
+            def any_found() -> bool:
+                found.extend(x for x in lines if predicate(x))
+                return bool(found)
+
+            cond.wait_for(any_found, timeout)
             if not found:
                 raise RuntimeError(f"{label}: the child never said it; last lines {lines[-3:]}")
             return found[0]
@@ -239,11 +254,14 @@ def _client_run(server: RealApiServer, ns: str, label: str, handles: int, every:
             for i in range(handles):
                 if every and i % every == 0:
                     continue  # the child runs for these: not a change seen from outside
+
+                def heard(line: dict[str, Any], i: int = i) -> bool:
+                    return bool(line["event"] == "leader" and line["index"] == i and line["value"] == "writer")
+
                 election = writer.leader_election(f"{prefix}-{i}")
                 election.nominate("writer")
                 written = time.time()
-                seen = wait(lambda line, i=i: line["event"] == "leader" and line["index"] == i
-                            and line["value"] == "writer", 30)
+                seen = wait(heard, 30)
                 latencies.append(seen["t"] - written)
                 election.close()
         print(f"| {label} | {ready['threads']} | {ready['rss_mib']:.0f} | "
@@ -263,7 +281,7 @@ def bench_handles(server: RealApiServer, handles: int, before: str | None) -> No
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory(prefix="bench-handles-") as tmp:
         old = _tree_at(before, pathlib.Path(tmp)) if before else None
-        runs = [("after (one watch thread)", None)]
+        runs: list[tuple[str, pathlib.Path | None]] = [("after (one watch thread)", None)]
         if old is not None:
             runs.insert(0, (f"before ({before}: a thread per watch)", old))
         for label, path in runs:
@@ -305,7 +323,8 @@ def bench_memory(server: RealApiServer, count: int) -> None:
 
         # What the operator holds per resource instead since status comes from the caches
         # (kubecoord.operator.cached): a mirror with the previous status's counters, no handle.
-        cache = require(coordinator, StateCache)
+        # mypy#4717: a Protocol is a fine type[C] here
+        cache = require(coordinator, StateCache)  # type: ignore[type-abstract]
         routes = RouteIndex()
 
         def cached_election(i: int) -> object:
@@ -349,7 +368,7 @@ class ReadyWatch:
         self.leader_seen: dict[tuple[str, str, str | None], float] = {}
         self._cond = threading.Condition()
         self._stopped = threading.Event()
-        self._responses: list[Any] = []
+        self._responses: list[urllib3.HTTPResponse] = []
         self._threads = [threading.Thread(target=self._run, args=(server, plural), daemon=True)
                          for plural in ("leaderelections", "groups", "kvstores")]
         for thread in self._threads:
@@ -377,9 +396,12 @@ class ReadyWatch:
         version = ""
         while not self._stopped.is_set():
             try:
-                response = api.list_cluster_custom_object(
-                    GROUP, VERSION, plural, watch=True, resource_version=version, timeout_seconds=300,
-                    _preload_content=False,
+                response = cast(  # _preload_content=False: the client returns the urllib3 response
+                    urllib3.HTTPResponse,
+                    api.list_cluster_custom_object(
+                        GROUP, VERSION, plural, watch=True, resource_version=version, timeout_seconds=300,
+                        _preload_content=False,
+                    ),
                 )
             except Exception:
                 self._stopped.wait(0.5)
@@ -399,7 +421,7 @@ class ReadyWatch:
                     status, now = obj.get("status") or {}, time.monotonic()
                     key = (plural, obj["metadata"]["namespace"], obj["metadata"]["name"])
                     with self._cond:
-                        self.leader_seen.setdefault((*key[1:], status.get("leader")), now)  # type: ignore[arg-type]
+                        self.leader_seen.setdefault((*key[1:], status.get("leader")), now)
                         if any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or []):
                             self.ready.add(key)
                         self._cond.notify_all()
@@ -529,16 +551,23 @@ def bench_operator(server: RealApiServer, elections: int, groups: int, stores: i
                 name = names[index % len(names)]
                 election = coord.leader_election(name)
                 candidate = f"c{index}"
+
+                def led(n: str = name, c: str = candidate) -> bool:
+                    return (ns0, n, c) in watch.leader_seen
+
+                def vacant(n: str = name) -> bool:
+                    return (ns0, n, None) in watch.leader_seen
+
                 if not election.nominate(candidate):
                     election.close()
                     continue
                 chosen = time.monotonic()
-                watch.wait(lambda n=name, c=candidate: (ns0, n, c) in watch.leader_seen, timeout=60)
+                watch.wait(led, timeout=60)
                 seen = watch.leader_seen.get((ns0, name, candidate))
                 if seen is not None:
                     lags.append(max(0.0, seen - chosen))
                 election.close()
-                watch.wait(lambda n=name: (ns0, n, None) in watch.leader_seen, timeout=60)
+                watch.wait(vacant, timeout=60)
                 with watch._cond:
                     for key in [k for k in watch.leader_seen if k[1] == name and k[0] == ns0]:
                         del watch.leader_seen[key]

@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -73,7 +74,7 @@ def wait(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
 
 def our_handover(url: str, rounds: int, crash: bool) -> list[float]:
     samples = []
-    options = {"session_timeout": SESSION}
+    options: dict[str, Any] = {"session_timeout": SESSION}  # connect() takes **options: Any
     successor = kubecoord.connect(url, **options)
     try:
         for round_ in range(rounds):
@@ -84,7 +85,12 @@ def our_handover(url: str, rounds: int, crash: bool) -> list[float]:
             follower = successor.leader_election(service)
             follower.nominate("b")
             took_over = threading.Event()
-            follower.add_listener(lambda who, ev=took_over: ev.set() if who == "b" else None)
+
+            def on_leader(who: str | None, ev: threading.Event = took_over) -> None:
+                if who == "b":
+                    ev.set()
+
+            follower.add_listener(on_leader)
             started = time.monotonic()
             if crash:
                 leader.simulate_crash()  # type: ignore[attr-defined]
@@ -114,7 +120,11 @@ def kazoo_handover(hosts: str, rounds: int, crash: bool) -> list[float]:
             leading.wait(30)
             b = second.Election(path, "b")
             threading.Thread(target=b.run, args=(took_over.set,), daemon=True).start()
-            wait(lambda el=b: len(el.contenders()) == 2)
+
+            def both_contend(el: Any = b) -> bool:  # a kazoo Election: kazoo is untyped
+                return len(el.contenders()) == 2
+
+            wait(both_contend)
             started = time.monotonic()
             if crash:
                 crash_kazoo(first)
@@ -136,14 +146,20 @@ def our_listener_latency(url: str, count: int) -> list[float]:
         kv = writer_coord.storage("lat")
         kv.put("k", "0")
         heard: dict[str, float] = {}
-        reader_coord.listener_registry("lat").add_value_change_listener(
-            "k", lambda value: heard.setdefault(value or "", time.monotonic())
-        )
+
+        def hear(value: str | None) -> None:
+            heard.setdefault(value or "", time.monotonic())
+
+        reader_coord.listener_registry("lat").add_value_change_listener("k", hear)
         samples = []
         for index in range(1, count + 1):
+
+            def arrived(i: int = index) -> bool:
+                return str(i) in heard
+
             started = time.monotonic()
             kv.update("k", str(index))
-            wait(lambda i=index: str(i) in heard)
+            wait(arrived)
             samples.append(heard[str(index)] - started)
         return samples
 
@@ -156,9 +172,13 @@ def kazoo_listener_latency(hosts: str, count: int) -> list[float]:
     reader.DataWatch(path, lambda data, stat: heard.setdefault(data or b"", time.monotonic()))
     samples = []
     for index in range(1, count + 1):
+
+        def arrived(i: int = index) -> bool:
+            return str(i).encode() in heard
+
         started = time.monotonic()
         writer.set(path, str(index).encode())
-        wait(lambda i=index: str(i).encode() in heard)
+        wait(arrived)
         samples.append(heard[str(index).encode()] - started)
     for client in (writer, reader):
         client.stop()

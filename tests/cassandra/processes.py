@@ -111,8 +111,12 @@ def _spawn(args: list[str], peer_id: str, kind: str, log: Path, logs: Path) -> P
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     ready = threading.Event()
-    threading.Thread(target=lambda: process.stdout and "ready" in process.stdout.readline() and ready.set(),
-                     daemon=True).start()
+
+    def signal_ready() -> None:
+        if process.stdout and "ready" in process.stdout.readline():
+            ready.set()
+
+    threading.Thread(target=signal_ready, daemon=True).start()
     if not ready.wait(60):
         process.kill()
         process.wait()

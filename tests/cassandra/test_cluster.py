@@ -48,7 +48,10 @@ def test_a_node_killed_and_restarted_while_leading(cassandra_cluster: CassandraS
         # KV writes succeed once the driver has marked the node down.
         eventually(lambda: a.is_leader() or b.is_leader(), SESSION_TIMEOUT * 5)
         for value in range(1, 6):
-            eventually(lambda v=value: _update(kv, str(v)), SESSION_TIMEOUT * 5)
+            def updated(v: int = value) -> bool:
+                return _update(kv, str(v))
+
+            eventually(updated, SESSION_TIMEOUT * 5)
         cassandra_cluster.restart(victim)
         eventually(lambda: a.is_leader() or b.is_leader(), SESSION_TIMEOUT * 5)
         leader = a if a.is_leader() else b

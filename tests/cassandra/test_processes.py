@@ -40,11 +40,19 @@ def test_failovers_never_overlap_and_epochs_increase(cassandra_url: str, tmp_pat
             for _ in range(FAILOVERS):
                 eventually(lambda: _leader_id(observer) in peers, 30)
                 holder = peers[str(_leader_id(observer))]
-                eventually(lambda h=holder: bool(h.intervals()), 30)  # its own log says it leads
+
+                def says_it_leads(h: Peer = holder) -> bool:
+                    return bool(h.intervals())
+
+                eventually(says_it_leads, 30)  # its own log says it leads
                 holder.stop(kill=kill)
                 new_id = f"p{len(peers)}"
                 peers[new_id] = spawn_candidate(cassandra_url, service, new_id, tmp_path)
-                eventually(lambda old=holder.id: _leader_id(observer) not in (old, None), 30)
+
+                def another_leads(old: str = holder.id) -> bool:
+                    return _leader_id(observer) not in (old, None)
+
+                eventually(another_leads, 30)
             eventually(lambda: any(p.intervals() for p in peers.values() if p.stopped_at is None), 30)
     finally:
         stop_all(list(peers.values()))

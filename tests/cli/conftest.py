@@ -23,7 +23,8 @@ import kubecoord
 from kubecoord import Coordinator
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
-FAST = {"lease_duration": 3.0, "renew_deadline": 2.5, "retry_period": 0.5}
+# connect() takes **options: Any
+FAST: dict[str, Any] = {"lease_duration": 3.0, "renew_deadline": 2.5, "retry_period": 0.5}
 
 
 class Cli:
@@ -67,9 +68,13 @@ def base_env() -> dict[str, str]:
 def namespace(kubeconfig_path: pathlib.Path) -> str:
     name = f"cli-{uuid.uuid4().hex[:8]}"
     configuration = k8s.Configuration()
-    k8s_config.load_kube_config(config_file=str(kubeconfig_path), client_configuration=configuration)
+    k8s_config.load_kube_config(  # type: ignore[no-untyped-call]  # kubernetes.config is unannotated
+        config_file=str(kubeconfig_path), client_configuration=configuration
+    )
     with k8s.ApiClient(configuration) as api:
-        k8s.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+        k8s.CoreV1Api(api).create_namespace(
+            {"metadata": {"name": name}}  # type: ignore[arg-type]  # the client serializes a dict body as it is
+        )
     return name
 
 

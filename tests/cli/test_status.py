@@ -66,7 +66,7 @@ def ready(value: str, reason: str = "Reconciled", message: str = "") -> list[dic
 
 
 def test_status_lists_every_resource_with_health(kubeconfig_path: pathlib.Path, namespace: str, k8s_cli: Cli) -> None:
-    client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig_path))
+    client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig_path))  # type: ignore[no-untyped-call]  # kubernetes.config is unannotated
     install_crds(client)
     api = kubernetes.client.CustomObjectsApi(client)
     assert "no LeaderElection, Group or KVStore" in k8s_cli("status").stdout

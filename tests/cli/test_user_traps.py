@@ -30,11 +30,13 @@ def declared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cli, pa
     LeaderElection ``billing``, Group ``workers`` and KVStore ``topics``."""
     with ApiEmulator(host="127.0.0.1", port=0) as api:
         path = api.write_kubeconfig(tmp_path_factory.mktemp("declared") / "kubeconfig")
-        client = kubernetes.config.new_client_from_config(config_file=str(path))
+        client = kubernetes.config.new_client_from_config(config_file=str(path))  # type: ignore[no-untyped-call]  # kubernetes.config is unannotated
         extensions = kubernetes.client.ApiextensionsV1Api(client)
         for crd in sorted((ROOT / "crds").glob("*.yaml")):
             extensions.create_custom_resource_definition(yaml.safe_load(crd.read_text()))
-        kubernetes.client.CoreV1Api(client).create_namespace({"metadata": {"name": "apps"}})
+        kubernetes.client.CoreV1Api(client).create_namespace(
+            {"metadata": {"name": "apps"}}  # type: ignore[arg-type]  # the client serializes a dict body as it is
+        )
         custom = kubernetes.client.CustomObjectsApi(client)
         for plural, kind, name in (("leaderelections", "LeaderElection", "billing"), ("groups", "Group", "workers"),
                                    ("kvstores", "KVStore", "topics")):

@@ -43,9 +43,10 @@ class KubernetesHarness(UrlHarness):
     def delete_store(self, name: str) -> None:
         # Every shard ConfigMap of the store (shard 0 is kubecoord-kv.NAME, the others NAME.I).
         base = object_names.store_shard_name(name, 0)
-        with k8s_config.new_client_from_config(config_file=str(self.kubeconfig)) as api:
+        with k8s_config.new_client_from_config(config_file=str(self.kubeconfig)) as api:  # type: ignore[no-untyped-call]  # kubernetes.config is unannotated
             core = k8s.CoreV1Api(api)
             for configmap in core.list_namespaced_config_map(self.namespace).items:
+                assert configmap.metadata is not None and configmap.metadata.name is not None  # a listed object
                 if configmap.metadata.name == base or configmap.metadata.name.startswith(f"{base}."):
                     core.delete_namespaced_config_map(configmap.metadata.name, self.namespace)
 

@@ -109,7 +109,11 @@ def test_epochs_strictly_increase_across_handovers(harness: Harness, name: str) 
         leader = _leader(observer, f"r{round_}", harness)
         epochs.append(leader.epoch)
         election.resign(f"r{round_}")
-        eventually(lambda r=round_: (observer.get_leader() or Leader("", "", 0)).id != f"r{r}", harness.settle)
+
+        def resigned(r: int = round_) -> bool:
+            return (observer.get_leader() or Leader("", "", 0)).id != f"r{r}"
+
+        eventually(resigned, harness.settle)
     assert epochs == sorted(set(epochs)), f"epochs did not strictly increase: {epochs}"
 
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Sequence
 
 import pytest
 
-from kubecoord import InvalidArgumentError, LockHeldError, LockNotHeldError
+from kubecoord import InvalidArgumentError, Lock, LockHeldError, LockNotHeldError
 
 from ..helpers import eventually
 from .harness import Harness
 
 
-def _race(locks: list, rounds: int) -> list[tuple[float, float, int, str]]:
+def _race(locks: Sequence[Lock], rounds: int) -> list[tuple[float, float, int, str]]:
     """Every lock object in its own thread: acquire, hold briefly, release, ``rounds`` times.
     Returns (start, end, token, holder) per critical section, each checked in the holder's
     own view: is_held() True at its start and at its end."""
@@ -23,7 +24,7 @@ def _race(locks: list, rounds: int) -> list[tuple[float, float, int, str]]:
     start = threading.Barrier(len(locks))
     failures: list[BaseException] = []
 
-    def run(lock) -> None:  # type: ignore[no-untyped-def]
+    def run(lock: Lock) -> None:
         try:
             start.wait()
             for _ in range(rounds):
@@ -31,6 +32,7 @@ def _race(locks: list, rounds: int) -> list[tuple[float, float, int, str]]:
                 begin = time.monotonic()
                 assert lock.is_held()
                 token = lock.token
+                assert token is not None  # held
                 time.sleep(0.005)
                 end = time.monotonic()
                 assert lock.is_held(), "lost the lock inside a short critical section"

@@ -183,7 +183,8 @@ def test_fetch_confirmed_rejects_a_bad_max_age(harness: Harness, name: str, max_
 def test_fetch_confirmed_answers_what_the_server_vouched_for_and_when(harness: Harness, name: str) -> None:
     writer, reader = harness.connect().storage(name), harness.connect().storage(name)
     before = time.monotonic()
-    assert reader.fetch_confirmed("k", max_age=5.0) == (None, pytest.approx(before, abs=5.0))
+    value, moment = reader.fetch_confirmed("k", max_age=5.0)
+    assert value is None and moment == pytest.approx(before, abs=5.0)
     writer.put("k", "v1")
     writer.update("k", "v2")
     eventually(lambda: reader.fetch_versioned("k").result() == Versioned("v2", 2), harness.settle)

@@ -49,8 +49,8 @@ def violations(reports: list[dict[str, Any]], killed: dict[str, float]) -> list[
         end = killed.get(member, math.inf)
         for unit, began in start.items():
             intervals[unit].append((began, end))
-        for unit, spans in intervals.items():
-            holdings[unit].extend((a, b, member) for a, b in spans)
+        for unit, own_spans in intervals.items():
+            holdings[unit].extend((a, b, member) for a, b in own_spans)
     for unit, spans in holdings.items():
         spans.sort()
         latest_end, latest_member = -math.inf, ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pathlib
 import uuid
+from typing import Any
 
 import kubecoord
 from kubecoord.group_coordinator import UnitsProtocol
@@ -13,7 +14,7 @@ from kubecoord.group_coordinator import UnitsProtocol
 from ..helpers import eventually
 
 
-def _events(path: pathlib.Path) -> list[dict[str, object]]:
+def _events(path: pathlib.Path) -> list[dict[str, Any]]:  # parsed JSON lines
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [e for e in lines if e["event"] in ("rebalance_started", "rebalance_completed", "assigned", "revoked")]
 
@@ -36,7 +37,7 @@ def test_rebalance_events_carry_generation_and_units(tmp_path: pathlib.Path) -> 
     assigned = [e for e in first if e["event"] == "assigned"]
     assert assigned[0]["units"] == units and assigned[0]["member"] == "a"
     assert [e["generation"] for e in assigned] == sorted({e["generation"] for e in assigned})  # strictly increasing
-    assert len(assigned[1]["units"]) == 2 and assigned[-1]["units"] == units  # type: ignore[arg-type]
+    assert len(assigned[1]["units"]) == 2 and assigned[-1]["units"] == units
     revoked = [e for e in first if e["event"] == "revoked"]
     assert revoked and revoked[0]["units"] == units and revoked[0]["generation"] == assigned[0]["generation"]
     assert any(e["event"] == "rebalance_started" and e.get("role") == "leader" for e in first)

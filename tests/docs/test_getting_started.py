@@ -76,6 +76,11 @@ def test_every_block_that_is_not_run_says_why() -> None:
             assert len(block.directives["not run"]) > 10, f"{block}: say why it is not run"
 
 
+def _pod_name(pod: k8s.V1Pod) -> str:
+    assert pod.metadata is not None and pod.metadata.name is not None  # the server names every pod
+    return pod.metadata.name
+
+
 class _OperatorPod:
     """Waits for the chart's ServiceAccount and pods, then runs the operator as one of them."""
 
@@ -89,14 +94,16 @@ class _OperatorPod:
 
     def _run(self) -> None:
         configuration = k8s.Configuration()
-        k8s_config.load_kube_config(config_file=str(self.cluster.kubeconfig), client_configuration=configuration)
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(self.cluster.kubeconfig), client_configuration=configuration
+        )
         with k8s.ApiClient(configuration) as api:
             core = k8s.CoreV1Api(api)
             pods: list[str] = []
             while not self.stopping.wait(0.5):
                 try:
                     core.read_namespaced_service_account("kubecoord", "kubecoord-system")
-                    pods = [p.metadata.name for p in core.list_namespaced_pod(
+                    pods = [_pod_name(p) for p in core.list_namespaced_pod(
                         "kubecoord-system", label_selector="app.kubernetes.io/instance=kubecoord").items]
                 except ApiException:
                     continue
@@ -104,9 +111,12 @@ class _OperatorPod:
                     break
             if self.stopping.is_set():
                 return
-            token = core.create_namespaced_service_account_token(
-                "kubecoord", "kubecoord-system", {"spec": {"audiences": [], "expirationSeconds": 3600}}
-            ).status.token
+            response = core.create_namespaced_service_account_token(
+                "kubecoord", "kubecoord-system",
+                {"spec": {"audiences": [], "expirationSeconds": 3600}},  # type: ignore[arg-type]  # the client serializes a dict body as it is
+            )
+            assert response.status is not None
+            token = response.status.token
         admin = self.cluster.kubeconfig.read_text()
         server = next(line.split('server: "')[1].split('"')[0] for line in admin.splitlines() if "server:" in line)
         ca = next(line.split('certificate-authority: "')[1].split('"')[0] for line in admin.splitlines()

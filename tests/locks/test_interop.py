@@ -46,7 +46,12 @@ def test_kazoo_lock_and_kubecoord_lock_exclude_each_other_in_fifo_order(
         assert [h.id for h in ours.holders()] == ["kazoo"]  # kazoo's identifier reads as the id
 
         order: list[str] = []
-        waiter = threading.Thread(target=lambda: ours.acquire(timeout=30) and order.append("ours"))
+
+        def ours_waits() -> None:
+            if ours.acquire(timeout=30):
+                order.append("ours")
+
+        waiter = threading.Thread(target=ours_waits)
         waiter.start()
         time.sleep(0.5)  # queued behind kazoo's node
         kazoo_lock.release()
@@ -59,15 +64,23 @@ def test_kazoo_lock_and_kubecoord_lock_exclude_each_other_in_fifo_order(
         with pytest.raises(LockTimeout):
             zk.Lock(f"/{chroot}/elections/job", "kazoo-probe").acquire(timeout=0.5)
         kazoo_waiter = zk.Lock(f"/{chroot}/elections/job", "kazoo-2")
-        kazoo_thread = threading.Thread(
-            target=lambda: (
-                kazoo_waiter.acquire(timeout=30) and (order.append("kazoo-2"), time.sleep(0.3), kazoo_waiter.release())
-            )
-        )
+
+        def kazoo_2_waits() -> None:
+            if kazoo_waiter.acquire(timeout=30):
+                order.append("kazoo-2")
+                time.sleep(0.3)
+                kazoo_waiter.release()
+
+        kazoo_thread = threading.Thread(target=kazoo_2_waits)
         kazoo_thread.start()
         time.sleep(0.5)
         second = coord.lock("job", id="second")
-        second_thread = threading.Thread(target=lambda: second.acquire(timeout=30) and order.append("second"))
+
+        def second_waits() -> None:
+            if second.acquire(timeout=30):
+                order.append("second")
+
+        second_thread = threading.Thread(target=second_waits)
         second_thread.start()
         time.sleep(0.5)
         ours.release()
@@ -132,7 +145,9 @@ def test_client_go_leaselock_and_kubecoord_lock_exclude_each_other(
     le_candidate: pathlib.Path, real_kubeconfig: pathlib.Path
 ) -> None:
     lease = f"lock-{uuid.uuid4().hex[:8]}"
-    options = {"kubeconfig": str(real_kubeconfig), "lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.5}
+    options: dict[str, Any] = {
+        "kubeconfig": str(real_kubeconfig), "lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.5
+    }
     go = GoCandidate(le_candidate, real_kubeconfig, lease, "go-1")
     go_2: GoCandidate | None = None
     try:

@@ -68,7 +68,7 @@ def test_a_clean_history_exits_zero_and_replaces_the_previous_output(
         assert spark.sparkContext.getLocalProperty("spark.job.description") == "the caller's job"
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
-        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+        spark.sparkContext.setJobDescription(None)
 
     assert status == 0
     captured = capfd.readouterr()  # file descriptors: what the JVM writes is seen too

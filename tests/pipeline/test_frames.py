@@ -60,7 +60,8 @@ def test_a_cut_is_computed_once_and_released(spark: Any) -> None:
     leaf = cut(spark.range(50).select(counted("id").alias("id")))
     try:
         assert leaf.count() == 50
-        assert leaf.agg(F.sum("id")).first()[0] == sum(range(50))
+        total = leaf.agg(F.sum("id")).first()
+        assert total is not None and total[0] == sum(range(50))
         assert calls.value == 50  # the second query read the kept rows
         assert _cached_rdds(spark) - before
     finally:
@@ -124,7 +125,7 @@ def test_building_a_column_costs_no_call_site_round_trips(spark: Any, monkeypatc
     collection may run while it is built (34 counted so, in a suite run)."""
     import gc
 
-    import py4j.clientserver
+    import py4j.clientserver  # type: ignore[import-untyped]  # py4j ships no type hints
     from pyspark.sql import functions as F
 
     def column() -> Any:

@@ -14,6 +14,7 @@ from tests.fixtures.spark import shared_session
 def test_a_killed_jvm_is_replaced_by_a_working_one(spark: Any) -> None:
     from pyspark import SparkContext
 
+    assert SparkContext._gateway is not None  # the spark fixture started the JVM
     old = SparkContext._gateway.proc
     assert spark.range(3).count() == 3
     os.kill(old.pid, signal.SIGKILL)
@@ -21,6 +22,7 @@ def test_a_killed_jvm_is_replaced_by_a_working_one(spark: Any) -> None:
 
     session = shared_session()
 
+    assert SparkContext._gateway is not None
     new = SparkContext._gateway.proc
     assert new.pid != old.pid and new.poll() is None
     assert session.range(5).count() == 5

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -23,7 +24,7 @@ def test_a_free_port_can_be_bound() -> None:
 
 
 def test_ready_after_a_few_not_ready_answers() -> None:
-    answers = iter([OSError("refused"), False, True])
+    answers: Iterator[OSError | bool] = iter([OSError("refused"), False, True])
 
     def ready() -> bool:
         answer = next(answers)

@@ -18,7 +18,8 @@ import time
 import traceback
 import types
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TypeVar, cast
 
 import pytest
 import pytest_asyncio
@@ -27,6 +28,8 @@ import kubecoord
 from kubecoord import aio
 
 pytestmark = pytest.mark.asyncio
+
+_T = TypeVar("_T")
 
 LIMIT = 0.005
 """Seconds the loop thread may spend inside one blocking primitive."""
@@ -263,13 +266,14 @@ def test_listeners_cross_into_the_loop_from_the_dispatcher_thread(url: str) -> N
         election = await coord.leader_election("svc")
         original = asyncio.Queue.put_nowait
 
-        def spy(self: asyncio.Queue[object], item: object) -> None:
+        def spy(self: asyncio.Queue[_T], item: _T) -> None:
             touched.add(threading.get_ident())
             original(self, item)
 
         asyncio.Queue.put_nowait = spy  # type: ignore[method-assign]
         try:
-            stream = election.watch()
+            # watch() is an async generator underneath (typed AsyncIterator): it has aclose()
+            stream = cast(AsyncGenerator[str | None, None], election.watch())
             first = asyncio.ensure_future(stream.__anext__())
             await asyncio.sleep(0.05)
             await election.nominate("a")

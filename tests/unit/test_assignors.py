@@ -69,7 +69,7 @@ def test_every_assignor_balances_and_sticky_is_minimal(seed: int) -> None:
     rng = random.Random(seed)
     units = [f"u{i}" for i in range(rng.randint(0, 40))]
     names = [f"m{i}" for i in range(rng.randint(1, 8))]
-    owners = {u: rng.choice([*names, None]) for u in units}  # type: ignore[list-item]
+    owners = {u: rng.choice([*names, None]) for u in units}
     subs = {m: Subscription(tuple(u for u, o in owners.items() if o == m), rng.randint(0, 3)) for m in names}
     for cls in (RangeAssignor, RoundRobinAssignor, StickyAssignor):
         result = cls().assign(units, subs)
@@ -84,7 +84,7 @@ def test_cooperative_sticky_never_gives_a_unit_another_member_owns(seed: int) ->
     rng = random.Random(seed)
     units = [f"u{i}" for i in range(rng.randint(1, 30))]
     names = [f"m{i}" for i in range(rng.randint(1, 6))]
-    owners = {u: rng.choice([*names, None]) for u in units}  # type: ignore[list-item]
+    owners = {u: rng.choice([*names, None]) for u in units}
     subs = {m: Subscription(tuple(u for u, o in owners.items() if o == m), 1) for m in names}
     result = CooperativeStickyAssignor().assign(units, subs)
     target = StickyAssignor().assign(units, subs)

@@ -24,6 +24,6 @@ def test_a_missing_capability_names_the_feature_and_the_backend() -> None:
         assert not isinstance(coord, Purgeable) and not isinstance(coord, ObjectCache)
         assert not isinstance(coord, StateCache)
         with pytest.raises(kubecoord.UnsupportedFeatureError) as raised:
-            require(coord, Purgeable)
+            require(coord, Purgeable)  # type: ignore[type-abstract]  # mypy#4717: a Protocol is a fine type[C] here
     assert raised.value.backend == "memory" and "purge" in raised.value.feature
     assert str(raised.value) == "backend 'memory' does not support purging a primitive's backend objects (purge)"

@@ -30,7 +30,11 @@ def test_listener_removed_before_delivery_is_not_called() -> None:
     gate = threading.Event()
     listeners: ListenerSet[int] = ListenerSet()
     calls: list[int] = []
-    dispatcher.call(lambda: gate.wait(5) and None)  # hold the thread
+
+    def hold() -> None:
+        gate.wait(5)
+
+    dispatcher.call(hold)  # hold the thread
     listeners.add(calls.append)
     dispatcher.notify(listeners, 1)
     listeners.remove(calls.append)

@@ -38,8 +38,8 @@ def test_a_lease_re_created_from_the_status_starts_one_above_its_epoch_with_its_
 
 def test_a_lease_re_created_from_its_deleted_final_state_continues_it_exactly() -> None:
     """The DELETED event carries the last state the server had: nothing was issued after it."""
-    final = {"metadata": {"ownerReferences": [{"uid": "u-1"}]},
-             "spec": {"holderIdentity": "pod-b", "leaseTransitions": 6, "leaseDurationSeconds": 7}}
+    final: dict[str, Any] = {"metadata": {"ownerReferences": [{"uid": "u-1"}]},
+                             "spec": {"holderIdentity": "pod-b", "leaseTransitions": 6, "leaseDurationSeconds": 7}}
     spec = election_lease(_election({"observedGeneration": 1, "leader": "pod-a", "epoch": 4}), final)["spec"]
     assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("pod-b", 6)
     # A final state behind the status (edited down by hand) never lowers it.

@@ -6,6 +6,7 @@ clock, caplog. Before, a renew conflict logged nothing at all (the interop test'
 from __future__ import annotations
 
 import logging
+from typing import TypedDict, Unpack
 
 import pytest
 
@@ -55,7 +56,15 @@ def _leader(
     return elector, view
 
 
-def _edit(table: Table, **changes: object) -> None:
+class _Changes(TypedDict, total=False):
+    """The LeaderRecord fields an edit may change."""
+
+    holder: str
+    transitions: int
+    data: str
+
+
+def _edit(table: Table, **changes: Unpack[_Changes]) -> None:
     """Somebody else's write over the current version."""
     current = table.read(NAME)
     assert current is not None
@@ -68,7 +77,7 @@ class Recorder(EventLog):
     def __init__(self) -> None:
         self.events: list[dict[str, object]] = []
 
-    def record(self, **fields: object) -> None:  # type: ignore[override]
+    def record(self, **fields: object) -> None:
         self.events.append(fields)
 
 

@@ -5,14 +5,22 @@ from __future__ import annotations
 import pytest
 
 from kubecoord import GroupProtocolError
-from kubecoord.group_coordinator.leading import LeaderTimers, decide
+from kubecoord.group_coordinator.leading import Decision, LeaderTimers, decide
 from kubecoord.group_coordinator.record import select_protocol
-from kubecoord.wire.group_record import REBALANCING, STABLE, GroupState, decode_state, derived_name, encode_state
+from kubecoord.wire.group_record import (
+    REBALANCING,
+    STABLE,
+    GroupState,
+    Protocols,
+    decode_state,
+    derived_name,
+    encode_state,
+)
 
 META = (("sticky", b"m"),)
 
 
-def _decide(state: GroupState, live: set[str], now: float = 0.0, timers: LeaderTimers | None = None):  # type: ignore[no-untyped-def]
+def _decide(state: GroupState, live: set[str], now: float = 0.0, timers: LeaderTimers | None = None) -> Decision:
     return decide(
         state, {m: META for m in live}, leader_id="l", epoch=1, now=now, wall=1000.0 + now,
         timers=timers or LeaderTimers(), session_timeout=5.0, rebalance_timeout=20.0,
@@ -75,7 +83,10 @@ def test_record_round_trips_and_refuses_other_formats() -> None:
 
 
 def test_protocol_vote_and_no_common_protocol() -> None:
-    members = {"a": (("range", b""), ("roundrobin", b"")), "b": (("roundrobin", b""), ("sticky", b""))}
+    members: dict[str, Protocols] = {
+        "a": (("range", b""), ("roundrobin", b"")),
+        "b": (("roundrobin", b""), ("sticky", b"")),
+    }
     assert select_protocol(members) == "roundrobin"
     assert select_protocol({"a": (("x", b""), ("y", b"")), "b": (("y", b""), ("x", b""))}) == "x"
     with pytest.raises(GroupProtocolError):

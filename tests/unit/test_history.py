@@ -214,7 +214,7 @@ def test_writes_under_a_fencing_epoch_carry_it(tmp_path: Path) -> None:
         with pytest.raises(kubecoord.InvalidArgumentError):
             store.fencing_epoch = -1
         with pytest.raises(kubecoord.InvalidArgumentError):
-            store.fencing_epoch = True  # type: ignore[assignment]
+            store.fencing_epoch = True
         assert store.fencing_epoch == 4
         store.fencing_epoch = None
         store.put("a", "3")

@@ -46,7 +46,12 @@ def test_a_parked_loop_takes_no_step_until_woken(monkeypatch: pytest.MonkeyPatch
 def test_a_long_delay_is_still_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loop_module, "MAX_SLEEP", 0.05)
     steps: list[float] = []
-    loop = Loop("capped", lambda: steps.append(time.monotonic()) or 3600.0)
+
+    def step() -> float:
+        steps.append(time.monotonic())
+        return 3600.0
+
+    loop = Loop("capped", step)
     loop.start()
     try:
         eventually(lambda: len(steps) >= 3, timeout=10)

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -124,7 +125,9 @@ def test_acl_with_digest_auth(zookeeper_server: ZooKeeperServer, chroot: str) ->
         ("/bad chroot", {}),
     ],
 )
-def test_bad_urls_and_options_are_rejected_before_connecting(url_tail: str, options: dict[str, object]) -> None:
+def test_bad_urls_and_options_are_rejected_before_connecting(
+    url_tail: str, options: dict[str, Any]  # connect() takes **options: Any
+) -> None:
     with pytest.raises(kubecoord.InvalidArgumentError):
         kubecoord.connect(f"zookeeper://127.0.0.1:1{url_tail}", **options)
 

@@ -62,8 +62,12 @@ def spawn(url: str, candidate_id: str, logs: Path) -> Candidate:
         )
     candidate = Candidate(candidate_id, process, history)
     ready = threading.Event()
-    threading.Thread(target=lambda: process.stdout and "ready" in process.stdout.readline() and ready.set(),
-                     daemon=True).start()
+
+    def signal_ready() -> None:
+        if process.stdout and "ready" in process.stdout.readline():
+            ready.set()
+
+    threading.Thread(target=signal_ready, daemon=True).start()
     if not ready.wait(60):
         raise AssertionError(f"{candidate_id} never got ready; its stderr:\n{stderr.read_text()}")
     return candidate
@@ -87,8 +91,12 @@ def test_twenty_kill_9_failovers_never_overlap(zookeeper_server: ZooKeeperServer
                 assert leader is not None
                 holder = candidates[leader.id]
                 assert holder.killed_at is None
+
                 # The process itself says it acquired this epoch (its log line may trail a little).
-                eventually(lambda h=holder, e=leader.epoch: any(a["epoch"] == e for a in h.acquired()), 30)
+                def says_acquired(h: Candidate = holder, e: int = leader.epoch) -> bool:
+                    return any(a["epoch"] == e for a in h.acquired())
+
+                eventually(says_acquired, 30)
                 epochs.append(leader.epoch)
                 if round_ == FAILOVERS:
                     break
@@ -97,7 +105,11 @@ def test_twenty_kill_9_failovers_never_overlap(zookeeper_server: ZooKeeperServer
                 holder.process.wait()
                 new_id = f"p{len(candidates)}"
                 candidates[new_id] = spawn(url, new_id, tmp_path)
-                eventually(lambda old=leader.id: seen.calls and seen.calls[-1] not in (old, None), 30)
+
+                def another_leads(old: str = leader.id) -> bool:
+                    return bool(seen.calls) and seen.calls[-1] not in (old, None)
+
+                eventually(another_leads, 30)
     finally:
         for candidate in candidates.values():
             candidate.process.kill()

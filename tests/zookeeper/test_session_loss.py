@@ -11,8 +11,10 @@ import datetime as dt
 import time
 import uuid
 from pathlib import Path
+from typing import cast
 
 import kubecoord
+from kubecoord.backends.zookeeper.coordinator import ZooKeeperCoordinator
 from kubecoord_testkit.faults import ThreadedFaultProxy
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
@@ -54,6 +56,7 @@ def test_lost_session_reenters_election_and_rejoins_group(zookeeper_server: ZooK
     url = f"zookeeper://{zookeeper_server.hosts}/lost-{uuid.uuid4().hex[:8]}"
     with kubecoord.connect(url, session_timeout=2.0, history=history) as victim, \
             kubecoord.connect(url, session_timeout=2.0) as other:
+        zookeeper_victim = cast(ZooKeeperCoordinator, victim)  # a zookeeper:// URL
         election = victim.leader_election("svc")
         group = victim.group_membership("workers")
         rival = other.leader_election("svc")
@@ -67,7 +70,7 @@ def test_lost_session_reenters_election_and_rejoins_group(zookeeper_server: ZooK
         group.join("m1", data="payload")
         assert not rival.nominate("b")
         members.wait_last({"m1"})
-        old_session = victim.client_id
+        old_session = zookeeper_victim.client_id
         epoch_a = (rival.get_leader() or kubecoord.Leader("", "", 0)).epoch
 
         force_expiry(zookeeper_server.hosts, victim)
@@ -78,7 +81,7 @@ def test_lost_session_reenters_election_and_rejoins_group(zookeeper_server: ZooK
         assert leader_b is not None and leader_b.id == "b" and leader_b.epoch > epoch_a
         mine.wait_last("b")
         assert not election.is_leader()
-        eventually(lambda: victim.client_id != old_session)
+        eventually(lambda: zookeeper_victim.client_id != old_session)
         eventually(lambda: watcher.membership() == {"m1": "payload"})
         members.wait_last({"m1"})
 
@@ -138,7 +141,9 @@ def test_a_candidate_closed_while_suspended_withdraws_once_reconnected(
             election.close()  # its node cannot be deleted now
             proxy.allow()  # reconnects within the session timeout: the same session, the node kept
             eventually(lambda: rival.is_leader("b"), timeout=15)
-            assert coord.leader_election("svc").get_leader() == kubecoord.Leader("b", "", rival.get_leader().epoch)
+            leader_b = rival.get_leader()
+            assert leader_b is not None
+            assert coord.leader_election("svc").get_leader() == kubecoord.Leader("b", "", leader_b.epoch)
     finally:
         proxy.close()
 
