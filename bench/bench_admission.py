@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]  # jsonschema ships no annotations; no stubs installed
+import jsonschema
 import yaml
 
 from kubecoord_testkit.emulator.admission import Invalid, admit

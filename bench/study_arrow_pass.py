@@ -48,8 +48,8 @@ def _terms(table: Any) -> Any:
     """The terms of one election's holder events: a holder's acquisition is the number of
     ``acquired`` events of it so far in the process's order (0 before the first)."""
     import numpy as np
-    import pyarrow as pa  # type: ignore[import-not-found]  # optional: the study installs it
-    import pyarrow.compute as pc  # type: ignore[import-not-found]  # optional: the study installs it
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     def column(name: str) -> Any:
         return table.column(name).to_numpy(zero_copy_only=False)
@@ -151,7 +151,7 @@ def main() -> int:
     if args.side:
         return probe(args.side, args.logs)
     try:
-        import pandas  # type: ignore[import-untyped]  # noqa: F401  # no stubs installed
+        import pandas  # noqa: F401
         import pyarrow  # noqa: F401
     except ImportError as missing:
         raise SystemExit(f"{missing.name} is missing: pip install pandas==2.2.3 pyarrow==18.1.0") from None

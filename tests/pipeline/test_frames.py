@@ -125,7 +125,7 @@ def test_building_a_column_costs_no_call_site_round_trips(spark: Any, monkeypatc
     collection may run while it is built (34 counted so, in a suite run)."""
     import gc
 
-    import py4j.clientserver  # type: ignore[import-untyped]  # py4j ships no type hints
+    import py4j.clientserver
     from pyspark.sql import functions as F
 
     def column() -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import celpy
-import jsonschema  # type: ignore[import-untyped]  # types-jsonschema is not a dev dependency yet
+import jsonschema
 import pytest
 import yaml
 from celpy.adapter import json_to_cel
