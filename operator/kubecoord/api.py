@@ -578,8 +578,8 @@ class GroupProtocol(abc.ABC):
     Three methods must be given (metadata, perform_assignment, on_join_complete); the
     others are optional hooks whose defaults keep Kafka's AbstractCoordinator behaviour:
     on_join_prepare and on_leave_prepare do nothing, on_lost calls on_join_prepare,
-    rejoin_needed says no, units_of cannot tell, accepts_metadata accepts everything.
-    Override a hook to take part in it.
+    rejoin_needed says no, units_of cannot tell, accepts_metadata accepts everything,
+    join_metadata is metadata(). Override a hook to take part in it.
     """
 
     protocol_type: str = "consumer"
@@ -591,9 +591,21 @@ class GroupProtocol(abc.ABC):
     def metadata(self) -> list[tuple[str, bytes]]:
         """The protocols this member supports, most preferred first, each with its metadata.
 
-        Called at join() and again at every rebalance this member takes part in (as a
-        Kafka consumer sends its subscription with every JoinGroup).
+        Called at every rebalance this member takes part in (as a Kafka consumer sends
+        its subscription with every JoinGroup): it travels in the group's record, which
+        holds every member's metadata and must fit one value of the store.
         """
+
+    def join_metadata(self) -> list[tuple[str, bytes]]:
+        """The protocols this member supports, each with the metadata it joins the group
+        membership with: at join(), and whenever it joins again after the membership
+        lost it (its session expired, its Lease was deleted) — possibly while it owns a
+        large share. The leader checks it with accepts_metadata(); the member's
+        metadata() replaces it when the member joins a generation, before any assignment.
+        The membership caps a member's data at 64 KiB (validation.MAX_DATA_BYTES), so
+        this should not grow with what the member owns: say who the member is and what it
+        can read, not what it holds. Default: metadata()."""
+        return self.metadata()
 
     def on_join_prepare(self, generation: int, member_id: str) -> None:
         """A rebalance starts: give up what the protocol says to (eager: everything).

@@ -150,3 +150,34 @@ def test_units_of_a_large_list_travel_as_index_runs_tied_to_that_list() -> None:
             decode_subscription(hostile, units)
     small = [f"p{i}" for i in range(12)]
     assert decode_units(encode_units(small[:3], universe=small)) == (small[:3], -1)  # short lists keep names
+
+
+@pytest.mark.parametrize("width", [1, 100], ids=["short-names", "long-names"])
+def test_the_data_a_member_joins_with_names_no_unit_it_owns(width: int) -> None:
+    """A member owning every unit of 4,096, with two assignors, joins the membership with
+    ~100 bytes (its metadata names them: 84 KB with short names, over the membership's
+    64 KiB cap); the join data still ties it to its unit list (a member of another list is
+    refused), and metadata() still reports what it owns."""
+    from kubecoord.group_coordinator import UnitsProtocol, decode_units, encode_units
+    from kubecoord.group_coordinator.rejoin import join_data
+    from kubecoord.validation import MAX_DATA_BYTES
+    from kubecoord.wire.group_record import decode_join_data
+
+    units = [f"p{i}" + "u" * (width - 1) for i in range(4096)]
+    owner = UnitsProtocol(units, assignors=("sticky", "range"))
+    owner.on_join_complete(3, "a", "sticky", encode_units(units, universe=units))
+    assert len(owner.owned) == 4096
+    data = join_data(owner)
+    assert len(data.encode()) < 256
+    decoded = decode_join_data(data)
+    assert decoded is not None and [name for name, _ in decoded[1]] == ["sticky", "range"]
+    assert all(decode_units(meta, units) == ([], -1) and owner.accepts_metadata(name, meta)
+               for name, meta in decoded[1])
+    if width == 1:  # names travel in full below the compact threshold
+        assert sum(len(meta) * 4 // 3 for _, meta in owner.metadata()) > MAX_DATA_BYTES
+    assert all(decode_units(meta, units) == (units, 3) for _, meta in owner.metadata())
+    stranger = UnitsProtocol([*units[:-1], "other" * width], assignors=("sticky", "range"))
+    stranger_join = decode_join_data(join_data(stranger))
+    assert stranger_join is not None
+    if width == 100:  # the compact form carries the list's digest: another list is refused at join
+        assert not any(owner.accepts_metadata(name, meta) for name, meta in stranger_join[1])

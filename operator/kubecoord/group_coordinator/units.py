@@ -27,6 +27,11 @@ owning all of them, about 13 KB at worst, owning every other unit). Indexes writ
 against another list are refused with GroupProtocolError (the member is excluded by
 the leader, or its assignment refused), never read as the wrong names: members of a
 large group must share one unit list, in the same order.
+
+What a member joins the membership with (join_metadata) names no unit: each assignor
+with the metadata of a member owning nothing, ~60 bytes, so joining again after the
+membership lost the member (a deleted or expired member Lease) succeeds whatever it
+owns; the owned units travel in the group's record when it joins the next generation.
 """
 
 from __future__ import annotations
@@ -217,6 +222,15 @@ class UnitsProtocol(GroupProtocol):
     def metadata(self) -> list[tuple[str, bytes]]:
         with self._lock:
             data = encode_units(self._owned, self._generation, self._previous, universe=self.units)
+        return [(name, data) for name in self.assignors]
+
+    def join_metadata(self) -> list[tuple[str, bytes]]:
+        """What the member joins the membership with: each assignor with the metadata of a
+        member that owns nothing (the unit list's digest in the compact form, so a member
+        of another list is still refused at join), ~60 bytes each whatever it owns; its
+        owned units reach the leader in the record, with metadata(), when it joins a
+        generation."""
+        data = encode_units((), universe=self.units)
         return [(name, data) for name in self.assignors]
 
     def on_join_prepare(self, generation: int, member_id: str) -> None:
