@@ -15,9 +15,12 @@ Options (keyword arguments of connect()):
 option            default                         meaning
 ================  ==============================  =============================================
 session_timeout   10.0                            seconds; the server negotiates it within its
-                                                  min/maxSessionTimeout. After a crash, what the
-                                                  session held (leadership, memberships) goes
-                                                  this long after the last contact
+                                                  min/maxSessionTimeout, and the client's
+                                                  deadlines follow the negotiated one (a
+                                                  warning is logged when it differs). After a
+                                                  crash, what the session held (leadership,
+                                                  memberships) goes this long after the last
+                                                  contact
 connect_timeout   15.0                            seconds connect() waits for the first session
 request_timeout   session_timeout                 seconds any one request may take
 connection_retry  {max_tries: -1, delay: 0.1,     kazoo KazooRetry arguments for reconnecting

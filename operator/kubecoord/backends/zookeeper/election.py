@@ -27,6 +27,10 @@ Guarantees:
 - resign() deletes the leader's node and withdraws its candidacy (nominate again to
   run again); close() does that for every candidate of the handle.
 
+- A leader leads only within its session's proven life (session.alive_until, from the
+  session timeout the server negotiated, not the requested one): resumed from a freeze
+  longer than that, is_leader() is False before kazoo has noticed anything.
+
 Not guaranteed: that a leader stops acting before its session expires on the server if
 its process is frozen (GC pause, SIGSTOP): kazoo notices SUSPENDED only when the
 process runs again. Use the epoch as a fencing token where the work can check it.

@@ -14,16 +14,20 @@ Guarantees:
 
 - ``alive_until`` (monotonic seconds): until when the session is certainly alive at the
   server — the send time of the latest request or ping the server answered, plus the
-  session timeout (the server expires a session only after that long without hearing
-  from it). A leader leads only before it (zookeeper/election.py), so a process paused
+  session timeout the server negotiated (it expires a session only after that long
+  without hearing from it). The server bounds the requested timeout by its
+  min/maxSessionTimeout; ``session_timeout`` is what it granted, read from its answer to
+  each connect before anything else of that connection is read, and a warning is logged
+  whenever it differs from the requested one. A leader leads only before it (zookeeper/election.py), so a process paused
   (SIGSTOP, a VM freeze) longer than the session stops believing it leads the moment it
   runs again, before kazoo has noticed anything, and its ``lost`` event says when its
   leadership ended.
 
 Not guaranteed: kazoo drops its watch registrations on SUSPENDED (it fires them once
 with a NONE event); handles re-arm their watches on the next CONNECTED. ``alive_until``
-reaches into kazoo's connection (its _submit and _read_header): kazoo exposes no
-timestamp of the server's last answer.
+reaches into kazoo's connection (its _submit, _read_header and _invoke): kazoo exposes
+neither a timestamp of the server's last answer nor the negotiated session timeout (it
+keeps the requested one in ``KazooClient._session_timeout``; kazoo issue #769).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.serialization import Connect
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
@@ -83,6 +88,8 @@ class Session:
         the session alive (answers on the next connection, or a new session, prove nothing
         about a leadership confirmed before)."""
         self.alive_until = 0.0
+        self._negotiated: float | None = None
+        """The session timeout (s) the server granted in its answer to the latest connect."""
         # xid -> monotonic send times of the requests not answered yet, oldest first, on
         # kazoo's connection thread. A queue, not one time: every ping has the same xid.
         self._sent: dict[int, collections.deque[float]] = {}
@@ -99,7 +106,7 @@ class Session:
         the oldest outstanding send of its xid (the server answers in order), never from a
         later one (that made a paused leader believe it led past its expired session)."""
         connection = self.client._connection
-        submit, read_header = connection._submit, connection._read_header
+        submit, read_header, invoke = connection._submit, connection._read_header, connection._invoke
 
         def timed_submit(request: Any, timeout: float, xid: int | None = None) -> Any:
             if xid is not None:
@@ -113,11 +120,31 @@ class Session:
                 sent = outstanding.popleft()
                 if not outstanding:
                     del self._sent[header.xid]
-                self.alive_until = max(self.alive_until, sent + self.options.session_timeout)
+                self.alive_until = max(self.alive_until, sent + self.session_timeout)
             return header, buffer, offset
+
+        def negotiating_invoke(timeout: float, request: Any, xid: int | None = None) -> Any:
+            # kazoo's handshake writer: the Connect answer carries the granted timeout (ms).
+            result = invoke(timeout, request, xid)
+            if isinstance(request, Connect) and isinstance(result, tuple) and result[0].time_out > 0:
+                self._negotiated_as(result[0].time_out / 1000.0)
+            return result
 
         connection._submit = timed_submit
         connection._read_header = timed_read_header
+        connection._invoke = negotiating_invoke
+
+    def _negotiated_as(self, granted: float) -> None:
+        """The server's answer to a connect granted ``granted`` seconds (kazoo's connection
+        thread, before CONNECTED and before any other answer of the connection is read)."""
+        previous, self._negotiated = self._negotiated, granted
+        if granted != self.options.session_timeout and granted != previous:
+            log.warning(
+                "the ZooKeeper server negotiated a session timeout of %s s instead of the requested %s s"
+                " (its min/maxSessionTimeout); leadership and locks end by the negotiated one",
+                granted, self.options.session_timeout,
+                extra={"requested": self.options.session_timeout, "negotiated": granted},
+            )
 
     # -- lifecycle ----------------------------------------------------------------
     def start(self) -> None:
@@ -163,8 +190,10 @@ class Session:
 
     @property
     def session_timeout(self) -> float:
-        """The requested session timeout (s); the server may have negotiated it within its min/max."""
-        return self.options.session_timeout
+        """The session timeout (s) the server negotiated on the latest connect (within its
+        min/maxSessionTimeout); the requested one until a server has answered."""
+        negotiated = self._negotiated
+        return self.options.session_timeout if negotiated is None else negotiated
 
     @property
     def session_id(self) -> int | None:

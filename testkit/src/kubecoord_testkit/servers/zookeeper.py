@@ -10,7 +10,9 @@ Starts Debian's jars (``apt-get install zookeeper libslf4j-java``; /usr/share/ja
 listens on 127.0.0.1 only (clientPortAddress), on free ports, with the admin HTTP server
 off and the ``ruok``/``srvr`` four-letter words whitelisted; ready means ``ruok`` answers
 ``imok`` and ``srvr`` reports a mode (ruok answers before sessions are accepted).
-A small tickTime (200 ms) lets clients use sessions of 0.4 s and up.
+A small tickTime (200 ms) lets clients use sessions of 0.4 s and up; sessions may last
+up to 60 s unless ``max_session_timeout`` (seconds) sets the servers' maxSessionTimeout
+lower, so that they negotiate a longer requested timeout down to it.
 
 Guarantees: stop() and kill() wait() on the JVM, so no zombie is left even though PID 1
 here does not reap orphans. Not guaranteed: that ports chosen free stay free until the
@@ -130,7 +132,12 @@ class ServerProcess:
         return ""
 
 
-def _base_config(data_dir: Path, port: int) -> dict[str, str]:
+DEFAULT_MAX_SESSION_TIMEOUT = 60.0
+
+
+def _base_config(data_dir: Path, port: int, max_session_timeout: float) -> dict[str, str]:
+    if not max_session_timeout * 1000 >= 2 * TICK_MS:
+        raise ValueError(f"max_session_timeout must be at least {2 * TICK_MS / 1000} s (two ticks)")
     return {
         "tickTime": str(TICK_MS),
         "dataDir": str(data_dir),
@@ -139,7 +146,7 @@ def _base_config(data_dir: Path, port: int) -> dict[str, str]:
         "admin.enableServer": "false",
         "4lw.commands.whitelist": "ruok,srvr",
         "minSessionTimeout": str(2 * TICK_MS),
-        "maxSessionTimeout": "60000",
+        "maxSessionTimeout": str(round(max_session_timeout * 1000)),
         "maxClientCnxns": "0",
     }
 
@@ -151,19 +158,23 @@ class ZooKeeperServer:
         self.servers = list(servers)
 
     @classmethod
-    def standalone(cls, root: Path) -> ZooKeeperServer:
+    def standalone(cls, root: Path, *, max_session_timeout: float = DEFAULT_MAX_SESSION_TIMEOUT) -> ZooKeeperServer:
         port = free_port()
         data_dir = root / "zk-standalone"
-        return cls([ServerProcess(data_dir, port, _base_config(data_dir, port), STANDALONE_MAIN)])
+        config = _base_config(data_dir, port, max_session_timeout)
+        return cls([ServerProcess(data_dir, port, config, STANDALONE_MAIN)])
 
     @classmethod
-    def ensemble(cls, root: Path, size: int = 3) -> ZooKeeperServer:
+    def ensemble(
+        cls, root: Path, size: int = 3, *, max_session_timeout: float = DEFAULT_MAX_SESSION_TIMEOUT
+    ) -> ZooKeeperServer:
         ports = [(free_port(), free_port(), free_port()) for _ in range(size)]
         peers = {f"server.{i + 1}": f"127.0.0.1:{quorum}:{election}" for i, (_, quorum, election) in enumerate(ports)}
         servers = []
         for index, (client, _, _) in enumerate(ports):
             data_dir = root / f"zk-{index + 1}"
-            config = {**_base_config(data_dir, client), "initLimit": "10", "syncLimit": "5", **peers}
+            base = _base_config(data_dir, client, max_session_timeout)
+            config = {**base, "initLimit": "10", "syncLimit": "5", **peers}
             servers.append(ServerProcess(data_dir, client, config, QUORUM_MAIN, myid=index + 1))
         return cls(servers)
 
