@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     scope = Scope(namespaces=tuple(args.namespace), clusterwide=args.all_namespaces or not args.namespace)
     try:
         with kubecoord.connect(f"kubernetes://{args.lease_namespace}", **options) as coordinator:
-            return run_when_leading(coordinator, args.identity, scope, state, election=args.lease_name)
+            return run_when_leading(coordinator, args.identity, scope, state, election=args.lease_name,
+                                    lease_duration=args.lease_duration, renew_deadline=args.renew_deadline)
     finally:
         History.close()
         server.shutdown()

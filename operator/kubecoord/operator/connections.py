@@ -19,12 +19,21 @@ from typing import Any
 
 import kubecoord
 from kubecoord.api import Coordinator
+from kubecoord.operator import fencing
 from kubecoord.operator.model import BackendSpec
+
+DEFAULT_REQUEST_TIMEOUT = 5.0
+"""The kubernetes backend's request_timeout when a spec sets none (its documented default)."""
 
 Connector = Callable[[BackendSpec], Coordinator]
 
 
 def default_connector(spec: BackendSpec) -> Coordinator:
+    return kubecoord.connect(spec.url, **connect_options(spec))
+
+
+def connect_options(spec: BackendSpec) -> dict[str, Any]:
+    """What the operator connects to a resource's backend with."""
     options: dict[str, Any] = dict(spec.options)
     if spec.backend == "kubernetes":
         # One watch of kubecoord's Leases and one of the KV ConfigMaps per namespace, shared
@@ -33,9 +42,13 @@ def default_connector(spec: BackendSpec) -> Coordinator:
         # The operator has each resource's spec already (BackendSpec carries its timings):
         # no handle needs to read its resource again (one GET per handle, 10,000 at scale).
         options.setdefault("bind_resources", False)
+        # Its writes (the group record, expired members' reaping) end within the operator
+        # Lease's term, as kubeapi's do (kubecoord.operator.fencing).
+        options["request_timeout"] = min(float(options.get("request_timeout", DEFAULT_REQUEST_TIMEOUT)),
+                                         fencing.write_timeout())
         if os.environ.get("KUBECONFIG"):
             options["kubeconfig"] = os.environ["KUBECONFIG"]
-    return kubecoord.connect(spec.url, **options)
+    return options
 
 
 class Connections:

@@ -13,7 +13,10 @@ Guarantees:
   once after it shuts down cleanly (it resigns on exit).
 - After losing leadership the process exits with status 1, as client-go controllers do:
   the restart rejoins as a standby with fresh state.
-Not guaranteed: fencing of writes already in flight when leadership is lost.
+- Every write request of the active replica is abandoned before a standby may acquire
+  (its timeout is at most lease duration - renew deadline; kubecoord.operator.fencing).
+Not guaranteed: that the API server does not apply a write already in flight when
+leadership is lost.
 """
 
 from __future__ import annotations
@@ -50,8 +53,12 @@ def run_when_leading(
     run_operator: Callable[[Scope, threading.Event], None] | None = None,
     *,
     election: str = ELECTION,
+    lease_duration: float | None = None,
+    renew_deadline: float | None = None,
 ) -> int:
-    """Block until this replica leads, run the operator until stopped; the exit status."""
+    """Block until this replica leads, run the operator until stopped; the exit status.
+    ``lease_duration`` and ``renew_deadline``: the operator Lease's timings (the coordinator's),
+    which bound every write request (kubecoord.operator.fencing)."""
     stop = threading.Event()  # SIGTERM/SIGINT or lost leadership: stop kopf
     lost = threading.Event()
     _install_signal_handlers(stop)
@@ -65,7 +72,8 @@ def run_when_leading(
             handle.close()
             return 0
     health.role = "leader"
-    fencing.install(lambda: handle.is_leader(identity))  # every API write asks first
+    # Every API write asks first, and none outlives the term it was sent in.
+    fencing.install(lambda: handle.is_leader(identity), lease_duration=lease_duration, renew_deadline=renew_deadline)
     metrics.IS_LEADER.set(1)
     log.info("leading: starting reconciliation", extra={"identity": identity})
 

@@ -2,11 +2,14 @@
 official client, configured like kopf: in-cluster service account first, else $KUBECONFIG.
 
 Guarantees: every call runs off the event loop (the client is blocking) with a request
-timeout; ``apply`` creates an object or merge-patches the fields the operator owns, so
-reconciling twice is a no-op; 404 on delete counts as done. Errors are the client's
-ApiException with ``status`` set (RequestFailed for an answer outside 2xx, which says in
-one line what was asked — verb and path — and what the API answered, without the
-response headers the client's own message dumps).
+timeout — a write's is kubecoord.operator.fencing's ``write_timeout`` (within the operator
+Lease's term), a read's REQUEST_TIMEOUT — and no transport-level retry (a retry is the
+work queue's, and asks the fencing check again); ``apply`` creates an object or
+merge-patches the fields the operator owns, so reconciling twice is a no-op; 404 on
+delete counts as done. Errors are the client's ApiException with ``status`` set
+(RequestFailed for an answer outside 2xx, which says in one line what was asked — verb
+and path — and what the API answered, without the response headers the client's own
+message dumps).
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ import kubernetes.client
 import kubernetes.config
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["ApiException", "RequestFailed", "acall", "apply", "call", "delete", "list_objects", "patch_status"]
-
 from kubecoord.operator import fencing, loop_requests
 from kubecoord.wire.crd import GROUP, VERSION
 
-REQUEST_TIMEOUT = 30.0
+__all__ = ["ApiException", "RequestFailed", "acall", "apply", "call", "delete", "list_objects", "patch_status",
+           "timeout_for"]
+
+REQUEST_TIMEOUT = fencing.REQUEST_TIMEOUT
 MERGE_PATCH = "application/merge-patch+json"
 
 _lock = threading.Lock()
@@ -67,6 +71,9 @@ def api_client() -> kubernetes.client.ApiClient:
             else:
                 path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
                 kubernetes.config.load_kube_config(config_file=path, client_configuration=configuration)  # type: ignore[no-untyped-call]
+            # No retry inside urllib3 (it re-sends an idempotent PUT or DELETE after a read
+            # timeout): a write is re-sent only by the work queue, after the fencing check.
+            configuration.retries = False
             _client = kubernetes.client.ApiClient(configuration)
             _client.user_agent = USER_AGENT
         return _client
@@ -117,7 +124,7 @@ def call(method: str, path: str, body: Any = None, *, content_type: str = "appli
         body=body,
         auth_settings=["BearerToken"],
     )
-    response = client.call_api(*serialized, _request_timeout=REQUEST_TIMEOUT)
+    response = client.call_api(*serialized, _request_timeout=timeout_for(method))
     response.read()  # type: ignore[no-untyped-call]
     if not 200 <= response.status < 300:
         raise RequestFailed(method, resource, response)
@@ -133,11 +140,16 @@ async def acall(method: str, path: str, body: Any = None, *, content_type: str =
     if method != "GET" and not fencing.allowed():
         raise ApiException(status=0, reason="NotLeading: this replica does not hold the operator Lease")
     response = await loop_requests.request(configuration, method, path, body, content_type=content_type,
-                                           timeout=REQUEST_TIMEOUT, user_agent=api_client().user_agent)
+                                           timeout=timeout_for(method), user_agent=api_client().user_agent)
     resource = path.partition("?")[0]
     if not 200 <= response.status < 300:
         raise RequestFailed(method, resource, response)
     return json.loads(response.data) if response.data else None
+
+
+def timeout_for(method: str) -> float:
+    """A request's timeout: a write's ends within the operator Lease's term (fencing)."""
+    return REQUEST_TIMEOUT if method == "GET" else fencing.write_timeout()
 
 
 async def patch_status(plural: str, namespace: str, name: str, status: dict[str, Any]) -> bool:
