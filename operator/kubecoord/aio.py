@@ -163,6 +163,10 @@ class AsyncLeaderElection(_Async):
         """Answered from local state (the renew deadline, the session state): no I/O."""
         return self.sync.is_leader(candidate_id)
 
+    def leading_until(self, candidate_id: str | None = None) -> float | None:
+        """Answered from local state: no I/O (kubecoord.api.LeaderElection.leading_until)."""
+        return self.sync.leading_until(candidate_id)
+
     def watch(self) -> AsyncIterator[str | None]:
         """The leader id (or None) on every change, from the next change on; ends when the
         consumer stops iterating."""
@@ -257,6 +261,10 @@ class AsyncLock(_Async):
     def is_held(self) -> bool:
         """Answered from local state: no I/O."""
         return self.sync.is_held()
+
+    def held_until(self) -> float | None:
+        """Answered from local state: no I/O (kubecoord.api.Lock.held_until)."""
+        return self.sync.held_until()
 
     @property
     def token(self) -> int | None:

@@ -191,6 +191,21 @@ class LeaderElection(_Closeable):
         """
 
     @abc.abstractmethod
+    def leading_until(self, candidate_id: str | None = None) -> float | None:
+        """Until when ``candidate_id`` (or any candidate of this handle) leads in its own view.
+
+        The renew deadline is_leader() is answered from, on the coordinator's clock
+        (time.monotonic() unless a test clock was given to connect()); None while it does
+        not lead. Answered locally. A renewal moves it later; a loss ends it sooner
+        (is_leader() turns False and this turns None). At this time at the latest the
+        candidate stops leading in its own view, strictly before any other candidate can
+        take over (a Lease's renew deadline is shorter than its duration; a ZooKeeper
+        session's proven life is no longer than the session). A process that must stop
+        work it cannot watch in-process (a child process, a watchdog) can be told this
+        deadline.
+        """
+
+    @abc.abstractmethod
     def add_listener(self, listener: LeaderListener) -> None:
         """Call ``listener(leader_id_or_None)`` on every change of leader."""
 
@@ -285,6 +300,13 @@ class Lock(_Closeable):
     @abc.abstractmethod
     def is_held(self) -> bool:
         """Whether this object holds the lock, in its own view (answered locally)."""
+
+    @abc.abstractmethod
+    def held_until(self) -> float | None:
+        """Until when this object holds the lock in its own view: the renew deadline of the
+        record that holds it (LeaderElection.leading_until()), on the coordinator's clock;
+        None while it does not hold it. Answered locally; strictly before anybody else can
+        acquire."""
 
     @property
     @abc.abstractmethod

@@ -8,6 +8,7 @@ session held has expired. Backends add their harness fixture to BACKENDS in conf
 from __future__ import annotations
 
 import abc
+import time
 from typing import Any
 
 import kubecoord
@@ -21,6 +22,10 @@ class Harness(abc.ABC):
     """How long a change may take to become visible to another coordinator (seconds)."""
     increments_per_thread: int = 200
     """Compare-and-set increments per thread in the lost-update test (8 threads contend)."""
+
+    def now(self) -> float:
+        """Now on the clock the coordinators judge deadlines by (leading_until, held_until)."""
+        return time.monotonic()
 
     @abc.abstractmethod
     def connect(self, **options: Any) -> Coordinator:

@@ -36,5 +36,8 @@ class MemoryHarness(UrlHarness):
             for namespace, subscriptions in store.key_set_subscriptions.items():
                 notify(subscriptions, store.children(namespace), now)
 
+    def now(self) -> float:
+        return self.clock.now()
+
     def expire(self) -> None:
         self.clock.advance(SESSION_TIMEOUT + 1)

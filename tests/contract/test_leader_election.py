@@ -168,3 +168,19 @@ def _leader(election: kubecoord.LeaderElection, expected: str, harness: Harness)
     leader = election.get_leader()
     assert leader is not None
     return leader
+
+
+def test_leading_until_is_the_leaders_own_deadline(harness: Harness, name: str) -> None:
+    election = harness.connect().leader_election(name)
+    follower = harness.connect().leader_election(name)
+    assert election.leading_until("a") is None and election.leading_until() is None
+    assert election.nominate("a")
+    until = election.leading_until("a")
+    assert until is not None and until > harness.now()
+    assert election.is_leader("a") and election.leading_until() is not None
+    assert election.leading_until("somebody-else") is None
+    assert not follower.nominate("b")
+    assert follower.leading_until("b") is None and follower.leading_until() is None
+    election.resign("a")
+    assert election.leading_until("a") is None
+    eventually(lambda: follower.leading_until("b") is not None, harness.settle)

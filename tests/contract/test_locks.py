@@ -330,3 +330,37 @@ def test_lock_run_returns_the_result_and_releases(harness: Harness, name: str) -
     assert lock.run(work, timeout=0.2, signals=False) is None  # not acquired in time: not called
     assert len(tokens) == 1
     other.release()
+
+
+def test_held_until_ends_before_anybody_else_acquires(harness: Harness, name: str) -> None:
+    """held_until() is None unless held; a crashed holder's last deadline passes before a
+    waiter acquires (measured on the coordinators' clock, after the waiter's acquire()
+    returned: an acquisition before the deadline would show as one)."""
+    doomed = harness.connect()
+    holder = doomed.lock(name)
+    assert holder.held_until() is None
+    assert holder.acquire()
+    until = holder.held_until()
+    assert until is not None and until > harness.now() and holder.is_held()
+    waiter = harness.connect().lock(name)
+    assert not waiter.acquire(blocking=False) and waiter.held_until() is None
+    harness.crash(doomed)
+    assert holder.held_until() is None
+    acquired: list[float] = []
+
+    def wait() -> None:
+        if waiter.acquire(timeout=60):
+            acquired.append(harness.now())
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while thread.is_alive() and time.monotonic() < deadline:
+        harness.expire()
+        thread.join(0.5)
+    thread.join(1)
+    assert acquired, "the waiter never acquired"
+    assert acquired[0] > until, f"acquired at {acquired[0]} before the crashed holder's deadline {until}"
+    assert waiter.held_until() is not None
+    waiter.release()
+    assert waiter.held_until() is None

@@ -181,10 +181,14 @@ def test_lock_command_runs_holders_one_at_a_time(zookeeper_url: str, tmp_path: p
     assert tokens == sorted(tokens) and len(set(tokens)) == 3
 
 
-def test_lock_command_gives_up_after_wait(zookeeper_url: str) -> None:
-    holder = _kubecoord("lock", "job", "--url", zookeeper_url, "--", "sleep", "30")
+def test_lock_command_gives_up_after_wait(zookeeper_url: str, tmp_path: pathlib.Path) -> None:
+    holding = tmp_path / "holding"
+    holder = _kubecoord("lock", "job", "--url", zookeeper_url, "--", "sh", "-c", f'touch "{holding}"; exec sleep 30')
     try:
-        time.sleep(1.5)
+        deadline = time.monotonic() + 60
+        while not holding.exists():  # a fixed sleep ended before the holder held on a loaded machine
+            assert time.monotonic() < deadline and holder.poll() is None, "the holder never ran its command"
+            time.sleep(0.05)
         waiter = _kubecoord("lock", "job", "--url", zookeeper_url, "--wait", "0.5", "--", "true")
         assert waiter.wait(30) == 5
     finally:

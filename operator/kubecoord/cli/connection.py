@@ -87,8 +87,9 @@ def backend_options(url: BackendURL, args: argparse.Namespace) -> dict[str, Any]
     return {}
 
 
-def open_coordinator(args: argparse.Namespace) -> Coordinator:
-    """Connect as the options say; the caller closes it (use it as a context manager)."""
+def open_coordinator(args: argparse.Namespace, **options: Any) -> Coordinator:
+    """Connect as the command line says, plus ``options`` (backend options the command
+    derived, e.g. lock's --ttl); the caller closes it (use it as a context manager)."""
     import kubecoord  # the interface and the backend: only on the full path
 
     log_setup = getattr(args, "log_setup", None)
@@ -97,7 +98,7 @@ def open_coordinator(args: argparse.Namespace) -> Coordinator:
 
         logs.configure(*log_setup)
     url = resolve_url(args)
-    return kubecoord.connect(url.raw, **backend_options(url, args))
+    return kubecoord.connect(url.raw, **backend_options(url, args), **options)
 
 
 def open_api(args: argparse.Namespace, url: BackendURL) -> KubeApi:

@@ -2,9 +2,11 @@
 
 Runs for election; once leading, runs CMD with KUBECOORD_TOKEN (the epoch) and
 KUBECOORD_HOLDER (the id) in its environment. When CMD exits, resigns and exits with
-CMD's status. If leadership is lost, CMD gets SIGTERM at once (before another candidate
-can lead; SIGKILL after --grace) and kubecoord exits with CMD's status. SIGTERM/SIGINT to
-kubecoord: CMD gets SIGTERM, then kubecoord resigns and exits with CMD's status.
+CMD's status. If leadership is lost, CMD's process group gets SIGTERM at once (before
+another candidate can lead; SIGKILL after --grace) and kubecoord exits with CMD's status.
+SIGTERM/SIGINT/SIGHUP to kubecoord: CMD gets SIGTERM, then kubecoord resigns and exits
+with CMD's status. If kubecoord dies or freezes, the kernel and a watchdog process stop
+CMD before another candidate can lead (cli/holding.py says how).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import argparse
 import threading
 
 from kubecoord.cli.connection import add_connection_arguments, open_coordinator
-from kubecoord.cli.holding import Child, add_command_arguments, command_of
+from kubecoord.cli.holding import Child, add_command_arguments, command_of, stopping_on_hangup, ttl_options
 from kubecoord.locking.identity import default_id
 
 NOT_LED = 1
@@ -29,10 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     command = command_of(args)
     candidate = args.id or default_id()
-    child = Child(command, args.grace, candidate)
     stop = threading.Event()
-    with open_coordinator(args) as coord:
+    with open_coordinator(args, **ttl_options(args)) as coord, stopping_on_hangup(stop):
         election = coord.leader_election(args.name)
+        child = Child(command, args.grace, candidate, lambda: election.leading_until(candidate))
         # A loss ends the command and kubecoord with it: stop the runner from re-entering.
         election.run(child.run, stop.set, candidate_id=candidate, data=args.data, stop=stop)
     return NOT_LED if child.status is None else child.status

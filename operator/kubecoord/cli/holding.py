@@ -1,22 +1,47 @@
 """Running a command while holding a lock or leading an election (``kubecoord lock``/``elect``).
 
-The command is a child process started when the hold begins, with KUBECOORD_TOKEN (the
-fencing token or epoch) and KUBECOORD_HOLDER (the holder id) in its environment. When the
-hold ends — lost, or this process got SIGTERM/SIGINT — the child gets SIGTERM, then
-SIGKILL after ``grace`` seconds; kubecoord exits with the child's status (128 + N when a
-signal N ended it, as a shell reports it), etcdctl's behaviour.
+The command (CMD) is a child process started when the hold begins, with KUBECOORD_TOKEN
+(the fencing token or epoch) and KUBECOORD_HOLDER (the holder id) in its environment. It
+runs only while the hold lasts, whatever happens to this process:
+
+- the hold ends (lost, or this process got SIGTERM/SIGINT/SIGHUP): CMD's process group gets
+  SIGTERM, then SIGKILL after ``grace`` seconds; kubecoord exits with CMD's status (128 + N
+  when a signal N ended it, as a shell reports it), etcdctl's behaviour;
+- this process dies (kill -9, a crash): the kernel SIGKILLs CMD (the parent-death signal)
+  and the watchdog stops the rest of CMD's group;
+- this process is frozen (SIGSTOP) or hung: the watchdog, a separate process told the renew
+  deadline each time it moves, stops CMD's group when the deadline passes — strictly
+  before anybody else can acquire.
+
+CMD exits: what it left running in its process group is killed (SIGKILL) before the hold
+is released. cli/supervising.py starts the guards; cli/watchdog.py is the watchdog.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import math
 import os
+import signal
 import subprocess
 import threading
+import time
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
 
+from kubecoord.cli.connection import resolve_url
 from kubecoord.cli.exits import UsageError
+from kubecoord.cli.supervising import Watchdog, exited, signal_group, start_command
+
+log = logging.getLogger("kubecoord.cli")
 
 POLL = 0.05
+BACKSTOP = 1.0
+"""After the end of a hold, SIGKILL comes from here this long after the watchdog's would
+have come (grace seconds after its SIGTERM), in case the watchdog did not send it."""
 
 
 def add_command_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +54,15 @@ def add_command_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="after SIGTERM, how long the command may take before SIGKILL (default %(default)g)",
     )
+    parser.add_argument(
+        "--ttl",
+        type=float,
+        metavar="SECONDS",
+        help="how long the hold outlives a holder that stopped renewing: the Lease duration (kubernetes://; "
+        "renew deadline and retry period in client-go's 15:10:2 proportion), the session timeout "
+        "(zookeeper://, cassandra://); default the backend's (15 s, 10 s); a LeaderElection resource's "
+        "timings win over it",
+    )
     parser.set_defaults(cmd=[])  # the command after --: kubecoord.cli's main() splits it off
     parser.epilog = "the command to run follows --, last: ... -- CMD ARGS..."
 
@@ -40,36 +74,91 @@ def command_of(args: argparse.Namespace) -> list[str]:
     return command
 
 
-class Child:
-    """The command for one hold; ``status`` once it ended (None: never started)."""
+def ttl_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The connect() options --ttl stands for on the command's backend."""
+    ttl = args.ttl
+    if ttl is None:
+        return {}
+    if not ttl > 0:
+        raise UsageError(f"--ttl must be positive, not {ttl:g}")
+    scheme = resolve_url(args).scheme
+    if scheme == "zookeeper":
+        return {"session_timeout": ttl}
+    if scheme == "cassandra":
+        return {"session_timeout": math.ceil(ttl)}  # row TTLs are whole seconds
+    return {"lease_duration": ttl, "renew_deadline": ttl * 2 / 3, "retry_period": ttl * 2 / 15}
 
-    def __init__(self, command: list[str], grace: float, holder: str) -> None:
+
+@contextlib.contextmanager
+def stopping_on_hangup(stop: threading.Event) -> Iterator[None]:
+    """While inside: SIGHUP (the terminal closed) sets ``stop``, as the runners make
+    SIGTERM/SIGINT do, so the hold ends in order. Main thread only (elsewhere: nothing)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGHUP, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+class Child:
+    """The command for one hold; ``status`` once it ended (None: never started).
+
+    ``held_until`` answers the hold's renew deadline (Lock.held_until,
+    LeaderElection.leading_until; None once it ended)."""
+
+    def __init__(self, command: list[str], grace: float, holder: str,
+                 held_until: Callable[[], float | None]) -> None:
         self.command = command
         self.grace = grace
         self.holder = holder
+        self.held_until = held_until
         self.status: int | None = None
 
-    def run(self, token: int, stop: threading.Event) -> int:
+    def run(self, token: int, stop: threading.Event) -> int | None:
+        """Run CMD for the hold under ``token`` until it exits; ``stop`` ends the hold.
+        Called on the runner's worker thread, which lives until CMD is reaped (the
+        parent-death signal is bound to it)."""
         env = {**os.environ, "KUBECOORD_TOKEN": str(token), "KUBECOORD_HOLDER": self.holder}
-        try:
-            process = subprocess.Popen(self.command, env=env)
-        except OSError as exc:
-            raise UsageError(f"cannot run {self.command[0]!r}: {exc}") from exc
-        while True:
+        until = self.held_until()
+        if until is None:
+            return None  # the hold ended before CMD could start
+        with Watchdog(self.grace) as watchdog:
+            watchdog.confirm(until)
             try:
-                code = process.wait(timeout=POLL)
-                break
-            except subprocess.TimeoutExpired:
-                if stop.is_set():
-                    code = self._terminate(process)
-                    break
+                process = start_command(self.command, env, watchdog)
+            except (OSError, subprocess.SubprocessError) as exc:
+                watchdog.end()
+                raise UsageError(f"cannot run {self.command[0]!r}: {exc}") from exc
+            code = self._follow(process, watchdog, stop)
         self.status = 128 - code if code < 0 else code
         return self.status
 
-    def _terminate(self, process: subprocess.Popen[bytes]) -> int:
-        process.terminate()
-        try:
-            return process.wait(timeout=self.grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            return process.wait()
+    def _follow(self, process: subprocess.Popen[bytes], watchdog: Watchdog, stop: threading.Event) -> int:
+        """Confirm the hold to the watchdog until CMD exits; on the end of the hold, have
+        the watchdog stop CMD (or stop it here when the watchdog is gone)."""
+        kill_at: float | None = None
+        while not exited(process):
+            until = self.held_until()
+            if kill_at is None and until is not None:
+                watchdog.confirm(until)
+            if kill_at is None and (stop.is_set() or until is None or not watchdog.alive()):
+                if watchdog.alive():
+                    watchdog.stop()  # its SIGTERM, then its SIGKILL after grace
+                else:
+                    log.error("the watchdog is gone; stopping the command", extra={"holder": self.holder})
+                    signal_group(process, signal.SIGTERM)
+                kill_at = time.monotonic() + self.grace + BACKSTOP
+            if kill_at is not None and time.monotonic() >= kill_at:
+                signal_group(process, signal.SIGKILL)
+                kill_at = float("inf")
+            time.sleep(POLL)
+        signal_group(process, signal.SIGKILL)  # what CMD left behind in its group
+        watchdog.end()
+        return process.wait()

@@ -2,8 +2,11 @@
 
 Waits for the lock (--wait SECONDS: give up, exit 5), runs CMD with KUBECOORD_TOKEN (the
 fencing token) and KUBECOORD_HOLDER in its environment, releases when CMD exits and exits
-with CMD's status. If the lock is lost, or kubecoord gets SIGTERM/SIGINT, CMD gets SIGTERM
-(SIGKILL after --grace) and kubecoord exits with CMD's status.
+with CMD's status. If the lock is lost, or kubecoord gets SIGTERM/SIGINT/SIGHUP, CMD's
+process group gets SIGTERM (SIGKILL after --grace) and kubecoord exits with CMD's status.
+If kubecoord dies or freezes, the kernel and a watchdog process stop CMD before anybody
+else can hold the lock (cli/holding.py says how). --ttl: the lease/session the hold
+outlives a stopped holder by.
 
 ``kubecoord lock NAME --status``: who holds it (id, token, data); exit 0 either way.
 """
@@ -11,10 +14,11 @@ with CMD's status. If the lock is lost, or kubecoord gets SIGTERM/SIGINT, CMD ge
 from __future__ import annotations
 
 import argparse
+import threading
 
 from kubecoord.cli.connection import add_connection_arguments, open_coordinator
 from kubecoord.cli.exits import CONFLICT, UsageError
-from kubecoord.cli.holding import Child, add_command_arguments, command_of
+from kubecoord.cli.holding import Child, add_command_arguments, command_of, stopping_on_hangup, ttl_options
 from kubecoord.cli.output import add_output_argument, show
 
 
@@ -33,10 +37,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--status runs no command")
         return _status(args)
     command = command_of(args)
-    with open_coordinator(args) as coord:
+    stop = threading.Event()
+    with open_coordinator(args, **ttl_options(args)) as coord, stopping_on_hangup(stop):
         lock = coord.lock(args.name, id=args.id, data=args.data)
-        child = Child(command, args.grace, lock.id)
-        lock.run(child.run, timeout=args.wait)
+        child = Child(command, args.grace, lock.id, lock.held_until)
+        lock.run(child.run, timeout=args.wait, stop=stop)
         if child.status is None:
             return CONFLICT  # not acquired within --wait (or stopped while waiting)
         return child.status

@@ -159,6 +159,16 @@ class ElectionLock(Lock):
         self._end(election, token)
         return False
 
+    def held_until(self) -> float | None:
+        with self._state:
+            election, token = self._election, self._token
+            if election is None or token is None or self._lost:
+                return None
+        until = election.leading_until(self.id)
+        if until is None:
+            self._end(election, token)
+        return until
+
     @property
     def token(self) -> int | None:
         return self._token if self.is_held() else None

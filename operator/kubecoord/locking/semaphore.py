@@ -144,6 +144,13 @@ class SlotSemaphore(Semaphore):
     def is_held(self) -> bool:
         return any(slot.is_held() for slot in self._slots)
 
+    def held_until(self) -> float | None:
+        for slot in self._slots:
+            until = slot.held_until()
+            if until is not None:
+                return until
+        return None
+
     @property
     def token(self) -> int | None:
         for slot in self._slots:

@@ -286,6 +286,14 @@ class LeaseElection(ElectionHandle):
             candidates = list(self._candidates.items())
         return any(s.elector.is_leader() for c, s in candidates if candidate_id is None or c == candidate_id)
 
+    def leading_until(self, candidate_id: str | None = None) -> float | None:
+        if self._closed or self._stopped():
+            return None
+        with self._lock:
+            candidates = list(self._candidates.items())
+        untils = [s.elector.leading_until() for c, s in candidates if candidate_id is None or c == candidate_id]
+        return max((until for until in untils if until is not None), default=None)
+
     def _withdraw_all(self, *, release: bool) -> None:
         for candidate_id in list(self._candidates):
             self._withdraw(candidate_id, release=release)

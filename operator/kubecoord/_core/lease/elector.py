@@ -143,6 +143,12 @@ class Elector:
     def valid_until(self) -> float:
         return self._valid_until
 
+    def leading_until(self) -> float | None:
+        """The renew deadline while is_leader() (read before the check, so never later
+        than the deadline that check was answered from), else None."""
+        until = self._valid_until
+        return until if self._leading and self._clock.now() < until else None
+
     # -- the loop -----------------------------------------------------------------------
     def step(self) -> float:
         """Acquire or renew once if due; returns seconds until the next step is due."""

@@ -154,6 +154,16 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
         candidates = list(self._candidates.values())
         return any(self._holds(c) for c in candidates if candidate_id is None or c.id == candidate_id)
 
+    def leading_until(self, candidate_id: str | None = None) -> float | None:
+        if self._closed:
+            return None
+        # Read before the check: alive_until only grows, so this is never later than the
+        # deadline _holds() answered from.
+        until = self._session.alive_until
+        candidates = list(self._candidates.values())
+        holds = any(self._holds(c) for c in candidates if candidate_id is None or c.id == candidate_id)
+        return until if holds else None
+
     def _listener_added(self, first: bool) -> None:
         if first and not self._closed:
             # The current leader is the baseline; listeners hear of changes from here on.
