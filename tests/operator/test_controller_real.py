@@ -60,8 +60,9 @@ def garbage_collector(real_cluster: RealApiServer) -> RealApiServer:
 class Operator:
     """``kubecoord operator`` for one namespace, as a process (admin rights, its own identity)."""
 
-    def __init__(self, kubeconfig: pathlib.Path, namespace: str, folder: pathlib.Path, identity: str) -> None:
-        self.kubeconfig, self.namespace, self.identity = kubeconfig, namespace, identity
+    def __init__(self, kubeconfig: pathlib.Path, namespace: str, folder: pathlib.Path, identity: str,
+                 extra: tuple[str, ...] = ()) -> None:
+        self.kubeconfig, self.namespace, self.identity, self.extra = kubeconfig, namespace, identity, extra
         self.log = folder / f"{identity}.log"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -72,7 +73,7 @@ class Operator:
                  "--namespace", self.namespace, "--kubeconfig", str(self.kubeconfig),
                  "--lease-namespace", self.namespace, "--identity", self.identity,
                  "--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.5",
-                 "--health-port", str(free_port()), "--metrics-port", "0", "--bind", "127.0.0.1"],
+                 "--health-port", str(free_port()), "--metrics-port", "0", "--bind", "127.0.0.1", *self.extra],
                 stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
             )  # fmt: skip
         return self

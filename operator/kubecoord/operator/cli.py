@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=int(os.environ.get("KUBECOORD_METRICS_PORT", 9090)),
         help="/metrics port (0: disabled)",
     )
+    parser.add_argument("--resync-seconds", type=float, default=60.0,
+                        help="how often every resource's backing objects and grants are compared with its spec; "
+                             "a stale grant is removed within this period (default: %(default)s)")
     parser.add_argument("--bind", default="0.0.0.0", help="address of the health and metrics endpoints")
 
 
@@ -60,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     import kubecoord
     from kubecoord.operator import health, kubeapi
+    from kubecoord.operator.controller.status import controller
     from kubecoord.operator.ha import Scope, run_when_leading
     from kubecoord.operator.handlers._history import History
 
@@ -68,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig  # read by kopf's login and by kubeapi
     History.target = args.history
+    if args.resync_seconds <= 0:
+        raise SystemExit("--resync-seconds must be positive")
+    controller.resync_seconds = args.resync_seconds
     kubeapi.USER_AGENT = f"kubecoord-operator/{args.identity}"
     state = health.HealthState()
     server = health.serve(state, args.bind, args.health_port)

@@ -123,15 +123,53 @@ def objects(body: dict[str, Any], *, kv_shards: int | None = None,
     return role, binding
 
 
-async def reconcile(body: dict[str, Any], *, kv_shards: int | None = None, withhold: list[str] | None = None) -> int:
-    """Create, update or (with no clients) delete the Role and RoleBinding; returns the client count."""
+async def reconcile(body: dict[str, Any], *, kv_shards: int | None = None,
+                    withhold: list[str] | None = None) -> dict[str, Any] | None:
+    """Create, update or (with no clients) delete the Role and RoleBinding; returns the Role
+    written (None: revoked), what ``drifted`` later compares the API's objects with."""
     role, binding = objects(body, kv_shards=kv_shards, withhold=withhold)
     if not binding["subjects"]:
         await revoke(body)
-        return 0
+        return None
     await kubeapi.apply(role)
     await kubeapi.apply(binding)
-    return len(binding["subjects"])
+    return role
+
+
+def _rule_key(rule: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(sorted(rule.get(field) or [])) for field in ("apiGroups", "resources", "verbs",
+                                                                     "resourceNames", "nonResourceURLs"))
+
+
+def _subjects(binding: dict[str, Any]) -> set[tuple[str, str, str]]:
+    namespace = binding["metadata"].get("namespace", "")
+    return {(str(s.get("kind")), str(s.get("name")), str(s.get("namespace") or namespace))
+            for s in binding.get("subjects") or []}
+
+
+def drifted(body: dict[str, Any], written: dict[str, Any] | None, role: dict[str, Any] | None,
+            binding: dict[str, Any] | None) -> str | None:
+    """Why the API's Role and RoleBinding of ``body`` (None: absent) differ from what its spec
+    implies — ``written``: the Role the operator last wrote for that spec (None: revoked) —
+    or None when they agree. A subject the spec does not list (a deposed replica's late
+    write, a hand edit) is a difference, and so is any rule not written."""
+    _, expected = objects(body)
+    if written is None:
+        present = [kind for kind, obj in (("Role", role), ("RoleBinding", binding)) if obj is not None]
+        return f"{' and '.join(present)} present, spec.clients grants nothing" if present else None
+    if role is None or binding is None:
+        return "Role or RoleBinding missing"
+    if sorted(map(_rule_key, role.get("rules") or [])) != sorted(map(_rule_key, written["rules"])):
+        return "Role rules differ from the spec's"
+    extra = _subjects(binding) - _subjects(expected)
+    if extra:
+        return "RoleBinding binds " + ", ".join(f"{kind} {name}" for kind, name, _ in sorted(extra)) + \
+            " not in spec.clients"
+    if _subjects(binding) != _subjects(expected):
+        return "RoleBinding misses clients of spec.clients"
+    if (binding.get("roleRef") or {}).get("name") != expected["roleRef"]["name"]:
+        return "RoleBinding refers to another Role"
+    return None
 
 
 async def revoke(body: dict[str, Any]) -> None:

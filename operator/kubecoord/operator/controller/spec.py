@@ -45,6 +45,8 @@ the controller once their objects are purged (kubecoord.operator.purge)."""
 class Written:
     foreign: list[str] = field(default_factory=list)
     """"Kind name" of same-named objects the operator did not create (left untouched)."""
+    role: dict[str, Any] | None = None
+    """The clients' Role written (None: no clients, no Role or RoleBinding)."""
 
 
 def on_kubernetes(spec: dict[str, Any]) -> bool:
@@ -82,7 +84,7 @@ async def write(body: dict[str, Any], previous: dict[str, Any] | None) -> Writte
         # The confinement first, then the grant it confines. The old clients stay confined
         # while the RoleBinding binds them (lease_grants reads it), whoever recomputes.
         await lease_grants.reconcile(namespace)
-    await rbac.reconcile(body, kv_shards=kv_shards, withhold=result.foreign)
+    result.role = await rbac.reconcile(body, kv_shards=kv_shards, withhold=result.foreign)
     if kind in lease_grants.KINDS and removed:
         await lease_grants.reconcile(namespace)  # the RBAC grant is gone: lift the old confinement
     return result

@@ -13,8 +13,13 @@ Inputs (events never do work, they only enqueue the owning resource's key):
   election, group or store changed;
 - the create/update handlers enqueue the resource once its backing objects and client
   access are written (``reconciled``);
-- a resync every RESYNC_SECONDS enqueues only the resources whose backing objects the
-  informer cache shows missing or foreign (a dict lookup each: no request).
+- a resync every RESYNC_SECONDS enqueues the resources whose backing objects the
+  informer cache shows missing or foreign (a dict lookup each: no request), and those
+  whose Role or RoleBinding differs from what their spec implies (one list of the
+  operator's Roles and one of its RoleBindings per namespace): a stale grant — a subject
+  not in spec.clients, written by a deposed replica's late request or by hand — is
+  removed within one resync period; the namespace's Lease-grants ConfigMap is checked
+  in the same pass (lease_grants.check_drift).
 
 A worker's reconcile is level-based: it reads the cached body and the mirror's current
 state, computes the status and conditions, writes them only when they differ from what it
@@ -73,7 +78,8 @@ waiting for the API server's answers (a backing object or two, a status write), 
 drain rate is workers / round trip: four workers drained about 20 resources a second at
 10,000 while the bench created 48 a second."""
 RESYNC_SECONDS = 60.0
-"""How often every resource's backing objects are checked against the informer cache."""
+"""How often every resource's backing objects (informer cache) and grants (a list per
+namespace) are checked against its spec (``kubecoord operator --resync-seconds``)."""
 REPAIR_SECONDS = 0.5
 """Least time between two repairs of one resource's backing objects."""
 REPAIR_GRACE_SECONDS = 5.0
@@ -184,6 +190,9 @@ class StatusController:
         self._handler_foreign: dict[Key, list[str]] = {}
         self._failed: dict[Key, str] = {}
         """Why writing the spec last failed (until it succeeds)."""
+        self.resync_seconds = RESYNC_SECONDS
+        self._granted: dict[Key, dict[str, Any] | None] = {}
+        """The clients' Role last written for the spec in _applied (None: none granted)."""
         self._applied: dict[Key, dict[str, Any]] = {}
         """The spec last written (controller.spec): a change's removed clients come from it."""
         self._purges: dict[Key, int] = {}
@@ -246,6 +255,7 @@ class StatusController:
         log.info("reconciled", extra={"object": f"{kind} {key[1]}/{key[2]}", "generation": generation})
         self.reconciled[key] = generation
         self._applied[key] = spec
+        self._granted[key] = written.role
         self._failed.pop(key, None)
         self._ensured_at[key] = time.monotonic()
         self._handler_foreign[key] = list(written.foreign)
@@ -278,6 +288,7 @@ class StatusController:
         await loop_requests.close()
         self.bodies.clear()
         self.reconciled.clear()
+        self._granted.clear()
         self.queue = WorkQueue(base_delay=RETRY_SECONDS[0], max_delay=RETRY_SECONDS[-1])
 
     async def _work(self) -> None:
@@ -307,8 +318,9 @@ class StatusController:
     async def _resync(self) -> None:
         """Enqueue the resources whose backing objects the informer cache shows missing."""
         while True:
-            await asyncio.sleep(RESYNC_SECONDS)
+            await asyncio.sleep(self.resync_seconds)
             checked: set[str] = set()
+            await self._check_grants()
             for key, entry in list(self._entries.items()):
                 if entry.backend.backend != "kubernetes" or key not in self.bodies:
                     continue
@@ -321,6 +333,42 @@ class StatusController:
                     except (kubeapi.ApiException, OSError) as error:
                         log.info("lease grants check failed", extra={"namespace": key[1], "error": str(error)[:300]})
                 await asyncio.sleep(0)  # thousands of resources: let the workers run between them
+
+    async def _check_grants(self) -> None:
+        """Re-write the spec of every resource whose Role or RoleBinding differs from what
+        its spec implies (rbac.drifted): one list of each kind per namespace."""
+        namespaces: dict[str, list[Key]] = {}
+        for key in list(self._granted):
+            if key in self.bodies and self.reconciled.get(key, -1) == self.bodies[key]["metadata"].get("generation"):
+                namespaces.setdefault(key[1], []).append(key)
+        for namespace, keys in sorted(namespaces.items()):
+            try:
+                roles = await kubeapi.list_objects(rbac.RBAC_API, "roles", namespace, lease_grants.MANAGED_SELECTOR)
+                bindings = await kubeapi.list_objects(rbac.RBAC_API, "rolebindings", namespace,
+                                                      lease_grants.MANAGED_SELECTOR)
+            except (kubeapi.ApiException, OSError) as error:
+                log.info("grants check failed", extra={"namespace": namespace, "error": str(error)[:300]})
+                continue
+            by_name = {obj["metadata"]["name"]: obj for obj in roles}
+            bound = {obj["metadata"]["name"]: obj for obj in bindings}
+            for key in keys:
+                body = self.bodies.get(key)
+                if body is None or key not in self._granted:
+                    continue
+                name = rbac.role_name(body)
+                why = rbac.drifted(body, self._granted[key], by_name.get(name), bound.get(name))
+                if why is None:
+                    continue
+                metrics.ERRORS.labels(KINDS[key[0]], "grants").inc()
+                log.warning("grants differ from the spec: writing them again",
+                            extra={"resource": f"{namespace}/{key[2]}", "why": why})
+                # Written again as after a restart: the RoleBinding's subjects are read as
+                # the old clients, so a removed subject's confinement is lifted only after.
+                self.reconciled.pop(key, None)
+                self._applied.pop(key, None)
+                self._granted.pop(key, None)
+                self.queue.add(key)
+            await asyncio.sleep(0)
 
     # -- one reconcile ------------------------------------------------------------------
     async def _reconcile(self, key: Key) -> float | None:
@@ -628,6 +676,7 @@ class StatusController:
         self.reconciled.pop(key, None)
         self._handler_foreign.pop(key, None)
         self._applied.pop(key, None)
+        self._granted.pop(key, None)
         self._ensured_at.pop(key, None)
         self._failed.pop(key, None)
         self._changed.pop(key, None)
