@@ -38,7 +38,7 @@ def test_top_level_help_says_what_the_tool_is_for(plain_cli: Cli) -> None:
     assert plain_cli().returncode == exits.USAGE
 
 
-TESTKIT_COMMANDS = ("soak", "demo", "emulator", "generate-history")
+TESTKIT_COMMANDS = ("soak", "robustness", "demo", "emulator", "generate-history")
 
 
 def test_testkit_help_lists_the_tooling_commands(plain_cli: Cli) -> None:

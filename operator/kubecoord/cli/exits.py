@@ -35,7 +35,7 @@ MEANINGS: tuple[tuple[int, str], ...] = (
     (OK, "success (watch: stopped with Ctrl-C)"),
     (ERROR, "an unexpected error (a bug: the message says what failed)"),
     (USAGE, "bad usage: unknown option, malformed URL, key or name (nothing was sent)"),
-    (VIOLATIONS, "safety violations found (analyze; kubecoord-testkit soak)"),
+    (VIOLATIONS, "safety violations found (analyze; kubecoord-testkit soak, robustness)"),
     (NOT_FOUND, "not found: the namespace, the election, group or store, or the key"),
     (CONFLICT, "conflict: the key already exists, or the expected version is stale"),
     (UNAVAILABLE, "backend unavailable: unreachable, timed out, session lost"),

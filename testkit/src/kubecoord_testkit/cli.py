@@ -15,16 +15,18 @@ from kubecoord.cli import CommandLine
 
 DESCRIPTION = """\
 kubecoord-testkit: the test tooling of kubecoord. Runs the multi-process soak under
-seeded faults, the demos, a Kubernetes API emulator in the foreground, and writes
-synthetic coordination event logs for the analytics pipeline (kubecoord analyze).
+seeded faults, the robustness tier (histories judged by Porcupine), the demos, a
+Kubernetes API emulator in the foreground, and writes synthetic coordination event logs
+for the analytics pipeline (kubecoord analyze).
 """
 
 EPILOG = """\
-exit statuses: 0 ok, 1 unexpected error, 2 bad usage, 3 safety violations (soak).
+exit statuses: 0 ok, 1 unexpected error, 2 bad usage, 3 safety violations (soak, robustness).
 
 examples:
   kubecoord-testkit demo
   kubecoord-testkit soak --backend zookeeper,emulator --duration 300 --seed 1 --out soak-out
+  kubecoord-testkit robustness --backend memory,zookeeper --duration 60 --out robustness-out
   kubecoord-testkit emulator --port 0 --kubeconfig /tmp/kubeconfig
   kubecoord-testkit generate-history --out /tmp/logs --elections 20
 """
@@ -34,12 +36,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubecoord_testkit.soak.cli",
         "client processes under a seeded fault schedule, then the pipeline; exit 3 on violations",
     ),
+    "robustness": (
+        "kubecoord_testkit.robustness.cli",
+        "client traffic under faults, histories judged by Porcupine; exit 3 on a violation",
+    ),
     "demo": ("kubecoord_testkit.demos.cli", "run the demo scenario"),
     "emulator": ("kubecoord_testkit.emulator.cli", "run the Kubernetes API emulator in the foreground"),
     "generate-history": ("kubecoord_testkit.history_generator", "write synthetic coordination event logs"),
 }
 
-QUIET_COMMANDS = frozenset({"soak"})
+QUIET_COMMANDS = frozenset({"soak", "robustness"})
 """The soak's own output says what failed: the clients' warnings would only repeat it."""
 
 TESTKIT = CommandLine(

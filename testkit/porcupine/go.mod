@@ -1,0 +1,5 @@
+module github.com/kubecoord/kubecoord/testkit/porcupine
+
+go 1.19
+
+require github.com/anishathalye/porcupine v1.3.1

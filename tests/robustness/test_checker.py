@@ -1,0 +1,208 @@
+"""The judge is not vacuous: kubecoord-porcupine (testkit/porcupine, over Porcupine) rejects
+hand-made histories with a lost update, a stale read, a write reported as refused that
+took effect, two overlapping holders, a token going back, and accepts their correct twins
+and the histories whose unknown outcomes explain them. On a violation it writes the
+history and Porcupine's visualisations and names the smallest failing window."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+from typing import Any
+
+import pytest
+
+from kubecoord_testkit.robustness.checker import Verdict, check_history, find_checker, missing_reason
+from kubecoord_testkit.robustness.recording import Recorder, figures, merge
+
+pytestmark = pytest.mark.skipif(find_checker() is None, reason=f"robustness tier: {missing_reason()}")
+
+
+def kv(client: int, call: float, ret: float | None, op: str, key: str = "k", *, value: str = "",
+       expected: int | None = None, status: str = "ok", read: str = "", version: int = 0) -> dict[str, Any]:
+    operation: dict[str, Any] = {"op": op, "key": key}
+    if value:
+        operation["value"] = value
+    if expected is not None:
+        operation["expected_version"] = expected
+    output = None if ret is None else {"status": status, "value": read, "version": version}
+    return {"client": client, "call": call, "return": ret, "input": operation, "output": output}
+
+
+def hold(client: int, holder: str, acquired: tuple[float, float], ended: tuple[float, float | None], *,
+         token: int, lock: str = "l", slots: int = 1, slot: int = 0) -> list[dict[str, Any]]:
+    common = {"lock": lock, "max_holders": slots, "holder": holder, "slot": slot}
+    end_known = ended[1] is not None
+    return [
+        {"client": client, "call": acquired[0], "return": acquired[1],
+         "input": {"op": "acquire", "token": token, **common}, "output": {"status": "ok"}},
+        {"client": client, "call": ended[0], "return": ended[1], "input": {"op": "end", **common},
+         "output": {"status": "ok"} if end_known else None},
+    ]
+
+
+def judge(tmp_path: pathlib.Path, *, kv_ops: list[dict[str, Any]] | None = None,
+          lock_ops: list[dict[str, Any]] | None = None) -> Verdict:
+    return check_history({"kv": kv_ops or [], "locks": lock_ops or [], "faults": []}, tmp_path, timeout=60)
+
+
+# A put, another client's conditional update, reads: the correct history and its broken twins.
+WRITES = [
+    kv(0, 1.0, 1.1, "put", value="a", version=1),
+    kv(1, 1.2, 1.3, "update", value="b", expected=1, version=2),
+]
+
+
+def test_a_correct_history_passes(tmp_path: pathlib.Path) -> None:
+    holds = [*hold(0, "a", (1.0, 1.1), (1.5, 1.6), token=1), *hold(1, "b", (1.2, 1.7), (1.8, 1.9), token=2)]
+    verdict = judge(tmp_path, kv_ops=[*WRITES, kv(0, 1.4, 1.5, "get", read="b", version=2)], lock_ops=holds)
+    assert verdict.ok, verdict.stderr
+    assert verdict.report["kv"] == {**verdict.report["kv"], "result": "Ok", "operations": 3, "pending": 0}
+    assert verdict.report["locks"]["result"] == "Ok" and verdict.report["locks"]["operations"] == 4
+    assert not (tmp_path / "porcupine").exists()
+
+
+def test_a_stale_read_fails_with_the_history_its_visualisation_and_the_window(tmp_path: pathlib.Path) -> None:
+    verdict = judge(tmp_path, kv_ops=[*WRITES, kv(0, 1.4, 1.5, "get", read="a", version=1)])
+    assert verdict.status == 1
+    (violation,) = verdict.violations
+    assert violation["model"] == "kv" and violation["partition"] == "k" and violation["until"] == 1.5
+    assert violation["window"][-1] == 'client 0: called 1.400000, returned 1.500000: get(k) -> "a" v1'
+    out = tmp_path / "porcupine"
+    assert json.loads((out / "history.json").read_text())["kv"][2]["output"]["value"] == "a"
+    assert "<html" in (out / "kv.html").read_text().lower()
+    assert pathlib.Path(violation["visualization"]) == out / "kv-k-window.html"
+    assert "NOT LINEARIZABLE: kv \"k\"" in verdict.stderr
+
+
+def test_a_lost_update_fails(tmp_path: pathlib.Path) -> None:
+    # Both conditional updates on version 1 acknowledged: one of them was lost.
+    verdict = judge(tmp_path, kv_ops=[
+        kv(0, 1.0, 1.1, "put", value="a", version=1),
+        kv(1, 1.2, 1.3, "update", value="b", expected=1, version=2),
+        kv(2, 1.2, 1.35, "update", value="c", expected=1, version=2),
+    ])
+    assert verdict.status == 1 and verdict.violations[0]["until"] == 1.35
+
+
+def test_a_blind_update_applied_twice_fails(tmp_path: pathlib.Path) -> None:
+    verdict = judge(tmp_path, kv_ops=[
+        kv(0, 1.0, 1.1, "put", value="a", version=1),
+        kv(1, 1.2, 1.3, "update", value="b", version=3),
+    ])
+    assert verdict.status == 1
+
+
+def test_a_write_reported_refused_that_took_effect_fails_and_passes_as_unknown(tmp_path: pathlib.Path) -> None:
+    """The Kubernetes defect's shape: put answered KeyExistsError although it created the
+    key, as a read inside its interval shows; recorded as unknown, the same history passes."""
+    seen = kv(1, 1.1, 1.2, "get", read="a", version=1)
+    refused = judge(tmp_path / "refused", kv_ops=[kv(0, 1.0, 1.5, "put", value="a", status="exists"), seen])
+    unknown = judge(tmp_path / "unknown", kv_ops=[kv(0, 1.0, None, "put", value="a"), seen])
+    assert refused.status == 1
+    assert unknown.ok, unknown.stderr
+    assert unknown.report["kv"]["pending"] == 1
+
+
+def test_an_unknown_outcome_may_or_may_not_have_taken_effect(tmp_path: pathlib.Path) -> None:
+    pending = kv(1, 1.2, None, "update", value="b", expected=1)
+    applied = judge(tmp_path / "applied", kv_ops=[WRITES[0], pending, kv(0, 1.4, 1.5, "get", read="b", version=2)])
+    not_applied = judge(tmp_path / "not", kv_ops=[WRITES[0], pending, kv(0, 1.4, 1.5, "get", read="a", version=1)])
+    both = judge(tmp_path / "flip", kv_ops=[WRITES[0], pending, kv(0, 1.4, 1.5, "get", read="b", version=2),
+                                            kv(0, 1.6, 1.7, "get", read="a", version=1)])
+    assert applied.ok and not_applied.ok
+    assert both.status == 1, "an unknown write took effect, then was undone"
+
+
+def test_definite_failures_are_judged(tmp_path: pathlib.Path) -> None:
+    good = judge(tmp_path / "good", kv_ops=[
+        kv(0, 1.0, 1.1, "put", value="a", version=1),
+        kv(0, 1.2, 1.3, "put", value="x", status="exists"),
+        kv(0, 1.4, 1.5, "update", value="x", expected=7, status="conflict"),
+        kv(0, 1.6, 1.7, "delete", expected=1),
+        kv(0, 1.8, 1.9, "delete", status="notfound"),
+        kv(0, 2.0, 2.1, "update", value="x", status="notfound"),
+        kv(0, 2.2, 2.3, "get", status="notfound"),
+    ])
+    bad = judge(tmp_path / "bad", kv_ops=[kv(0, 1.0, 1.1, "put", value="a", version=1),
+                                          kv(0, 1.4, 1.5, "update", value="x", expected=1, status="conflict")])
+    assert good.ok, good.stderr
+    assert bad.status == 1
+
+
+def test_two_overlapping_holders_fail(tmp_path: pathlib.Path) -> None:
+    # b's acquire returned at 1.3 while a still claimed the lock (last is_held() at 1.4).
+    verdict = judge(tmp_path, lock_ops=[*hold(0, "a", (1.0, 1.1), (1.4, 1.5), token=1),
+                                        *hold(1, "b", (1.05, 1.3), (1.6, 1.7), token=2)])
+    assert verdict.status == 1
+    (violation,) = verdict.violations
+    assert violation["model"] == "locks" and violation["until"] == 1.3
+
+
+def test_a_token_going_back_fails(tmp_path: pathlib.Path) -> None:
+    verdict = judge(tmp_path, lock_ops=[*hold(0, "a", (1.0, 1.1), (1.2, 1.3), token=5),
+                                        *hold(1, "b", (1.4, 1.5), (1.6, 1.7), token=4)])
+    assert verdict.status == 1
+
+
+def test_a_killed_holder_ends_at_an_unknown_moment_after_its_last_claim(tmp_path: pathlib.Path) -> None:
+    after = judge(tmp_path / "after", lock_ops=[*hold(0, "a", (1.0, 1.1), (1.4, None), token=1),
+                                                *hold(1, "b", (1.2, 1.6), (1.7, 1.8), token=2)])
+    during = judge(tmp_path / "during", lock_ops=[*hold(0, "a", (1.0, 1.1), (1.4, None), token=1),
+                                                 *hold(1, "b", (1.2, 1.3), (1.7, 1.8), token=2)])
+    assert after.ok, after.stderr
+    assert after.report["locks"]["pending"] == 1
+    assert during.status == 1
+
+
+def test_a_semaphore_allows_its_holders_one_per_slot_tokens_per_slot(tmp_path: pathlib.Path) -> None:
+    two = [*hold(0, "a", (1.0, 1.1), (1.5, 1.6), token=3, slots=2, slot=0),
+           *hold(1, "b", (1.0, 1.2), (1.5, 1.6), token=1, slots=2, slot=1)]
+    same_slot = judge(tmp_path / "slot", lock_ops=[
+        *hold(0, "a", (1.0, 1.1), (1.5, 1.6), token=1, slots=2, slot=0),
+        *hold(1, "b", (1.0, 1.2), (1.5, 1.6), token=2, slots=2, slot=0),
+    ])
+    third = hold(2, "c", (1.0, 1.3), (1.5, 1.6), token=9, slots=2, slot=2)
+    beyond = judge(tmp_path / "beyond", lock_ops=[*two, *third])
+    assert judge(tmp_path / "two", lock_ops=two).ok
+    assert same_slot.status == 1 and beyond.status == 1
+
+
+def test_bad_input_is_refused_with_status_2(tmp_path: pathlib.Path) -> None:
+    binary = find_checker()
+    assert binary is not None
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps({"kv": [kv(0, 1.0, 1.1, "increment")]}))
+    done = subprocess.run([str(binary), str(path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "unknown kv op" in done.stderr
+
+
+def test_records_merge_into_a_history_with_pending_operations(tmp_path: pathlib.Path) -> None:
+    """A client killed mid-write leaves a call without a return, a hold without an end and
+    maybe half a line: the call is pending, the hold ends after its last claim."""
+    records = tmp_path / "records"
+    records.mkdir()
+    recorder = Recorder(records / "kv-0-1.jsonl", "kv-0-1")
+    op, _ = recorder.call({"op": "put", "key": "k", "value": "kv-0-1:1"})
+    recorder.returned(op, {"status": "ok", "version": 1})
+    read, _ = recorder.call({"op": "get", "key": "k"})
+    recorder.drop(read)
+    recorder.call({"op": "update", "key": "k", "value": "kv-0-1:2"})
+    recorder.close()
+    holder = Recorder(records / "lock-0-1.jsonl", "lock-0-1")
+    first = holder.acquired("l", 1, 0, 7, call=0.5)
+    holder.held(first, 1.0e9)
+    holder.close()
+    with open(records / "lock-0-1.jsonl", "a") as file:
+        file.write('{"e":"held","hold":1,"at":')  # cut short by kill -9
+    history = merge(records)
+    assert [op["input"]["op"] for op in history["kv"]] == ["put", "update"]
+    assert history["kv"][1]["return"] is None and history["kv"][1]["client"] == 0
+    acquire, end = history["locks"]
+    assert acquire["input"] == {
+        "op": "acquire", "token": 7, "lock": "l", "max_holders": 1, "holder": "lock-0-1", "slot": 0,
+    }
+    assert end["call"] == 1.0e9 and end["return"] is None and end["client"] == 1
+    assert figures(history) == {"kv_operations": 2, "kv_pending": 1, "holds": 1, "holds_end_unknown": 1,
+                                "operations": 4, "pending": 2}
