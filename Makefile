@@ -13,7 +13,7 @@ PROMTOOL := $(VENV)/bin/promtool
 PORCUPINE := $(VENV)/bin/kubecoord-porcupine
 GO ?= $(or $(shell command -v go),$(wildcard /usr/local/go/bin/go))
 
-.PHONY: install system-deps cassandra-jars porcupine test robustness lint docs demo soak bench chart-lint chart-crds helm e2e image dist actionlint promtool clean
+.PHONY: install system-deps cassandra-jars porcupine test robustness check lint docs demo soak bench chart-lint chart-crds helm e2e image dist actionlint promtool clean
 
 install: $(INSTALLED)
 
@@ -90,6 +90,13 @@ ROBUSTNESS_OUT ?= robustness-out
 robustness: install system-deps cassandra-jars porcupine
 	$(VENV)/bin/kubecoord-testkit robustness --backend $(ROBUSTNESS_BACKENDS) --duration $(ROBUSTNESS_SECONDS) \
 		--seed $(ROBUSTNESS_SEED) --out $(ROBUSTNESS_OUT)
+
+# The inner loop (3.9 min on two cores while other work ran): lint, then the tests
+# that need no server beyond the in-process API emulator — units, the emulator, locks, the fault proxy, and the contract
+# suite on memory:// and the emulator. make test runs everything else too.
+check: lint
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q tests/unit tests/emulator tests/locks tests/faults
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q tests/contract -k "memory or kubernetes and not real_kubernetes"
 
 lint: install $(ACTIONLINT)
 	$(VENV)/bin/ruff check operator testkit tests bench charts/scripts
