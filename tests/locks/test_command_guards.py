@@ -152,3 +152,64 @@ def test_sigstop_of_kubecoord_past_its_lease_the_watchdog_stops_cmd(
     os.kill(first.process.pid, signal.SIGCONT)
     # Resumed, it finds its hold lost and its command ended by the watchdog's SIGTERM.
     assert first.process.wait(60) == 128 + signal.SIGTERM
+
+
+def _kubecoord(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "kubecoord.cli", *args])
+
+
+def _wait_file(path: pathlib.Path, process: subprocess.Popen[bytes], timeout: float = 90) -> str:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline and process.poll() is None, f"{path.name} never written"
+        time.sleep(0.05)
+    return path.read_text()
+
+
+def _watchdogs_of(pid: int) -> list[int]:
+    """The watchdog processes started by ``pid`` (its children running watchdog.py)."""
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and any(arg.endswith(b"watchdog.py") for arg in command):
+            found.append(int(entry.name))
+    return found
+
+
+def test_kubecoord_stops_cmd_itself_when_its_watchdog_dies(zookeeper_url: str, tmp_path: pathlib.Path) -> None:
+    """A hold nothing outside kubecoord guards any more ends: CMD's group gets SIGTERM."""
+    marker = tmp_path / "running"
+    holder = _kubecoord("lock", "job", "--url", zookeeper_url, "--grace", GRACE, "--",
+                        "sh", "-c", f'echo $$ > "{marker}"; exec sleep 60')
+    try:
+        _wait_file(marker, holder)
+        watchdogs = _watchdogs_of(holder.pid)
+        assert len(watchdogs) == 1, watchdogs
+        os.kill(watchdogs[0], signal.SIGKILL)
+        assert holder.wait(60) == 128 + signal.SIGTERM
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(30)
+
+
+def test_what_cmd_leaves_in_its_group_is_killed_before_the_release(
+    zookeeper_url: str, tmp_path: pathlib.Path
+) -> None:
+    left = tmp_path / "left"
+    holder = _kubecoord("lock", "job", "--url", zookeeper_url, "--",
+                        "sh", "-c", f'sleep 60 & echo $! > "{left}"; exit 4')
+    try:
+        assert holder.wait(60) == 4
+        pid = int(_wait_file(left, holder, 10))
+        assert not running(pid), "CMD's background child outlived the hold"
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(30)
