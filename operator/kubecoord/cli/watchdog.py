@@ -13,8 +13,9 @@ pipe whose other end only the holder has:
 It stops CMD's process group — SIGTERM, then SIGKILL after GRACE seconds unless the group
 is gone — at the first of: T (less EARLY, for its own scheduling delay) passes with no
 later ``hold`` (the holder is frozen or hung: T is strictly before anybody else can
-acquire), the pipe closes before ``end`` (the holder died), ``stop``. Then it exits. Its clock is time.monotonic(): CLOCK_MONOTONIC,
-one clock for every process of the machine, so the holder's deadline means the same here.
+acquire), the pipe closes before ``end`` (the holder died), ``stop``. Then it exits. Its
+clock is time.monotonic(): CLOCK_MONOTONIC, one clock for every process of the machine,
+so the holder's deadline means the same here.
 
 Standard library only, run as ``python -I -S watchdog.py GRACE``: no site, no
 PYTHONPATH, no kubecoord import — it starts in tens of milliseconds and nothing of the
