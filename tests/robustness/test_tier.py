@@ -38,6 +38,7 @@ PLANS = {
                      faults=tuple(kind for kind in BACKENDS["emulator"].faults if kind not in RESETS_MID_WRITE)),
     "kubernetes": Plan("kubernetes", duration=18, fault_every=2.0,
                        faults=tuple(kind for kind in BACKENDS["kubernetes"].faults if kind not in RESETS_MID_WRITE)),
+    "cassandra": Plan("cassandra", duration=20, fault_every=2.0),
 }
 
 
@@ -56,6 +57,12 @@ def _skip_without_servers(backend: str) -> None:
             find_binaries()
         except BinariesNotFound as exc:
             pytest.skip(f"robustness tier on the real kube-apiserver: {exc}")
+    if backend == "cassandra":
+        from kubecoord_testkit.servers.cassandra import jars_missing
+
+        reason = jars_missing()
+        if reason is not None:
+            pytest.skip(f"robustness tier on Cassandra: {reason}")
 
 
 @pytest.mark.timeout(420)
