@@ -85,17 +85,20 @@ porcupine:
 # the verdicts and, on a violation, Porcupine's visualisations in ROBUSTNESS_OUT.
 ROBUSTNESS_SECONDS ?= 120
 ROBUSTNESS_SEED ?= 1
-ROBUSTNESS_BACKENDS ?= memory,zookeeper,emulator,kubernetes,cassandra
+ROBUSTNESS_BACKENDS ?= $(shell $(PY) -c 'from kubecoord_testkit.servers.kubernetes import find_binaries as f; f()' 2>/dev/null \
+	&& echo memory,zookeeper,emulator,kubernetes,cassandra || echo memory,zookeeper,emulator,cassandra)
 ROBUSTNESS_OUT ?= robustness-out
 robustness: install system-deps cassandra-jars porcupine
 	$(VENV)/bin/kubecoord-testkit robustness --backend $(ROBUSTNESS_BACKENDS) --duration $(ROBUSTNESS_SECONDS) \
 		--seed $(ROBUSTNESS_SEED) --out $(ROBUSTNESS_OUT)
 
 # The inner loop (3.9 min on two cores while other work ran): lint, then the tests
-# that need no server beyond the in-process API emulator — units, the emulator, locks, the fault proxy, and the contract
-# suite on memory:// and the emulator. make test runs everything else too.
-check: lint
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q tests/unit tests/emulator tests/locks tests/faults
+# that need no server beyond the in-process API emulator — units, the emulator, locks, the fault proxy, the
+# robustness tier's checker on hand-made histories, and the contract suite on memory:// and the emulator. make
+# test runs everything else too.
+check: lint porcupine
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q tests/unit tests/emulator tests/locks tests/faults \
+		tests/robustness/test_checker.py
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q tests/contract -k "memory or kubernetes and not real_kubernetes"
 
 lint: install $(ACTIONLINT)
