@@ -14,6 +14,7 @@ from kubecoord.errors import (
     BackendUnavailableError,
     ClosedError,
     CoordinationError,
+    FencedError,
     GroupProtocolError,
     InvalidArgumentError,
     KeyExistsError,
@@ -39,6 +40,7 @@ they agree): ``kubecoord --version`` prints it without asking importlib.metadata
 if TYPE_CHECKING:  # for type checkers and the API reference; at run time see __getattr__
     from kubecoord.api import (
         Coordinator,
+        Fence,
         GroupCoordinatorHandle,
         GroupDescription,
         GroupMembership,
@@ -60,7 +62,7 @@ if TYPE_CHECKING:  # for type checkers and the API reference; at run time see __
     )
 
 _LAZY = dict.fromkeys(
-    ["Coordinator", "GroupCoordinatorHandle", "GroupDescription", "GroupMembership", "GroupProtocol",
+    ["Coordinator", "Fence", "GroupCoordinatorHandle", "GroupDescription", "GroupMembership", "GroupProtocol",
      "KeySetListener", "Leader", "LeaderElection", "LeaderListener", "LeadingCallback", "ListenerRegistry",
      "Lock", "LockHolder", "MembershipListener", "RebalanceProtocol", "Semaphore", "Storage",
      "ValueListener", "Versioned"],
@@ -92,6 +94,8 @@ __all__ = [
     "ClosedError",
     "CoordinationError",
     "Coordinator",
+    "Fence",
+    "FencedError",
     "GroupCoordinatorHandle",
     "GroupDescription",
     "GroupMembership",

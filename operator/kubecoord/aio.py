@@ -41,6 +41,7 @@ from typing import Any, Generic, Self, TypeVar
 
 from kubecoord.api import (
     Coordinator,
+    Fence,
     GroupMembership,
     Leader,
     LeaderElection,
@@ -338,14 +339,16 @@ class AsyncStorage(_Async):
         future = await self._run(self.sync.fetch_versioned, key)
         return await asyncio.wrap_future(future)
 
-    async def put(self, key: str, data: str) -> int:
-        return await self._run(self.sync.put, key, data)
+    async def put(self, key: str, data: str, *, fence: Fence | None = None) -> int:
+        return await self._run(self.sync.put, key, data, fence=fence)
 
-    async def update(self, key: str, data: str, *, expected_version: int | None = None) -> int:
-        return await self._run(self.sync.update, key, data, expected_version=expected_version)
+    async def update(
+        self, key: str, data: str, *, expected_version: int | None = None, fence: Fence | None = None
+    ) -> int:
+        return await self._run(self.sync.update, key, data, expected_version=expected_version, fence=fence)
 
-    async def delete(self, key: str, *, expected_version: int | None = None) -> None:
-        await self._run(self.sync.delete, key, expected_version=expected_version)
+    async def delete(self, key: str, *, expected_version: int | None = None, fence: Fence | None = None) -> None:
+        await self._run(self.sync.delete, key, expected_version=expected_version, fence=fence)
 
     async def children(self, namespace: str = "") -> set[str]:
         return await self._run(self.sync.children, namespace)

@@ -83,6 +83,16 @@ class Versioned:
     version: int
 
 
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """What a fenced write carries: the fencing domain ``name`` (the lock's or election's
+    name) and the holder's ``token`` (``Lock.token``, ``Leader.epoch``, the runner's
+    ``Holding.token``). See Storage for the rule."""
+
+    name: str
+    token: int
+
+
 RebalanceProtocol = Literal["eager", "cooperative"]
 """How a group hands units on (Kafka's ConsumerPartitionAssignor.RebalanceProtocol).
 
@@ -412,6 +422,20 @@ class Storage(_Closeable):
     Keys are '/'-separated paths (see kubecoord.validation). Versions: put() creates a
     key at version 1, every update() adds 1, delete() removes the key; a later put()
     starts again at 1.
+
+    Fenced writes: put, update and delete take ``fence=Fence(name, token)``, where
+    ``name`` is a lock or election (the fencing domain) and ``token`` the holder's token or
+    epoch. The store keeps the highest token it accepted per domain next to the data and
+    refuses, with FencedError and nothing written, a write whose token is below it: a
+    holder paused past its lease cannot write once its successor has. An equal token is
+    accepted (the same holder writes many times); a higher one raises the mark. The check
+    and the write are one compare-and-set on the object that holds the key, so the rule
+    holds across processes and restarts. The marks' scope is that object: the whole store
+    on memory://, zookeeper:// (the store's root znode) and cassandra:// (the store's
+    partition); the key's ConfigMap shard on kubernetes:// (a store of one shard, the
+    default, is one scope). A key's own writes are always in one scope. Writes without a
+    fence are never refused by the marks and leave them alone. Not guaranteed: that marks
+    outlive the store's deletion behind its clients' backs (they are deleted with it).
     """
 
     name: str
@@ -422,7 +446,8 @@ class Storage(_Closeable):
     the leadership you hold (``store.fencing_epoch = election.get_leader().epoch``) and
     every put/update/delete of this handle is logged with it (the history's ``epoch``),
     so ``kubecoord analyze`` finds a deposed leader's writes after its successor wrote
-    (stale_epoch_write). The log only: the backend does not reject stale epochs. Setting
+    (stale_epoch_write). The log only: to have the store refuse a deposed leader's writes,
+    pass ``fence=Fence(service, epoch)`` to the write (see above). Setting
     anything but None or an int >= 0 raises InvalidArgumentError."""
 
     @abc.abstractmethod
@@ -447,20 +472,24 @@ class Storage(_Closeable):
         """
 
     @abc.abstractmethod
-    def put(self, key: str, data: str) -> int:
-        """Create ``key``; returns its version (1). Raises KeyExistsError if present."""
+    def put(self, key: str, data: str, *, fence: Fence | None = None) -> int:
+        """Create ``key``; returns its version (1). Raises KeyExistsError if present,
+        FencedError if ``fence``'s token is below the one its domain's mark holds."""
 
     @abc.abstractmethod
-    def update(self, key: str, data: str, *, expected_version: int | None = None) -> int:
+    def update(
+        self, key: str, data: str, *, expected_version: int | None = None, fence: Fence | None = None
+    ) -> int:
         """Replace the value of an existing key; returns the new version.
 
         Raises KeyNotFoundError if absent, VersionConflictError if ``expected_version``
-        is given and is not the current version.
+        is given and is not the current version, FencedError if ``fence`` is stale.
         """
 
     @abc.abstractmethod
-    def delete(self, key: str, *, expected_version: int | None = None) -> None:
-        """Remove ``key``. Raises KeyNotFoundError if absent, VersionConflictError if stale."""
+    def delete(self, key: str, *, expected_version: int | None = None, fence: Fence | None = None) -> None:
+        """Remove ``key``. Raises KeyNotFoundError if absent, VersionConflictError if stale,
+        FencedError if ``fence`` is stale."""
 
     @abc.abstractmethod
     def children(self, namespace: str = "") -> set[str]:

@@ -35,6 +35,19 @@ class VersionConflictError(CoordinationError):
     """A write carried an expected_version that is no longer the key's version."""
 
 
+class FencedError(CoordinationError):
+    """A fenced write (``fence=Fence(name, token)``) was refused because the store had
+    already accepted a higher token of the same fencing domain: a newer holder of that
+    lock or election wrote first. Nothing was written. ``name`` is the fencing domain,
+    ``token`` the refused token, ``accepted`` the higher token the store holds."""
+
+    def __init__(self, message: str, *, name: str = "", token: int = 0, accepted: int = 0) -> None:
+        super().__init__(message)
+        self.name = name
+        self.token = token
+        self.accepted = accepted
+
+
 class MemberExistsError(CoordinationError):
     """join() with the id of a live member (of this or another session)."""
 

@@ -119,6 +119,14 @@ def check_epoch(epoch: object) -> int | None:
     return _optional_int(epoch, minimum=0, what="fencing_epoch")
 
 
+def check_fence(name: object, token: object) -> None:
+    """A fence (kubecoord.api.Fence) names a lock or election (a DNS-1123 label) and
+    carries its token, an int >= 0."""
+    check_name(name, "fence name")
+    if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+        raise InvalidArgumentError(f"fence token must be an int >= 0, got {token!r}")
+
+
 def _optional_int(value: object, *, minimum: int, what: str) -> int | None:
     if value is None:
         return None

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 import kubecoord
-from kubecoord import Coordinator
+from kubecoord import Coordinator, Versioned
 from kubecoord.cli import exits
 from kubecoord_testkit.emulator import ApiEmulator
 
@@ -135,6 +135,17 @@ def test_kv_round_trip_and_exit_statuses(k8s_cli: Cli, k8s_connect: Callable[[],
 
     assert k8s_cli("kv", "delete", "topics", "top", "--expected-version", "1").returncode == 0
     assert storage.fetch("top").result(10) is None
+
+
+@pytest.mark.timeout(300)
+def test_kv_fenced_writes_and_their_exit_statuses(k8s_cli: Cli, k8s_connect: Callable[[], Coordinator]) -> None:
+    assert k8s_cli("kv", "put", "fenced", "k", "a", "--fence", "job:5").returncode == 0
+    stale = k8s_cli("kv", "update", "fenced", "k", "b", "--fence", "job:4")
+    assert stale.returncode == exits.CONFLICT and "fenced by 'job'" in stale.stderr
+    malformed = k8s_cli("kv", "delete", "fenced", "k", "--fence", "job")
+    assert malformed.returncode == exits.USAGE and "NAME:TOKEN" in malformed.stderr
+    assert k8s_cli("kv", "update", "fenced", "k", "c", "--fence", "job:5").returncode == 0  # the same holder
+    assert k8s_connect().storage("fenced").fetch_versioned("k").result(10) == Versioned("c", 2)
 
 
 def test_bad_input_fails_before_any_request(k8s_cli: Cli, plain_cli: Cli) -> None:

@@ -30,6 +30,7 @@ class MemoryHarness(UrlHarness):
         with state.lock:
             store = state.store(name)
             keys, store.entries = list(store.entries), {}
+            store.fences = {}  # the marks go with the store, as its objects do elsewhere
             now = state.clock.now()
             for key in keys:
                 notify(store.value_subscriptions.get(key, []), None, now)

@@ -34,6 +34,7 @@ from kubecoord import metrics, validation
 from kubecoord._internal.dispatch import Dispatcher, ListenerSet
 from kubecoord.api import (
     Coordinator,
+    Fence,
     GroupCoordinatorHandle,
     GroupMembership,
     GroupProtocol,
@@ -47,7 +48,7 @@ from kubecoord.api import (
     ValueListener,
     Versioned,
 )
-from kubecoord.errors import ClosedError, CoordinationError
+from kubecoord.errors import ClosedError, CoordinationError, InvalidArgumentError
 from kubecoord.group_coordinator.member import GroupMember
 from kubecoord.history import EventLog
 from kubecoord.wire.events import KV_WRITES, Primitive
@@ -191,6 +192,15 @@ class GroupHandle(Handle, GroupMembership):
         """A listener was added (``first``: the set was empty)."""
 
 
+def _check_fence(fence: object) -> None:
+    """A write's ``fence``: None or a Fence of a valid name and token (before any request)."""
+    if fence is None:
+        return
+    if not isinstance(fence, Fence):
+        raise InvalidArgumentError(f"fence must be None or a kubecoord.Fence, got {type(fence).__name__}")
+    validation.check_fence(fence.name, fence.token)
+
+
 class StorageHandle(Handle, Storage):
     kind = "storage"
     primitive = Primitive.KV
@@ -229,24 +239,29 @@ class StorageHandle(Handle, Storage):
         self._check_open()
         return self._fetch_confirmed(key, max_age)
 
-    def put(self, key: str, data: str) -> int:
+    def put(self, key: str, data: str, *, fence: Fence | None = None) -> int:
         validation.check_key(key)
         validation.check_value(data, max_bytes=self.max_value_bytes)
+        _check_fence(fence)
         self._check_open()
-        return self._put(key, data)
+        return self._put(key, data, fence)
 
-    def update(self, key: str, data: str, *, expected_version: int | None = None) -> int:
+    def update(
+        self, key: str, data: str, *, expected_version: int | None = None, fence: Fence | None = None
+    ) -> int:
         validation.check_key(key)
         validation.check_value(data, max_bytes=self.max_value_bytes)
         validation.check_version(expected_version)
+        _check_fence(fence)
         self._check_open()
-        return self._update(key, data, expected_version)
+        return self._update(key, data, expected_version, fence)
 
-    def delete(self, key: str, *, expected_version: int | None = None) -> None:
+    def delete(self, key: str, *, expected_version: int | None = None, fence: Fence | None = None) -> None:
         validation.check_key(key)
         validation.check_version(expected_version)
+        _check_fence(fence)
         self._check_open()
-        self._delete(key, expected_version)
+        self._delete(key, expected_version, fence)
 
     def children(self, namespace: str = "") -> set[str]:
         validation.check_namespace(namespace)
@@ -279,13 +294,13 @@ class StorageHandle(Handle, Storage):
     def _fetch_versioned(self, key: str) -> Future[Versioned | None]: ...
 
     @abc.abstractmethod
-    def _put(self, key: str, data: str) -> int: ...
+    def _put(self, key: str, data: str, fence: Fence | None) -> int: ...
 
     @abc.abstractmethod
-    def _update(self, key: str, data: str, expected_version: int | None) -> int: ...
+    def _update(self, key: str, data: str, expected_version: int | None, fence: Fence | None) -> int: ...
 
     @abc.abstractmethod
-    def _delete(self, key: str, expected_version: int | None) -> None: ...
+    def _delete(self, key: str, expected_version: int | None, fence: Fence | None) -> None: ...
 
     @abc.abstractmethod
     def _children(self, namespace: str) -> set[str]: ...

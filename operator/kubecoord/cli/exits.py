@@ -11,6 +11,7 @@ import sys
 from kubecoord.errors import (
     BackendUnavailableError,
     CoordinationError,
+    FencedError,
     InvalidArgumentError,
     KeyExistsError,
     KeyNotFoundError,
@@ -37,7 +38,7 @@ MEANINGS: tuple[tuple[int, str], ...] = (
     (USAGE, "bad usage: unknown option, malformed URL, key or name (nothing was sent)"),
     (VIOLATIONS, "safety violations found (analyze; kubecoord-testkit soak, robustness)"),
     (NOT_FOUND, "not found: the namespace, the election, group or store, or the key"),
-    (CONFLICT, "conflict: the key already exists, or the expected version is stale"),
+    (CONFLICT, "conflict: the key already exists, the expected version is stale, or the write was fenced"),
     (UNAVAILABLE, "backend unavailable: unreachable, timed out, session lost"),
     (DENIED, "permission denied by the backend (HTTP 401/403, ZooKeeper NoAuth)"),
     (MALFORMED_INPUT, "analyze: more than --max-malformed of the input lines were malformed (the report is written)"),
@@ -75,6 +76,7 @@ _BY_CLASS: tuple[tuple[type[BaseException], int], ...] = (
     (MemberNotFoundError, NOT_FOUND),
     (KeyExistsError, CONFLICT),
     (VersionConflictError, CONFLICT),
+    (FencedError, CONFLICT),
     (MemberExistsError, CONFLICT),
     (NamespaceNotFoundError, NOT_FOUND),  # before its base class, BackendUnavailableError
     (BackendUnavailableError, UNAVAILABLE),

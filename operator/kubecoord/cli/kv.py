@@ -2,7 +2,8 @@
 
 put creates (exit 5 if the key exists), update overwrites (exit 4 if absent), both
 print the key's new version; ``--expected-version`` makes update and delete conditional
-(exit 5 when stale). A VALUE of ``-`` is read from standard input.
+(exit 5 when stale); ``--fence NAME:TOKEN`` makes put, update and delete fenced writes
+(kubecoord.api.Storage; exit 5 when a higher token of NAME was accepted). A VALUE of ``-`` is read from standard input.
 
 STORE, KEY and PREFIX are checked before anything is sent (exit 2). On kubernetes://,
 with the CRDs installed, a STORE that no KVStore declares is exit 4 with the declared
@@ -15,12 +16,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from kubecoord.cli import snapshot, views
 from kubecoord.cli.connection import add_connection_arguments, check_declared, one_shot, open_coordinator
 from kubecoord.cli.exits import NotFoundError
 from kubecoord.cli.output import add_output_argument, show
-from kubecoord.validation import check_key, check_name, check_namespace
+from kubecoord.errors import InvalidArgumentError
+from kubecoord.validation import check_fence, check_key, check_name, check_namespace
+
+if TYPE_CHECKING:
+    from kubecoord.api import Fence
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,11 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            help="write even if no KVStore declares STORE (kubernetes://; without it a typo is exit 4)")
         if name == "update":
             write.add_argument("--expected-version", type=int, metavar="N", help="only if the key is at version N")
+        _add_fence_argument(write)
         add_output_argument(write)
 
     delete = action("delete", "delete a key (exit 4 if absent)")
     delete.add_argument("key", metavar="KEY", help="the key, a /-separated path")
     delete.add_argument("--expected-version", type=int, metavar="N", help="only if the key is at version N")
+    _add_fence_argument(delete)
     add_output_argument(delete)
 
     ls = action("ls", "list the keys under a namespace (default: the top level) with versions and values")
@@ -63,6 +71,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         add_connection_arguments(sub)
 
 
+def _add_fence_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--fence", metavar="NAME:TOKEN",
+        help="a fenced write: refused (exit 5, nothing written) if the store accepted a higher token of the "
+             "lock or election NAME, e.g. --fence nightly:$KUBECOORD_TOKEN under kubecoord lock",
+    )
+
+
+def _fence(raw: str | None) -> Fence | None:
+    """``NAME:TOKEN`` as a Fence (exit 2 before any request when malformed)."""
+    if raw is None:
+        return None
+    from kubecoord.api import Fence  # here: the interface's imports stay off --help's path
+
+    name, sep, token = raw.rpartition(":")
+    if not sep or not token.isdigit():
+        raise InvalidArgumentError(f"--fence must be NAME:TOKEN (a lock or election and its token), got {raw!r}")
+    check_fence(name, int(token))
+    return Fence(name, int(token))
+
+
 def _value(raw: str) -> str:
     return sys.stdin.read() if raw == "-" else raw
 
@@ -70,6 +99,7 @@ def _value(raw: str) -> str:
 def _check(args: argparse.Namespace) -> None:
     """Every name and key before any request (exit 2, nothing sent)."""
     check_name(args.store, "store name")
+    _fence(getattr(args, "fence", None))
     if args.action == "ls":
         check_namespace(args.key)
     else:
@@ -107,14 +137,15 @@ def run(args: argparse.Namespace) -> int:
             return _read(args, storage)
     check_declared(args, "kvstores", args.store, create=getattr(args, "create", False))
     with open_coordinator(args) as coord, coord.storage(args.store) as storage:
+        fence = _fence(args.fence)
         if args.action == "put":
-            version: int | None = storage.put(args.key, _value(args.value))
+            version: int | None = storage.put(args.key, _value(args.value), fence=fence)
             verb = "created"
         elif args.action == "update":
-            version = storage.update(args.key, _value(args.value), expected_version=args.expected_version)
+            version = storage.update(args.key, _value(args.value), expected_version=args.expected_version, fence=fence)
             verb = "updated"
         else:
-            storage.delete(args.key, expected_version=args.expected_version)
+            storage.delete(args.key, expected_version=args.expected_version, fence=fence)
             version, verb = None, "deleted"
     if args.output in ("json", "yaml", "name"):
         show(args.output, {"store": args.store, "key": args.key, "result": verb, "version": version}, ([], []),

@@ -10,6 +10,8 @@ every side imports it from here (never from the other side's private modules):
 - ``kv_shards``: how a KV store's keys are spread over ConfigMaps (the shard count on
   shard 0, the shard of a key).
 - ``kv_entries``: a key's data key inside a shard and the stored form of its entry.
+- ``fences``: fenced writes' rule (a token below the domain's mark is refused) and the
+  stored form of the marks (format 1: a shard's annotation, a ZooKeeper store's root).
 - ``api_status``: the Kubernetes API server's error answers as kubecoord errors.
 - ``kube_credentials``: where Kubernetes credentials are found (in a pod, the kubeconfig).
 - ``leader_record``: the election record (client-go's LeaderElectionRecord plus the

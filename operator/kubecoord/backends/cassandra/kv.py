@@ -4,7 +4,7 @@ versions by LWT, a change marker polled by listeners.
 Layout::
 
     kv_entries (store text, key text, value text, version bigint, nonce uuid,
-                changed uuid STATIC, incarnation uuid STATIC,
+                changed uuid STATIC, incarnation uuid STATIC, fences map<text, bigint> STATIC,
                 PRIMARY KEY ((store), key))
 
 Every write is one LWT on the store's partition: put ``IF version = null`` (create-only;
@@ -14,6 +14,11 @@ expected_version raises VersionConflictError). Each write also sets the partitio
 static ``changed`` marker to its own nonce, so a listener learns of any write in the store
 from one small read. ``children(namespace)`` reads the keys under ``namespace/`` (a
 clustering-range read) and returns their first path segments.
+
+Fenced writes (``fence=Fence(name, token)``): the static ``fences map<text, bigint>`` holds
+the highest token accepted per domain (schema version 2). A fenced write is the same LWT
+with one more condition, ``fences[name] = <the mark read>`` (null when none), and one more
+assignment, ``fences[name] = token``: the mark and the key change together or not at all.
 
 Store incarnation: the static ``incarnation`` is set by the first put() into an empty
 partition (``IF incarnation = null``) and carried by every later write's condition; a store
@@ -38,6 +43,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -45,12 +51,15 @@ from kubecoord import validation
 from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._core.lease import Loop
 from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import Versioned
+from kubecoord.api import Fence, Versioned
 from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.errors import CoordinationError, KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.wire import fences
 from kubecoord.wire.events import Event
 
 log = logging.getLogger("kubecoord.cassandra")
+_FENCED_ROUNDS = 50
+"""Read-LWT rounds a fenced write retries while other writers move the mark or the key."""
 
 _READ = "SELECT value, version, nonce, incarnation FROM {ks}.kv_entries WHERE store = ? AND key = ?"
 _READ_KEYS = "SELECT key, value, version FROM {ks}.kv_entries WHERE store = ? AND key IN ?"
@@ -69,6 +78,27 @@ _PUT = (
 _UPDATE = (
     "UPDATE {ks}.kv_entries SET value = ?, version = ?, nonce = ?, changed = ? "
     "WHERE store = ? AND key = ? IF version = ?"
+)
+_READ_FENCE = "SELECT incarnation, fences FROM {ks}.kv_entries WHERE store = ? LIMIT 1"
+# Fenced writes: the key's usual condition AND the domain's mark as read (null: none yet);
+# the mark is set to the write's token in the same LWT (kubecoord.wire.fences).
+_FENCED_PUT_NEW_STORE = (
+    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, changed = ?, incarnation = ?, fences[?] = ? "
+    "WHERE store = ? AND key = ? IF version = null AND incarnation = null"
+)
+_FENCED_PUT = (
+    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, changed = ?, fences[?] = ? "
+    "WHERE store = ? AND key = ? IF version = null AND incarnation = ? AND fences[?] = ?"
+)
+_FENCED_UPDATE = (
+    "UPDATE {ks}.kv_entries SET value = ?, version = ?, nonce = ?, changed = ?, fences[?] = ? "
+    "WHERE store = ? AND key = ? IF version = ? AND fences[?] = ?"
+)
+_FENCED_DELETE = (
+    "BEGIN BATCH "
+    "DELETE FROM {ks}.kv_entries WHERE store = ? AND key = ? IF version = ? AND fences[?] = ? "
+    "UPDATE {ks}.kv_entries SET changed = ?, fences[?] = ? WHERE store = ? "
+    "APPLY BATCH"
 )
 _DELETE = (
     "BEGIN BATCH "
@@ -119,7 +149,9 @@ class CassandraStorage(StorageHandle):
         return {name for name in names if name is not None}
 
     # -- writes ---------------------------------------------------------------------------
-    def _put(self, key: str, data: str) -> int:
+    def _put(self, key: str, data: str, fence: Fence | None) -> int:
+        if fence is not None:
+            return self._fenced_write(key, fence, data, None, put=True)
         for _ in range(5):
             incarnation = self._incarnation or self._read_incarnation()
             nonce = uuid.uuid4()
@@ -155,7 +187,9 @@ class CassandraStorage(StorageHandle):
             raise VersionConflictError(f"key {key!r} is at version {current.version}, not {expected_version}")
         return current
 
-    def _update(self, key: str, data: str, expected_version: int | None) -> int:
+    def _update(self, key: str, data: str, expected_version: int | None, fence: Fence | None) -> int:
+        if fence is not None:
+            return self._fenced_write(key, fence, data, expected_version)
         while True:
             current = self._current(key, expected_version)
             version = current.version
@@ -176,7 +210,10 @@ class CassandraStorage(StorageHandle):
                 raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
             # A plain update() raced another writer: read again and write over the newer version.
 
-    def _delete(self, key: str, expected_version: int | None) -> None:
+    def _delete(self, key: str, expected_version: int | None, fence: Fence | None) -> None:
+        if fence is not None:
+            self._fenced_write(key, fence, None, expected_version)
+            return
         while True:
             current = self._current(key, expected_version)
             version = current.version
@@ -194,6 +231,64 @@ class CassandraStorage(StorageHandle):
             if expected_version is not None:
                 self._record(Event.CONFLICT, key=key, version=expected_version)
                 raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
+
+    def _fenced_write(
+        self, key: str, fence: Fence, data: str | None, expected_version: int | None, *, put: bool = False
+    ) -> int:
+        """A put (``put``), update (``data``) or delete (neither) of ``key`` under ``fence``: one
+        LWT on the store's partition that compares the domain's mark (static ``fences``) with
+        the one read and sets it to the token, together with the key's own condition."""
+        where = f"store {self.name!r}"
+        for _ in range(_FENCED_ROUNDS):
+            rows = self._session.execute(_READ_FENCE, [self.name], serial=True)
+            incarnation = rows[0].incarnation if rows else None
+            marks = dict(rows[0].fences or {}) if rows else {}
+            # The fence first: a stale holder learns nothing of the key.
+            fences.admit(marks, fence.name, fence.token, where=where)
+            mark = marks.get(fence.name)
+            nonce = uuid.uuid4()
+            if put:
+                assert data is not None
+                if incarnation is None:
+                    incarnation = uuid.uuid4()
+                    query, params = _FENCED_PUT_NEW_STORE, [
+                        data, nonce, nonce, incarnation, fence.name, fence.token, self.name, key]
+                else:
+                    query, params = _FENCED_PUT, [
+                        data, nonce, nonce, fence.name, fence.token, self.name, key, incarnation, fence.name, mark]
+                version = 0
+            else:
+                current = self._current(key, expected_version)
+                version = current.version
+                incarnation = current.incarnation
+                if data is not None:
+                    query, params = _FENCED_UPDATE, [
+                        data, version + 1, nonce, nonce, fence.name, fence.token, self.name, key, version,
+                        fence.name, mark]
+                else:
+                    query, params = _FENCED_DELETE, [
+                        self.name, key, version, fence.name, mark, nonce, fence.name, fence.token, self.name]
+            landed: Callable[[], bool] = (
+                (lambda n=nonce: self._nonce_is(key, n)) if data is not None  # type: ignore[misc]
+                else (lambda v=version: self._gone_or_newer(key, v))  # type: ignore[misc]
+            )
+            result = self._session.cas(query, params, resolve=landed)
+            if result.applied:
+                self._incarnation = incarnation
+                event = Event.PUT if put else Event.UPDATED if data is not None else Event.DELETED
+                written = 1 if put else version + 1 if data is not None else version
+                self._record(event, key=key, version=written, store_incarnation=_text(incarnation))
+                return int(written)
+            existing = result.existing or {}
+            if put and existing.get("version") is not None:
+                fences.admit(dict(existing.get("fences") or {}), fence.name, fence.token, where=where)
+                raise KeyExistsError(f"key {key!r} already exists (version {existing['version']})")
+            if not put and expected_version is not None and existing.get("version") not in (None, version):
+                fences.admit(dict(existing.get("fences") or {}), fence.name, fence.token, where=where)
+                self._record(Event.CONFLICT, key=key, version=expected_version)
+                raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
+            # The mark, the key or the store's incarnation moved meanwhile: read and judge again.
+        raise CoordinationError(f"fenced write of {key!r}: the store kept changing under it")
 
     # -- helpers --------------------------------------------------------------------------
     def _read_row(self, key: str, *, serial: bool = False) -> Any | None:

@@ -21,7 +21,9 @@ from kubecoord.backends.cassandra.options import Options
 from kubecoord.backends.cassandra.session import Session
 from kubecoord.errors import CoordinationError, InvalidArgumentError, UnsupportedFeatureError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the tables below without ``kv_entries.fences``; 2: with it (the marks of fenced
+writes, kubecoord.wire.fences). A keyspace of version 1 is brought to 2 by adding the column."""
 SEED_TTL = 2
 """The seed plugin's ``default_time_to_live``: its own writes rely on it to expire."""
 _KEYSPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
@@ -34,9 +36,11 @@ TABLES = [
     "CREATE TABLE IF NOT EXISTS {ks}.group_members (grp text, member text, data text, session uuid, nonce uuid, "
     "PRIMARY KEY ((grp), member))",
     "CREATE TABLE IF NOT EXISTS {ks}.kv_entries (store text, key text, value text, version bigint, nonce uuid, "
-    "changed uuid STATIC, incarnation uuid STATIC, PRIMARY KEY ((store), key))",
+    "changed uuid STATIC, incarnation uuid STATIC, fences map<text, bigint> STATIC, PRIMARY KEY ((store), key))",
 ]
 OUR_ELECTION_COLUMNS = {"tenure": "uuid", "epoch": "bigint", "nonce": "uuid"}
+ADDED_KV_COLUMNS = {"fences": "map<text, bigint> STATIC"}
+"""Columns of ``kv_entries`` added after schema version 1 (a table made by version 1 lacks them)."""
 
 
 def check_keyspace(path: str) -> str:
@@ -85,6 +89,16 @@ def ensure(session: Session, options: Options) -> None:
     for column, kind in OUR_ELECTION_COLUMNS.items():
         if column not in present:  # a seed plugin's table: add ours beside its columns
             session.execute(f"ALTER TABLE {ks}.leader_election ADD {column} {kind}", prepared=False, timeout=60)
+    present_kv = {
+        row.column_name
+        for row in session.execute(
+            "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'kv_entries'",
+            [ks], prepared=False,
+        )
+    }
+    for column, kind in ADDED_KV_COLUMNS.items():
+        if column not in present_kv:
+            session.execute(f"ALTER TABLE {ks}.kv_entries ADD {column} {kind}", prepared=False, timeout=60)
     session.execute(
         f"INSERT INTO {ks}.kubecoord_schema (component, version) VALUES ('kubecoord', {SCHEMA_VERSION})",
         prepared=False, timeout=30,

@@ -17,6 +17,12 @@ one shard over the network, never the whole store. Nothing spans keys: two keys 
 in different ConfigMaps, so there is no multi-key transaction, and a reader may see a
 write to key A and not yet an earlier write to key B of another shard.
 
+Fenced writes (``fence=Fence(name, token)``, kubecoord.api.Storage): the shard's annotation
+``kubecoord.dev/kv-fences`` holds the highest token accepted per domain (wire/fences.py,
+format 1). The mark is judged on the cached shard (a refusal only after a fresh read, as
+above) and written in the same PUT as the entry, so the shard's resourceVersion makes the
+check and the write one compare-and-set; the marks' scope is the key's shard.
+
 Size: each shard holds at most 1 MiB (the API server's limit); the store as a whole at
 most its KVStore's ``spec.sizeLimit`` (or shards x 1 MiB without a resource). A write that
 would grow the store beyond either raises StoreFullError and writes nothing; deletes and
@@ -49,7 +55,7 @@ from typing import Any, TypeVar
 from kubecoord import validation
 from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import Versioned
+from kubecoord.api import Fence, Versioned
 from kubecoord.backends.kubernetes.cache import Change, Observed
 from kubecoord.backends.kubernetes.client import CONFIGMAPS, AlreadyExists, Conflict, NotFound
 from kubecoord.backends.kubernetes.context import HandleBase, KubernetesContext
@@ -57,13 +63,14 @@ from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import (
     BackendUnavailableError,
     CoordinationError,
+    FencedError,
     KeyExistsError,
     KeyNotFoundError,
     StoreFullError,
     ValueTooLargeError,
     VersionConflictError,
 )
-from kubecoord.wire import object_names
+from kubecoord.wire import fences, object_names
 from kubecoord.wire.events import Event
 from kubecoord.wire.kv_entries import Entry, data_size, dump_entry, encode_key, load_entries, stored_size
 from kubecoord.wire.kv_shards import SHARD_BYTES, recorded_shards, shard_count_for, shard_of
@@ -75,7 +82,7 @@ MAX_STORE_BYTES = SHARD_BYTES
 """The API server's limit on one ConfigMap's data (keys plus values): one shard."""
 DEFAULT_MAX_VALUE_BYTES = 256 * 1024
 MAX_ATTEMPTS = 100
-_REFUSALS = (KeyExistsError, KeyNotFoundError, VersionConflictError, StoreFullError)
+_REFUSALS = (KeyExistsError, KeyNotFoundError, VersionConflictError, StoreFullError, FencedError)
 
 
 def entries_of(observed: Observed | None) -> dict[str, Entry]:
@@ -252,7 +259,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
                 f"(JSON escapes control characters), over the {SHARD_BYTES} bytes one ConfigMap can hold"
             )
 
-    def _put(self, key: str, data: str) -> int:
+    def _put(self, key: str, data: str, fence: Fence | None) -> int:
         self._check_stored_size(key, data)
 
         def create(current: Entry | None) -> Entry:
@@ -260,23 +267,23 @@ class KubeStorage(_StoreHandle, StorageHandle):
                 raise KeyExistsError(f"key {key!r} already exists (version {current.version})")
             return Entry(key, data, 1)
 
-        return self._write(key, create, Event.PUT)
+        return self._write(key, create, Event.PUT, fence=fence)
 
-    def _update(self, key: str, data: str, expected_version: int | None) -> int:
+    def _update(self, key: str, data: str, expected_version: int | None, fence: Fence | None) -> int:
         self._check_stored_size(key, data)
 
         def replace(current: Entry | None) -> Entry:
             current = self._expect(key, current, expected_version)
             return Entry(key, data, current.version + 1)
 
-        return self._write(key, replace, Event.UPDATED, expected_version)
+        return self._write(key, replace, Event.UPDATED, expected_version, fence)
 
-    def _delete(self, key: str, expected_version: int | None) -> None:
+    def _delete(self, key: str, expected_version: int | None, fence: Fence | None) -> None:
 
         def remove(current: Entry | None) -> None:
             self._expect(key, current, expected_version)
 
-        self._write(key, remove, Event.DELETED, expected_version)
+        self._write(key, remove, Event.DELETED, expected_version, fence)
 
     def _expect(self, key: str, current: Entry | None, expected: int | None) -> Entry:
         if current is None:
@@ -286,7 +293,12 @@ class KubeStorage(_StoreHandle, StorageHandle):
         return current
 
     def _write(
-        self, key: str, change: Callable[[Entry | None], Entry | None], event: str, expected: int | None = None
+        self,
+        key: str,
+        change: Callable[[Entry | None], Entry | None],
+        event: str,
+        expected: int | None = None,
+        fence: Fence | None = None,
     ) -> int:
         self._check_open()
         sent = time.time()  # logged as ``sent``: the write happened between it and the event's ts
@@ -313,8 +325,11 @@ class KubeStorage(_StoreHandle, StorageHandle):
                 continue
             current = entries_of(observed).get(key)
             try:
+                # The fence first (a stale holder learns nothing of the key); its mark is
+                # written in the same PUT as the entry, under the shard's resourceVersion.
+                marks = self._admit(observed, configmap, fence)
                 new = change(current)
-                body = self._body(observed, index, shards, data_key, new)
+                body = self._body(observed, index, shards, data_key, new, marks)
             except _REFUSALS as exc:
                 if not fresh:  # judged on a cached copy: confirm against the server first
                     informer.refresh(configmap)
@@ -368,8 +383,23 @@ class KubeStorage(_StoreHandle, StorageHandle):
             metadata["annotations"] = {object_names.KV_SHARDS_ANNOTATION: str(shards)}
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {}}
 
+    def _admit(self, observed: Observed | None, configmap: str, fence: Fence | None) -> fences.Marks | None:
+        """The shard's fencing marks after admitting ``fence`` (None: unchanged); FencedError."""
+        if fence is None:
+            return None
+        where = f"store {self.name!r} (ConfigMap {configmap!r})"
+        annotations = ((observed.obj.get("metadata") or {}).get("annotations") or {}) if observed is not None else {}
+        marks = fences.decode(annotations.get(fences.ANNOTATION), where=where)
+        return fences.admit(marks, fence.name, fence.token, where=where)
+
     def _body(
-        self, observed: Observed | None, index: int, shards: int, data_key: str, new: Entry | None
+        self,
+        observed: Observed | None,
+        index: int,
+        shards: int,
+        data_key: str,
+        new: Entry | None,
+        marks: fences.Marks | None = None,
     ) -> dict[str, Any]:
         if observed is None:
             body = self._new_shard(index, shards)
@@ -378,6 +408,9 @@ class KubeStorage(_StoreHandle, StorageHandle):
             body = {k: v for k, v in observed.obj.items() if k != "data"}
             body["metadata"] = copy.deepcopy(observed.obj.get("metadata") or {})
             data = dict(observed.obj.get("data") or {})
+        if marks is not None:
+            body["metadata"]["annotations"] = {**(body["metadata"].get("annotations") or {}),
+                                               fences.ANNOTATION: fences.encode(marks)}
         before = data_size(data)
         if new is None:
             data.pop(data_key, None)

@@ -10,11 +10,12 @@ from typing import Any, TypeVar
 
 from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import Versioned
+from kubecoord.api import Fence, Versioned
 from kubecoord.backends.memory.context import MemoryContext
 from kubecoord.backends.memory.handle import MemoryHandle
 from kubecoord.backends.memory.state import Store, Subscription, notify
 from kubecoord.errors import KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.wire import fences
 from kubecoord.wire.events import Event
 
 T = TypeVar("T")
@@ -43,24 +44,24 @@ class MemoryStorage(MemoryHandle, StorageHandle):
         with self._state.lock:
             return self._state.store(self.name).entries.get(key)
 
-    def _put(self, key: str, data: str) -> int:
-        return self._write(key, lambda current: self._create(key, current, data), Event.PUT)
+    def _put(self, key: str, data: str, fence: Fence | None) -> int:
+        return self._write(key, lambda current: self._create(key, current, data), Event.PUT, fence)
 
-    def _update(self, key: str, data: str, expected_version: int | None) -> int:
+    def _update(self, key: str, data: str, expected_version: int | None, fence: Fence | None) -> int:
 
         def replace(current: Versioned | None) -> Versioned:
             self._expect(key, current, expected_version)
             assert current is not None
             return Versioned(data, current.version + 1)
 
-        return self._write(key, replace, Event.UPDATED)
+        return self._write(key, replace, Event.UPDATED, fence)
 
-    def _delete(self, key: str, expected_version: int | None) -> None:
+    def _delete(self, key: str, expected_version: int | None, fence: Fence | None) -> None:
 
         def remove(current: Versioned | None) -> None:
             self._expect(key, current, expected_version)
 
-        self._write(key, remove, Event.DELETED)
+        self._write(key, remove, Event.DELETED, fence)
 
     def _children(self, namespace: str) -> set[str]:
         with self._state.lock:
@@ -79,14 +80,20 @@ class MemoryStorage(MemoryHandle, StorageHandle):
             self._record(Event.CONFLICT, ts=self._state.wall(), key=key, version=expected)
             raise VersionConflictError(f"key {key!r} is at version {current.version}, not {expected}")
 
-    def _write(self, key: str, change: Callable[[Versioned | None], Versioned | None], event: str) -> int:
+    def _write(
+        self, key: str, change: Callable[[Versioned | None], Versioned | None], event: str, fence: Fence | None
+    ) -> int:
         self._check_open()
         with self._state.lock:
             store = self._state.store(self.name)
             watched = list(store.key_set_subscriptions)
             before = {ns: store.children(ns) for ns in watched}
             current = store.entries.get(key)
+            # The fence first: a stale holder learns nothing of the key (its version, existence).
+            marks = fences.admit(store.fences, fence.name, fence.token, where=f"store {self.name!r}") if fence else None
             new = change(current)
+            if marks is not None:
+                store.fences = marks
             if new is None:
                 del store.entries[key]
             else:

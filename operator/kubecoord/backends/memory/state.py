@@ -72,6 +72,8 @@ class Store:
     entries: dict[str, Versioned] = field(default_factory=dict)
     value_subscriptions: dict[str, list[Subscription]] = field(default_factory=dict)
     key_set_subscriptions: dict[str, list[Subscription]] = field(default_factory=dict)
+    fences: dict[str, int] = field(default_factory=dict)
+    """The highest token accepted per fencing domain (kubecoord.wire.fences)."""
 
     def children(self, namespace: str) -> set[str]:
         names = (validation.child_name(namespace, key) for key in self.entries)

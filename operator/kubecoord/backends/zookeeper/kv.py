@@ -25,6 +25,12 @@ Guarantees:
   KeyNotFoundError, and the next put() re-creates the root (a new incarnation) with the key
   at version 1 — as on kubernetes://, where the store's ConfigMap is re-created.
 
+- Fenced writes (``fence=Fence(name, token)``): the store's root znode holds the highest
+  token accepted per domain as its data (kubecoord.wire.fences, format 1). The write is one
+  multi-op transaction: a check of the root's dataVersion (or a set of its data, when the
+  mark rises) and the key's create/set/delete by its own version; a refused write writes
+  nothing (a put's implicit parents made for it are pruned again).
+
 Not guaranteed: a write that fails with BackendUnavailableError may have been applied.
 Every call fails at once with BackendUnavailableError while the session is not connected
 (SUSPENDED) rather than waiting for the reconnection.
@@ -32,6 +38,7 @@ Every call fails at once with BackendUnavailableError while the session is not c
 
 from __future__ import annotations
 
+import posixpath
 import threading
 import time
 from collections.abc import Callable
@@ -44,7 +51,7 @@ from kazoo.protocol.states import ZnodeStat
 from kubecoord import validation
 from kubecoord._core.handles import RegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
-from kubecoord.api import Versioned
+from kubecoord.api import Fence, Versioned
 from kubecoord.backends.zookeeper import record
 from kubecoord.backends.zookeeper.context import ZooKeeperContext
 from kubecoord.backends.zookeeper.errors import translate, translating
@@ -52,7 +59,14 @@ from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
 from kubecoord.backends.zookeeper.incarnation import RootIncarnation
 from kubecoord.backends.zookeeper.naming import decode_name, key_path
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children, read_data
-from kubecoord.errors import BackendUnavailableError, KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.errors import (
+    BackendUnavailableError,
+    FencedError,
+    KeyExistsError,
+    KeyNotFoundError,
+    VersionConflictError,
+)
+from kubecoord.wire import fences
 from kubecoord.wire.events import Event
 
 _MAX_ROUNDS = 50
@@ -100,8 +114,11 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
             return {decode_name(name) for name in read_children(self._session, key_path(self.path, namespace))}
 
     # -- writes -----------------------------------------------------------------------
-    def _put(self, key: str, data: str) -> int:
+    def _put(self, key: str, data: str, fence: Fence | None) -> int:
         sent = time.time()
+        if fence is not None:
+            _, czxid = self._fenced_write(key, fence, "put", data, None)
+            return self._done(Event.PUT, key, 1, sent, czxid)
         path = key_path(self.path, key)
         client = self._session.client
         with translating():
@@ -129,8 +146,11 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                     continue
             raise ConnectionLoss(f"put of {key!r} kept racing with concurrent writes")
 
-    def _update(self, key: str, data: str, expected_version: int | None) -> int:
+    def _update(self, key: str, data: str, expected_version: int | None, fence: Fence | None) -> int:
         sent = time.time()
+        if fence is not None:
+            version, czxid = self._fenced_write(key, fence, "update", data, expected_version)
+            return self._done(Event.UPDATED, key, version + 1, sent, czxid)
 
         def write(path: str, raw: bytes, zk_version: int) -> ZnodeStat:
             return self._session.call(
@@ -140,9 +160,14 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
         version, stat = self._compare_and_set(key, expected_version, write)
         return self._done(Event.UPDATED, key, version + 1, sent, stat.czxid)
 
-    def _delete(self, key: str, expected_version: int | None) -> None:
+    def _delete(self, key: str, expected_version: int | None, fence: Fence | None) -> None:
         sent = time.time()
         client = self._session.client
+        if fence is not None:
+            version, czxid = self._fenced_write(key, fence, "delete", None, expected_version)
+            self._prune(key)
+            self._done(Event.DELETED, key, version, sent, czxid)
+            return
 
         def remove(path: str, raw: bytes, zk_version: int) -> ZnodeStat | None:
             try:
@@ -178,6 +203,81 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                 except NoNodeError:
                     raise KeyNotFoundError(f"key {key!r} was deleted concurrently") from None
             raise ConnectionLoss(f"write of {key!r} kept racing with concurrent writes")
+
+    def _fenced_write(
+        self, key: str, fence: Fence, op: str, data: str | None, expected: int | None
+    ) -> tuple[int, int]:
+        """A put, update or delete of ``key`` under ``fence``: one multi-op transaction that
+        checks (or raises) the fencing mark in the store's root znode by its dataVersion and
+        writes the key by its own. Returns the version written over (0 for a put) and the
+        key's czxid."""
+        client = self._session.client
+        path = key_path(self.path, key)
+        where = f"store {self.name!r} ({self.path})"
+        with translating():
+            made_parents = False
+            for _ in range(_MAX_ROUNDS):
+                root = read_data(self._session, self.path)
+                if root is None:
+                    if op == "put":  # a new store (or deleted behind our back): make the root
+                        self._session.call(client.ensure_path_async, self.path)
+                        continue
+                    raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+                # The fence first: a stale holder learns nothing of the key.
+                try:
+                    marks = fences.admit(fences.decode(root[0], where=where), fence.name, fence.token, where=where)
+                except FencedError:
+                    if made_parents:  # a refused put leaves no implicit parents behind
+                        self._prune(key)
+                    raise
+                if op == "put":  # the implicit parents, outside the transaction (again after a race)
+                    self._session.call(client.ensure_path_async, posixpath.dirname(path))
+                    made_parents = True
+                node = read_data(self._session, path)
+                current = record.decode(*node) if node is not None else None
+                transaction = client.transaction()
+                if marks is None:
+                    transaction.check(self.path, root[1].version)
+                else:
+                    transaction.set_data(self.path, fences.encode(marks).encode("utf-8"), root[1].version)
+                if op == "put":
+                    assert data is not None
+                    if current is not None:
+                        raise KeyExistsError(f"key {key!r} already exists in store {self.name!r}")
+                    if node is None:
+                        transaction.create(path, record.encode(0, data))
+                    else:  # an implicit parent becomes a key, starting at version 1
+                        transaction.set_data(path, record.encode(node[1].version + 1, data), node[1].version)
+                    version = 0
+                else:
+                    if node is None or current is None:
+                        raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+                    if expected is not None and current.version != expected:
+                        self._conflict(key, expected, current.version)
+                    version = current.version
+                    if op == "update":
+                        assert data is not None
+                        transaction.set_data(path, record.encode(record.base_of(node[0]), data), node[1].version)
+                    elif node[1].numChildren:  # keys live below: it stays, as an implicit parent
+                        transaction.set_data(path, b"", node[1].version)
+                    else:
+                        transaction.delete(path, node[1].version)
+                results = self._session.call(transaction.commit_async)
+                failures = [result for result in results if isinstance(result, Exception)]
+                if not failures:
+                    written = results[1]
+                    if isinstance(written, ZnodeStat):
+                        return version, written.czxid
+                    if node is not None:
+                        return version, node[1].czxid
+                    stat = self._session.call(client.exists_async, path)
+                    return version, stat.czxid if stat is not None else 0
+                key_failure = results[1] if len(results) > 1 else None
+                if isinstance(key_failure, BadVersionError) and expected is not None:
+                    self._conflict(key, expected, None)
+                # The root's marks or the key changed between the reads and the transaction
+                # (another writer): read both again and judge again.
+            raise ConnectionLoss(f"fenced write of {key!r} kept racing with concurrent writes")
 
     def _conflict(self, key: str, expected: int, actual: int | None) -> None:
         self._record(Event.CONFLICT, key=key, version=expected)

@@ -1,0 +1,139 @@
+"""Contract: fenced writes (Storage put/update/delete with ``fence=Fence(name, token)``), on
+every backend.
+
+The store keeps the highest token it accepted per fencing domain next to the data and
+refuses a lower one with FencedError, nothing written; an equal token is accepted (the
+same holder writes again), a higher one raises the mark. Each test's second writer is
+another coordinator (as if another process); tests/contract/test_fenced_processes.py
+runs the writers as real processes and freezes a holder past its lease.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from kubecoord import Fence, FencedError, InvalidArgumentError, KeyNotFoundError, Storage, Versioned
+
+from ..helpers import eventually
+from .harness import Harness
+
+
+def test_higher_and_equal_tokens_are_accepted_lower_refused_and_nothing_written(harness: Harness, name: str) -> None:
+    old = harness.connect().storage(name)
+    new = harness.connect().storage(name)
+    assert old.put("k", "a1", fence=Fence("job", 5)) == 1
+    assert old.update("k", "a2", fence=Fence("job", 5)) == 2  # the same holder again: equal token
+    assert new.update("k", "b1", fence=Fence("job", 6)) == 3  # the next holder: higher token
+    with pytest.raises(FencedError) as refused:
+        old.update("k", "a3", fence=Fence("job", 5))
+    assert (refused.value.name, refused.value.token, refused.value.accepted) == ("job", 5, 6)
+    with pytest.raises(FencedError):
+        old.delete("k", fence=Fence("job", 5))
+    with pytest.raises(FencedError):
+        old.put("other", "a", fence=Fence("job", 4))
+    for reader in (old, new, harness.connect().storage(name)):
+        def sees_b1(reader: Storage = reader) -> bool:
+            return reader.fetch_versioned("k").result() == Versioned("b1", 3)
+
+        eventually(sees_b1, timeout=harness.settle)
+        assert reader.fetch("other").result() is None
+    assert new.update("k", "b2", fence=Fence("job", 6)) == 4
+    new.delete("k", fence=Fence("job", 7))
+    assert new.fetch("k").result() is None
+
+
+def test_a_refused_write_is_refused_before_the_key_is_judged(harness: Harness, name: str) -> None:
+    """A stale holder gets FencedError whatever the key looks like (absent, another version)."""
+    kv = harness.connect().storage(name)
+    kv.put("k", "v", fence=Fence("job", 3))
+    stale = harness.connect().storage(name)
+    with pytest.raises(FencedError):
+        stale.update("absent", "x", fence=Fence("job", 2))
+    with pytest.raises(FencedError):
+        stale.update("k", "x", expected_version=7, fence=Fence("job", 2))
+    with pytest.raises(FencedError):
+        stale.put("k", "x", fence=Fence("job", 2))
+    with pytest.raises(KeyNotFoundError):  # a current token is judged on the key as usual
+        stale.update("absent", "x", fence=Fence("job", 3))
+    eventually(lambda: stale.fetch_versioned("k").result() == Versioned("v", 1), timeout=harness.settle)
+
+
+def test_domains_are_independent_and_unfenced_writes_are_never_refused(harness: Harness, name: str) -> None:
+    kv = harness.connect().storage(name)
+    other = harness.connect().storage(name)
+    kv.put("k", "v1", fence=Fence("job", 100))
+    assert other.update("k", "v2", fence=Fence("other-job", 1)) == 2  # another domain's low token
+    assert other.update("k", "v3") == 3  # no fence: the marks neither refuse nor change
+    with pytest.raises(FencedError):
+        other.update("k", "v4", fence=Fence("job", 99))
+    assert kv.update("k", "v4", fence=Fence("job", 100)) == 4
+    eventually(lambda: other.fetch_versioned("k").result() == Versioned("v4", 4), timeout=harness.settle)
+
+
+def test_the_mark_covers_every_key_of_a_one_shard_store(harness: Harness, name: str) -> None:
+    """A store's default layout is one scope (one ConfigMap shard, one znode root, one
+    partition): the next holder's write to one key fences the stale holder's write to another."""
+    new = harness.connect().storage(name)
+    new.put("a", "new", fence=Fence("job", 2))
+    stale = harness.connect().storage(name)
+    with pytest.raises(FencedError):
+        stale.put("b/c", "stale", fence=Fence("job", 1))
+    eventually(lambda: stale.children("") == {"a"}, timeout=harness.settle)
+    assert new.children("") == {"a"}
+
+
+def test_a_lock_token_fences_the_previous_holder(harness: Harness, name: str) -> None:
+    """The pattern end to end in one process: lock -> token -> fenced write; the holder that
+    lost the lock (crashed, expired) is refused once the next holder wrote."""
+    first, second = harness.connect(), harness.connect()
+    lock = first.lock(name)
+    assert lock.acquire(timeout=harness.settle)
+    token = lock.token
+    assert token is not None
+    store = first.storage(name)
+    store.put("state", "first", fence=Fence(name, token))
+    successor = second.lock(name)
+    harness.crash(first)
+    won: list[bool] = []
+    thread = threading.Thread(target=lambda: won.append(successor.acquire(timeout=60)))
+    thread.start()
+    # Time passes until the successor wins: memory's manual clock must move again once the
+    # waiter's candidacy exists; real backends' expire() sleeps (as test_locks does).
+    deadline = time.monotonic() + 60
+    while thread.is_alive() and time.monotonic() < deadline:
+        harness.expire()
+        thread.join(0.5)
+    thread.join(1)
+    assert won == [True]
+    assert successor.token is not None and successor.token > token
+    second.storage(name).update("state", "second", fence=Fence(name, successor.token))
+    late = harness.connect().storage(name)  # the first holder's writes, from a fresh client
+    with pytest.raises(FencedError):
+        late.update("state", "late", fence=Fence(name, token))
+    eventually(lambda: late.fetch("state").result() == "second", timeout=harness.settle)
+
+
+@pytest.mark.parametrize(
+    ("fence", "what"),
+    [
+        ("job", "a kubecoord.Fence"),
+        (("job", 1), "a kubecoord.Fence"),
+        (Fence("Not_A_Label", 1), "DNS-1123"),
+        (Fence("job", -1), "int >= 0"),
+        (Fence("job", True), "int >= 0"),
+        (Fence("job", 1.0), "int >= 0"),  # type: ignore[arg-type]
+    ],
+)
+def test_a_bad_fence_raises_before_any_request(harness: Harness, name: str, fence: object, what: str) -> None:
+    kv = harness.connect().storage(name)
+    for write in (
+        lambda: kv.put("k", "v", fence=fence),  # type: ignore[arg-type]
+        lambda: kv.update("k", "v", fence=fence),  # type: ignore[arg-type]
+        lambda: kv.delete("k", fence=fence),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidArgumentError, match=what):
+            write()
+    assert kv.fetch("k").result() is None
