@@ -18,10 +18,39 @@ network or on another holder runs on this coordinator's own thread pool
 state (is_leader(), is_held(), token) run inline. Listeners cross threads with
 ``loop.call_soon_threadsafe(queue.put_nowait, value)``: the core's dispatcher thread
 hands each value to an asyncio.Queue that ``watch()`` reads, so the loop never waits on a
-lock the dispatcher holds. A waiting ``acquire()`` holds one pool thread until it returns;
-cancelling the awaiting task sets the attempt's cancel event, waits for the thread to
-give up (within ~50 ms) and releases a lock won meanwhile, so a cancelled acquire never
-leaves a hold behind.
+lock the dispatcher holds. A waiting ``acquire()`` holds one pool thread until it returns.
+
+Cancellation (a task cancelled once, twice — a timeout, then a shutdown — or over and
+over, as anyio's cancel scopes re-deliver it): a cancelled call raises CancelledError
+only once the work it started on a pool thread has ended, and it undoes what that work
+won or registered:
+
+============================  ==================================================
+cancelled call                what is undone
+============================  ==================================================
+``connect()``                 the coordinator is closed
+``coord.leader_election()``,  the handle is closed
+``group_membership()``, ...
+``acquire()`` (lock,          the attempt is withdrawn (its cancel event, within
+semaphore)                    ~50 ms); a lock or slot won meanwhile is released
+``nominate(id)``              the candidacy of ``id`` is withdrawn (led or not)
+``join(id)``                  the member leaves
+``watch()`` and the others    a listener added is removed
+``run()``                     the runner stops (resigning if it leads)
+release, resign, leave,       waited for: done when CancelledError is raised
+put, update, delete, close
+============================  ==================================================
+
+The wait and the undo are shielded: cancellation delivered again while they run is
+absorbed, and CancelledError is raised once they end. So when a cancelled call returns,
+no thread of it is still working, nothing it won is held, and a write it made has
+either happened or not (it is never still in flight). Not guaranteed: that the undo
+succeeds when the backend does not answer (it is logged; what was won then expires as
+if the process had died: a lock, candidacy or member after its lease or session).
+
+Each candidate ``nominate()`` enters runs on an election handle of its own (opened on
+first use), so withdrawing one candidacy (a cancelled nominate, close()) touches no
+other; ``sync`` is the handle get_leader() and watch() use.
 
 Guarantees: those of the synchronous interface (kubecoord.api), plus: no method blocks
 the event loop on I/O or on another process. Not guaranteed: more concurrent waits than
@@ -33,9 +62,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
@@ -59,18 +89,71 @@ _V = TypeVar("_V")
 
 AsyncLeadingCallback = Callable[[int, asyncio.Event], Awaitable[object]]
 
+log = logging.getLogger("kubecoord.aio")
+
 
 async def connect(url: str, *, max_workers: int = 32, **options: Any) -> AsyncCoordinator:
     """kubecoord.connect(url, **options) on a worker thread (it may read a kubeconfig and
-    reach the server), wrapped for asyncio."""
+    reach the server), wrapped for asyncio. Cancelled, it closes the coordinator it made."""
     executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="kubecoord-aio")
-    loop = asyncio.get_running_loop()
     try:
-        coordinator = await loop.run_in_executor(executor, functools.partial(connect_sync, url, **options))
+        coordinator = await _call(executor, functools.partial(connect_sync, url, **options), undo=_close)
     except BaseException:
         executor.shutdown(wait=False)
         raise
     return AsyncCoordinator(coordinator, executor=executor)
+
+
+def _close(handle: Any) -> None:
+    handle.close()
+
+
+async def _settled(future: asyncio.Future[Any]) -> None:
+    """Wait until ``future`` is done, however many times cancellation is delivered meanwhile."""
+    while not future.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait([future])
+
+
+def _submit(executor: Executor, fn: Callable[[], _T]) -> asyncio.Future[_T]:
+    loop = asyncio.get_running_loop()
+    try:
+        return loop.run_in_executor(executor, fn)
+    except RuntimeError:  # the pool was shut down (the coordinator closed meanwhile)
+        return loop.run_in_executor(None, fn)
+
+
+async def _call(
+    executor: Executor,
+    fn: Callable[[], _T],
+    *,
+    undo: Callable[[_T], object] | None = None,
+    interrupt: Callable[[], object] | None = None,
+) -> _T:
+    """``fn()`` on a pool thread. Cancelled: ``interrupt()`` (asks the thread to give up),
+    then — shielded from any further cancellation — wait for the thread to end and, if
+    ``fn`` returned, ``undo(result)`` on a pool thread; CancelledError once both ended."""
+    future = _submit(executor, fn)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        if interrupt is not None:
+            interrupt()
+        await _settled(future)
+        failed = future.cancelled() or future.exception() is not None  # (retrieves it: never logged as lost)
+        if undo is not None and not failed:
+            undone = _submit(executor, functools.partial(undo, future.result()))
+            await _settled(undone)
+            error = None if undone.cancelled() else undone.exception()
+            if error is not None:
+                log.warning("undoing a cancelled call failed: what it won expires by itself",
+                            extra={"call": _name(fn), "error": str(error)})
+        raise
+
+
+def _name(fn: Callable[..., object]) -> str:
+    inner = fn.func if isinstance(fn, functools.partial) else fn
+    return getattr(inner, "__qualname__", repr(inner))
 
 
 class _Bridge(Generic[_V]):
@@ -89,9 +172,10 @@ class _Async:
     def __init__(self, executor: ThreadPoolExecutor) -> None:
         self._executor = executor
 
-    async def _run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+    async def _run(
+        self, fn: Callable[..., _T], *args: Any, undo: Callable[[_T], object] | None = None, **kwargs: Any
+    ) -> _T:
+        return await _call(self._executor, functools.partial(fn, *args, **kwargs), undo=undo)
 
     async def _listen(
         self, add: Callable[..., object], remove: Callable[..., object], *args: Any
@@ -99,12 +183,12 @@ class _Async:
         """Values a listener hears, from the next change on: ``add(*args, listener)`` on a
         worker thread (adding may start a watch), ``remove`` likewise once the consumer stops."""
         bridge: _Bridge[Any] = _Bridge(asyncio.get_running_loop())
-        await self._run(add, *args, bridge)
+        await self._run(add, *args, bridge, undo=lambda _: remove(*args, bridge))
         try:
             while True:
                 yield await bridge.queue.get()
         finally:
-            await self._run(remove, *args, bridge)
+            await _settled(_submit(self._executor, functools.partial(remove, *args, bridge)))
 
 
 class AsyncCoordinator(_Async):
@@ -116,16 +200,18 @@ class AsyncCoordinator(_Async):
         self.backend = coordinator.backend
 
     async def leader_election(self, service: str) -> AsyncLeaderElection:
-        return AsyncLeaderElection(await self._run(self.sync.leader_election, service), self._executor)
+        election = await self._run(self.sync.leader_election, service, undo=_close)
+        return AsyncLeaderElection(election, self._executor, candidates=functools.partial(self.sync.leader_election,
+                                                                                            service))
 
     async def group_membership(self, group: str) -> AsyncGroupMembership:
-        return AsyncGroupMembership(await self._run(self.sync.group_membership, group), self._executor)
+        return AsyncGroupMembership(await self._run(self.sync.group_membership, group, undo=_close), self._executor)
 
     async def storage(self, name: str) -> AsyncStorage:
-        return AsyncStorage(await self._run(self.sync.storage, name), self._executor)
+        return AsyncStorage(await self._run(self.sync.storage, name, undo=_close), self._executor)
 
     async def listener_registry(self, name: str) -> AsyncListenerRegistry:
-        return AsyncListenerRegistry(await self._run(self.sync.listener_registry, name), self._executor)
+        return AsyncListenerRegistry(await self._run(self.sync.listener_registry, name, undo=_close), self._executor)
 
     def lock(self, name: str, *, id: str | None = None, data: str = "") -> AsyncLock:
         """Makes no request (the sync lock opens its election at acquire())."""
@@ -146,27 +232,73 @@ class AsyncCoordinator(_Async):
 
 
 class AsyncLeaderElection(_Async):
-    def __init__(self, election: LeaderElection, executor: ThreadPoolExecutor) -> None:
+    """A LeaderElection for asyncio. ``sync`` answers get_leader() and watch(); each
+    candidate nominate() enters runs on an election handle of its own (``candidates()``
+    opens one; without it, on ``sync``, and a cancelled nominate() then closes ``sync``)."""
+
+    def __init__(
+        self,
+        election: LeaderElection,
+        executor: ThreadPoolExecutor,
+        *,
+        candidates: Callable[[], LeaderElection] | None = None,
+    ) -> None:
         super().__init__(executor)
         self.sync = election
         self.service = election.service
+        self._open_candidate = candidates
+        self._candidates: dict[str, LeaderElection] = {}
+        self._candidates_lock = threading.Lock()
+
+    def _candidate_handle(self, candidate_id: str) -> LeaderElection:
+        """The handle ``candidate_id`` runs on (opened on first use; a worker thread)."""
+        if self._open_candidate is None:
+            return self.sync
+        with self._candidates_lock:
+            handle = self._candidates.get(candidate_id)
+            if handle is None:
+                handle = self._candidates[candidate_id] = self._open_candidate()
+            return handle
+
+    def _nominate(self, candidate_id: str, data: str) -> bool:
+        return self._candidate_handle(candidate_id).nominate(candidate_id, data)
+
+    def _withdraw(self, candidate_id: str) -> None:
+        """Withdraw ``candidate_id``'s candidacy, led or not: close the handle it runs on."""
+        if self._open_candidate is None:
+            self.sync.close()
+            return
+        with self._candidates_lock:
+            handle = self._candidates.pop(candidate_id, None)
+        if handle is not None:
+            handle.close()
 
     async def nominate(self, candidate_id: str, data: str = "") -> bool:
-        return await self._run(self.sync.nominate, candidate_id, data)
+        """LeaderElection.nominate; cancelled, the candidacy it entered is withdrawn."""
+        return await self._run(self._nominate, candidate_id, data, undo=lambda _: self._withdraw(candidate_id))
 
     async def get_leader(self) -> Leader | None:
         return await self._run(self.sync.get_leader)
 
     async def resign(self, candidate_id: str) -> None:
-        await self._run(self.sync.resign, candidate_id)
+        with self._candidates_lock:
+            handle = self._candidates.get(candidate_id, self.sync)
+        await self._run(handle.resign, candidate_id)
+
+    def _handles(self, candidate_id: str | None) -> list[tuple[str | None, LeaderElection]]:
+        """``sync`` (the runner's candidates) and the handles of ``candidate_id``'s (or every) candidate."""
+        with self._candidates_lock:
+            handles = list(self._candidates.items())
+        return [(candidate_id, self.sync)] + [(c, h) for c, h in handles if candidate_id in (None, c)]
 
     def is_leader(self, candidate_id: str | None = None) -> bool:
         """Answered from local state (the renew deadline, the session state): no I/O."""
-        return self.sync.is_leader(candidate_id)
+        return any(handle.is_leader(c) for c, handle in self._handles(candidate_id))
 
     def leading_until(self, candidate_id: str | None = None) -> float | None:
         """Answered from local state: no I/O (kubecoord.api.LeaderElection.leading_until)."""
-        return self.sync.leading_until(candidate_id)
+        deadlines = [d for c, handle in self._handles(candidate_id) if (d := handle.leading_until(c)) is not None]
+        return max(deadlines, default=None)
 
     def watch(self) -> AsyncIterator[str | None]:
         """The leader id (or None) on every change, from the next change on; ends when the
@@ -184,8 +316,9 @@ class AsyncLeaderElection(_Async):
     ) -> None:
         """LeaderElection.run for coroutines: ``await on_started_leading(epoch, stop)`` on
         the loop while leading (``stop`` an asyncio.Event set when the term ends), the same
-        rules. Cancelling the awaiting task ends the runner (resigning if it leads). The
-        runner owns the handle: it is closed when run returns."""
+        rules. Cancelling the awaiting task ends the runner (resigning if it leads), and
+        CancelledError is raised once it ended, however often cancellation is delivered.
+        The runner owns the handle: it is closed when run returns."""
         loop = asyncio.get_running_loop()
         stop = threading.Event()
 
@@ -204,7 +337,7 @@ class AsyncLeaderElection(_Async):
             if on_stopped_leading is not None:
                 asyncio.run_coroutine_threadsafe(_awaited(on_stopped_leading), loop).result()
 
-        future = loop.run_in_executor(
+        await _call(
             self._executor,
             functools.partial(
                 self.sync.run,
@@ -216,16 +349,20 @@ class AsyncLeaderElection(_Async):
                 signals=False,
                 check_interval=check_interval,
             ),
+            interrupt=stop.set,
         )
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            stop.set()
-            await asyncio.wait([future])
-            raise
 
     async def close(self) -> None:
-        await self._run(self.sync.close)
+        """Withdraw every candidacy of this object, then close ``sync``."""
+
+        def close_all() -> None:
+            with self._candidates_lock:
+                handles, self._candidates = list(self._candidates.values()), {}
+            for handle in handles:
+                handle.close()
+            self.sync.close()
+
+        await self._run(close_all)
 
 
 async def _awaited(fn: Callable[[], Awaitable[object]]) -> None:
@@ -242,19 +379,19 @@ class AsyncLock(_Async):
         self.id = lock.id
 
     async def acquire(self, timeout: float | None = None, blocking: bool = True) -> bool:
+        """Lock.acquire. Cancelled (once or many times): the attempt is withdrawn, a hold it
+        won meanwhile released, and CancelledError raised once both are done."""
         cancel = threading.Event()
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(
-            self._executor, functools.partial(self.sync.acquire, timeout, blocking, cancel=cancel)
+        return await _call(
+            self._executor,
+            functools.partial(self.sync.acquire, timeout, blocking, cancel=cancel),
+            interrupt=cancel.set,
+            undo=self._release_won,
         )
-        try:
-            return await asyncio.shield(future)
-        except asyncio.CancelledError:
-            cancel.set()
-            await asyncio.wait([future])
-            if not future.cancelled() and future.exception() is None and future.result():
-                await self._run(self.sync.release)  # won just before the cancel landed
-            raise
+
+    def _release_won(self, won: bool) -> None:
+        if won and self.sync.is_held():
+            self.sync.release()
 
     async def release(self) -> None:
         await self._run(self.sync.release)
@@ -306,7 +443,8 @@ class AsyncGroupMembership(_Async):
         self.group = group.group
 
     async def join(self, member_id: str, data: str = "") -> None:
-        await self._run(self.sync.join, member_id, data)
+        """GroupMembership.join; cancelled, the member it joined leaves."""
+        await self._run(self.sync.join, member_id, data, undo=lambda _: self.sync.leave(member_id))
 
     async def leave(self, member_id: str) -> None:
         await self._run(self.sync.leave, member_id)

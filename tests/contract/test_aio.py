@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -82,5 +83,51 @@ def test_storage_round_trip(harness: Harness, name: str) -> None:
         assert await store.update("a/b", "2", expected_version=1) == 2
         assert await store.fetch("a/b") == "2"
         assert await store.children("a") == {"b"}
+
+    _run(main())
+
+
+def test_calls_cancelled_over_and_over_leave_nothing_held(harness: Harness, name: str) -> None:
+    """A lock, a candidacy and a membership, each asked for and cancelled on every turn of
+    the loop from the moment its request is on its way (a timeout, a shutdown, anyio's
+    re-delivery): the request wins on the server, the cancelled call withdraws it before
+    it ends, and another coordinator gets each at once."""
+
+    async def cancelled_over_and_over(call: Any) -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(call)
+        await asyncio.sleep(0)  # the request is on a worker thread
+
+        def again() -> None:
+            if not task.done():
+                task.cancel()
+                loop.call_soon(again)
+
+        again()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return
+        raise AssertionError("the call returned although cancelled before its thread answered")
+
+    async def main() -> None:
+        mine, other = AsyncCoordinator(harness.connect()), harness.connect()
+        lock = mine.lock(name, id="a")
+        await cancelled_over_and_over(lock.acquire())
+        assert not lock.is_held()
+        theirs = other.lock(name, id="b")
+        assert theirs.acquire(blocking=False)
+        theirs.release()
+
+        election = await mine.leader_election(name)
+        await cancelled_over_and_over(election.nominate("a"))
+        assert not election.is_leader("a")
+        assert other.leader_election(name).nominate("b")
+
+        members = await mine.group_membership(name)
+        await cancelled_over_and_over(members.join("a"))
+        assert "a" not in other.group_membership(name).membership()
+        other.group_membership(name).join("a")  # the id is free at once
+        await mine.close()
 
     _run(main())

@@ -285,3 +285,30 @@ def test_listeners_cross_into_the_loop_from_the_dispatcher_thread(url: str) -> N
         await coord.close()
 
     asyncio.run(main())
+
+
+async def test_each_candidate_answers_from_its_own_handle(url: str) -> None:
+    """Candidates of one AsyncLeaderElection run on handles of their own: is_leader() and
+    leading_until() see each, resign() and close() withdraw them."""
+    async with loop_watch():
+        coord = await aio.connect(url)
+        plain = kubecoord.connect(url)
+        election = await coord.leader_election("svc")
+        assert await election.nominate("a")
+        assert not await election.nominate("b")
+        assert election.is_leader() and election.is_leader("a") and not election.is_leader("b")
+        until = election.leading_until("a")
+        assert until is not None and election.leading_until() == until and election.leading_until("b") is None
+        with pytest.raises(kubecoord.MemberExistsError):
+            await election.nominate("a")
+        await election.resign("a")
+        for _ in range(100):  # "b" takes over
+            if election.is_leader("b"):
+                break
+            await asyncio.sleep(0.02)
+        assert election.is_leader("b") and not election.is_leader("a")
+        await election.close()
+        assert not election.is_leader()
+        assert plain.leader_election("svc").nominate("c")  # nobody is left in the running
+        plain.close()
+        await coord.close()
