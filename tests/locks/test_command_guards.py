@@ -66,6 +66,12 @@ class Holder:
                 return pid, parent, group
         return None
 
+    def environment(self) -> tuple[int, str]:
+        """(KUBECOORD_TOKEN, KUBECOORD_NAME) as CMD's child saw them."""
+        line = next(line for line in self.lines() if line.startswith("pid "))
+        token, name = line.split()[4:6]
+        return int(token), name
+
     def wait_stamps(self, count: int, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
         while len(self.stamps()) < count:
@@ -125,6 +131,8 @@ def _strike_and_check(kind: str, connection: list[str], holders: Callable[..., H
     assert max(first.stamps()) < min(second.stamps()), (
         f"A's command ran on {max(first.stamps()) - min(second.stamps()):.3f} s into B's hold"
     )
+    (token_a, name_a), (token_b, name_b) = first.environment(), second.environment()
+    assert name_a == name_b == name and token_b > token_a
     return first, second
 
 

@@ -1,7 +1,7 @@
 """``kubecoord elect NAME [--id ID] -- CMD ARGS...``: run CMD only while leading NAME (etcdctl elect).
 
-Runs for election; once leading, runs CMD with KUBECOORD_TOKEN (the epoch) and
-KUBECOORD_HOLDER (the id) in its environment. When CMD exits, resigns and exits with
+Runs for election; once leading, runs CMD with KUBECOORD_TOKEN (the epoch),
+KUBECOORD_NAME (NAME) and KUBECOORD_HOLDER (the id) in its environment. When CMD exits, resigns and exits with
 CMD's status. If leadership is lost, CMD's process group gets SIGTERM at once (before
 another candidate can lead; SIGKILL after --grace) and kubecoord exits with CMD's status.
 SIGTERM/SIGINT/SIGHUP to kubecoord: CMD gets SIGTERM, then kubecoord resigns and exits
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     with open_coordinator(args, **ttl_options(args)) as coord, stopping_on_hangup(stop):
         election = coord.leader_election(args.name)
-        child = Child(command, args.grace, candidate, lambda: election.leading_until(candidate))
+        child = Child(command, args.grace, args.name, candidate, lambda: election.leading_until(candidate))
         # A loss ends the command and kubecoord with it: stop the runner from re-entering.
         election.run(child.run, stop.set, candidate_id=candidate, data=args.data, stop=stop)
     return NOT_LED if child.status is None else child.status

@@ -1,7 +1,8 @@
 """Running a command while holding a lock or leading an election (``kubecoord lock``/``elect``).
 
 The command (CMD) is a child process started when the hold begins, with KUBECOORD_TOKEN
-(the fencing token or epoch) and KUBECOORD_HOLDER (the holder id) in its environment. It
+(the fencing token or epoch), KUBECOORD_NAME (the lock's or election's name: with the
+token, the fence of its writes) and KUBECOORD_HOLDER (the holder id) in its environment. It
 runs only while the hold lasts, whatever happens to this process:
 
 - the hold ends (lost, or this process got SIGTERM/SIGINT/SIGHUP): CMD's process group gets
@@ -113,10 +114,11 @@ class Child:
     ``held_until`` answers the hold's renew deadline (Lock.held_until,
     LeaderElection.leading_until; None once it ended)."""
 
-    def __init__(self, command: list[str], grace: float, holder: str,
+    def __init__(self, command: list[str], grace: float, name: str, holder: str,
                  held_until: Callable[[], float | None]) -> None:
         self.command = command
         self.grace = grace
+        self.name = name
         self.holder = holder
         self.held_until = held_until
         self.status: int | None = None
@@ -125,7 +127,8 @@ class Child:
         """Run CMD for the hold under ``token`` until it exits; ``stop`` ends the hold.
         Called on the runner's worker thread, which lives until CMD is reaped (the
         parent-death signal is bound to it)."""
-        env = {**os.environ, "KUBECOORD_TOKEN": str(token), "KUBECOORD_HOLDER": self.holder}
+        env = {**os.environ, "KUBECOORD_TOKEN": str(token), "KUBECOORD_NAME": self.name,
+               "KUBECOORD_HOLDER": self.holder}
         until = self.held_until()
         if until is None:
             return None  # the hold ended before CMD could start

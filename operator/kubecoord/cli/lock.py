@@ -1,7 +1,7 @@
 """``kubecoord lock NAME -- CMD ARGS...``: run CMD while holding the lock NAME (etcdctl lock).
 
 Waits for the lock (--wait SECONDS: give up, exit 5), runs CMD with KUBECOORD_TOKEN (the
-fencing token) and KUBECOORD_HOLDER in its environment, releases when CMD exits and exits
+fencing token), KUBECOORD_NAME (NAME) and KUBECOORD_HOLDER in its environment, releases when CMD exits and exits
 with CMD's status. If the lock is lost, or kubecoord gets SIGTERM/SIGINT/SIGHUP, CMD's
 process group gets SIGTERM (SIGKILL after --grace) and kubecoord exits with CMD's status.
 If kubecoord dies or freezes, the kernel and a watchdog process stop CMD before anybody
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     with open_coordinator(args, **ttl_options(args)) as coord, stopping_on_hangup(stop):
         lock = coord.lock(args.name, id=args.id, data=args.data)
-        child = Child(command, args.grace, lock.id, lock.held_until)
+        child = Child(command, args.grace, args.name, lock.id, lock.held_until)
         lock.run(child.run, timeout=args.wait, stop=stop)
         if child.status is None:
             return CONFLICT  # not acquired within --wait (or stopped while waiting)
