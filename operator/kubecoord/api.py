@@ -173,7 +173,11 @@ class LeaderElection(_Closeable):
         Returns True if the candidate leads when the call returns. Either way the
         candidate keeps running in the background until resign() or close(), and
         listeners report when it wins or loses. Raises MemberExistsError if this
-        handle already nominated that id.
+        handle already nominated that id. Whatever it raises (a kubecoord error, or an
+        exception from a signal handler or a bug), it leaves nothing registered: the id
+        is not nominated on this handle, so nominating it again is not refused; a write
+        of its first attempt that was applied unanswered is withdrawn, or expires as
+        after a crash (each backend's documentation says which).
         """
 
     @abc.abstractmethod

@@ -138,3 +138,18 @@ def test_fail_answers_the_next_matching_requests_and_writes_nothing(tmp_path: pa
         core.read_namespaced_config_map("c", "default")  # another verb: not affected
         api.clear_faults()
         core.patch_namespaced_config_map("c", "default", {"data": {"k": "v"}})
+
+
+def test_a_cut_fault_processes_the_request_and_breaks_its_answer_half_way(tmp_path: pathlib.Path) -> None:
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
+    with ApiEmulator() as api:
+        path = api.write_kubeconfig(tmp_path / "kubeconfig")
+        core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(path)))
+        api.fail("create", "configmaps", cut=True)
+        with pytest.raises(urllib3.exceptions.ProtocolError):  # the body is shorter than its Content-Length
+            core.create_namespaced_config_map("default", {"metadata": {"name": "c"}})
+        assert [o["metadata"]["name"] for o in api.objects("configmaps", "default")] == ["c"]  # processed
+        assert api.pending_faults() == 0
+        assert core.read_namespaced_config_map("c", "default").metadata.name == "c"  # spent: served whole

@@ -4,6 +4,11 @@
     python child.py write KUBECONFIG STORE ID COUNT          CAS-increment "counter" and
                                                              update "own/ID", COUNT times each
     python child.py listen KUBECONFIG STORE KEY              print every value of KEY
+    python child.py interrupted KUBECONFIG SERVICE ID        after a line on stdin, nominate ID;
+                                                             SIGUSR1 raises in the main thread
+                                                             (a user's signal handler), printed
+                                                             "interrupted"; after another line,
+                                                             nominate ID again, print what it did
     python child.py handles KUBECONFIG PREFIX COUNT EVERY    COUNT election handles PREFIX-I,
                                                              a candidate in every EVERY-th; print
                                                              "ready" with the process's threads
@@ -73,6 +78,39 @@ def elect(kubeconfig: str, service: str, ident: str, history: str) -> None:
     emit("closed")
 
 
+class Interrupted(BaseException):
+    """What the SIGUSR1 handler of ``interrupted`` raises (as a shutdown handler's SystemExit would)."""
+
+
+def interrupted(kubeconfig: str, service: str, ident: str) -> None:
+    coord = coordinator(kubeconfig)
+    election = coord.leader_election(service)
+    election.get_leader()  # the watch is up: nominate's first request is its write
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Interrupted()
+
+    signal.signal(signal.SIGUSR1, interrupt)
+    emit("ready")
+    sys.stdin.readline()
+    try:
+        emit("nominated", won=election.nominate(ident))
+    except Interrupted:
+        emit("interrupted")
+    signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+    sys.stdin.readline()
+    try:
+        emit("nominated", won=election.nominate(ident))
+    except Exception as exc:
+        emit("failed", error=type(exc).__name__, message=str(exc))
+        return
+    deadline = time.monotonic() + 60
+    while not election.is_leader(ident) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    emit("leads", value=election.is_leader(ident))
+    coord.close()
+
+
 def write(kubeconfig: str, store: str, ident: str, count: int) -> None:
     kv = coordinator(kubeconfig).storage(store)
     own = f"own/{ident}"
@@ -136,6 +174,8 @@ def main(argv: list[str]) -> None:
         listen(kubeconfig, *rest)
     elif mode == "handles":
         handles(kubeconfig, rest[0], int(rest[1]), int(rest[2]))
+    elif mode == "interrupted":
+        interrupted(kubeconfig, *rest)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

@@ -30,7 +30,8 @@ class Child:
         self.lines: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self.process = subprocess.Popen(
-            argv or [sys.executable, str(CHILD), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            argv or [sys.executable, str(CHILD), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env=env,
         )
         self.killed_at: float | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -71,6 +72,12 @@ class Child:
 
     def signal(self, sig: signal.Signals) -> None:
         self.process.send_signal(sig)
+
+    def send_line(self, text: str = "") -> None:
+        """One line on the child's stdin (``interrupted`` waits for one)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(text.encode() + b"\n")
+        self.process.stdin.flush()
 
 
 class Children:

@@ -6,6 +6,10 @@ it) or stepped by the backend. The backend
 also supplies this handle's own view of the record (``_view``) and calls ``_changed()``
 when its watch delivers a new version.
 
+A nominate() that raises leaves no candidate on the handle (nominating again is not
+refused); a write its first attempt may have made (an answer that never came) is
+abandoned as after a crash: the record expires after its lease.
+
 Listeners get the leader as this handle sees it: one of its own candidates while its
 renew deadline holds, else the record's holder — except that a holder which is one of
 this handle's own candidates but no longer leads in its own view reads as None (the
@@ -218,12 +222,17 @@ class LeaseElection(ElectionHandle):
             if candidate_id in self._candidates:
                 raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
             self._candidates[candidate_id] = candidate
-        candidate.step_now()  # the first attempt in the caller's thread: nominate() answers it
         try:
+            candidate.step_now()  # the first attempt in the caller's thread: nominate() answers it
             self._check_store(store)
         except BaseException:
+            # Whatever nominate() raises (a refusal, a bug, a signal handler's exception in
+            # the middle of a request), it leaves no candidate behind: nominating again works.
+            # A write it may have made is left to expire, as after a crash.
+            elector.abandon()
             with self._lock:
-                self._candidates.pop(candidate_id, None)
+                if self._candidates.get(candidate_id) is candidate:
+                    del self._candidates[candidate_id]
             raise
         with self._lock:
             if self._candidates.get(candidate_id) is not candidate:

@@ -15,8 +15,8 @@ Errors are translated here and nowhere else:
 what the API or the network did        what callers see
 =====================================  =============================================
 401, 403                               PermissionDeniedError naming verb and resource
-connection refused/reset, timeout,     BackendUnavailableError
-5xx, 429
+connection refused/reset, timeout,     BackendUnavailableError (a write's outcome is
+5xx, 429, an answer cut half-way       unknown: it may have been applied)
 404                                    NotFound (internal; callers decide)
 409 on create                          AlreadyExists (internal)
 409 on update or delete precondition   Conflict (internal): re-read, never overwrite
@@ -209,10 +209,11 @@ class KubeClient:
             raise BackendUnavailableError(f"cannot discover {what}: {type(exc).__name__}: {exc}") from None
         except ConfigException as exc:
             raise BackendUnavailableError(f"cannot discover {what}: credentials unavailable: {exc}") from None
+        text = _body(response, f"discover {what}", written=False)
         if response.status == 404:
             return False
         if not 200 <= response.status <= 299:
-            raise translate_status(response.status, _text(response), "discover", what, None, self.namespace)
+            raise translate_status(response.status, text, "discover", what, None, self.namespace)
         return True
 
     # -- plumbing -----------------------------------------------------------------------
@@ -258,14 +259,14 @@ class KubeClient:
             raise BackendUnavailableError(
                 f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: credentials unavailable: {exc}"
             ) from None
+        what = f"{verb} {resource.plural} in namespace {self.namespace!r}"
+        text = _body(response, what, written=verb in ("create", "update", "delete"))
         if not 200 <= response.status <= 299:
-            raise translate_status(response.status, _text(response), verb, resource.plural, name, self.namespace)
+            raise translate_status(response.status, text, verb, resource.plural, name, self.namespace)
         try:
-            return json.loads(response.read() or b"{}")
+            return json.loads(text or "{}")
         except ValueError as exc:
-            raise BackendUnavailableError(
-                f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: unreadable answer: {exc}"
-            ) from None
+            raise BackendUnavailableError(f"cannot {what}: unreadable answer: {exc}") from None
 
     def _request(
         self, method: str, path: str, body: dict[str, Any] | None, query: dict[str, str | None] | None,
@@ -284,8 +285,17 @@ class KubeClient:
         return self._api_client.call_api(*params, _request_timeout=(min(CONNECT_TIMEOUT, read_timeout), read_timeout))
 
 
-def _text(response: Any) -> str:
-    return bytes(response.read() or b"").decode(errors="replace")
+def _body(response: Any, what: str, *, written: bool) -> str:
+    """The answer's body, read to its end (the client reads it lazily, after the status):
+    a connection that breaks or times out half-way is BackendUnavailableError, and for a
+    write it says the outcome is unknown (the server may have applied it)."""
+    try:
+        return bytes(response.read() or b"").decode(errors="replace")
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        outcome = "; it may or may not have been applied" if written else ""
+        raise BackendUnavailableError(
+            f"cannot {what}: the answer broke off ({type(exc).__name__}: {exc}){outcome}"
+        ) from None
 
 
 def _closed_before_answering(exc: urllib3.exceptions.ProtocolError) -> bool:

@@ -26,6 +26,9 @@ Guarantees:
   a new, higher epoch should it win again).
 - resign() deletes the leader's node and withdraws its candidacy (nominate again to
   run again); close() does that for every candidate of the handle.
+- A nominate() that raises leaves nothing behind: no candidate on the handle and no node
+  on the server — one whose create was applied but never answered is found by its unique
+  name prefix and deleted, at once or on the session's next CONNECTED.
 
 - A leader leads only within its session's proven life (session.alive_until, from the
   session timeout the server negotiated, not the requested one): resumed from a freeze
@@ -114,10 +117,32 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
             if candidate_id in self._candidates:
                 raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
             candidate = _Candidate(candidate_id, data)
-            self._create(candidate)
-            self._candidates[candidate_id] = candidate
-            self._evaluate_or_retry()
+            owner = self._session.last_session_id
+            try:
+                self._create(candidate)
+                self._candidates[candidate_id] = candidate
+                self._evaluate_or_retry()
+            except BaseException:
+                # Whatever nominate() raises, it leaves nothing behind: no candidate on the
+                # handle, and no node on the server, even one whose create was applied but
+                # not answered (it would lead, or queue, for the rest of the session).
+                if self._candidates.get(candidate_id) is candidate:
+                    del self._candidates[candidate_id]
+                self._withdraw_node(candidate, owner)
+                raise
             return self._holds(candidate)
+
+    def _withdraw_node(self, candidate: _Candidate, owner: int | None) -> None:
+        """Delete the node of a candidate that nominate() gave up on: now if it can, else on
+        the session's next CONNECTED; a node whose name was never learnt, by its prefix."""
+        candidate.leading = False
+        if candidate.node is not None:
+            self._delete_on_close(f"{self.path}/{candidate.node}", unique=True)
+            candidate.node = None
+            return
+        owner = owner if owner is not None else self._session.last_session_id
+        if owner is not None:
+            self._session.delete_prefixed_when_connected(self.path, candidate.prefix, owner)
 
     def _get_leader(self) -> Leader | None:
         with translating():

@@ -79,6 +79,9 @@ class Session:
         self._listeners: list[StateListener] = []
         self._orphans: dict[str, int] = {}
         """Ephemeral nodes of closed handles that could not be deleted: path -> owning session id."""
+        self._orphan_prefixes: dict[tuple[str, str], int] = {}
+        """Ephemeral sequential nodes whose create may have landed unanswered, known only by
+        their unique prefix: (parent path, name prefix) -> owning session id."""
         self._last_session_id: int | None = None
         self._crashed = False
         self.generation = 0
@@ -245,19 +248,54 @@ class Session:
         if self.connected:  # reconnected meanwhile: no CONNECTED is coming
             self._worker.post(None, self._delete_orphans)
 
+    def delete_prefixed_when_connected(self, parent: str, prefix: str, owner: int) -> None:
+        """Delete every ephemeral child of ``parent`` whose name starts with ``prefix`` and that
+        session ``owner`` holds, on the next CONNECTED (or now, if connected): a sequential
+        create whose answer was lost may have made one, under a name nobody was told."""
+        with self._lock:
+            self._orphan_prefixes[(parent, prefix)] = owner
+        if self.connected:
+            self._worker.post(None, self._delete_orphans)
+
+    def _delete_prefixed_orphans(self) -> None:
+        with self._lock:
+            prefixed = dict(self._orphan_prefixes)
+        for (parent, prefix), owner in prefixed.items():
+            if self.session_id == owner:
+                try:
+                    children = self.read(self.client.get_children_async, parent)
+                except NoNodeError:
+                    children = []
+                except (KazooException, KazooTimeoutError):
+                    continue  # kept for the next CONNECTED
+                paths = [f"{parent}/{child}" for child in children if child.startswith(prefix)]
+                if any(self._delete_if_owned(path, owner) is None for path in paths):
+                    continue  # kept for the next CONNECTED
+            with self._lock:  # deleted, or gone with its session
+                if self._orphan_prefixes.get((parent, prefix)) == owner:
+                    del self._orphan_prefixes[(parent, prefix)]
+
+    def _delete_if_owned(self, path: str, owner: int) -> bool | None:
+        """Delete ``path`` if session ``owner`` holds it: True if deleted, False if it was not
+        there or not owner's, None if ZooKeeper could not be asked."""
+        try:
+            stat = self.read(self.client.exists_async, path)
+            if stat is None or stat.ephemeralOwner != owner:
+                return False
+            self.call(self.client.delete_async, path, version=stat.version)
+            return True
+        except (NoNodeError, BadVersionError):
+            return False
+        except (KazooException, KazooTimeoutError):
+            return None
+
     def _delete_orphans(self) -> None:
+        self._delete_prefixed_orphans()
         with self._lock:
             orphans = dict(self._orphans)
         for path, owner in orphans.items():
-            if self.session_id == owner:
-                try:
-                    stat = self.read(self.client.exists_async, path)
-                    if stat is not None and stat.ephemeralOwner == owner:
-                        self.call(self.client.delete_async, path, version=stat.version)
-                except (NoNodeError, BadVersionError):
-                    pass
-                except (KazooException, KazooTimeoutError):
-                    continue  # kept for the next CONNECTED
+            if self.session_id == owner and self._delete_if_owned(path, owner) is None:
+                continue  # kept for the next CONNECTED
             with self._lock:  # deleted, or gone with its session
                 if self._orphans.get(path) == owner:
                     del self._orphans[path]

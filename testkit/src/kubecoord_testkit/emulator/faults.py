@@ -7,6 +7,11 @@ answered with the API server's Status for that code and is not processed (nothin
 written). Faults match by verb (get, list, create, update, patch, delete, ...), resource
 plural and subresource, are used in the order they were added, and each answers ``times``
 requests before it is spent.
+
+A fault may instead cut the answer (``cut=True``): the request IS processed (a write is
+applied) and its answer's headers are sent, but the connection closes half-way through the
+body — a network that broke at the worst moment. The client cannot tell whether a write
+happened; it must report the outcome as unknown.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class Fault:
     subresource: str | None
     code: int
     times: int
+    cut: bool = False
 
     def matches(self, info: RequestInfo) -> bool:
         return (self.times > 0 and info.verb == self.verb and info.plural == self.resource
@@ -58,11 +64,15 @@ class Faults:
     def remaining(self) -> int:
         return sum(fault.times for fault in self._pending)
 
-    def check(self, info: RequestInfo) -> None:
-        """Raise the fault's StatusError when one matches ``info`` (and count it spent)."""
+    def check(self, info: RequestInfo) -> bool:
+        """Raise the fault's StatusError when one matches ``info`` (and count it spent);
+        True when the matching fault cuts the answer instead (the request is processed)."""
         for fault in self._pending:
             if fault.matches(info):
                 fault.times -= 1
                 if fault.times == 0:
                     self._pending.remove(fault)
+                if fault.cut:
+                    return True
                 raise fault.error()
+        return False

@@ -32,6 +32,20 @@ def _json(body: JSON, code: int = 200) -> web.Response:
     return web.Response(status=code, body=json.dumps(body).encode(), content_type="application/json")
 
 
+async def _cut(request: web.Request, response: web.Response) -> web.StreamResponse:
+    """Send ``response``'s status and headers and half its body, then close the connection
+    (an injected fault: the client reads a body shorter than its Content-Length)."""
+    body = bytes(response.body or b"")  # type: ignore[arg-type]
+    cut = web.StreamResponse(status=response.status)
+    cut.content_type = response.content_type
+    cut.content_length = len(body)
+    await cut.prepare(request)
+    await cut.write(body[: len(body) // 2])
+    if request.transport is not None:
+        request.transport.close()
+    return cut
+
+
 class Router:
     """The aiohttp handler; one instance per emulator, all state on the event loop."""
 
@@ -72,6 +86,8 @@ class Router:
                 _log.exception("emulator request failed", extra={"method": info.method, "path": info.path})
                 response = _json(status.StatusError(500, "InternalError", "internal error in the emulator").body, 500)
             code = response.status
+            if info.extra.get("cut") and isinstance(response, web.Response):
+                return await _cut(request, response)
             return response
         finally:
             if not info.extra.get("recorded"):
@@ -118,7 +134,8 @@ class Router:
         if info.subresource and info.subresource not in rtype.subresources:
             raise status.no_route()
         self._authorize(identity, rtype, info)
-        self.faults.check(info)  # an injected failure (ApiEmulator.fail): answered, not processed
+        if self.faults.check(info):  # an injected failure (ApiEmulator.fail): answered, not processed ...
+            info.extra["cut"] = True  # ... or processed, its answer cut half-way (handle)
         policies.requester.set(identity)  # this request's task: admission policies see who asks
         if info.watch:  # recorded when it starts, so that tests can see open watches
             self._record_request(info, 200, identity.user)

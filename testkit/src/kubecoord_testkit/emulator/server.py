@@ -73,6 +73,7 @@ class ApiEmulator:
         self._startup_error: BaseException | None = None
         self._stopping: asyncio.Event | None = None
         self._released: asyncio.Event | None = None  # set while not hanging
+        self._held = 0  # requests waiting for hang(False)
         self._registry: Registry | None = None
         self._gc_pending = False
         self._faults = Faults()
@@ -281,11 +282,13 @@ class ApiEmulator:
         self._call(close_all)
 
     def fail(self, verb: str, resource: str, *, subresource: str | None = None, code: int = 500,
-             times: int = 1) -> None:
+             times: int = 1, cut: bool = False) -> None:
         """The next ``times`` requests with this verb (get, list, create, update, patch,
         delete, ...), resource plural and subresource answer ``code`` (413, 422, 429, 5xx)
-        with the API server's Status, unprocessed (kubecoord_testkit.emulator.faults)."""
-        fault = Fault(verb, resource, subresource, code, times)
+        with the API server's Status, unprocessed (kubecoord_testkit.emulator.faults).
+        ``cut``: they are processed instead, and the connection closes half-way through
+        the answer's body (``code`` is not used)."""
+        fault = Fault(verb, resource, subresource, code, times, cut)
         self._call(lambda: self._faults.add(fault))
 
     def pending_faults(self) -> int:
@@ -312,8 +315,16 @@ class ApiEmulator:
         assert self._released is not None
         if self._released.is_set():
             return False
-        await self._released.wait()
+        self._held += 1
+        try:
+            await self._released.wait()
+        finally:
+            self._held -= 1
         return True
+
+    def held(self) -> int:
+        """How many requests are held by hang() now (a test waits for its call to arrive)."""
+        return self._call(lambda: self._held)
 
     def objects(self, resource: str, namespace: str | None = None) -> list[JSON]:
         """Stored objects of a resource (``"leases"`` or ``"leases.coordination.k8s.io"``)."""
