@@ -256,7 +256,8 @@ class LeaderElection(_Closeable):
         ``Election.run``). An exception from ``on_started_leading`` is re-raised after the
         resign. Not guaranteed: that the worker has stopped acting by the time a successor
         leads after a loss (it was frozen, or ignores ``term_stop``): pass the epoch to
-        whatever the work writes to (fencing).
+        whatever the work writes to — ``store.update(key, value, fence=Fence(service,
+        epoch))`` makes a kubecoord store refuse a deposed term's writes (Storage).
         """
         from kubecoord.locking.running import run_election
 
@@ -283,7 +284,8 @@ class Lock(_Closeable):
     - ``token`` strictly increases from one acquisition to the next, across holders
       (Kubernetes/memory: the Lease's leaseTransitions; ZooKeeper: the holding znode's
       czxid). Hand it to whatever the critical section writes to, which rejects tokens
-      lower than the highest it has seen: that fences a holder frozen past its lease.
+      lower than the highest it has seen: that fences a holder frozen past its lease. A
+      kubecoord store does with ``fence=Fence(lock_name, token)`` (Storage).
     - Waiting is driven by the backend's watch: a release hands over at once.
     - A crashed holder's lock becomes free when its lease/session expires.
 

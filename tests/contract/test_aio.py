@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kubecoord import Fence, FencedError
 from kubecoord.aio import AsyncCoordinator
 
 from .harness import Harness
@@ -129,5 +130,23 @@ def test_calls_cancelled_over_and_over_leave_nothing_held(harness: Harness, name
         assert "a" not in other.group_membership(name).membership()
         other.group_membership(name).join("a")  # the id is free at once
         await mine.close()
+
+
+def test_fenced_writes_between_lock_holders(harness: Harness, name: str) -> None:
+    async def main() -> None:
+        first, second = AsyncCoordinator(harness.connect()), AsyncCoordinator(harness.connect())
+        holder, successor = first.lock(name, id="a"), second.lock(name, id="b")
+        store, other = await first.storage(name), await second.storage(name)
+        async with holder:
+            token = holder.token
+            assert token is not None
+            assert await store.put("k", "a", fence=Fence(name, token)) == 1
+        async with successor:
+            assert successor.token is not None and successor.token > token
+            assert await other.update("k", "b", fence=Fence(name, successor.token)) == 2
+        with pytest.raises(FencedError):
+            await store.update("k", "late", fence=Fence(name, token))
+        with pytest.raises(FencedError):
+            await store.delete("k", fence=Fence(name, token))
 
     _run(main())

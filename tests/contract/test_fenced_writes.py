@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from kubecoord import Fence, FencedError, InvalidArgumentError, KeyNotFoundError, Storage, Versioned
+from kubecoord import Fence, FencedError, InvalidArgumentError, KeyNotFoundError, LeadingCallback, Storage, Versioned
 
 from ..helpers import eventually
 from .harness import Harness
@@ -137,3 +137,28 @@ def test_a_bad_fence_raises_before_any_request(harness: Harness, name: str, fenc
         with pytest.raises(InvalidArgumentError, match=what):
             write()
     assert kv.fetch("k").result() is None
+
+
+def test_the_election_runner_hands_the_work_an_epoch_that_fences_the_previous_term(
+    harness: Harness, name: str
+) -> None:
+    """Each term's work writes with Fence(service, epoch) from on_started_leading; once the
+    next term wrote, a write with the previous term's epoch is refused."""
+    epochs: list[int] = []
+
+    def term(coordinator_store: Storage) -> LeadingCallback:
+        def lead(epoch: int, stop: threading.Event) -> None:
+            epochs.append(epoch)
+            coordinator_store.put(f"term-{len(epochs)}", "work", fence=Fence(name, epoch))
+            # returning ends the term: the runner resigns, and the next candidate leads
+
+        return lead
+
+    first, second = harness.connect(), harness.connect()
+    first.leader_election(name).run(term(first.storage(name)))
+    second.leader_election(name).run(term(second.storage(name)))
+    assert len(epochs) == 2 and epochs[1] > epochs[0]
+    late = harness.connect().storage(name)
+    with pytest.raises(FencedError):
+        late.put("late", "deposed term", fence=Fence(name, epochs[0]))
+    eventually(lambda: late.children("") == {"term-1", "term-2"}, timeout=harness.settle)

@@ -3,11 +3,12 @@
 Usage::
 
     def lead(epoch: int, stop: threading.Event) -> None:
-        while not stop.wait(1.0):
-            reconcile(fencing_epoch=epoch)
+        state = coord.storage("billing-state")
+        while not stop.wait(1.0):  # a deposed term's late write raises FencedError
+            state.update("plan", reconcile(), fence=Fence("billing", epoch))
 
     coord.leader_election("billing").run(lead, on_stopped_leading=lambda: log.info("follower"))
-    coord.lock("nightly").run(lambda token, lost: export(token))
+    coord.lock("nightly").run(lambda token, lost: report.put("out", export(), fence=Fence("nightly", token)))
 
 One term, written once (``_Term``): the work runs on its own thread; the runner's thread
 watches the hold (is_leader()/is_held(), answered locally, every ``check_interval``)
