@@ -180,6 +180,13 @@ def test_missing_kubeconfig_is_a_usage_error(plain_cli: Cli, tmp_path: pathlib.P
     assert result.returncode == exits.USAGE and "cannot load kubeconfig" in result.stderr
 
 
+def test_a_kubeconfig_that_is_not_yaml_is_a_usage_error(plain_cli: Cli, tmp_path: pathlib.Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nclusters: [\n")
+    result = plain_cli("leader", "x", "-n", "default", "--kubeconfig", str(kubeconfig))
+    assert result.returncode == exits.USAGE and "cannot load kubeconfig" in result.stderr, result.stderr
+
+
 def test_permission_denied_exits_7(
     api_emulator: ApiEmulator, plain_cli: Cli, namespace: str, tmp_path: pathlib.Path
 ) -> None:

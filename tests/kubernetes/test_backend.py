@@ -446,6 +446,15 @@ def test_bad_options_are_rejected_at_connect(kubeconfig_path: pathlib.Path, opti
         kubecoord.connect("kubernetes://default", **options)
 
 
+@pytest.mark.parametrize("text", ["apiVersion: v1\nclusters: [\n", "\tkind: Config\n", "a: b: c\n"])
+def test_a_kubeconfig_that_is_not_yaml_is_an_invalid_argument(tmp_path: pathlib.Path, text: str) -> None:
+    # The YAML parser's own errors (not ValueErrors) came out of connect() untranslated.
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    with pytest.raises(InvalidArgumentError, match="cannot load kubeconfig"):
+        kubecoord.connect("kubernetes://default", kubeconfig=str(path))
+
+
 def test_per_handle_timings_are_validated(connect: Connect, name: str) -> None:
     coordinator = connect()
     with pytest.raises(InvalidArgumentError):

@@ -115,7 +115,10 @@ def _from_kubeconfig(path: Path, namespace: str, context: str | None) -> Credent
 
     text = path.read_text()
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    config = yaml.load(text, Loader=loader) or {}
+    try:
+        config = yaml.load(text, Loader=loader) or {}
+    except yaml.YAMLError as exc:  # not a ValueError: say it as one, for load_credentials
+        raise ValueError(f"not YAML: {exc}") from None
     if not isinstance(config, dict):
         raise ValueError("not a kubeconfig (a mapping is expected)")
     chosen = context or config.get("current-context")

@@ -32,7 +32,7 @@ from cassandra.query import PreparedStatement
 
 from kubecoord.backends.cassandra.errors import UNKNOWN_OUTCOME, translate, translating
 from kubecoord.backends.cassandra.options import Options
-from kubecoord.errors import BackendUnavailableError, ClosedError
+from kubecoord.errors import BackendUnavailableError, ClosedError, InvalidArgumentError
 
 log = logging.getLogger("kubecoord.cassandra")
 
@@ -146,10 +146,15 @@ class Session:
 
 
 def _ssl_context(settings: dict[str, Any] | None) -> ssl_module.SSLContext | None:
+    """The TLS context of the ``ssl`` option; InvalidArgumentError when a file it names
+    cannot be read or holds no certificate or key (ssl.SSLError is an OSError)."""
     if settings is None:
         return None
-    context = ssl_module.create_default_context(cafile=settings.get("ca_file"))
-    context.check_hostname = bool(settings.get("check_hostname", True))
-    if settings.get("certfile"):
-        context.load_cert_chain(settings["certfile"], settings.get("keyfile"))
+    try:
+        context = ssl_module.create_default_context(cafile=settings.get("ca_file"))
+        context.check_hostname = bool(settings.get("check_hostname", True))
+        if settings.get("certfile"):
+            context.load_cert_chain(settings["certfile"], settings.get("keyfile"))
+    except OSError as exc:
+        raise InvalidArgumentError(f"cassandra backend: ssl: cannot load {sorted(settings)}: {exc}") from None
     return context

@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
@@ -72,7 +73,7 @@ def load(
             contexts, current = k8s_config.list_kube_config_contexts(config_file=path)  # type: ignore[no-untyped-call]
             chosen = next((c for c in contexts if c.get("name") == context), current) if context else current
             namespace = ((chosen or {}).get("context") or {}).get("namespace") or "default"
-    except (ConfigException, OSError, TypeError, ValueError, KeyError) as exc:
+    except (ConfigException, OSError, TypeError, ValueError, KeyError, yaml.YAMLError) as exc:
         raise InvalidArgumentError(f"kubernetes backend: cannot load kubeconfig {path!r}: {exc}") from None
     return ClusterConfig(_tuned(configuration), namespace, path)
 
