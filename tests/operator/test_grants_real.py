@@ -5,6 +5,9 @@ operator`` as a process, acting ServiceAccounts with tokens of their own):
 - a subject added to a resource's RoleBinding behind the operator's back (what a deposed
   replica's late write does) is removed within one resync period, and that ServiceAccount's
   Lease patch is refused afterwards;
+- a Group deleted and re-created at once under its name (the old one's objects not yet
+  collected: the create meets them, 409) ends with its coordinator's Lease and ConfigMap
+  present and owned by the new Group's uid.
 """
 
 from __future__ import annotations
@@ -99,3 +102,53 @@ def test_a_subject_added_behind_the_operators_back_is_removed_within_a_resync(
     eventually(lambda: _patch_status(as_victim, name, namespace, victim) == 403, timeout=30, interval=0.2)
     assert _patch_status(as_keeper, name, namespace, keeper) == 200
     assert "grants differ from the spec" in operator.text()
+
+
+def _owner_uids(api: Api, name: str) -> tuple[set[str] | None, set[str] | None]:
+    """The ownerReference uids of the Group coordinator's Lease and ConfigMap (None: absent)."""
+    found: list[set[str] | None] = []
+    for read in (lambda: api.leases.read_namespaced_lease(f"{name}-gc", api.namespace),
+                 lambda: api.core.read_namespaced_config_map(f"kubecoord-kv.{name}-gc", api.namespace)):
+        try:
+            obj = read()
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            found.append(None)
+            continue
+        found.append({ref.uid for ref in obj.metadata.owner_references or []})
+    return found[0], found[1]
+
+
+def _uid(api: Api, name: str) -> str:
+    body = api.custom.get_namespaced_custom_object("kubecoord.dev", "v1alpha1", api.namespace, "groups", name)
+    return str(body["metadata"]["uid"])
+
+
+@pytest.mark.timeout(300)
+def test_a_group_recreated_at_once_gets_its_own_backing_objects(operator: Operator, api: Api) -> None:
+    names = [_unique("again") for _ in range(4)]
+    for name in names:
+        api.create("Group", name, {})
+    eventually(lambda: all(api.ready("Group", name) for name in names), timeout=60, interval=0.3)
+    old = {name: _uid(api, name) for name in names}
+    for name in names:
+        assert _owner_uids(api, name) == ({old[name]}, {old[name]})
+    for name in names:  # deleted and created again before the garbage collector runs
+        api.delete("Group", name)
+        eventually(lambda name=name: api.status("Group", name) == {} and _absent(api, name), timeout=30, interval=0.05)
+        api.create("Group", name, {})
+    new = {name: _uid(api, name) for name in names}
+    assert all(new[name] != old[name] for name in names)
+    # The old objects go with the old Group; the new Group's own take their place.
+    eventually(lambda: all(_owner_uids(api, name) == ({new[name]}, {new[name]}) for name in names),
+               timeout=90, interval=0.3)
+    eventually(lambda: all(api.ready("Group", name) for name in names), timeout=60, interval=0.3)
+
+
+def _absent(api: Api, name: str) -> bool:
+    try:
+        api.custom.get_namespaced_custom_object("kubecoord.dev", "v1alpha1", api.namespace, "groups", name)
+    except ApiException as error:
+        return error.status == 404
+    return False

@@ -15,7 +15,16 @@ the backend names them (kubecoord.wire.object_names).
   recorded on it (kubecoord.wire.kv_shards); later sizeLimit changes never change it.
 
 Ownership: the operator creates these objects and changes or deletes only objects that
-carry an ownerReference to the resource (its uid). A same-named object without one — a
+carry an ownerReference to the resource (its uid). A create that meets an existing object
+(409) reads whose it is: ours (its ownerReference has this uid) is kept; one owned only by
+an earlier resource of the same kind and name (deleted — a name holds one resource at a
+time — its garbage not yet collected) is replaced: the operator deletes it, with its uid
+as precondition, and creates its own, never adopting the old resource's data; if that
+fails it is *pending* — the resource reports BackingObjects=False, reason Replacing, and
+drift repair tries again until the object is gone (the garbage collector's or ours); one owned by anything
+else, or with no owner, is foreign (below), except a Group coordinator's objects made by
+its members before the Group existed (no owner, the kubecoord label), which are used as
+they are. A same-named object without one — a
 client-go application's own Lease, a ConfigMap somebody made — is never adopted,
 relabelled or deleted: ``ensure_owned`` reports it as foreign, and the resource shows the
 condition BackingObjects=False (NotOwned). Member Leases are the exception the design
@@ -56,6 +65,7 @@ from typing import Any
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import owner_reference, size_limit_bytes
 from kubecoord.wire import object_names
+from kubecoord.wire.crd import GROUP
 from kubecoord.wire.group_record import derived_name
 from kubecoord.wire.kv_shards import recorded_shards, shard_count_for
 from kubecoord.wire.lease import LeaderRecord, lease_with_record, parse_micro_time
@@ -148,7 +158,33 @@ def cached_and_owned(body: dict[str, Any], observed: Callable[[str, str], dict[s
             return False
         shards = object_names.store_shard_names(name, recorded_shards(zero))
         return all((cm := observed("configmaps", shard)) is not None and owned(cm, body) for shard in shards)
-    return bool(kind == "Group")  # members create their own Leases: nothing to repair
+    if kind == "Group":
+        # The coordinator's election Lease and record ConfigMap (members create their own
+        # Leases: those are not repaired): ours, or made by members before the Group existed.
+        return all((obj := observed(plural, record["metadata"]["name"])) is not None and usable(obj, body)
+                   for plural, record in (("leases", coordinator_lease(body)),
+                                          ("configmaps", coordinator_configmap(body))))
+    return False
+
+
+def earlier_incarnation(obj: dict[str, Any], body: dict[str, Any]) -> bool:
+    """Whether ``obj`` belongs to an earlier resource of ``body``'s kind and name (another
+    uid): deleted, its objects waiting for the garbage collector."""
+    if owned(obj, body):
+        return False
+    uid, kind, name = body["metadata"].get("uid"), body["kind"], body["metadata"]["name"]
+    return any(ref.get("kind") == kind and ref.get("name") == name and ref.get("uid") != uid
+               and str(ref.get("apiVersion", "")).startswith(f"{GROUP}/")
+               for ref in (obj.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def usable(obj: dict[str, Any], body: dict[str, Any]) -> bool:
+    """Whether a Group may use ``obj`` as its coordinator's object: ours, or made by its members
+    (no owner at all, kubecoord's label) before the Group existed."""
+    metadata = obj.get("metadata") or {}
+    made_by_members = not metadata.get("ownerReferences") and \
+        (metadata.get("labels") or {}).get(object_names.MANAGED_BY_LABEL) == object_names.MANAGED_BY
+    return owned(obj, body) or (body["kind"] == "Group" and made_by_members)
 
 
 @dataclass
@@ -156,35 +192,78 @@ class Ensured:
     objects: list[dict[str, Any]] = field(default_factory=list)
     """The backing objects the resource needs (owned or not)."""
     foreign: list[str] = field(default_factory=list)
+    """"Kind name" of same-named objects the operator did not create (left untouched)."""
     created: list[str] = field(default_factory=list)
     """"Kind name" of the objects this call created (drift repair logs them)."""
-    """"Kind name" of same-named objects the operator did not create (left untouched)."""
+    pending: list[str] = field(default_factory=list)
+    """"Kind name" of an earlier same-named resource's objects, to be replaced once collected."""
+
+    def add(self, obj: dict[str, Any], verdict: str) -> None:
+        if verdict != OURS:
+            (self.foreign if verdict == FOREIGN else self.pending).append(f"{obj['kind']} {obj['metadata']['name']}")
+
+
+OURS, FOREIGN, PENDING = "ours", "foreign", "pending"
+"""What a create found: created or ours (or usable), somebody else's, an earlier incarnation's."""
 
 
 async def _create_or_check(
     obj: dict[str, Any], body: dict[str, Any], created: list[str] | None = None, alive: Alive | None = None
-) -> bool:
-    """Create ``obj`` if absent (its name added to ``created``); True when an object of that
-    name exists that is not ours. POST first (one request when it is new), GET on 409."""
+) -> str:
+    """Create ``obj`` if absent (its name added to ``created``); whose the object of that name
+    is (OURS, FOREIGN, PENDING). POST first (one request when it is new), GET on 409."""
     path = kubeapi.object_path(obj)
     if alive is not None and not alive():
-        return False  # the resource is gone: never re-create anything for its uid
+        return OURS  # the resource is gone: never re-create anything for its uid
     try:
         await kubeapi.acall("POST", path.collection, obj)
         if created is not None:
             created.append(f"{obj['kind']} {obj['metadata']['name']}")
-        return False
+        return OURS
     except kubeapi.ApiException as conflict:
         if conflict.status != 409:
             raise
-    existing = await kubeapi.acall("GET", path.item)
-    if not owned(existing or {}, body):
-        return True
+    try:
+        existing = await kubeapi.acall("GET", path.item) or {}
+    except kubeapi.ApiException as error:
+        if error.status != 404:
+            raise
+        return PENDING  # collected between the POST and the GET: create it on the next try
+    if earlier_incarnation(existing, body):
+        return await _replace(obj, existing, body, created)
+    if not owned(existing, body):
+        return OURS if usable(existing, body) else FOREIGN
     labels = (existing.get("metadata") or {}).get("labels") or {}
     if any(labels.get(key) != value for key, value in obj["metadata"]["labels"].items()):
         patch = {"metadata": {"labels": obj["metadata"]["labels"]}}
         await kubeapi.acall("PATCH", path.item, patch, content_type=kubeapi.MERGE_PATCH)
-    return False
+    return OURS
+
+
+async def _replace(obj: dict[str, Any], existing: dict[str, Any], body: dict[str, Any],
+                   created: list[str] | None) -> str:
+    """Delete an earlier incarnation's object (only if nothing else owns it; its uid as
+    precondition, so a newer object of that name is never deleted), then create ours."""
+    refs = (existing.get("metadata") or {}).get("ownerReferences") or []
+    if not all(ref.get("kind") == body["kind"] and ref.get("name") == body["metadata"]["name"] for ref in refs):
+        return PENDING  # another owner too: the garbage collector only drops the old reference
+    path = kubeapi.object_path(obj)
+    options = {"kind": "DeleteOptions", "apiVersion": "v1",
+               "preconditions": {"uid": existing["metadata"]["uid"]}, "propagationPolicy": "Background"}
+    try:
+        await kubeapi.acall("DELETE", path.item, options)
+    except kubeapi.ApiException as error:
+        if error.status not in (404, 409):  # gone already, or another object of that name now
+            raise
+    try:
+        await kubeapi.acall("POST", path.collection, obj)
+    except kubeapi.ApiException as error:
+        if error.status != 409:
+            raise
+        return PENDING  # made again meanwhile (a member, a finalizer): the next repair reads it
+    if created is not None:
+        created.append(f"{obj['kind']} {obj['metadata']['name']}")
+    return OURS
 
 
 def store_configmap(body: dict[str, Any], index: int = 0) -> dict[str, Any]:
@@ -233,13 +312,12 @@ async def ensure_owned(body: dict[str, Any], last_state: LastState | None = None
     if kind == "Group":
         for obj in (coordinator_configmap(body), coordinator_lease(body)):
             result.objects.append(obj)
-            await _create_or_check(obj, body, result.created, alive)  # members may have made it first: theirs is fine
+            result.add(obj, await _create_or_check(obj, body, result.created, alive))
     if kind == "LeaderElection":
         name = object_names.election_lease_name(body["metadata"]["name"])
         lease = election_lease(body, last_state("leases", name) if last_state is not None else None)
         result.objects.append(lease)
-        if await _create_or_check(lease, body, result.created, alive):
-            result.foreign.append(f"Lease {lease['metadata']['name']}")
+        result.add(lease, await _create_or_check(lease, body, result.created, alive))
     return result
 
 
@@ -260,15 +338,23 @@ async def _ensure_store(body: dict[str, Any], alive: Alive | None = None) -> Ens
     except kubeapi.ApiException as error:
         if error.status != 409:
             raise
-        existing = await kubeapi.acall("GET", path.item)
-        shards = recorded_shards(existing or {})  # never changed once recorded (keys would move)
-        if not owned(existing or {}, body):  # somebody else's ConfigMap: leave it, and the rest
+        try:
+            existing = await kubeapi.acall("GET", path.item) or {}
+        except kubeapi.ApiException as missing:
+            if missing.status != 404:
+                raise
+            existing = None  # collected between the POST and the GET: created on the next try
+        if existing is not None and earlier_incarnation(existing, body):
+            existing = created if await _replace(created, existing, body, made) == OURS else None
+        if existing is None:  # the rest waits for it too
+            return Ensured(objects=[zero], pending=[f"ConfigMap {zero['metadata']['name']}"])
+        shards = recorded_shards(existing)  # never changed once recorded (keys would move)
+        if not owned(existing, body):  # somebody else's ConfigMap: leave it, and the rest
             return Ensured(objects=[zero], foreign=[f"ConfigMap {zero['metadata']['name']}"])
     result = Ensured(objects=[zero], created=made)
     for index in range(1, shards):
         shard = store_configmap(body, index)
-        if await _create_or_check(shard, body, result.created, alive):
-            result.foreign.append(f"ConfigMap {shard['metadata']['name']}")
+        result.add(shard, await _create_or_check(shard, body, result.created, alive))
         result.objects.append(shard)
     return result
 

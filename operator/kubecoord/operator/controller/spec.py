@@ -45,6 +45,8 @@ the controller once their objects are purged (kubecoord.operator.purge)."""
 class Written:
     foreign: list[str] = field(default_factory=list)
     """"Kind name" of same-named objects the operator did not create (left untouched)."""
+    pending: list[str] = field(default_factory=list)
+    """"Kind name" of an earlier same-named resource's objects, replaced once collected."""
     role: dict[str, Any] | None = None
     """The clients' Role written (None: no clients, no Role or RoleBinding)."""
 
@@ -71,7 +73,7 @@ async def write(body: dict[str, Any], previous: dict[str, Any] | None) -> Writte
     if on_kubernetes(spec):
         ensured = await backing.ensure_owned(body)
         kv_shards = sum(obj["kind"] == "ConfigMap" for obj in ensured.objects) or None
-        result.foreign = ensured.foreign
+        result.foreign, result.pending = ensured.foreign, ensured.pending
     elif FINALIZER not in (metadata.get("finalizers") or []):
         await _add_finalizer(body)
     if new and not clients:

@@ -164,6 +164,8 @@ class _Entry:
     coordinator: Coordinator | None = None
     mirror: Mirror | None = None
     foreign: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    """An earlier same-named resource's objects, waiting for the garbage collector."""
     last_repair: float = float("-inf")
     cached_once: bool = False
     """The watch has shown every backing object since they were last written: a missing
@@ -188,6 +190,7 @@ class StatusController:
         self._gone: dict[Key, dict[str, Any]] = {}
         """Deleted resources' final bodies until their clean-up ran."""
         self._handler_foreign: dict[Key, list[str]] = {}
+        self._handler_pending: dict[Key, list[str]] = {}
         self._failed: dict[Key, str] = {}
         """Why writing the spec last failed (until it succeeds)."""
         self.resync_seconds = RESYNC_SECONDS
@@ -259,9 +262,11 @@ class StatusController:
         self._failed.pop(key, None)
         self._ensured_at[key] = time.monotonic()
         self._handler_foreign[key] = list(written.foreign)
+        self._handler_pending[key] = list(written.pending)
         entry = self._entries.get(key)
         if entry is not None:
             entry.foreign = list(written.foreign)
+            entry.pending = list(written.pending)
             entry.cached_once = False
         return True
 
@@ -400,7 +405,8 @@ class StatusController:
         if entry is None:
             conditions = list((body.get("status") or {}).get("conditions") or [])
             entry = _Entry(spec, generation, BackendSpec.from_spec(spec, namespace=namespace),
-                           _StatusWriter(kind, key), conditions, foreign=list(self._handler_foreign.get(key, [])))
+                           _StatusWriter(kind, key), conditions, foreign=list(self._handler_foreign.get(key, [])),
+                           pending=list(self._handler_pending.get(key, [])))
             self._entries[key] = entry
             metrics.MIRRORED.labels(kind).inc()
         reconciled = self.reconciled.get(key, -1) == generation
@@ -443,7 +449,7 @@ class StatusController:
         if entry.backend.backend == "kubernetes" and reconciled:
             missing = not self._all_cached(key, entry)
             entry.cached_once = entry.cached_once or not missing
-            if missing or entry.foreign:
+            if missing or entry.foreign or entry.pending:
                 ensured = float("-inf") if entry.cached_once else self._ensured_at.get(key, float("-inf"))
                 since = time.monotonic() - max(entry.last_repair, ensured)
                 if since < REPAIR_GRACE_SECONDS:
@@ -452,8 +458,13 @@ class StatusController:
                     again = REPAIR_GRACE_SECONDS - since
                 elif since >= REPAIR_SECONDS:
                     entry.last_repair = time.monotonic()
-                    entry.foreign = await self._repair(key, entry)
-                if missing and not entry.foreign and again is None:
+                    foreign = await self._repair(key, entry)
+                    if foreign != entry.foreign:
+                        # What is withheld from the clients changed: write the grants again.
+                        self.reconciled.pop(key, None)
+                        self.queue.add(key)
+                    entry.foreign = foreign
+                if (missing or entry.pending) and not entry.foreign and again is None:
                     again = REPAIR_SECONDS  # until the watch shows the re-created object
         if snapshot.recheck_in is not None:
             again = snapshot.recheck_in if again is None else min(again, snapshot.recheck_in)
@@ -500,6 +511,13 @@ class StatusController:
                 generation=generation,
             )
             ready, reason, message = False, "NotOwned", f"{', '.join(entry.foreign)} is not this {kind}'s"
+        elif entry.pending:
+            conditions = set_condition(
+                conditions, "BackingObjects", False, "Replacing",
+                f"{', '.join(entry.pending)} still belongs to an earlier {kind} of this name; the operator "
+                "creates this one's once the garbage collector has deleted it", generation=generation,
+            )
+            ready, reason, message = False, "Replacing", f"{', '.join(entry.pending)} is an earlier {kind}'s"
         elif entry.backend.backend == "kubernetes":
             conditions = set_condition(conditions, "BackingObjects", True, "Owned",
                                        "backing objects present and owned", generation=generation)
@@ -549,6 +567,10 @@ class StatusController:
         if ensured.created:
             log.info("re-created deleted backing objects", extra={"resource": f"{key[1]}/{key[2]}",
                                                                    "objects": ensured.created})
+        if ensured.pending and not entry.pending:
+            log.info("waiting for an earlier resource's objects to be collected",
+                     extra={"resource": f"{key[1]}/{key[2]}", "objects": ensured.pending})
+        entry.pending = ensured.pending
         return ensured.foreign
 
     async def _clean_up(self, final: dict[str, Any]) -> None:
@@ -675,6 +697,7 @@ class StatusController:
         entry = self._entries.pop(key, None)
         self.reconciled.pop(key, None)
         self._handler_foreign.pop(key, None)
+        self._handler_pending.pop(key, None)
         self._applied.pop(key, None)
         self._granted.pop(key, None)
         self._ensured_at.pop(key, None)
