@@ -105,6 +105,8 @@ lint: install $(ACTIONLINT)
 	$(VENV)/bin/ruff check operator testkit tests bench charts/scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	@if [ -n "$(GO)" ]; then cd testkit/porcupine && unformatted=$$($(dir $(GO))gofmt -l .) && \
+		{ [ -z "$$unformatted" ] || { echo "gofmt: $$unformatted"; exit 1; }; } && $(GO) vet ./...; fi
 	$(ACTIONLINT) -no-color -shellcheck= -pyflakes=
 	$(MAKE) --no-print-directory docs
 

@@ -28,7 +28,10 @@ pipeline judges versions per incarnation).
 
 Consistency: reads (fetch, children, listener polls) at ``consistency`` (QUORUM): they see
 every acknowledged write. Writes: Paxos at ``serial_consistency``, commit at
-``consistency``; an unknown outcome is resolved by a SERIAL read of the key's nonce.
+``consistency``; an unknown outcome is resolved by a SERIAL read of the key's nonce (a
+delete's: of the key's version), and a write that did not land is judged again from the
+key as it is then (a conflict, a missing key, or the write sent again), never from the
+answer row it never got.
 All keys of a store share one Paxos partition, so writes to one store are serialised (a
 coordination store's traffic, not a database's); different stores are independent.
 
@@ -202,7 +205,11 @@ class CassandraStorage(StorageHandle):
                 self._incarnation = current.incarnation
                 self._record(Event.UPDATED, key=key, version=version + 1, store_incarnation=_text(current.incarnation))
                 return int(version + 1)
-            existing = result.existing or {}
+            if result.existing is None:
+                # The outcome was unknown and a SERIAL read showed the write did not land: no
+                # answer row to judge by, so what the key holds now decides (read again).
+                continue
+            existing = result.existing
             if existing.get("version") is None:
                 raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
             if expected_version is not None:
@@ -225,7 +232,9 @@ class CassandraStorage(StorageHandle):
             if result.applied:
                 self._record(Event.DELETED, key=key, version=version, store_incarnation=_text(current.incarnation))
                 return
-            existing = result.existing or {}
+            if result.existing is None:
+                continue  # an unknown outcome that did not land: read again, as in _update
+            existing = result.existing
             if existing.get("version") is None:
                 raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
             if expected_version is not None:

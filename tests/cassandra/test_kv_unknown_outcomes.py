@@ -1,0 +1,89 @@
+"""A KV write whose LWT has an unknown outcome (Cassandra's CAS write timeout, which Paxos
+contention between writers of one store gives) and which a SERIAL read shows did not
+land is answered by what the key holds, never as KeyNotFoundError for a key that exists.
+
+Found by the robustness tier (Porcupine): ``update(k0, expected_version=3)`` answered
+KeyNotFoundError while another client's update took k0 from version 3 to 4; the write had
+timed out, the SERIAL read said it had not landed, and the store read the missing answer
+row as a missing key.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import cassandra
+import pytest
+from cassandra.policies import WriteType
+
+import kubecoord
+from kubecoord.api import Coordinator, Storage
+from kubecoord.errors import VersionConflictError
+
+from .timings import TIMINGS
+
+
+class CasTimeout:
+    """Wraps the driver session: the next LWT whose text starts with ``prefix`` times out
+    without reaching the server, after ``meanwhile()`` (another writer's change) ran."""
+
+    def __init__(self, driver_session: Any, prefix: str, meanwhile: Callable[[], object] = lambda: None) -> None:
+        self._execute = driver_session.execute
+        self._prefix = prefix
+        self._meanwhile = meanwhile
+        self.left = 1
+
+    def __call__(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+        text = getattr(getattr(query, "prepared_statement", None), "query_string", "")
+        if self.left and text.startswith(self._prefix) and " IF " in text:
+            self.left -= 1
+            self._meanwhile()
+            raise cassandra.WriteTimeout("CAS operation timed out (injected)", write_type=WriteType.CAS)
+        return self._execute(query, *args, **kwargs)
+
+
+@pytest.fixture
+def stores(cassandra_url: str) -> Iterator[tuple[Coordinator, Storage, Storage]]:
+    with kubecoord.connect(cassandra_url, **TIMINGS) as coord, kubecoord.connect(cassandra_url, **TIMINGS) as other:
+        name = f"outcomes-{uuid.uuid4().hex[:8]}"
+        yield coord, coord.storage(name), other.storage(name)
+
+
+def _time_out_next(coord: Coordinator, prefix: str, meanwhile: Callable[[], object] = lambda: None) -> CasTimeout:
+    driver_session = coord.session.session  # type: ignore[attr-defined]
+    fault = CasTimeout(driver_session, prefix, meanwhile)
+    driver_session.execute = fault
+    return fault
+
+
+def test_a_conditional_update_that_lost_the_race_is_a_version_conflict(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    coord, store, other = stores
+    store.put("k", "a")
+    fault = _time_out_next(coord, "UPDATE", lambda: other.update("k", "b", expected_version=1))
+    with pytest.raises(VersionConflictError):
+        store.update("k", "c", expected_version=1)
+    assert fault.left == 0
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("b", 2)
+
+
+def test_an_update_that_did_not_land_is_written_again(stores: tuple[Coordinator, Storage, Storage]) -> None:
+    coord, store, _ = stores
+    store.put("k", "a")
+    fault = _time_out_next(coord, "UPDATE")
+    assert store.update("k", "b") == 2
+    assert fault.left == 0
+    assert store.update("k", "c", expected_version=2) == 3
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("c", 3)
+
+
+def test_a_delete_that_did_not_land_is_sent_again(stores: tuple[Coordinator, Storage, Storage]) -> None:
+    coord, store, _ = stores
+    store.put("k", "a")
+    fault = _time_out_next(coord, "BEGIN BATCH")
+    store.delete("k", expected_version=1)
+    assert fault.left == 0
+    assert store.fetch_versioned("k").result(10) is None
