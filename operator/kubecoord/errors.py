@@ -57,7 +57,24 @@ class MemberNotFoundError(CoordinationError):
 
 
 class BackendUnavailableError(CoordinationError):
-    """The backend cannot be reached (network, server down, session lost)."""
+    """The backend cannot be reached (network, server down, session lost).
+
+    Raised by a write as this class itself (not a subclass), the write was not applied:
+    it was refused before it was sent, or the server answered that it did not apply it.
+    A write whose outcome the client cannot know raises OutcomeUnknownError instead.
+    """
+
+
+class OutcomeUnknownError(BackendUnavailableError):
+    """A write was sent but its answer was lost (connection reset, timeout, a server error
+    that may follow a commit), and the backend could not find out whether it was applied:
+    it may have been applied once, or not at all — never twice. Read the key (or the
+    record) to learn which, and decide from what is there; blindly sending the same
+    write again may apply a change the caller did not mean (a second update) or fail
+    on the caller's own first write (KeyExistsError, VersionConflictError).
+
+    A BackendUnavailableError, so handlers written for an unreachable backend keep working.
+    """
 
 
 class NamespaceNotFoundError(BackendUnavailableError):

@@ -135,6 +135,27 @@ async def test_hold_one_direction(proxy: FaultProxy, upstream: Upstream) -> None
     writer.close()
 
 
+async def test_hold_after_chunks_lets_the_first_answers_through(proxy: FaultProxy, upstream: Upstream) -> None:
+    """hold("down", after=2): the first request is answered, the second reaches the server
+    and its answer waits (a read, then a write whose answer a cut() would lose)."""
+    reader, writer = await open_client(proxy)
+    proxy.hold("down", after=2)
+    writer.write(b"read\n")
+    assert await reader.readline() == b"echo:read\n"
+    writer.write(b"write\n")
+    for _ in range(100):
+        if len(upstream.received) == 2:
+            break
+        await asyncio.sleep(0.02)
+    assert upstream.received == [b"read\n", b"write\n"]
+    assert await nothing_arrives(reader)
+    proxy.release("down")
+    assert await reader.readline() == b"echo:write\n"
+    with pytest.raises(ValueError):
+        proxy.hold("both", after=1)
+    writer.close()
+
+
 async def test_drop_is_a_blackhole_and_heal_resets_the_damaged_connection(
     proxy: FaultProxy, upstream: Upstream
 ) -> None:

@@ -49,6 +49,11 @@ KV_SHARDS_ANNOTATION = "kubecoord.dev/kv-shards"
 Written once, when shard 0 is created, and never changed: a key's shard is a hash of the
 key modulo this count, so changing it would move keys (kv.py). Absent: 1 (stores written
 before sharding)."""
+KV_WRITE_ANNOTATION = "kubecoord.dev/kv-write"
+"""On every KV ConfigMap: a random marker, new on each write of the shard by kubecoord.
+
+Only the write that carried a marker can have put it there, so a writer whose answer was
+lost reads the shard back: its own marker means its write was applied (kv.py)."""
 FINAL_STATE_UNKNOWN_ANNOTATION = "kubecoord.dev/final-state-unknown"
 """Never written to the API: on an object an informer's ``last_state`` returns for a
 deletion it noticed by a re-list (after a broken watch) rather than by a DELETED event —

@@ -11,8 +11,8 @@ left half-way by a crashed writer before answering. Paxos v2 is the server's cho
 Guarantees: an LWT is sent once. When its outcome is unknown (a CAS write timeout, no
 answer in time, the connection lost after sending), ``cas`` asks the caller's ``resolve``
 (a SERIAL read: did our write land?) and never retries blindly; if that read fails too,
-the call fails with BackendUnavailableError and the write may or may not have happened
-(as with any store). Driver exceptions never reach a caller (errors.py).
+the call fails with OutcomeUnknownError: the write may or may not have happened.
+Driver exceptions never reach a caller (errors.py).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from cassandra.query import PreparedStatement
 
 from kubecoord.backends.cassandra.errors import UNKNOWN_OUTCOME, translate, translating
 from kubecoord.backends.cassandra.options import Options
-from kubecoord.errors import BackendUnavailableError, ClosedError, InvalidArgumentError
+from kubecoord.errors import BackendUnavailableError, ClosedError, InvalidArgumentError, OutcomeUnknownError
 
 log = logging.getLogger("kubecoord.cassandra")
 
@@ -117,7 +117,7 @@ class Session:
             try:
                 applied = resolve()
             except BackendUnavailableError as unresolved:
-                raise BackendUnavailableError(
+                raise OutcomeUnknownError(
                     f"compare-and-set outcome unknown ({type(exc).__name__}) and the SERIAL read failed: {unresolved}"
                 ) from exc
             return CasResult(applied, None)

@@ -15,14 +15,25 @@ Errors are translated here and nowhere else:
 what the API or the network did        what callers see
 =====================================  =============================================
 401, 403                               PermissionDeniedError naming verb and resource
-connection refused/reset, timeout,     BackendUnavailableError (a write's outcome is
-5xx, 429, an answer cut half-way       unknown: it may have been applied)
+connection refused, connect timeout,   BackendUnavailableError (a write: not sent)
+5xx and 429 on a read
+a write sent and then: connection      OutcomeUnknownError (the write may have been
+reset, read timeout, 5xx                applied; never sent again here)
+429 on a write                         BackendUnavailableError (refused, not applied)
 404                                    NotFound (internal; callers decide)
 409 on create                          AlreadyExists (internal)
 409 on update or delete precondition   Conflict (internal): re-read, never overwrite
 410 (watch or list too old)            Gone (internal): re-list
 400, 422                               InvalidArgumentError with the server's message
 =====================================  =============================================
+
+Writes (create, replace, delete) are sent once. A write that reached the connection and
+lost its answer is never sent again here: a second PUT carrying the first one's
+resourceVersion precondition answers 409 when the first was applied, and a caller that
+took that 409 for someone else's write would report its own applied write as refused.
+Callers that can resolve the outcome (the KV store reads the shard back, kv.py) do so;
+the others see OutcomeUnknownError. Reads are sent a second time when a kept-alive
+connection was closed before answering.
 
 The internal exceptions never leave the backend package.
 Not guaranteed: a total bound on a request's duration — the read timeout bounds each
@@ -48,6 +59,7 @@ from kubecoord.errors import (
     BackendUnavailableError,
     CoordinationError,
     NamespaceNotFoundError,
+    OutcomeUnknownError,
 )
 from kubecoord.wire import api_status
 
@@ -88,6 +100,7 @@ LEASES = Resource("leases", "/apis/coordination.k8s.io/v1")
 CONFIGMAPS = Resource("configmaps", "/api/v1")
 
 _METHODS = {"get": "GET", "list": "GET", "create": "POST", "update": "PUT", "delete": "DELETE"}
+_WRITES = frozenset({"create", "update", "delete"})
 
 
 class KubeClient:
@@ -236,9 +249,10 @@ class KubeClient:
             log.debug("write", extra={"verb": verb, "resource": resource.plural, "object": name})
         # A kept-alive connection that the server or a middlebox closed while idle fails the
         # request sent on it before any answer; urllib3 drops it, so a second attempt goes on
-        # a fresh connection. Safe for reads and for writes carrying a resourceVersion
-        # precondition (a repeat answers 409/404, never a double write); not for a create.
-        attempts = 1 if verb == "create" else 2
+        # a fresh connection. Only for reads: a write's reset cannot be told apart from one
+        # after the server applied it (module docstring).
+        write = verb in _WRITES
+        attempts = 1 if write else 2
         try:
             for attempt in range(1, attempts + 1):
                 try:
@@ -248,10 +262,17 @@ class KubeClient:
                     if attempt == attempts or not _closed_before_answering(exc):
                         raise
         except k8s.ApiException as exc:  # the REST layer's own: TLS errors (status 0), Retry-After
-            raise translate_status(exc.status, exc.body, verb, resource.plural, name, self.namespace) from None
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            raise self._failed(exc.status, exc.body, verb, resource, name) from None
+        except urllib3.exceptions.ConnectTimeoutError as exc:  # refused, unresolvable, no connection in time
             raise BackendUnavailableError(
                 f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: {type(exc).__name__}: {exc}"
+            ) from None
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            error = BackendUnavailableError if not write else OutcomeUnknownError
+            sent = "" if not write else " after sending it (it may have been applied)"
+            what = f"{resource.plural} {name!r}" if name else resource.plural
+            raise error(
+                f"cannot {verb} {what} in namespace {self.namespace!r}{sent}: {type(exc).__name__}: {exc}"
             ) from None
         except ConfigException as exc:
             # The in-cluster loader re-reads the service-account token inside the request (its
@@ -260,13 +281,30 @@ class KubeClient:
                 f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: credentials unavailable: {exc}"
             ) from None
         what = f"{verb} {resource.plural} in namespace {self.namespace!r}"
-        text = _body(response, what, written=verb in ("create", "update", "delete"))
+        text = _body(response, what, written=verb in _WRITES)
         if not 200 <= response.status <= 299:
-            raise translate_status(response.status, text, verb, resource.plural, name, self.namespace)
+            raise self._failed(response.status, text, verb, resource, name)
         try:
             return json.loads(text or "{}")
         except ValueError as exc:
-            raise BackendUnavailableError(f"cannot {what}: unreadable answer: {exc}") from None
+            # A write answered 2xx was applied, but its caller cannot go on without the
+            # object it wrote: to the caller the outcome is unknown.
+            error = OutcomeUnknownError if verb in _WRITES else BackendUnavailableError
+            raise error(f"cannot {what}: unreadable answer: {exc}") from None
+
+    def _failed(
+        self, status: int | None, body: str | None, verb: str, resource: Resource, name: str | None
+    ) -> CoordinationError:
+        """The error for an HTTP error status; a write answered with a server error (5xx) may
+        have been applied (etcd's request timeout answers 500 after a commit it could not
+        confirm), so it is an unknown outcome, as is the REST layer's status 0 (a TLS error,
+        which may break a connection after the request went out). 429 (API Priority and
+        Fairness) refused it."""
+        error = translate_status(status, body, verb, resource.plural, name, self.namespace)
+        server_error = not status or status >= 500
+        if verb in _WRITES and server_error and type(error) is BackendUnavailableError:
+            return OutcomeUnknownError(f"{error} (the write may have been applied)")
+        return error
 
     def _request(
         self, method: str, path: str, body: dict[str, Any] | None, query: dict[str, str | None] | None,
@@ -288,14 +326,15 @@ class KubeClient:
 def _body(response: Any, what: str, *, written: bool) -> str:
     """The answer's body, read to its end (the client reads it lazily, after the status):
     a connection that breaks or times out half-way is BackendUnavailableError, and for a
-    write it says the outcome is unknown (the server may have applied it)."""
+    write OutcomeUnknownError (the server may have applied it)."""
     try:
         return bytes(response.read() or b"").decode(errors="replace")
     except (urllib3.exceptions.HTTPError, OSError) as exc:
-        outcome = "; it may or may not have been applied" if written else ""
-        raise BackendUnavailableError(
-            f"cannot {what}: the answer broke off ({type(exc).__name__}: {exc}){outcome}"
-        ) from None
+        if written:
+            raise OutcomeUnknownError(
+                f"cannot {what}: the answer broke off ({type(exc).__name__}: {exc}); it may have been applied"
+            ) from None
+        raise BackendUnavailableError(f"cannot {what}: the answer broke off ({type(exc).__name__}: {exc})") from None
 
 
 def _closed_before_answering(exc: urllib3.exceptions.ProtocolError) -> bool:

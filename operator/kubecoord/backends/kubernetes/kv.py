@@ -12,6 +12,20 @@ not exist yet). A 409 means someone else wrote the shard meanwhile: re-read and 
 turns into KeyExistsError / KeyNotFoundError / VersionConflictError, and only after a
 fresh read confirms it (a stale cache never fails a write).
 
+Outcomes: a write is sent once per attempt. When its answer is lost (the connection reset
+after sending, a read timeout, a server error; client.py raises OutcomeUnknownError) it is
+never simply sent again — a repeat of a PUT that was applied answers 409, which would turn
+the caller's applied put into KeyExistsError, an applied conditional update into
+VersionConflictError, an applied delete into KeyNotFoundError, and re-apply a blind update.
+Each shard write carries a fresh marker (annotation ``kubecoord.dev/kv-write``); the writer
+reads the shard back: its marker there means the write was applied (the caller gets its
+success); the shard still at the resourceVersion the write was conditioned on means it was
+not, and cannot be anymore once the shard moves, so the same body is sent again (at most
+one of the two can apply); the shard changed by another write meanwhile means it cannot be
+told, and the caller gets OutcomeUnknownError, as when the read-back fails too.
+KeyExistsError, KeyNotFoundError, VersionConflictError, StoreFullError and a plain
+BackendUnavailableError always mean nothing was written.
+
 Atomicity: a write of one key is atomic (one ConfigMap, one compare-and-set) and moves
 one shard over the network, never the whole store. Nothing spans keys: two keys may sit
 in different ConfigMaps, so there is no multi-key transaction, and a reader may see a
@@ -48,6 +62,7 @@ import logging
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -66,6 +81,7 @@ from kubecoord.errors import (
     FencedError,
     KeyExistsError,
     KeyNotFoundError,
+    OutcomeUnknownError,
     StoreFullError,
     ValueTooLargeError,
     VersionConflictError,
@@ -82,6 +98,8 @@ MAX_STORE_BYTES = SHARD_BYTES
 """The API server's limit on one ConfigMap's data (keys plus values): one shard."""
 DEFAULT_MAX_VALUE_BYTES = 256 * 1024
 MAX_ATTEMPTS = 100
+RESOLVE_ATTEMPTS = 3
+"""Read-backs (and sends again of an unchanged shard) before a lost answer is reported unknown."""
 _REFUSALS = (KeyExistsError, KeyNotFoundError, VersionConflictError, StoreFullError, FencedError)
 
 
@@ -329,7 +347,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
                 # written in the same PUT as the entry, under the shard's resourceVersion.
                 marks = self._admit(observed, configmap, fence)
                 new = change(current)
-                body = self._body(observed, index, shards, data_key, new, marks)
+                body = self._body(observed, index, shards, data_key, new, marks, marker=uuid.uuid4().hex)
             except _REFUSALS as exc:
                 if not fresh:  # judged on a cached copy: confirm against the server first
                     informer.refresh(configmap)
@@ -339,10 +357,9 @@ class KubeStorage(_StoreHandle, StorageHandle):
                     self._record(Event.CONFLICT, key=key, version=expected)
                 raise
             try:
-                if observed is None:
-                    written = self._context.client.create(CONFIGMAPS, body)
-                else:
-                    written = self._context.client.replace(CONFIGMAPS, configmap, body)
+                written = self._send(configmap, body)
+            except OutcomeUnknownError as unknown:
+                written = self._resolve(informer, configmap, body, unknown)
             except (AlreadyExists, Conflict, NotFound):
                 # Someone else wrote the shard (maybe another key), or the store is another
                 # incarnation now: re-read the shard and the layout, re-apply.
@@ -363,12 +380,54 @@ class KubeStorage(_StoreHandle, StorageHandle):
             f"store {self.name!r}: gave up after {MAX_ATTEMPTS} conflicting writes of ConfigMap {configmap!r}"
         )
 
+    def _send(self, configmap: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body`` when it has no resourceVersion (a new shard), else PUT it on that one."""
+        if (body.get("metadata") or {}).get("resourceVersion"):
+            return self._context.client.replace(CONFIGMAPS, configmap, body)
+        return self._context.client.create(CONFIGMAPS, body)
+
+    def _resolve(
+        self, informer: Informer, configmap: str, body: dict[str, Any], unknown: OutcomeUnknownError
+    ) -> dict[str, Any]:
+        """The shard as read back after a write whose answer was lost, when the write was
+        applied (sending it again while the shard has not moved); else OutcomeUnknownError."""
+        marker = body["metadata"]["annotations"][object_names.KV_WRITE_ANNOTATION]
+        base = body["metadata"].get("resourceVersion")  # None: the write created the shard
+        for _ in range(RESOLVE_ATTEMPTS):
+            try:
+                shard = self._context.client.get(CONFIGMAPS, configmap)
+            except CoordinationError as exc:
+                raise OutcomeUnknownError(
+                    f"store {self.name!r}: {unknown}; reading ConfigMap {configmap!r} back failed too: {exc}"
+                ) from None
+            if shard is not None:
+                informer.offer(shard)
+            metadata = (shard or {}).get("metadata") or {}
+            written = (metadata.get("annotations") or {}).get(object_names.KV_WRITE_ANNOTATION)
+            if shard is not None and written == marker:
+                return shard  # applied (only this write carried the marker)
+            unchanged = shard is None if base is None else metadata.get("resourceVersion") == base
+            if not unchanged:  # another write came after: before it, ours may or may not have landed
+                raise OutcomeUnknownError(
+                    f"store {self.name!r}: {unknown}; ConfigMap {configmap!r} was written by someone else "
+                    f"meanwhile, so whether this write was applied cannot be told"
+                )
+            # Not applied, and it can only ever apply on top of ``base``: send the same body
+            # again; of the two, at most one can be applied.
+            try:
+                return self._send(configmap, body)
+            except (AlreadyExists, Conflict, NotFound):
+                continue  # the shard moved: our first send landed late, or someone else wrote
+            except OutcomeUnknownError as again:
+                unknown = again
+        raise OutcomeUnknownError(f"store {self.name!r}: {unknown} (still unresolved after reading it back)")
+
     def _create_shard_zero(self, shards: int) -> None:
         """Create the store's empty shard 0 (recording ``shards``) unless someone did."""
         name = object_names.store_shard_name(self.name, 0)
         try:
             written = self._context.client.create(CONFIGMAPS, self._new_shard(0, shards))
-        except AlreadyExists:
+        except (AlreadyExists, OutcomeUnknownError):  # created by someone (maybe by this answer-less create)
             self._informer(0).refresh(name)
             return
         self._informer(0).offer(written)
@@ -400,6 +459,8 @@ class KubeStorage(_StoreHandle, StorageHandle):
         data_key: str,
         new: Entry | None,
         marks: fences.Marks | None = None,
+        *,
+        marker: str,
     ) -> dict[str, Any]:
         if observed is None:
             body = self._new_shard(index, shards)
@@ -408,9 +469,11 @@ class KubeStorage(_StoreHandle, StorageHandle):
             body = {k: v for k, v in observed.obj.items() if k != "data"}
             body["metadata"] = copy.deepcopy(observed.obj.get("metadata") or {})
             data = dict(observed.obj.get("data") or {})
+        annotations = dict(body["metadata"].get("annotations") or {})
         if marks is not None:
-            body["metadata"]["annotations"] = {**(body["metadata"].get("annotations") or {}),
-                                               fences.ANNOTATION: fences.encode(marks)}
+            annotations[fences.ANNOTATION] = fences.encode(marks)
+        annotations[object_names.KV_WRITE_ANNOTATION] = marker
+        body["metadata"]["annotations"] = annotations
         before = data_size(data)
         if new is None:
             data.pop(data_key, None)

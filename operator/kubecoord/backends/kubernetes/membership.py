@@ -49,7 +49,7 @@ from kubecoord.backends.kubernetes.client import LEASES, AlreadyExists, Conflict
 from kubecoord.backends.kubernetes.context import KubernetesContext, WatchingHandle
 from kubecoord.backends.kubernetes.lease_store import observation
 from kubecoord.backends.kubernetes.shared_informer import Informer
-from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError
+from kubecoord.errors import CoordinationError, MemberExistsError, MemberNotFoundError, OutcomeUnknownError
 from kubecoord.wire import object_names
 from kubecoord.wire.events import Event
 from kubecoord.wire.lease import lease_with_record, member_of_lease, record_from_lease
@@ -101,8 +101,10 @@ def reap(context: KubernetesContext, informer: Informer, name: str, observed: Ob
     makes that a 409). True when it is gone; False when it was renewed or touched since
     (re-read at once, not left to the watch: a watch gone silent would leave a live member
     out of our view, and its Lease unreaped if it then dies — the fresh version counts as
-    observed now and is judged again); None when the server gave no answer about the Lease
-    (a connection a middlebox closed, a timeout): judge it again later."""
+    observed now and is judged again); when the delete got no answer (a connection a
+    middlebox closed, a timeout), the same from a GET of the Lease, and None when that
+    cannot tell (the GET failed, or the Lease is still at the version judged): judge it
+    again later."""
     try:
         context.client.delete(LEASES, name, resource_version=observed.version)
     except Conflict:
@@ -113,6 +115,18 @@ def reap(context: KubernetesContext, informer: Informer, name: str, observed: Ob
         return False
     except NotFound:
         pass
+    except OutcomeUnknownError as exc:
+        # Sent, no answer (a kept-alive connection closed under it, a timeout): read the
+        # Lease back at once. Gone: reaped (by this delete or another's); renewed since: the
+        # delete could not apply; the version judged: judge again later.
+        try:
+            current = informer.refresh(name)
+        except CoordinationError as unread:
+            log.info("deleting an expired member got no answer", extra={"group": group, "error": str(unread)})
+            return None
+        if current is not None:
+            return False if current.version != observed.version else None
+        log.debug("a reap without an answer was applied", extra={"group": group, "error": str(exc)})
     except CoordinationError as exc:
         log.info("deleting an expired member failed", extra={"group": group, "error": str(exc)})
         return None

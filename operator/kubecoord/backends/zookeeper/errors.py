@@ -6,9 +6,11 @@ NodeExists on join() is a MemberExistsError, on put() a KeyExistsError) catch th
 exception themselves before it gets here; what is left is mapped by class, never by
 message.
 
-Not guaranteed: that a write which failed with BackendUnavailableError did not happen —
-ZooKeeper may have applied it before the connection broke (the usual ConnectionLoss
-ambiguity). Reads are retried; writes are not.
+A KV write ZooKeeper did not answer raises OutcomeUnknownError (session.Session.write)
+instead of the rows below. The election's and membership's writes keep the rows: their
+creates find their node again by its name after a lost answer (election.py,
+membership.py), and what is left may follow an applied write (a ConnectionLoss on a
+resign's delete). Reads are retried; writes are not.
 """
 
 from __future__ import annotations

@@ -31,13 +31,20 @@ Guarantees:
   mark rises) and the key's create/set/delete by its own version; a refused write writes
   nothing (a put's implicit parents made for it are pruned again).
 
-Not guaranteed: a write that fails with BackendUnavailableError may have been applied.
+
+Outcomes: every write request is sent once. One that ZooKeeper did not answer (the
+connection lost after sending, the session expired or moved, no answer within
+request_timeout) raises OutcomeUnknownError: it may have been applied, once. It is never
+sent again — a repeat would answer NodeExists, BadVersion or NoNode for the caller's own
+write. KeyExistsError, KeyNotFoundError, VersionConflictError and a plain
+BackendUnavailableError (not connected: nothing sent) mean nothing was written.
 Every call fails at once with BackendUnavailableError while the session is not connected
 (SUSPENDED) rather than waiting for the reconnection.
 """
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import threading
 import time
@@ -61,6 +68,7 @@ from kubecoord.backends.zookeeper.naming import decode_name, key_path
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children, read_data
 from kubecoord.errors import (
     BackendUnavailableError,
+    CoordinationError,
     FencedError,
     KeyExistsError,
     KeyNotFoundError,
@@ -68,6 +76,8 @@ from kubecoord.errors import (
 )
 from kubecoord.wire import fences
 from kubecoord.wire.events import Event
+
+log = logging.getLogger("kubecoord.zookeeper.kv")
 
 _MAX_ROUNDS = 50
 """Read-CAS rounds a write retries while implicit parents come and go under it."""
@@ -124,7 +134,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
         with translating():
             for _ in range(_MAX_ROUNDS):
                 try:
-                    _, stat = self._session.call(
+                    _, stat = self._session.write(
                         client.create_async, path, record.encode(0, data), makepath=True, include_data=True
                     )
                     return self._done(Event.PUT, key, 1, sent, stat.czxid)
@@ -140,7 +150,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                     raise KeyExistsError(f"key {key!r} already exists in store {self.name!r}")
                 try:  # an implicit parent becomes a key, starting at version 1
                     raw = record.encode(stat.version + 1, data)
-                    stat = self._session.call(client.set_async, path, raw, version=stat.version)
+                    stat = self._session.write(client.set_async, path, raw, version=stat.version)
                     return self._done(Event.PUT, key, 1, sent, stat.czxid)
                 except (BadVersionError, NoNodeError):
                     continue
@@ -153,7 +163,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
             return self._done(Event.UPDATED, key, version + 1, sent, czxid)
 
         def write(path: str, raw: bytes, zk_version: int) -> ZnodeStat:
-            return self._session.call(
+            return self._session.write(
                 self._session.client.set_async, path, record.encode(record.base_of(raw), data), version=zk_version
             )
 
@@ -165,20 +175,28 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
         client = self._session.client
         if fence is not None:
             version, czxid = self._fenced_write(key, fence, "delete", None, expected_version)
-            self._prune(key)
+            self._prune_after_delete(key)
             self._done(Event.DELETED, key, version, sent, czxid)
             return
 
         def remove(path: str, raw: bytes, zk_version: int) -> ZnodeStat | None:
             try:
-                self._session.call(client.delete_async, path, version=zk_version)
+                self._session.write(client.delete_async, path, version=zk_version)
             except NotEmptyError:  # keys live below: it stays, as an implicit parent
-                return self._session.call(client.set_async, path, b"", version=zk_version)
+                return self._session.write(client.set_async, path, b"", version=zk_version)
             return None
 
         version, stat = self._compare_and_set(key, expected_version, remove)
-        self._prune(key)
+        self._prune_after_delete(key)
         self._done(Event.DELETED, key, version, sent, stat.czxid)
+
+    def _prune_after_delete(self, key: str) -> None:
+        """_prune, after an applied delete: a failure leaves a harmless implicit parent and
+        must not report the delete as failed."""
+        try:
+            self._prune(key)
+        except CoordinationError as exc:
+            log.info("removing implicit parents after a delete failed", extra={"store": self.name, "error": str(exc)})
 
     def _compare_and_set(
         self, key: str, expected: int | None, write: Callable[[str, bytes, int], ZnodeStat | None]
@@ -262,7 +280,7 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
                         transaction.set_data(path, b"", node[1].version)
                     else:
                         transaction.delete(path, node[1].version)
-                results = self._session.call(transaction.commit_async)
+                results = self._session.write(transaction.commit_async)
                 failures = [result for result in results if isinstance(result, Exception)]
                 if not failures:
                     written = results[1]

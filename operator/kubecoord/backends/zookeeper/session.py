@@ -42,7 +42,18 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NoNodeError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionClosedError,
+    ConnectionDropped,
+    ConnectionLoss,
+    KazooException,
+    NoNodeError,
+    OperationTimeoutError,
+    RequestTimeoutError,
+    SessionExpiredError,
+    SessionMovedError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.serialization import Connect
 from kazoo.protocol.states import KazooState
@@ -51,6 +62,7 @@ from kazoo.retry import KazooRetry
 from kubecoord.backends.zookeeper.errors import translating
 from kubecoord.backends.zookeeper.options import Options
 from kubecoord.backends.zookeeper.worker import Worker
+from kubecoord.errors import OutcomeUnknownError
 
 log = logging.getLogger("kubecoord.zookeeper")
 
@@ -60,6 +72,11 @@ CONNECTED = "CONNECTED"
 
 StateListener = Callable[[str], None]
 _GENERATIONS_KEPT = 256
+_SENT_UNANSWERED = (
+    ConnectionLoss, ConnectionDropped, SessionExpiredError, SessionMovedError, OperationTimeoutError,
+    RequestTimeoutError, KazooTimeoutError,
+)
+"""What a request that was handed to kazoo may end in without ZooKeeper's answer."""
 
 
 class Session:
@@ -325,6 +342,28 @@ class Session:
         if not self.connected:
             raise ConnectionLoss("not connected to ZooKeeper")
         return method(*args, **kwargs).get(timeout=self.options.request_timeout)
+
+    def write(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """One non-idempotent kazoo *_async request (create, set, delete), sent once.
+
+        Not connected: ConnectionLoss before sending (nothing written). Once sent, a lost
+        connection, an expired or moved session, or no answer within request_timeout raise
+        OutcomeUnknownError: ZooKeeper may have applied it, and sending it again would
+        answer NodeExists, BadVersion or NoNode for the caller's own write (or apply an
+        unconditional one twice). kazoo itself never re-sends a request after a
+        connection loss: its command retry (KazooRetry) runs only where kazoo.retry is
+        called, which this package does for reads alone (``read``).
+        """
+        if not self.connected:
+            raise ConnectionLoss("not connected to ZooKeeper")
+        try:
+            return method(*args, **kwargs).get(timeout=self.options.request_timeout)
+        except ConnectionClosedError:
+            raise
+        except _SENT_UNANSWERED as exc:
+            raise OutcomeUnknownError(
+                f"ZooKeeper gave no answer to a write it may have applied ({type(exc).__name__}: {exc})"
+            ) from None
 
     def watching(self, path: str, watch: Callable[..., Any]) -> bool:
         """Whether ``watch``, set by an exists() or get() of ``path``, is still armed.

@@ -26,6 +26,11 @@ Faults, and what a client behind the proxy sees:
 - ``hold(direction)``: a stall that heals, as a partition shorter than TCP's retransmission
   timeout looks. Bytes are buffered (bounded: reading stops when the buffer is full) and
   delivered in order at ``release()``; connections stay open.
+  ``hold("down", after=N)`` starts the hold as the client's N-th chunk from now reaches
+  the proxy, before it is forwarded: the server gets that request, its answer waits. With
+  ``cut()`` next, a write the server applied loses its answer (an unknown outcome) even
+  when the client reads before it writes (``after=2``: the read is answered, the write's
+  answer is held). Chunks are counted on any connection, and a client's heartbeats count.
 - ``drop(direction)``: a blackhole, as a firewall DROP looks. Bytes vanish and nobody is
   told; new connections are accepted but carry nothing. TCP never loses bytes inside a
   connection it keeps, so a connection that lost bytes stays dark and ``heal()`` resets
@@ -90,6 +95,8 @@ class _Lane:
 
     delay: float = 0.0
     drop: bool = False
+    hold_other_after: int = 0
+    """Chunks of this direction still to arrive before the other direction is held (0: none)."""
     flowing: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     """Set unless held."""
 
@@ -178,9 +185,20 @@ class FaultProxy:
         for lane in _lanes_of(direction):
             self._lanes[lane].delay = seconds
 
-    def hold(self, direction: Direction = "both") -> None:
-        for lane in _lanes_of(direction):
-            self._lanes[lane].flowing.clear()
+    def hold(self, direction: Direction = "both", *, after: int = 0) -> None:
+        """Hold ``direction`` now, or, with ``after=N``, as the N-th chunk from now arrives
+        in the other direction (only for "up" or "down")."""
+        if after < 0:
+            raise ValueError(f"after must be >= 0, not {after}")
+        lanes = _lanes_of(direction)
+        if after == 0:
+            for lane in lanes:
+                self._lanes[lane].flowing.clear()
+            return
+        if len(lanes) != 1:
+            raise ValueError("hold(after=N) holds one direction, 'up' or 'down'")
+        other = "up" if lanes[0] == "down" else "down"
+        self._lanes[other].hold_other_after = after
 
     def release(self, direction: Direction = "both") -> None:
         for lane in _lanes_of(direction):
@@ -208,6 +226,7 @@ class FaultProxy:
         for lane in self._lanes.values():
             lane.delay = 0.0
             lane.drop = False
+            lane.hold_other_after = 0
             lane.flowing.set()
         self._refuse = False
         dark = [connection for connection in self._connections if connection.dark]
@@ -293,6 +312,10 @@ class FaultProxy:
                 else:
                     self._stats.dropped_down += len(data)
                 continue
+            if data and state.hold_other_after:
+                state.hold_other_after -= 1
+                if not state.hold_other_after:  # before this chunk goes on: its answer will wait
+                    self._lanes["down" if lane == "up" else "up"].flowing.clear()
             await queue.put((loop.time() + state.delay, data))
             if not data:
                 return
@@ -375,8 +398,8 @@ class ThreadedFaultProxy:
     def delay(self, seconds: float, direction: Direction = "both") -> None:
         self._call(self._proxy.delay, seconds, direction)
 
-    def hold(self, direction: Direction = "both") -> None:
-        self._call(self._proxy.hold, direction)
+    def hold(self, direction: Direction = "both", *, after: int = 0) -> None:
+        self._call(lambda: self._proxy.hold(direction, after=after))
 
     def release(self, direction: Direction = "both") -> None:
         self._call(self._proxy.release, direction)
