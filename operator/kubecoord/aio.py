@@ -35,6 +35,8 @@ cancelled call                what is undone
 semaphore)                    ~50 ms); a lock or slot won meanwhile is released
 ``nominate(id)``              the candidacy of ``id`` is withdrawn (led or not)
 ``join(id)``                  the member leaves
+``group_coordinator()``,      the handle is closed; the member leaves (also
+its ``join(timeout=)``        when cancelled waiting for its first assignment)
 ``watch()`` and the others    a listener added is removed
 ``run()``                     the runner stops (resigning if it leads)
 release, resign, leave,       waited for: done when CancelledError is raised
@@ -72,7 +74,10 @@ from typing import Any, Generic, Self, TypeVar
 from kubecoord.api import (
     Coordinator,
     Fence,
+    GroupCoordinatorHandle,
+    GroupDescription,
     GroupMembership,
+    GroupProtocol,
     Leader,
     LeaderElection,
     ListenerRegistry,
@@ -83,6 +88,7 @@ from kubecoord.api import (
     Versioned,
 )
 from kubecoord.connect import connect as connect_sync
+from kubecoord.errors import RebalanceInProgressError
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
@@ -212,6 +218,23 @@ class AsyncCoordinator(_Async):
 
     async def listener_registry(self, name: str) -> AsyncListenerRegistry:
         return AsyncListenerRegistry(await self._run(self.sync.listener_registry, name, undo=_close), self._executor)
+
+    async def group_coordinator(
+        self,
+        group: str,
+        protocol: GroupProtocol,
+        *,
+        member_id: str | None = None,
+        session_timeout: float = 10.0,
+        rebalance_timeout: float = 30.0,
+    ) -> AsyncGroupCoordinator:
+        """Coordinator.group_coordinator (the protocol's callbacks run on the member's own
+        thread, as with the blocking handle)."""
+        member = await self._run(
+            self.sync.group_coordinator, group, protocol, member_id=member_id, session_timeout=session_timeout,
+            rebalance_timeout=rebalance_timeout, undo=_close,
+        )
+        return AsyncGroupCoordinator(member, self._executor)
 
     def lock(self, name: str, *, id: str | None = None, data: str = "") -> AsyncLock:
         """Makes no request (the sync lock opens its election at acquire())."""
@@ -461,6 +484,70 @@ class AsyncGroupMembership(_Async):
 
     async def close(self) -> None:
         await self._run(self.sync.close)
+
+
+class AsyncGroupCoordinator(_Async):
+    """A group coordinator member for asyncio (kubecoord.api.GroupCoordinatorHandle's rules)."""
+
+    def __init__(self, member: GroupCoordinatorHandle, executor: ThreadPoolExecutor, *, poll: float = 0.02) -> None:
+        super().__init__(executor)
+        self.sync = member
+        self.group = member.group
+        self.member_id = member.member_id
+        self.protocol = member.protocol
+        self._poll = poll
+
+    async def join(self, *, timeout: float | None = None) -> None:
+        """GroupCoordinatorHandle.join; with ``timeout``, then wait that long (on the loop,
+        from the member's local state) for its first assignment. Cancelled at any point,
+        the join included, the member leaves before CancelledError is raised."""
+        await self._run(self.sync.join, undo=lambda _: self.sync.leave())
+        if timeout is None:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        try:
+            while not self.sync.is_stable():
+                if loop.time() >= deadline:
+                    raise RebalanceInProgressError(f"member {self.member_id!r} got no assignment within {timeout} s")
+                await asyncio.sleep(self._poll)
+        except asyncio.CancelledError:
+            await _settled(_submit(self._executor, self.sync.leave))
+            raise
+
+    async def leave(self) -> None:
+        await self._run(self.sync.leave)
+
+    @property
+    def generation(self) -> int:
+        return self.sync.generation
+
+    @property
+    def assignment(self) -> bytes | None:
+        return self.sync.assignment
+
+    def is_stable(self) -> bool:
+        """Answered from local state: no I/O."""
+        return self.sync.is_stable()
+
+    def ensure_generation(self, generation: int) -> None:
+        """Answered from local state: no I/O (the fencing check before work)."""
+        self.sync.ensure_generation(generation)
+
+    async def request_rejoin(self) -> None:
+        await self._run(self.sync.request_rejoin)
+
+    async def describe(self) -> GroupDescription | None:
+        return await self._run(self.sync.describe)
+
+    async def close(self) -> None:
+        await self._run(self.sync.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
 
 class AsyncStorage(_Async):

@@ -9,6 +9,7 @@ import pytest
 
 from kubecoord import Fence, FencedError
 from kubecoord.aio import AsyncCoordinator
+from kubecoord.group_coordinator import UnitsProtocol
 
 from .harness import Harness
 
@@ -89,7 +90,7 @@ def test_storage_round_trip(harness: Harness, name: str) -> None:
 
 
 def test_calls_cancelled_over_and_over_leave_nothing_held(harness: Harness, name: str) -> None:
-    """A lock, a candidacy and a membership, each asked for and cancelled on every turn of
+    """A lock, a candidacy, a group coordinator member and a membership, each asked for and cancelled on every turn of
     the loop from the moment its request is on its way (a timeout, a shutdown, anyio's
     re-delivery): the request wins on the server, the cancelled call withdraws it before
     it ends, and another coordinator gets each at once."""
@@ -124,6 +125,12 @@ def test_calls_cancelled_over_and_over_leave_nothing_held(harness: Harness, name
         await cancelled_over_and_over(election.nominate("a"))
         assert not election.is_leader("a")
         assert other.leader_election(name).nominate("b")
+
+        group = f"{name}-g"
+        member = await mine.group_coordinator(group, UnitsProtocol(["u0"]), member_id="a")
+        await cancelled_over_and_over(member.join(timeout=harness.settle))
+        assert "a" not in other.group_membership(group).membership()
+        await member.close()
 
         members = await mine.group_membership(name)
         await cancelled_over_and_over(members.join("a"))

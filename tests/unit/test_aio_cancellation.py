@@ -21,10 +21,13 @@ would never expire during the test.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import sys
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -32,14 +35,16 @@ import pytest
 import kubecoord
 from kubecoord import aio
 from kubecoord.api import Coordinator
+from kubecoord.group_coordinator import UnitsProtocol
 from kubecoord.testing import ManualClock
+from kubecoord.wire.group_record import derived_name
 
 pytestmark = pytest.mark.asyncio
 
 LOCAL = frozenset({"is_held", "is_leader", "token", "slot", "name", "id", "service", "group", "max_leases",
-                   "backend", "namespace", "events"})
+                   "backend", "namespace", "events", "is_stable", "ensure_generation", "member_id", "protocol"})
 """Answered from local state (on the loop's thread): never stopped at the gate."""
-HANDLES = frozenset({"leader_election", "group_membership", "storage", "listener_registry"})
+HANDLES = frozenset({"leader_election", "group_membership", "storage", "listener_registry", "group_coordinator"})
 """Coordinator calls that open a handle (on a worker thread): the handle is gated too."""
 OBJECTS = frozenset({"lock", "semaphore"})
 """Coordinator calls made on the loop that make an object without a request."""
@@ -354,9 +359,42 @@ async def test_join(url: str, clock: ManualClock) -> None:
     assert await exercise(url, clock, setup, check) > 10
 
 
+class SlowUnits(UnitsProtocol):
+    """Takes its first assignment slowly: join(timeout=) is still waiting for it when the
+    driver cancels an idle task."""
+
+    def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        threading.Event().wait(2 * IDLE)
+        super().on_join_complete(generation, member_id, protocol, assignment)
+
+
+@pytest.mark.parametrize("protocol", [UnitsProtocol, SlowUnits])
+async def test_group_coordinator_join(url: str, clock: ManualClock, protocol: type[UnitsProtocol]) -> None:
+    """Cancelled in the join or while waiting for the first assignment: the member leaves
+    (out of the membership, its candidacy withdrawn), and the id is free at once."""
+
+    async def setup(w: World) -> Callable[[], Awaitable[Any]]:
+        member = await w.coord.group_coordinator("workers", protocol(["u0", "u1"]), member_id="m1",
+                                                 session_timeout=2.0, rebalance_timeout=4.0)
+        return lambda: member.join(timeout=STUCK)
+
+    def check(w: World, outcome: Outcome) -> None:
+        members = w.plain.group_membership("workers")
+        if outcome.cancelled:
+            assert "m1" not in members.membership(), f"still a member after {outcome.cancelled_at}"
+            assert w.plain.leader_election(derived_name("workers")).get_leader() is None
+            members.join("m1")
+        else:
+            assert "m1" in members.membership()
+
+    assert await exercise(url, clock, setup, check) > 3
+
+
 @pytest.mark.parametrize("kind", sorted(HANDLES))
 async def test_opening_a_handle(url: str, clock: ManualClock, kind: str) -> None:
     async def setup(w: World) -> Callable[[], Awaitable[Any]]:
+        if kind == "group_coordinator":
+            return lambda: w.coord.group_coordinator("svc", UnitsProtocol(["u0"]), member_id="m1")
         return lambda: getattr(w.coord, kind)("svc")
 
     def check(w: World, outcome: Outcome) -> None:
@@ -477,3 +515,46 @@ async def test_real_threads_cancelled_over_and_over_as_the_lock_is_let_go(url: s
         other.release()
     await coord.close()
     plain.close()
+
+
+async def test_connect_closes_what_it_opened(
+    url: str, clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aio.connect() cancelled: the coordinator it made is closed. The coordinator comes
+    from a backend of its own, installed through its entry point as any third-party
+    backend is, whose connect() goes through the scenario's gate."""
+    (tmp_path / "gated_backend.py").write_text(
+        "HOOK = None\n\ndef connect(url, *, history=None, **options):\n    return HOOK(url, options)\n"
+    )
+    dist = tmp_path / "gated_backend-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: gated-backend\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[kubecoord.backends]\ngated = gated_backend:connect\n")
+    monkeypatch.setattr(sys.modules["kubecoord.connect"], "_factories", {})  # gated's stays out of later tests
+    monkeypatch.syspath_prepend(str(tmp_path))
+    backend = importlib.import_module("gated_backend")
+    made: list[Gated] = []
+
+    async def setup(w: World) -> Callable[[], Awaitable[Any]]:
+        def hook(backend_url: Any, options: dict[str, Any]) -> Gated:
+            coordinator = w.gate.through("connect", kubecoord.connect, (f"memory://{backend_url.location}",),
+                                         {"clock": clock})
+            made.append(Gated(coordinator, w.gate, "coordinator"))
+            return made[-1]
+
+        setattr(backend, "HOOK", hook)  # noqa: B010 (a module written by this test)
+        made.clear()
+        return lambda: aio.connect("gated://x")
+
+    def check(w: World, outcome: Outcome) -> None:
+        assert len(made) <= 1
+        if outcome.cancelled:
+            assert all(coordinator.closed for coordinator in made), f"left open ({outcome.cancelled_at})"
+        else:
+            assert len(made) == 1 and not made[0].closed
+            made[0].close()
+
+    try:
+        assert await exercise(url, clock, setup, check) > 3
+    finally:
+        sys.modules.pop("gated_backend", None)
