@@ -162,3 +162,41 @@ def test_the_election_runner_hands_the_work_an_epoch_that_fences_the_previous_te
     with pytest.raises(FencedError):
         late.put("late", "deposed term", fence=Fence(name, epochs[0]))
     eventually(lambda: late.children("") == {"term-1", "term-2"}, timeout=harness.settle)
+
+
+def test_concurrent_fenced_writers_never_land_a_lower_token_after_a_higher_one(harness: Harness, name: str) -> None:
+    """Four writers, each on its own coordinator, race with interleaved rising tokens
+    (writer i sends i, i+4, i+8, ...). Ordered by the versions they got, the accepted
+    writes' tokens never go down: the check and the write are one step."""
+    writers, rounds = 4, 8
+    harness.connect().storage(name).put("k", "0")
+    accepted: list[tuple[int, int]] = []
+    refused: list[int] = []
+    lock = threading.Lock()
+
+    def write(index: int) -> None:
+        store = harness.connect().storage(name)
+        for round_ in range(rounds):
+            token = round_ * writers + index
+            try:
+                version = store.update("k", str(token), fence=Fence("race", token))
+            except FencedError:
+                with lock:
+                    refused.append(token)
+            else:
+                with lock:
+                    accepted.append((version, token))
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert not any(thread.is_alive() for thread in threads)
+    assert len(accepted) + len(refused) == writers * rounds
+    tokens = [token for _, token in sorted(accepted)]
+    assert tokens == sorted(tokens), f"a lower token landed after a higher one: {sorted(accepted)}"
+    assert len({version for version, _ in accepted}) == len(accepted)
+    last_version, last_token = max(accepted)
+    eventually(lambda: harness.connect().storage(name).fetch_versioned("k").result()
+               == Versioned(str(last_token), last_version), timeout=harness.settle)
