@@ -374,7 +374,9 @@ class Semaphore(Lock):
 
     The Lock interface with N slots: acquire() takes a free slot, ``slot`` says which,
     ``token`` is that slot's fencing token (strictly increasing per slot; slots are
-    separate lock records, so tokens of different slots are not ordered). A crashed
+    separate lock records, so tokens of different slots are not ordered). Fence a
+    holder's writes per slot: ``fence=Fence(f"{name}-{slot}", token)`` (slot I is the
+    lock ``NAME-I``); one domain for all slots would refuse concurrent holders. A crashed
     holder's slot returns when its lease/session expires. Every user of a semaphore must
     pass the same ``max_leases``: a holder with a larger one can take slots the others do
     not know of (a larger count is detected when its slots are held, and refused with
@@ -473,9 +475,11 @@ class Storage(_Closeable):
         A backend that reads from a cache (Kubernetes' watches) answers from it only while
         its watch heard from the server within ``max_age`` (an event or a bookmark), else it
         asks the server; the others always ask the server (the moment is the request's
-        start). Raises BackendUnavailableError when the server cannot vouch: a client cut
-        off from its server never mistakes its cache for the present. The group
-        coordinator's members confirm their session with it.
+        start). ``max_age=0`` asks the server now on every backend: the answer includes
+        every write acknowledged before the call, and the moment is the request's start.
+        Raises BackendUnavailableError when the server cannot vouch: a client cut off from
+        its server never mistakes its cache for the present. The group coordinator's
+        members confirm their session with it.
         """
 
     @abc.abstractmethod

@@ -135,10 +135,12 @@ def _optional_int(value: object, *, minimum: int, what: str) -> int | None:
     return value
 
 
-def check_seconds(value: object, what: str) -> float:
-    """A positive, finite number of seconds."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise InvalidArgumentError(f"{what} must be a positive number of seconds, got {value!r}")
+def check_seconds(value: object, what: str, *, zero: bool = False) -> float:
+    """A positive (or, with ``zero``, non-negative), finite number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0 \
+            or (value == 0 and not zero):
+        kind = "a non-negative" if zero else "a positive"
+        raise InvalidArgumentError(f"{what} must be {kind} number of seconds, got {value!r}")
     return float(value)
 
 

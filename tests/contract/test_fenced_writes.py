@@ -116,6 +116,45 @@ def test_a_lock_token_fences_the_previous_holder(harness: Harness, name: str) ->
     eventually(lambda: late.fetch("state").result() == "second", timeout=harness.settle)
 
 
+def test_semaphore_slots_fence_per_slot(harness: Harness, name: str) -> None:
+    """The semaphore pattern (docs/locks.md): ``Fence(f"{name}-{slot}", token)``, one domain
+    per slot, as slot I is the lock ``NAME-I``. Two concurrent holders both write (one
+    domain for all slots would refuse whichever holds the lower token), and the holder that
+    lost its slot is refused once the slot's next holder wrote."""
+    first, second, third = harness.connect(), harness.connect(), harness.connect()
+    a, b = first.semaphore(name, 2), second.semaphore(name, 2)
+    assert a.acquire(timeout=harness.settle) and b.acquire(timeout=harness.settle)
+    assert a.slot is not None and b.slot is not None and {a.slot, b.slot} == {0, 1}
+    assert a.token is not None and b.token is not None
+    old_slot, old_token = a.slot, a.token
+
+    def fence(sem_slot: int, token: int) -> Fence:
+        return Fence(f"{name}-{sem_slot}", token)
+
+    store = harness.connect().storage(name)
+    store.put("a", "1", fence=fence(a.slot, a.token))
+    store.put("b", "1", fence=fence(b.slot, b.token))
+    store.update("a", "2", fence=fence(a.slot, a.token))  # both slots' holders keep writing
+    store.update("b", "2", fence=fence(b.slot, b.token))
+    successor = third.semaphore(name, 2)
+    harness.crash(first)
+    won: list[bool] = []
+    thread = threading.Thread(target=lambda: won.append(successor.acquire(timeout=60)))
+    thread.start()
+    deadline = time.monotonic() + 60
+    while thread.is_alive() and time.monotonic() < deadline:
+        harness.expire()
+        thread.join(0.5)
+    thread.join(1)
+    assert won == [True]
+    assert successor.slot == old_slot and successor.token is not None and successor.token > old_token
+    store.update("a", "3", fence=fence(old_slot, successor.token))
+    with pytest.raises(FencedError):
+        store.update("a", "late", fence=fence(old_slot, old_token))
+    store.update("b", "3", fence=fence(b.slot, b.token))  # the other slot's holder is not fenced
+    assert store.fetch("a").result() == "3"
+
+
 @pytest.mark.parametrize(
     ("fence", "what"),
     [

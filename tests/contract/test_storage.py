@@ -174,10 +174,27 @@ def test_a_store_deleted_behind_its_clients_backs_starts_again_empty(harness: Ha
     assert other.fetch("ns/b").result() is None
 
 
-@pytest.mark.parametrize("max_age", [0, -1.0, float("nan"), "1", True])
+@pytest.mark.parametrize("max_age", [-1.0, -0.0001, float("nan"), float("inf"), "1", True])
 def test_fetch_confirmed_rejects_a_bad_max_age(harness: Harness, name: str, max_age: object) -> None:
     with pytest.raises(InvalidArgumentError):
         harness.connect().storage(name).fetch_confirmed("k", max_age=max_age)  # type: ignore[arg-type]
+
+
+def test_fetch_confirmed_with_max_age_zero_asks_the_server_now(harness: Harness, name: str) -> None:
+    """No cache answers max_age=0: a write another client made just before is seen at once
+    (no waiting for a watch), and the evidence is no older than the call."""
+    writer, reader = harness.connect().storage(name), harness.connect().storage(name)
+    writer.put("other", "x")
+    eventually(lambda: reader.fetch("other").result() == "x", harness.settle)  # the reader's cache is warm
+    for version in range(1, 4):
+        if version == 1:
+            writer.put("k", "v1")
+        else:
+            writer.update("k", f"v{version}")
+        asked = time.monotonic()
+        versioned, moment = reader.fetch_confirmed("k", max_age=0)
+        assert versioned == Versioned(f"v{version}", version)
+        assert asked <= moment <= time.monotonic()
 
 
 def test_fetch_confirmed_answers_what_the_server_vouched_for_and_when(harness: Harness, name: str) -> None:

@@ -235,7 +235,7 @@ class StorageHandle(Handle, Storage):
 
     def fetch_confirmed(self, key: str, *, max_age: float) -> tuple[Versioned | None, float]:
         validation.check_key(key)
-        validation.check_seconds(max_age, "max_age")
+        validation.check_seconds(max_age, "max_age", zero=True)
         self._check_open()
         return self._fetch_confirmed(key, max_age)
 

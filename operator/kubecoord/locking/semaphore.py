@@ -15,7 +15,9 @@ Guarantees: at most ``max_leases`` holders, because each slot is a lock (kubecoo
 rules, per slot); a crashed holder's slot returns when its lease/session expires; the
 token strictly increases per slot (on ZooKeeper czxids are global, so tokens are unique
 across slots; on lease backends two slots may show the same number: (slot, token) is
-unique). A user passing a larger ``max_leases`` is refused while it holds a slot beyond
+unique). Tokens are not ordered across slots (N holders work at once): fence per slot,
+``Fence(f"{name}-{slot}", token)``, the slot's lock record being the fencing domain. A
+user passing a larger ``max_leases`` is refused while it holds a slot beyond
 ours (acquire() reads slot ``max_leases`` first).
 
 Not guaranteed: fairness (on ZooKeeper each slot is FIFO, the semaphore is not); kazoo's

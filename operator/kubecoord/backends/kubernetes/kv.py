@@ -250,7 +250,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
         shards = self._layout()
         index = shard_of(key, shards) if shards is not None else 0
         informer = self._informer(index)
-        if shards is not None and time.monotonic() - informer.confirmed_at <= max_age:
+        if shards is not None and max_age > 0 and time.monotonic() - informer.confirmed_at <= max_age:
             evidence = informer.confirmed_at
             entry = self._read(key)
             return (_versioned(entry)), evidence
