@@ -1,9 +1,11 @@
 """Cassandra schema version 2: a keyspace made by version 1 (``kv_entries`` without the
-``fences`` column, kubecoord_schema at 1) is brought to version 2 by connect(), and its
-keys, written before, take fenced writes afterwards (real Cassandra)."""
+``fences`` column, kubecoord_schema at 1) is brought to version 2 by connect() — also by
+several clients at once — and its keys, written before, take fenced writes afterwards
+(real Cassandra)."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
@@ -27,6 +29,25 @@ def test_a_version_1_keyspace_is_upgraded_and_fences_its_old_keys(cassandra_serv
         # Back to what schema version 1 made: no fences column, version 1 recorded.
         session.execute("ALTER TABLE kv_entries DROP fences", timeout=60)
         session.execute("INSERT INTO kubecoord_schema (component, version) VALUES ('kubecoord', 1)")
+        # Four clients upgrade it at once: each connects (one adds the column, the others
+        # find it added, before or after their own ALTER failed).
+        upgraded: list[kubecoord.Coordinator] = []
+        errors: list[BaseException] = []
+
+        def upgrade() -> None:
+            try:
+                upgraded.append(kubecoord.connect(url))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=upgrade) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        for coordinator in upgraded:
+            coordinator.close()
+        assert errors == [] and len(upgraded) == 4
         with kubecoord.connect(url) as coord:
             store = coord.storage("old")
             assert store.update("k", "fenced", fence=Fence("job", 3)) == 2

@@ -62,6 +62,16 @@ def _installed_version(session: Session) -> int | None:
     return rows[0].version if rows else None
 
 
+def _columns(session: Session, table: str) -> set[str]:
+    return {
+        row.column_name
+        for row in session.execute(
+            "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
+            [session.keyspace, table], prepared=False,
+        )
+    }
+
+
 def ensure(session: Session, options: Options) -> None:
     ks = session.keyspace
     installed = _installed_version(session)
@@ -89,16 +99,15 @@ def ensure(session: Session, options: Options) -> None:
     for column, kind in OUR_ELECTION_COLUMNS.items():
         if column not in present:  # a seed plugin's table: add ours beside its columns
             session.execute(f"ALTER TABLE {ks}.leader_election ADD {column} {kind}", prepared=False, timeout=60)
-    present_kv = {
-        row.column_name
-        for row in session.execute(
-            "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = 'kv_entries'",
-            [ks], prepared=False,
-        )
-    }
     for column, kind in ADDED_KV_COLUMNS.items():
-        if column not in present_kv:
+        if column in _columns(session, "kv_entries"):
+            continue
+        try:
             session.execute(f"ALTER TABLE {ks}.kv_entries ADD {column} {kind}", prepared=False, timeout=60)
+        except CoordinationError:
+            if column not in _columns(session, "kv_entries"):
+                raise
+            # Another client upgrading the same keyspace added it first.
     session.execute(
         f"INSERT INTO {ks}.kubecoord_schema (component, version) VALUES ('kubecoord', {SCHEMA_VERSION})",
         prepared=False, timeout=30,
