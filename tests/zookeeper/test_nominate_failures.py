@@ -61,3 +61,28 @@ def test_a_create_applied_but_never_answered_leaves_no_node_behind(
 
 
 pytestmark = pytest.mark.timeout(180)
+
+
+def test_a_candidate_that_re_enters_adopts_its_own_unanswered_node(
+    zookeeper_server: ZooKeeperServer, zk: KazooClient
+) -> None:
+    # A leader whose node is deleted behind its back re-enters with a new node. If an
+    # earlier create of its (same unique prefix, same session) was applied but never
+    # answered, that node is there too: re-entering must take it, not make a second one
+    # behind it — the first would lead for the rest of the session with nobody behind it.
+    chroot = f"adopt-{uuid.uuid4().hex[:8]}"
+    elections = f"/{chroot}/elections/svc"
+    with kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", session_timeout=10.0) as coord, \
+            kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", session_timeout=10.0) as other:
+        election = coord.leader_election("svc")
+        assert election.nominate("a")
+        (node,) = zk.get_children(elections)
+        prefix = node[: node.index("__lock__") + len("__lock__")]
+        # The create whose answer was lost: made by the candidate's own session (kazoo's client).
+        coord.session.client.create(f"{elections}/{prefix}", b"a\n", ephemeral=True, sequence=True)  # type: ignore[attr-defined]
+        zk.delete(f"{elections}/{node}")  # behind its back: it re-enters
+        eventually(lambda: len(zk.get_children(elections)) == 1 and election.is_leader("a"), 30)
+        rival = other.leader_election("svc")
+        rival.nominate("b")
+        election.resign("a")
+        eventually(lambda: rival.is_leader("b"), 30)  # nothing of "a" is left ahead of it

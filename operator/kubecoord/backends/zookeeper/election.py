@@ -28,7 +28,9 @@ Guarantees:
   run again); close() does that for every candidate of the handle.
 - A nominate() that raises leaves nothing behind: no candidate on the handle and no node
   on the server — one whose create was applied but never answered is found by its unique
-  name prefix and deleted, at once or on the session's next CONNECTED.
+  name prefix and deleted, at once or on the session's next CONNECTED. A candidate that
+  re-enters (its node deleted behind its back) takes such a node of its session, if one
+  is there, rather than queueing behind it.
 
 - A leader leads only within its session's proven life (session.alive_until, from the
   session timeout the server negotiated, not the requested one): resumed from a freeze
@@ -240,6 +242,25 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
         candidate.epoch = stat.czxid
         candidate.leading = False
 
+    def _adopt(self, candidate: _Candidate, order: list[str]) -> bool:
+        """Take a node of this session that bears the candidate's unique prefix (an earlier
+        create applied but never answered) instead of making another one behind it; any
+        further such node is deleted. True if one was adopted."""
+        mine = [node for node in order if node.startswith(candidate.prefix)]
+        adopted = False
+        for node in mine:
+            path = f"{self.path}/{node}"
+            stat = self._session.read(self._session.client.exists_async, path)
+            if stat is None or stat.ephemeralOwner != self._session.session_id:
+                continue
+            if adopted:
+                with contextlib.suppress(NoNodeError):
+                    self._session.call(self._session.client.delete_async, path)
+                continue
+            candidate.node, candidate.epoch, candidate.leading = node, stat.czxid, False
+            adopted = True
+        return adopted
+
     def _delete_node(self, candidate: _Candidate) -> None:
         if candidate.node is None:
             return
@@ -284,7 +305,8 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
             missing = [c for c in self._candidates.values() if c.node not in order]
             for candidate in missing:
                 self._lose(candidate)
-                self._create(candidate)
+                if not self._adopt(candidate, order):
+                    self._create(candidate)
             if missing:
                 continue
             # 2. The lowest node leads; every other candidate watches its predecessor only.
