@@ -4,9 +4,11 @@ suite's glue over them (harnesses, clients, namespaces) lives in tests/fixtures/
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 pytest_plugins: list[str] = [
     "tests.fixtures.kubernetes_harness",
@@ -16,6 +18,20 @@ pytest_plugins: list[str] = [
     "tests.fixtures.spark",
     "tests.fixtures.whole_cluster",
 ]
+
+
+settings.register_profile(
+    "ci", derandomize=True, database=None, deadline=None, max_examples=60, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+"""The state machines' profile in make test: the same examples on every run (derandomized,
+no example database), a few seconds per machine."""
+settings.register_profile(
+    "thorough", max_examples=10_000, deadline=None, database=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+"""The long form: ``pytest --hypothesis-profile=thorough`` (or KUBECOORD_HYPOTHESIS=thorough)."""
+settings.load_profile(os.environ.get("KUBECOORD_HYPOTHESIS", "ci"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

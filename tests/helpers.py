@@ -1,14 +1,16 @@
-"""Small helpers shared by the test suites: waiting on conditions, recording callbacks, and a
-record table that fails like an unreachable server."""
+"""Small helpers shared by the test suites: waiting on conditions, recording callbacks, a
+record table that fails like an unreachable server, and a scripted one that fails, delays
+or loses the answer of any call a test chooses."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
 
-from kubecoord import BackendUnavailableError
+from kubecoord import BackendUnavailableError, OutcomeUnknownError
 from kubecoord._core.lease import LeaderRecord
 from kubecoord.backends.memory.records import RecordTable
 
@@ -73,3 +75,83 @@ class UnreachableTable(RecordTable):
 
     def answering(self, record: LeaderRecord) -> None:
         """The write of ``record`` is applied; its answer is not back yet."""
+
+
+FaultKind = Literal["ok", "fail", "lost", "slow", "late"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What one call of a ScriptedTable does.
+
+    - ``ok``: answered at once;
+    - ``fail``: refused before it reaches the store (a server down, a request timeout
+      before sending): BackendUnavailableError, nothing applied;
+    - ``lost``: a write is applied but its answer is lost (a cut connection, a timeout
+      after the commit): OutcomeUnknownError; a read fails as ``fail`` does;
+    - ``slow``: applied at once, answered ``delay`` seconds later (the clock moves while
+      the answer travels);
+    - ``late``: held ``delay`` seconds in transit, then applied and answered (another
+      participant's request sent after it may be applied first)."""
+
+    kind: FaultKind = "ok"
+    delay: float = 0.0
+
+
+class ScriptedTable(RecordTable):
+    """memory://'s record table driven by a script: every read and write takes the next
+    Fault of ``script`` (``ok`` once it is empty). ``advance`` moves the test's clock for
+    ``slow`` and ``late`` calls. Every applied write is kept in ``applied`` with the
+    ``caller`` the test named before the call (the record's history, to judge views by);
+    ``calls`` counts every call that reached the script. With ``faulty_reads`` False reads
+    are always answered (memory://'s own handles read the table as their watch, which
+    cannot fail in one process)."""
+
+    def __init__(self, advance: Callable[[float], None] | None = None, *, faulty_reads: bool = True) -> None:
+        super().__init__()
+        self._faulty_reads = faulty_reads
+        self.script: list[Fault] = []
+        self.caller = ""
+        self.applied: list[tuple[str, str, LeaderRecord, int]] = []
+        self.calls = 0
+        self._advance = advance
+
+    def _next(self) -> Fault:
+        self.calls += 1
+        return self.script.pop(0) if self.script else Fault()
+
+    def _move(self, seconds: float) -> None:
+        if seconds and self._advance is not None:
+            self._advance(seconds)
+
+    def read(self, name: str) -> tuple[LeaderRecord, int] | None:
+        if not self._faulty_reads:
+            return super().read(name)
+        fault = self._next()
+        if fault.kind in ("fail", "lost"):
+            raise BackendUnavailableError("scripted: read failed")
+        if fault.kind == "late":
+            self._move(fault.delay)
+        current = super().read(name)
+        if fault.kind == "slow":
+            self._move(fault.delay)
+        return current
+
+    def history(self, name: str) -> list[tuple[LeaderRecord, int]]:
+        """Every version of ``name`` written so far, oldest first (a watch may deliver any
+        of them late)."""
+        return [(record, version) for _, written, record, version in self.applied if written == name]
+
+    def write(self, name: str, record: LeaderRecord, expected: int | None) -> int:
+        fault = self._next()
+        if fault.kind == "fail":
+            raise BackendUnavailableError("scripted: write refused before sending")
+        if fault.kind == "late":
+            self._move(fault.delay)
+        version = super().write(name, record, expected)
+        self.applied.append((self.caller, name, record, version))
+        if fault.kind == "lost":
+            raise OutcomeUnknownError("scripted: write applied, answer lost")
+        if fault.kind == "slow":
+            self._move(fault.delay)
+        return version
