@@ -32,6 +32,7 @@ have been applied (Cassandra's CAS write timeout says so explicitly)."""
 
 _TABLE: list[ErrorRow] = [
     (cassandra.AuthenticationFailed, PermissionDeniedError, "Cassandra authentication failed"),
+    (cassandra.UnresolvableContactPoints, BackendUnavailableError, "no Cassandra contact point could be resolved"),
     (cassandra.Unauthorized, PermissionDeniedError, "Cassandra refused the statement (unauthorized)"),
     (cassandra.Unavailable, BackendUnavailableError, "not enough Cassandra replicas alive"),
     (cassandra.ReadTimeout, BackendUnavailableError, "Cassandra read timed out"),

@@ -62,17 +62,18 @@ class Session:
             PlainTextAuthProvider(username=options.username, password=options.password)
             if options.username is not None else None
         )
-        self.cluster = Cluster(
-            # (host, port) pairs: each node may listen on its own port (the driver learns the
-            # others' ports from system.peers_v2).
-            list(contact_points), protocol_version=5,
-            execution_profiles={EXEC_PROFILE_DEFAULT: profile}, auth_provider=auth,
-            ssl_context=_ssl_context(options.ssl), connect_timeout=options.connect_timeout,
-            control_connection_timeout=options.connect_timeout,
-            reconnection_policy=ConstantReconnectionPolicy(0.5, None), idle_heartbeat_interval=5,
-            schema_metadata_enabled=False, token_metadata_enabled=False,
-        )
-        with translating():
+        ssl_context = _ssl_context(options.ssl)
+        with translating():  # the driver resolves the contact points here (UnresolvableContactPoints)
+            self.cluster = Cluster(
+                # (host, port) pairs: each node may listen on its own port (the driver learns
+                # the others' ports from system.peers_v2).
+                list(contact_points), protocol_version=5,
+                execution_profiles={EXEC_PROFILE_DEFAULT: profile}, auth_provider=auth,
+                ssl_context=ssl_context, connect_timeout=options.connect_timeout,
+                control_connection_timeout=options.connect_timeout,
+                reconnection_policy=ConstantReconnectionPolicy(0.5, None), idle_heartbeat_interval=5,
+                schema_metadata_enabled=False, token_metadata_enabled=False,
+            )
             self.session = self.cluster.connect()
 
     # -- statements -------------------------------------------------------------------
