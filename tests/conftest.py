@@ -21,7 +21,7 @@ pytest_plugins: list[str] = [
 
 
 settings.register_profile(
-    "ci", derandomize=True, database=None, deadline=None, max_examples=60, print_blob=True,
+    "ci", derandomize=True, database=None, deadline=None, max_examples=40, stateful_step_count=30, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 """The state machines' profile in make test: the same examples on every run (derandomized,

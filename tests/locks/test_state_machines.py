@@ -21,8 +21,10 @@ Profiles (tests/conftest.py): ``ci`` (default) and ``thorough`` (10,000 examples
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from hypothesis import event
@@ -31,6 +33,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 import kubecoord
 from kubecoord import CoordinationError, Fence, FencedError, LockHeldError, LockNotHeldError
+from kubecoord.aio import AsyncLock, AsyncSemaphore
 from kubecoord.backends.memory.coordinator import MemoryCoordinator
 from kubecoord.backends.memory.records import RecordTable
 from kubecoord.testing import ManualClock, crash
@@ -90,13 +93,15 @@ class LockMachine(RuleBasedStateMachine):
     # -- helpers -------------------------------------------------------------------------
     def _quiesce(self) -> None:
         """Wait for what runs on other threads: listener deliveries and lock withdrawals."""
-        for _ in range(3):
+        for _ in range(5):
             for process in self.processes:
                 if not process.coord.crashed:
                     process.coord.context.dispatcher.flush(10.0)
-            for thread in threading.enumerate():
-                if thread.name == "kubecoord-lock-withdraw":
-                    thread.join(10.0)
+            withdrawing = [t for t in threading.enumerate() if t.name == "kubecoord-lock-withdraw"]
+            if not withdrawing:
+                return
+            for thread in withdrawing:
+                thread.join(10.0)
 
     def _scripted(self, script: list[Fault], action: Any) -> Any:
         self.table.script = list(script)
@@ -226,5 +231,106 @@ class SemaphoreStateMachine(LockMachine):
         return coord.semaphore("pool", 2, id=holder)
 
 
+class _AsyncHandle:
+    """An AsyncLock or AsyncSemaphore driven from the machine's rules, one call at a time
+    on the machine's event loop."""
+
+    def __init__(self, machine: AsyncLockStateMachine, handle: AsyncLock) -> None:
+        self._machine = machine
+        self.handle = handle
+        self.name = handle.name
+
+    def acquire(self, blocking: bool = True) -> bool:
+        return self._machine.loop.run_until_complete(self.handle.acquire(blocking=blocking))
+
+    def release(self) -> None:
+        self._machine.loop.run_until_complete(self.handle.release())
+
+    def close(self) -> None:
+        self._machine.loop.run_until_complete(self.handle.close())
+
+    def is_held(self) -> bool:
+        return self.handle.is_held()
+
+    @property
+    def token(self) -> int | None:
+        return self.handle.token
+
+    @property
+    def slot(self) -> int | None:
+        return self.handle.slot if isinstance(self.handle, AsyncSemaphore) else None
+
+
+class AsyncLockStateMachine(LockMachine):
+    """kubecoord.aio's AsyncLock (or AsyncSemaphore) under the Lock machine's rules, plus
+    acquire() cancelled after some turns of the event loop, once or twice (a timeout,
+    then a shutdown): afterwards nothing is held, and (with no fault scripted) the
+    record does not name the process unless it named it before."""
+
+    slots = 1
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kubecoord-aio-machine")
+        super().__init__()
+
+    def open(self, coord: kubecoord.Coordinator, holder: str) -> Any:
+        if self.slots == 1:
+            return _AsyncHandle(self, AsyncLock(coord.lock("guarded-job", id=holder), self.executor))
+        return _AsyncHandle(self, AsyncSemaphore(coord.semaphore("pool", self.slots, id=holder), self.executor))
+
+    def teardown(self) -> None:
+        super().teardown()
+        self.executor.shutdown(wait=True)
+        self.loop.close()
+
+    def _holder(self, process: Process) -> str | None:
+        name = process.lock.name if self.slots == 1 else f"{process.lock.name}-0"
+        current = RecordTable.read(self.table, f"elections/{name}")
+        return current[0].holder if current is not None else None
+
+    @rule(i=processes, script=faults, turns=st.integers(min_value=0, max_value=6), twice=st.booleans())
+    def cancelled_acquire(self, i: int, script: list[Fault], turns: int, twice: bool) -> None:
+        process = self.processes[i]
+        if process.lock.is_held():
+            return
+        before = self._holder(process)
+
+        handle: AsyncLock = process.lock.handle
+
+        def run() -> bool:
+            task = self.loop.create_task(handle.acquire(blocking=False))
+            for _ in range(turns):
+                self.loop.run_until_complete(asyncio.sleep(0))
+            task.cancel()
+            if twice:
+                self.loop.run_until_complete(asyncio.sleep(0))
+                task.cancel()
+            return self.loop.run_until_complete(task)
+
+        try:
+            acquired = self._scripted(script, run)
+        except asyncio.CancelledError:
+            event("acquire() cancelled")
+            assert not process.lock.is_held(), "held after a cancelled acquire()"
+            if not script and before != process.id:
+                assert self._holder(process) != process.id, "the record names a cancelled acquire()'s process"
+            return
+        except CoordinationError:
+            return
+        event("acquire() done before its cancellation")
+        if acquired:
+            token = process.lock.token
+            assert token is not None
+            self.tokens.setdefault(self._slot_of(process), []).append(token)
+            process.last_token = token
+
+
+class AsyncSemaphoreStateMachine(AsyncLockStateMachine):
+    slots = 2
+
+
 TestLockStateMachine = LockStateMachine.TestCase
 TestSemaphoreStateMachine = SemaphoreStateMachine.TestCase
+TestAsyncLockStateMachine = AsyncLockStateMachine.TestCase
+TestAsyncSemaphoreStateMachine = AsyncSemaphoreStateMachine.TestCase
