@@ -20,25 +20,31 @@ from cassandra.policies import WriteType
 
 import kubecoord
 from kubecoord.api import Coordinator, Storage
-from kubecoord.errors import VersionConflictError
+from kubecoord.errors import OutcomeUnknownError, VersionConflictError
 
 from .timings import TIMINGS
 
 
 class CasTimeout:
-    """Wraps the driver session: the next LWT whose text starts with ``prefix`` times out
-    without reaching the server, after ``meanwhile()`` (another writer's change) ran."""
+    """Wraps the driver session: the next LWT whose text starts with ``prefix`` times out,
+    without reaching the server or after it applied it (``landed``), then ``meanwhile()``
+    (another writer's change) runs before the caller hears of the timeout."""
 
-    def __init__(self, driver_session: Any, prefix: str, meanwhile: Callable[[], object] = lambda: None) -> None:
+    def __init__(
+        self, driver_session: Any, prefix: str, meanwhile: Callable[[], object] = lambda: None, *, landed: bool = False,
+    ) -> None:
         self._execute = driver_session.execute
         self._prefix = prefix
         self._meanwhile = meanwhile
+        self._landed = landed
         self.left = 1
 
     def __call__(self, query: Any, *args: Any, **kwargs: Any) -> Any:
         text = getattr(getattr(query, "prepared_statement", None), "query_string", "")
         if self.left and text.startswith(self._prefix) and " IF " in text:
             self.left -= 1
+            if self._landed:
+                self._execute(query, *args, **kwargs)
             self._meanwhile()
             raise cassandra.WriteTimeout("CAS operation timed out (injected)", write_type=WriteType.CAS)
         return self._execute(query, *args, **kwargs)
@@ -51,9 +57,11 @@ def stores(cassandra_url: str) -> Iterator[tuple[Coordinator, Storage, Storage]]
         yield coord, coord.storage(name), other.storage(name)
 
 
-def _time_out_next(coord: Coordinator, prefix: str, meanwhile: Callable[[], object] = lambda: None) -> CasTimeout:
+def _time_out_next(
+    coord: Coordinator, prefix: str, meanwhile: Callable[[], object] = lambda: None, *, landed: bool = False,
+) -> CasTimeout:
     driver_session = coord.session.session  # type: ignore[attr-defined]
-    fault = CasTimeout(driver_session, prefix, meanwhile)
+    fault = CasTimeout(driver_session, prefix, meanwhile, landed=landed)
     driver_session.execute = fault
     return fault
 
@@ -87,3 +95,32 @@ def test_a_delete_that_did_not_land_is_sent_again(stores: tuple[Coordinator, Sto
     store.delete("k", expected_version=1)
     assert fault.left == 0
     assert store.fetch_versioned("k").result(10) is None
+
+
+def test_a_delete_that_landed_unanswered_succeeds(stores: tuple[Coordinator, Storage, Storage]) -> None:
+    coord, store, _ = stores
+    store.put("k", "a")
+    fault = _time_out_next(coord, "BEGIN BATCH", landed=True)
+    store.delete("k")
+    assert fault.left == 0
+    assert store.fetch_versioned("k").result(10) is None
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["theirs-only", "ours-then-their-put-and-delete"])
+def test_a_delete_whose_key_another_client_removed_meanwhile_is_unknown(
+    stores: tuple[Coordinator, Storage, Storage], landed: bool,
+) -> None:
+    """Found by the robustness tier: two deletes of one key both answered success (a delete
+    timed out, another client's delete removed the key, and the SERIAL read's "gone" was
+    taken for ours). Whether ours or theirs removed it cannot be told: OutcomeUnknownError."""
+    coord, store, other = stores
+    store.put("k", "a")
+
+    def theirs() -> None:
+        if landed:  # ours removed version 1; they create it again and delete it
+            other.put("k", "b")
+        other.delete("k")
+
+    _time_out_next(coord, "BEGIN BATCH", theirs, landed=landed)
+    with pytest.raises(OutcomeUnknownError):
+        store.delete("k")

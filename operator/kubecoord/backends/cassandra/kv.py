@@ -29,7 +29,8 @@ pipeline judges versions per incarnation).
 Consistency: reads (fetch, children, listener polls) at ``consistency`` (QUORUM): they see
 every acknowledged write. Writes: Paxos at ``serial_consistency``, commit at
 ``consistency``; an unknown outcome is resolved by a SERIAL read of the key's nonce (a
-delete's: of the key's version), and a write that did not land is judged again from the
+delete's: of the key's version and the store's change marker; when another writer changed
+the store since, OutcomeUnknownError), and a write that did not land is judged again from the
 key as it is then (a conflict, a missing key, or the write sent again), never from the
 answer row it never got.
 All keys of a store share one Paxos partition, so writes to one store are serialised (a
@@ -56,7 +57,13 @@ from kubecoord._core.lease import Loop
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Fence, Versioned
 from kubecoord.backends.cassandra.context import CassandraContext
-from kubecoord.errors import CoordinationError, KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.errors import (
+    CoordinationError,
+    KeyExistsError,
+    KeyNotFoundError,
+    OutcomeUnknownError,
+    VersionConflictError,
+)
 from kubecoord.wire import fences
 from kubecoord.wire.events import Event
 
@@ -227,7 +234,7 @@ class CassandraStorage(StorageHandle):
             marker = uuid.uuid4()
             result = self._session.cas(
                 _DELETE, [self.name, key, version, marker, self.name],
-                resolve=lambda v=version: self._gone_or_newer(key, v),  # type: ignore[misc]
+                resolve=lambda v=version, m=marker: self._delete_landed(key, v, m),  # type: ignore[misc]
             )
             if result.applied:
                 self._record(Event.DELETED, key=key, version=version, store_incarnation=_text(current.incarnation))
@@ -279,7 +286,7 @@ class CassandraStorage(StorageHandle):
                         self.name, key, version, fence.name, mark, nonce, fence.name, fence.token, self.name]
             landed: Callable[[], bool] = (
                 (lambda n=nonce: self._nonce_is(key, n)) if data is not None  # type: ignore[misc]
-                else (lambda v=version: self._gone_or_newer(key, v))  # type: ignore[misc]
+                else (lambda v=version, m=nonce: self._delete_landed(key, v, m))  # type: ignore[misc]
             )
             result = self._session.cas(query, params, resolve=landed)
             if result.applied:
@@ -312,12 +319,22 @@ class CassandraStorage(StorageHandle):
         row = self._read_row(key, serial=True)
         return row is not None and row.nonce == nonce
 
-    def _gone_or_newer(self, key: str, version: int) -> bool:
-        """After a delete with an unknown outcome: the key no longer holds ``version``. (A later
-        writer may have re-created it: then our delete did land before, or lost to theirs;
-        either way the version we deleted is gone.)"""
+    def _delete_landed(self, key: str, version: int, marker: uuid.UUID) -> bool:
+        """After a delete with an unknown outcome (SERIAL reads): False while the key still
+        holds ``version`` (it did not land); True when that version is gone and the store's
+        change marker is still this delete's (nothing was written after it, so it was ours
+        that removed the key). Otherwise another writer changed the store after the version
+        went, and whether ours or theirs removed it cannot be told: OutcomeUnknownError
+        (taking "gone" for ours answered two deletes of one key both as done)."""
         row = self._read_row(key, serial=True)
-        return row is None or row.version != version
+        if row is not None and row.version == version:
+            return False
+        rows = self._session.execute(_READ_MARKER, [self.name], serial=True)
+        if rows and rows[0].changed == marker:
+            return True
+        raise OutcomeUnknownError(
+            f"delete of {key!r} in store {self.name!r}: its outcome is unknown and the key was changed since"
+        )
 
 
 def _text(value: uuid.UUID | None) -> str | None:

@@ -117,6 +117,8 @@ class Session:
             log.info("LWT outcome unknown; resolving with a SERIAL read", extra={"error": repr(exc)[:200]})
             try:
                 applied = resolve()
+            except OutcomeUnknownError:
+                raise  # the resolution itself found the outcome unknowable
             except BackendUnavailableError as unresolved:
                 raise OutcomeUnknownError(
                     f"compare-and-set outcome unknown ({type(exc).__name__}) and the SERIAL read failed: {unresolved}"
