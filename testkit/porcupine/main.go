@@ -390,9 +390,10 @@ func parseKV(op rawOp) (interface{}, interface{}, error) {
 		return nil, nil, err
 	}
 	switch out.Status {
-	case statusOK, statusExists, statusConflict, statusNotFound:
+	case statusOK, statusExists, statusConflict, statusNotFound, statusRefused:
 	default:
-		return nil, nil, fmt.Errorf("kv status %q of a returned operation (ok, exists, conflict, notfound)", out.Status)
+		return nil, nil, fmt.Errorf("kv status %q of a returned operation (ok, exists, conflict, notfound, refused)",
+			out.Status)
 	}
 	return input, kvOutput{Status: out.Status, Value: out.Value, Version: out.Version}, nil
 }

@@ -10,13 +10,16 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// Outcomes of an operation. "unknown": the caller could not learn whether it took
-// effect (the operation has no return; it may take effect at any moment after its call).
+// Outcomes of an operation. "refused": a write the backend says it did not apply (a plain
+// BackendUnavailableError: refused before it was sent, or answered as not applied).
+// "unknown": the caller could not learn whether it took effect (the operation has no
+// return; it may take effect at any moment after its call).
 const (
 	statusOK       = "ok"
 	statusExists   = "exists"
 	statusConflict = "conflict"
 	statusNotFound = "notfound"
+	statusRefused  = "refused"
 	statusUnknown  = "unknown"
 )
 
@@ -78,6 +81,9 @@ func kvApply(state kvState, in kvInput) (string, kvState) {
 
 func kvStep(s, i, o interface{}) (bool, interface{}) {
 	state, in, out := s.(kvState), i.(kvInput), o.(kvOutput)
+	if out.Status == statusRefused {
+		return in.Op != "get", state // not applied: no effect wherever it is placed
+	}
 	status, next := kvApply(state, in)
 	if out.Status == statusUnknown {
 		// Taken effect here (its outcome follows from the state); "not at all" is the

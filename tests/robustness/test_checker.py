@@ -105,6 +105,15 @@ def test_a_write_reported_refused_that_took_effect_fails_and_passes_as_unknown(t
     assert unknown.report["kv"]["pending"] == 1
 
 
+def test_a_write_reported_not_applied_must_not_have_taken_effect(tmp_path: pathlib.Path) -> None:
+    """A plain BackendUnavailableError from a write says it was not applied ("refused")."""
+    refused = kv(1, 1.2, 1.3, "update", value="b", expected=1, status="refused")
+    honest = judge(tmp_path / "honest", kv_ops=[WRITES[0], refused, kv(0, 1.4, 1.5, "get", read="a", version=1)])
+    applied = judge(tmp_path / "applied", kv_ops=[WRITES[0], refused, kv(0, 1.4, 1.5, "get", read="b", version=2)])
+    assert honest.ok, honest.stderr
+    assert applied.status == 1
+
+
 def test_an_unknown_outcome_may_or_may_not_have_taken_effect(tmp_path: pathlib.Path) -> None:
     pending = kv(1, 1.2, None, "update", value="b", expected=1)
     applied = judge(tmp_path / "applied", kv_ops=[WRITES[0], pending, kv(0, 1.4, 1.5, "get", read="b", version=2)])

@@ -2,14 +2,6 @@
 kind it can suffer, each history judged by Porcupine (kubecoord-porcupine). A violation
 fails the test with Porcupine's smallest failing window; the run's folder keeps the
 history and the visualisations.
-
-Kept out of this form, with the reason: on kubernetes:// (the API emulator and the real
-kube-apiserver) the proxy's cuts and drops reset connections mid-write, and the Kubernetes
-client sends a write with a resourceVersion precondition again after a reset: an applied
-put, update or delete is then reported as KeyExistsError, VersionConflictError or
-KeyNotFoundError, and a blind update may be applied twice. The tier finds it (`make
-robustness`, or `kubecoord-testkit robustness --backend kubernetes --faults proxy-cut`);
-the cuts come back into this form once writes whose outcome is unknown are reported so.
 """
 
 from __future__ import annotations
@@ -18,7 +10,7 @@ import pathlib
 
 import pytest
 
-from kubecoord_testkit.robustness.backends import BACKENDS, CUT, DROP
+from kubecoord_testkit.robustness.backends import BACKENDS
 from kubecoord_testkit.robustness.checker import find_checker, missing_reason
 from kubecoord_testkit.robustness.runner import Plan, run
 
@@ -28,16 +20,11 @@ pytestmark = [
     pytest.mark.skipif(find_checker() is None, reason=f"robustness tier: {missing_reason()}"),
 ]
 
-RESETS_MID_WRITE = (CUT, DROP)
-"""What the Kubernetes client's repeat of a precondition write turns into a wrong answer."""
-
 PLANS = {
     "memory": Plan("memory", duration=8, fault_every=1.5),
     "zookeeper": Plan("zookeeper", duration=25, fault_every=2.0),
-    "emulator": Plan("emulator", duration=18, fault_every=2.0,
-                     faults=tuple(kind for kind in BACKENDS["emulator"].faults if kind not in RESETS_MID_WRITE)),
-    "kubernetes": Plan("kubernetes", duration=18, fault_every=2.0,
-                       faults=tuple(kind for kind in BACKENDS["kubernetes"].faults if kind not in RESETS_MID_WRITE)),
+    "emulator": Plan("emulator", duration=20, fault_every=2.0),
+    "kubernetes": Plan("kubernetes", duration=20, fault_every=2.0),
     "cassandra": Plan("cassandra", duration=20, fault_every=2.0),
 }
 

@@ -4,10 +4,11 @@
 
 The program's models are in ``testkit/porcupine/models.go``: a versioned compare-and-set
 register per key (get -> value and version, or absent; create-only put; update with or
-without an expected version; delete with or without one; each ok, a definite failure, or
-unknown) and a lock/semaphore model (at most max_holders holders, one per slot; each
-slot's fencing tokens strictly increasing; a hold lasts from acquire's return to the last
-moment its holder claimed it). On a violation it writes the history and Porcupine's HTML
+without an expected version; delete with or without one; each ok, a definite failure,
+refused — not applied, a plain BackendUnavailableError — or unknown) and a lock/semaphore
+model (at most max_holders holders, one per slot; each slot's fencing tokens strictly
+increasing; a hold lasts from acquire's return to the last moment its holder claimed it).
+On a violation it writes the history and Porcupine's HTML
 visualisations to the output folder and prints the smallest failing window.
 """
 

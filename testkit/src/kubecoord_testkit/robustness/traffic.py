@@ -7,9 +7,10 @@ KV clients (role ``kv``) share a few keys and do, at random: server reads
 create-only puts, updates with the expected version of this client's last read, blind
 updates, and deletes (half of them conditional). Every value written is unique
 (``CLIENT:N``), so a read names the write it saw. Outcomes: the write's answer, a
-definite failure (KeyExistsError, VersionConflictError, KeyNotFoundError), or unknown
-(BackendUnavailableError and its subclasses, a timeout, any other error): an unknown
-outcome stays in the history without a return. After one, the client reads until the
+definite failure (KeyExistsError, VersionConflictError, KeyNotFoundError; a
+BackendUnavailableError of that class itself, which says the write was not applied), or
+unknown (OutcomeUnknownError and the other subclasses, a timeout, any other error): an
+unknown outcome stays in the history without a return. After one, the client reads until the
 backend answers again before it writes anything else: a client that keeps writing while
 its server is down would fill the history with pending writes, which blow up the
 checker's search. A read that fails claims nothing and is left out.
@@ -36,6 +37,7 @@ from typing import Any
 
 from kubecoord.api import Coordinator, Lock, Semaphore, Storage
 from kubecoord.errors import (
+    BackendUnavailableError,
     CoordinationError,
     KeyExistsError,
     KeyNotFoundError,
@@ -111,7 +113,7 @@ def _read(storage: Storage, recorder: Recorder, key: str, versions: dict[str, in
 
 
 def _write(storage: Storage, recorder: Recorder, operation: dict[str, Any]) -> bool:
-    """One write, recorded; False when its outcome is unknown."""
+    """One write, recorded; False when its outcome is unknown or the backend was unavailable."""
     op, _ = recorder.call(operation)
     key, expected = operation["key"], operation.get("expected_version")
     try:
@@ -126,6 +128,12 @@ def _write(storage: Storage, recorder: Recorder, operation: dict[str, Any]) -> b
         status = next(name for kind, name in DEFINITE.items() if isinstance(exc, kind))
         recorder.returned(op, {"status": status})
         return True
+    except BackendUnavailableError as exc:
+        if type(exc) is BackendUnavailableError:  # the class itself: the write was not applied
+            recorder.returned(op, {"status": "refused"})
+        else:
+            recorder.unknown(op, exc)
+        return False
     except (CoordinationError, TimeoutError, OSError) as exc:
         recorder.unknown(op, exc)
         return False
