@@ -31,10 +31,11 @@ from __future__ import annotations
 import json
 
 from kubecoord.errors import CoordinationError, FencedError, UnsupportedFeatureError
+from kubecoord.wire import object_names
 
 FORMAT = 1
 """The stored form's version; bumped by any change a reader of this one would misread."""
-ANNOTATION = "kubecoord.dev/kv-fences"
+ANNOTATION = object_names.KV_FENCES_ANNOTATION
 """The kubernetes shard's annotation that holds its marks."""
 
 Marks = dict[str, int]

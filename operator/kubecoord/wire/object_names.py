@@ -49,6 +49,9 @@ KV_SHARDS_ANNOTATION = "kubecoord.dev/kv-shards"
 Written once, when shard 0 is created, and never changed: a key's shard is a hash of the
 key modulo this count, so changing it would move keys (kv.py). Absent: 1 (stores written
 before sharding)."""
+KV_FENCES_ANNOTATION = "kubecoord.dev/kv-fences"
+"""On a KV ConfigMap that took a fenced write: the highest token accepted per fencing
+domain, in the stored form of kubecoord.wire.fences (format 1)."""
 KV_WRITE_ANNOTATION = "kubecoord.dev/kv-write"
 """On every KV ConfigMap: a random marker, new on each write of the shard by kubecoord.
 
