@@ -59,7 +59,8 @@ def test_deployment_command_probes_ports_and_downward_api(render: Render) -> Non
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert c["image"] == f"kubecoord/operator:{chart['appVersion']}"
     assert c["command"] == ["kubecoord", "operator"]
-    assert c["args"] == ["--all-namespaces", "--lease-duration=15", "--renew-deadline=10", "--retry-period=2"]
+    assert c["args"] == ["--all-namespaces", "--lease-duration=15", "--renew-deadline=10", "--retry-period=2",
+                         "--confinement-policy=kc-kubecoord-lease-grants"]
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"health": 8080, "metrics": 9090}
     for probe in ("livenessProbe", "readinessProbe"):
@@ -146,7 +147,7 @@ def test_operator_election_timings_are_passed_and_checked(render: Render, helm: 
 
     timings = '{"leaseDurationSeconds": 8, "renewDeadlineSeconds": 5.5, "retryPeriodSeconds": 1}'
     args = container(render("--set-json", f"operator.leaderElection={timings}"))["args"]
-    assert args[1:] == ["--lease-duration=8", "--renew-deadline=5.5", "--retry-period=1"]
+    assert args[1:4] == ["--lease-duration=8", "--renew-deadline=5.5", "--retry-period=1"]
     result = run_helm(helm, "template", "kc", str(CHART), "--set", "operator.leaderElection.renewDeadlineSeconds=15")
     assert result.returncode != 0
     assert "renewDeadlineSeconds must be less than leaseDurationSeconds" in result.stderr
@@ -159,3 +160,41 @@ def test_disruption_budget_keeps_a_standby(render: Render) -> None:
     pod_labels = the(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert budget["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
     assert not by_kind(render("--set", "replicaCount=1"), "PodDisruptionBudget")
+
+
+def test_group_clients_fail_closed_unless_the_policy_is_in_force_or_accepted(render: Render) -> None:
+    """The operator is told which policy confines Group clients (it grants their Lease writes
+    only while that policy and its binding exist) and may read exactly those two objects;
+    accepting unconfined clients is a value of its own, off by default."""
+    objects = render()
+    (policy,) = by_kind(objects, "ValidatingAdmissionPolicy")
+    (binding,) = by_kind(objects, "ValidatingAdmissionPolicyBinding")
+    name = policy["metadata"]["name"]
+    assert binding["metadata"]["name"] == name == binding["spec"]["policyName"] == "kc-kubecoord-lease-grants"
+    args = container(objects)["args"]
+    assert f"--confinement-policy={name}" in args
+    assert "--allow-unconfined-group-clients" not in args
+    (discovery,) = [r for r in by_kind(objects, "ClusterRole") if r["metadata"]["name"].endswith("-discovery")]
+    assert {"apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
+            "resourceNames": [name], "verbs": ["get"]} in discovery["rules"]
+    # Without the policy the operator fails closed; only the explicit value opens it.
+    unconfined = render("--set", "rbac.confineGroupClients=false")
+    assert not by_kind(unconfined, "ValidatingAdmissionPolicy")
+    assert "--allow-unconfined-group-clients" not in container(unconfined)["args"]
+    accepted = render("--set", "rbac.confineGroupClients=false", "--set", "rbac.allowUnconfinedGroupClients=true")
+    assert "--allow-unconfined-group-clients" in container(accepted)["args"]
+
+
+def test_the_notes_say_what_a_group_without_confinement_gets(helm: Path) -> None:
+    from tests.chart.conftest import run_helm
+
+    def notes(*args: str) -> str:
+        result = run_helm(helm, "install", "kc", str(CHART), "--dry-run", "--namespace", "kubecoord-system", *args)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split("NOTES:", 1)[1]
+
+    assert "Unconfined" not in notes()
+    assert "Ready=False, reason Unconfined" in notes("--set", "rbac.confineGroupClients=false")
+    assert "Unconfined" not in notes("--set", "rbac.confineGroupClients=false",
+                                     "--set", "rbac.allowUnconfinedGroupClients=true")

@@ -22,7 +22,7 @@ from kopf.testing import KopfRunner
 
 import kubecoord
 from kubecoord.api import Coordinator
-from kubecoord.operator import kubeapi
+from kubecoord.operator import confinement, kubeapi
 from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import eventually
 
@@ -67,11 +67,15 @@ def operator(k8s: kubernetes.client.ApiClient, kubeconfig_path: pathlib.Path) ->
     # --quiet: kopf logs every handler run at INFO to the stream it found, which outlives the
     # test that started it and prints into make test's progress lines.
     args = ["run", "--standalone", "--quiet", "--namespace", NAMESPACE, "-m", "kubecoord.operator.handlers"]
+    # The emulator runs no admission plugin: no policy can confine Group clients here, so the
+    # operator is told that unconfined ones are acceptable (--allow-unconfined-group-clients).
+    confinement.configure(allow_unconfined=True)
     try:
         with KopfRunner(args, timeout=60) as runner:
             yield runner
     finally:
         kubeapi.reset()
+        confinement.configure()
         if previous is None:
             os.environ.pop("KUBECONFIG", None)
         else:

@@ -96,7 +96,10 @@ def namespace(real_admin_api: k8s.ApiClient, garbage_collector: RealApiServer) -
 @pytest.fixture(scope="module")
 def operator(real_kubeconfig: pathlib.Path, namespace: str,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
-    running = Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "operator-a").start()
+    # No admission policy on this server: Group clients are accepted unconfined (the
+    # confinement itself: test_grants_real.py).
+    running = Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "operator-a",
+                       ("--allow-unconfined-group-clients",)).start()
     try:
         yield running
     finally:

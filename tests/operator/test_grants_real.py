@@ -7,7 +7,10 @@ operator`` as a process, acting ServiceAccounts with tokens of their own):
   Lease patch is refused afterwards;
 - a Group deleted and re-created at once under its name (the old one's objects not yet
   collected: the create meets them, 409) ends with its coordinator's Lease and ConfigMap
-  present and owned by the new Group's uid.
+  present and owned by the new Group's uid;
+- Group clients fail closed: without the chart's admission policy they get no Lease
+  writes (the Group is Ready=False, reason Unconfined), with it they may write their own
+  member Leases and no other, and once it is removed the writes go again.
 """
 
 from __future__ import annotations
@@ -18,17 +21,25 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from kubecoord_testkit.servers.kubernetes import RealApiServer
+from tests.chart import conftest as chart_fixtures
+from tests.chart.conftest import CHART, run_helm
 from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace, install_crds
 from tests.helpers import eventually
 from tests.operator.test_controller_real import Api, Operator
 
 pytestmark = pytest.mark.slow
 
+helm = chart_fixtures.helm
+
+RELEASE = f"g{uuid.uuid4().hex[:6]}"
+POLICY = f"{RELEASE}-kubecoord-lease-grants"
+"""The chart's policy under this module's release name (the operator is told to look for it)."""
 RESYNC_SECONDS = 5
 """The operator's --resync-seconds here: a stale grant must go within this (plus a reconcile)."""
 
@@ -43,7 +54,7 @@ def namespace(real_admin_api: k8s.ApiClient, real_cluster: RealApiServer) -> str
 def operator(real_kubeconfig: pathlib.Path, namespace: str,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     running = Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "grants-a",
-                       ("--resync-seconds", str(RESYNC_SECONDS))).start()
+                       ("--resync-seconds", str(RESYNC_SECONDS), "--confinement-policy", POLICY)).start()
     try:
         yield running
     finally:
@@ -152,3 +163,86 @@ def _absent(api: Api, name: str) -> bool:
     except ApiException as error:
         return error.status == 404
     return False
+
+
+class Policy:
+    """The chart's admission policy and binding, rendered for RELEASE, created and deleted."""
+
+    def __init__(self, admin: k8s.ApiClient, helm: pathlib.Path) -> None:
+        from kubernetes.dynamic import DynamicClient
+
+        rendered = run_helm(helm, "template", RELEASE, str(CHART), "--show-only", "templates/admissionpolicy.yaml")
+        assert rendered.returncode == 0, rendered.stderr
+        self.documents = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+        assert [d["metadata"]["name"] for d in self.documents] == [POLICY, POLICY]
+        dynamic = DynamicClient(admin)
+        self.resources = [dynamic.resources.get(api_version=d["apiVersion"], kind=d["kind"]) for d in self.documents]
+        self.installed = False
+
+    def install(self) -> None:
+        for resource, document in zip(self.resources, self.documents, strict=True):
+            resource.create(body=document)
+        self.installed = True
+
+    def remove(self) -> None:
+        for resource, document in reversed(list(zip(self.resources, self.documents, strict=True))):
+            try:
+                resource.delete(name=document["metadata"]["name"])
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+        self.installed = False
+
+
+def _create_status(leases: k8s.CoordinationV1Api, namespace: str, name: str) -> int:
+    try:
+        leases.create_namespaced_lease(namespace, {"metadata": {"name": name}, "spec": {}})
+    except ApiException as error:
+        return int(error.status)
+    return 201
+
+
+def _lease_verbs(api: Api, group: str) -> set[str]:
+    role = api.rbac.read_namespaced_role(f"kubecoord-group-{group}", api.namespace)
+    return {verb for rule in role.rules if "leases" in rule.resources and not rule.resource_names
+            for verb in rule.verbs}
+
+
+@pytest.mark.timeout(300)
+def test_group_clients_get_lease_writes_only_while_the_policy_confines_them(
+    operator: Operator, api: Api, namespace: str, mint_kubeconfig: MintKubeconfig,
+    real_admin_api: k8s.ApiClient, helm: pathlib.Path
+) -> None:
+    group = _unique("fenced")
+    account = f"{group}-member"
+    as_member = _as(mint_kubeconfig(namespace, account))
+    policy = Policy(real_admin_api, helm)
+    api.create("Group", group, {"clients": [account]})
+    try:
+        # 1. No policy: fail closed — reads only, Ready=False saying what to install.
+        eventually(lambda: api.condition("Group", group, "Ready").get("reason") == "Unconfined",
+                   timeout=60, interval=0.3)
+        message = api.condition("Group", group, "Ready")["message"]
+        assert POLICY in message and "rbac.confineGroupClients=true" in message, message
+        assert "rbac.allowUnconfinedGroupClients=true" in message, message
+        assert _lease_verbs(api, group) == {"get", "list", "watch"}
+        assert _create_status(as_member, namespace, f"{group}.m.one") == 403
+        assert _create_status(as_member, namespace, f"{group}-unrelated") == 403
+        # 2. The policy installed: the writes come back, confined to the Group's own Leases.
+        policy.install()
+        eventually(lambda: api.ready("Group", group), timeout=60, interval=0.3)
+        assert _lease_verbs(api, group) >= {"create", "update", "patch", "delete"}
+        eventually(lambda: _create_status(as_member, namespace, f"{group}.m.one") == 201, timeout=60, interval=0.5)
+        # The policy's parameters may lag (an informer of the server's): wait for its 403.
+        eventually(lambda: _create_status(as_member, namespace, f"{group}-unrelated") == 403,
+                   timeout=60, interval=0.5)
+        assert _create_status(as_member, namespace, "kubecoord-operator") == 403
+        # 3. The policy removed: the writes go within a resync, the Group says why.
+        policy.remove()
+        eventually(lambda: api.condition("Group", group, "Ready").get("reason") == "Unconfined",
+                   timeout=60, interval=0.3)
+        assert _lease_verbs(api, group) == {"get", "list", "watch"}
+        eventually(lambda: _create_status(as_member, namespace, f"{group}.m.two") == 403, timeout=30, interval=0.3)
+    finally:
+        if policy.installed:
+            policy.remove()

@@ -125,7 +125,7 @@ def operator_process(installed: str, release_namespace: str, mint_kubeconfig: Mi
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "operator", "--all-namespaces",
-             "--kubeconfig", str(kubeconfig),
+             "--kubeconfig", str(kubeconfig), "--confinement-policy", f"{RELEASE}-kubecoord-lease-grants",
              "--lease-namespace", release_namespace, "--identity", pod or "operator-0",
              "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1",
              "--health-port", str(health_port), "--metrics-port", "0", "--bind", "127.0.0.1"],

@@ -80,14 +80,23 @@ NOTES.txt says so.
 {{- end }}
 {{- end }}
 
+{{/* The admission policy's and its binding's name (the operator checks both exist). */}}
+{{- define "kubecoord.admissionPolicyName" -}}
+{{- printf "%s-lease-grants" (include "kubecoord.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{/* Why the admission policy is missing (NOTES.txt, and a comment in the rendered manifest). */}}
 {{- define "kubecoord.admissionPolicySkipped" -}}
 WARNING: rbac.confineGroupClients is true, but this cluster (Kubernetes {{ .Capabilities.KubeVersion.Version }}) serves
 no ValidatingAdmissionPolicy API: admissionregistration.k8s.io/v1 needs 1.30, and v1beta1 on
 1.28-1.29 must be enabled on the API server (--runtime-config and the ValidatingAdmissionPolicy
-feature gate). The policy was NOT installed: a Group's spec.clients may write every Lease of
-their namespace, as RBAC alone allows. Upgrade the cluster, or set rbac.confineGroupClients=false
-to say you accept that.
+feature gate). The policy was NOT installed:
+{{- if .Values.rbac.allowUnconfinedGroupClients }} rbac.allowUnconfinedGroupClients is true, so a
+Group's spec.clients may write every Lease of their namespace, as RBAC alone allows.
+{{- else }} the operator grants Group clients no Lease writes (their
+Groups are Ready=False, reason Unconfined). Upgrade the cluster, or set
+rbac.allowUnconfinedGroupClients=true to accept that they may write every Lease of their namespace.
+{{- end }}
 {{- end }}
 
 {{/* The namespaces a namespaced operator watches: operator.namespaces, or the release namespace. */}}

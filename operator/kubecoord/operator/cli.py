@@ -55,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resync-seconds", type=float, default=60.0,
                         help="how often every resource's backing objects and grants are compared with its spec; "
                              "a stale grant is removed within this period (default: %(default)s)")
+    parser.add_argument("--confinement-policy",
+                        default="kubecoord-lease-grants",
+                        help="the ValidatingAdmissionPolicy (and binding) that confines Group clients; their Lease "
+                             "writes are granted only while it is in force (default: %(default)s)")
+    parser.add_argument("--allow-unconfined-group-clients", action="store_true",
+                        help="grant Group clients namespace-wide Lease writes even without the confinement policy "
+                             "(they may then write every Lease of their namespace)")
     parser.add_argument("--bind", default="0.0.0.0", help="address of the health and metrics endpoints")
 
 
@@ -62,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from prometheus_client import start_http_server
 
     import kubecoord
-    from kubecoord.operator import health, kubeapi
+    from kubecoord.operator import confinement, health, kubeapi
     from kubecoord.operator.controller.status import controller
     from kubecoord.operator.ha import Scope, run_when_leading
     from kubecoord.operator.handlers._history import History
@@ -75,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resync_seconds <= 0:
         raise SystemExit("--resync-seconds must be positive")
     controller.resync_seconds = args.resync_seconds
+    confinement.configure(policy=args.confinement_policy, allow_unconfined=args.allow_unconfined_group_clients)
     kubeapi.USER_AGENT = f"kubecoord-operator/{args.identity}"
     state = health.HealthState()
     server = health.serve(state, args.bind, args.health_port)

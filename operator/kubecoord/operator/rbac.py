@@ -10,7 +10,10 @@ LeaderElection  leases NAME: get, list, watch, update, patch (the Lease exists: 
 Group           leases: create, get, list, watch, update, patch, delete — members create
                 their own Lease, whose name RBAC cannot know in advance (resourceNames
                 cannot restrict ``create`` or a label selector), so this rule covers the
-                namespace's Leases (the group coordinator's election NAME-gc too);
+                namespace's Leases (the group coordinator's election NAME-gc too); the
+                writes only while the chart's admission policy confines them or
+                unconfined clients are accepted (kubecoord.operator.confinement), else
+                get, list, watch only;
                 configmaps kubecoord-kv.NAME-gc (the group coordinator's record, created
                 by the operator): get, list, watch, update, patch; get on the
                 leaderelection and kvstore NAME-gc (clients look them up; 404 is fine)
@@ -38,6 +41,7 @@ from kubecoord.wire.kv_shards import shard_count_for
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 READ_WRITE = ["get", "list", "watch", "update", "patch"]
+READ_ONLY = ["get", "list", "watch"]
 
 
 def role_name_prefix(kind: str) -> str:
@@ -50,12 +54,15 @@ def role_name(body: dict[str, Any]) -> str:
 
 
 def rules(
-    body: dict[str, Any], *, kv_shards: int | None = None, withhold: list[str] | None = None
+    body: dict[str, Any], *, kv_shards: int | None = None, withhold: list[str] | None = None,
+    confined: bool = True,
 ) -> list[dict[str, Any]]:
     """The Role's rules; ``kv_shards`` is a KVStore's recorded shard count (else from sizeLimit);
     ``withhold``: "Kind name" of same-named objects the operator did not create — nothing
-    is granted on them (a user denied on a Lease must not get it by naming a resource after it)."""
-    result = _rules(body, kv_shards=kv_shards)
+    is granted on them (a user denied on a Lease must not get it by naming a resource after it);
+    ``confined``: whether a Group's clients may get namespace-wide Lease writes
+    (kubecoord.operator.confinement; False: reads only)."""
+    result = _rules(body, kv_shards=kv_shards, confined=confined)
     held = {entry.split(" ", 1)[1] for entry in withhold or [] if " " in entry}
     if not held:
         return result
@@ -71,7 +78,7 @@ def rules(
     return kept
 
 
-def _rules(body: dict[str, Any], *, kv_shards: int | None = None) -> list[dict[str, Any]]:
+def _rules(body: dict[str, Any], *, kv_shards: int | None = None, confined: bool = True) -> list[dict[str, Any]]:
     kind, name = body["kind"], body["metadata"]["name"]
     result = [_rule(GROUP, PLURALS[kind], ["get"], name)]
     if (body.get("spec") or {}).get("backend", "kubernetes") != "kubernetes":
@@ -79,7 +86,10 @@ def _rules(body: dict[str, Any], *, kv_shards: int | None = None) -> list[dict[s
     if kind == "LeaderElection":
         result.append(_rule("coordination.k8s.io", "leases", READ_WRITE, object_names.election_lease_name(name)))
     elif kind == "Group":
-        result.append(_rule("coordination.k8s.io", "leases", ["create", *READ_WRITE, "delete"]))
+        # Writes only while the admission policy confines them (fail closed): reads are
+        # never confined, so they are granted either way.
+        verbs = ["create", *READ_WRITE, "delete"] if confined else READ_ONLY
+        result.append(_rule("coordination.k8s.io", "leases", verbs))
         # The group coordinator (kubecoord.group_coordinator): its election and store NAME-gc. A
         # client looks each name up as a resource first (404: no binding), hence the gets.
         coordinator = derived_name(name)
@@ -99,8 +109,8 @@ def _rule(api_group: str, plural: str, verbs: list[str], *names: str) -> dict[st
     return rule
 
 
-def objects(body: dict[str, Any], *, kv_shards: int | None = None,
-            withhold: list[str] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def objects(body: dict[str, Any], *, kv_shards: int | None = None, withhold: list[str] | None = None,
+            confined: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
     """The Role and the RoleBinding of a resource."""
     metadata = {
         "name": role_name(body),
@@ -110,7 +120,7 @@ def objects(body: dict[str, Any], *, kv_shards: int | None = None,
     }
     clients = sorted(set((body.get("spec") or {}).get("clients") or []))
     role = {"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata,
-            "rules": rules(body, kv_shards=kv_shards, withhold=withhold)}
+            "rules": rules(body, kv_shards=kv_shards, withhold=withhold, confined=confined)}
     binding = {
         "apiVersion": RBAC_API,
         "kind": "RoleBinding",
@@ -124,10 +134,10 @@ def objects(body: dict[str, Any], *, kv_shards: int | None = None,
 
 
 async def reconcile(body: dict[str, Any], *, kv_shards: int | None = None,
-                    withhold: list[str] | None = None) -> dict[str, Any] | None:
+                    withhold: list[str] | None = None, confined: bool = True) -> dict[str, Any] | None:
     """Create, update or (with no clients) delete the Role and RoleBinding; returns the Role
     written (None: revoked), what ``drifted`` later compares the API's objects with."""
-    role, binding = objects(body, kv_shards=kv_shards, withhold=withhold)
+    role, binding = objects(body, kv_shards=kv_shards, withhold=withhold, confined=confined)
     if not binding["subjects"]:
         await revoke(body)
         return None

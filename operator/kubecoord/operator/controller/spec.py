@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubecoord.operator import backing, kubeapi, lease_grants, rbac
+from kubecoord.operator import backing, confinement, kubeapi, lease_grants, rbac
 from kubecoord.wire.crd import GROUP, PLURALS
 
 FINALIZER = f"{GROUP}/cleanup"
@@ -47,6 +47,8 @@ class Written:
     """"Kind name" of same-named objects the operator did not create (left untouched)."""
     pending: list[str] = field(default_factory=list)
     """"Kind name" of an earlier same-named resource's objects, replaced once collected."""
+    unconfined: str | None = None
+    """Why a Group's clients got no Lease writes (kubecoord.operator.confinement), if so."""
     role: dict[str, Any] | None = None
     """The clients' Role written (None: no clients, no Role or RoleBinding)."""
 
@@ -86,7 +88,11 @@ async def write(body: dict[str, Any], previous: dict[str, Any] | None) -> Writte
         # The confinement first, then the grant it confines. The old clients stay confined
         # while the RoleBinding binds them (lease_grants reads it), whoever recomputes.
         await lease_grants.reconcile(namespace)
-    result.role = await rbac.reconcile(body, kv_shards=kv_shards, withhold=result.foreign)
+    confined = True
+    if kind == "Group" and on_kubernetes(spec) and clients:
+        verdict = await confinement.verdict()
+        confined, result.unconfined = verdict.confined, None if verdict.confined else verdict.reason
+    result.role = await rbac.reconcile(body, kv_shards=kv_shards, withhold=result.foreign, confined=confined)
     if kind in lease_grants.KINDS and removed:
         await lease_grants.reconcile(namespace)  # the RBAC grant is gone: lift the old confinement
     return result

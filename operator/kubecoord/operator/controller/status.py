@@ -58,7 +58,17 @@ from typing import Any
 from kubecoord.api import Coordinator
 from kubecoord.capabilities import ObjectCache, ObjectChange, StateCache
 from kubecoord.errors import CoordinationError
-from kubecoord.operator import backing, events, fencing, kubeapi, lease_grants, loop_requests, metrics, rbac
+from kubecoord.operator import (
+    backing,
+    confinement,
+    events,
+    fencing,
+    kubeapi,
+    lease_grants,
+    loop_requests,
+    metrics,
+    rbac,
+)
 from kubecoord.operator.conditions import set_condition
 from kubecoord.operator.connections import connections
 from kubecoord.operator.controller import spec as spec_writer
@@ -195,6 +205,8 @@ class StatusController:
         """Why writing the spec last failed (until it succeeds)."""
         self.resync_seconds = RESYNC_SECONDS
         self._granted: dict[Key, dict[str, Any] | None] = {}
+        self._unconfined: dict[Key, str] = {}
+        """Groups whose clients got no Lease writes, and why (kubecoord.operator.confinement)."""
         """The clients' Role last written for the spec in _applied (None: none granted)."""
         self._applied: dict[Key, dict[str, Any]] = {}
         """The spec last written (controller.spec): a change's removed clients come from it."""
@@ -259,6 +271,10 @@ class StatusController:
         self.reconciled[key] = generation
         self._applied[key] = spec
         self._granted[key] = written.role
+        if written.unconfined:
+            self._unconfined[key] = written.unconfined
+        else:
+            self._unconfined.pop(key, None)
         self._failed.pop(key, None)
         self._ensured_at[key] = time.monotonic()
         self._handler_foreign[key] = list(written.foreign)
@@ -325,6 +341,7 @@ class StatusController:
         while True:
             await asyncio.sleep(self.resync_seconds)
             checked: set[str] = set()
+            await self._check_confinement()
             await self._check_grants()
             for key, entry in list(self._entries.items()):
                 if entry.backend.backend != "kubernetes" or key not in self.bodies:
@@ -338,6 +355,27 @@ class StatusController:
                     except (kubeapi.ApiException, OSError) as error:
                         log.info("lease grants check failed", extra={"namespace": key[1], "error": str(error)[:300]})
                 await asyncio.sleep(0)  # thousands of resources: let the workers run between them
+
+    async def _check_confinement(self) -> None:
+        """Read whether Group clients are confined; on a change, write every Group's grants again."""
+        try:
+            verdict = await confinement.verdict(fresh=True)
+        except (kubeapi.ApiException, OSError) as error:
+            log.info("confinement check failed", extra={"error": str(error)[:300]})
+            return
+        stale = []
+        for key, body in list(self.bodies.items()):
+            spec = body.get("spec") or {}
+            if key[0] != "groups" or not spec.get("clients") or not spec_writer.on_kubernetes(spec):
+                continue
+            if key in self._granted and (key in self._unconfined) == verdict.confined:
+                stale.append(key)  # written under the other verdict
+        if stale:
+            log.warning("Group clients' confinement changed: writing those Groups' grants again",
+                        extra={"confined": verdict.confined, "groups": len(stale), "why": verdict.reason[:300]})
+        for key in stale:
+            self.reconciled.pop(key, None)
+            self.queue.add(key)
 
     async def _check_grants(self) -> None:
         """Re-write the spec of every resource whose Role or RoleBinding differs from what
@@ -503,6 +541,9 @@ class StatusController:
             message = f"backing objects and client access not written yet: {failure}"
         conditions = set_condition(entry.conditions, "BackendReachable", True, "Connected",
                                    f"{entry.backend.backend} backend reachable", generation=generation)
+        unconfined = self._unconfined.get(entry.writer.key)
+        if unconfined and not entry.foreign and not entry.pending:
+            ready, reason, message = False, "Unconfined", unconfined
         if entry.foreign:
             conditions = set_condition(
                 conditions, "BackingObjects", False, "NotOwned",
@@ -700,6 +741,7 @@ class StatusController:
         self._handler_pending.pop(key, None)
         self._applied.pop(key, None)
         self._granted.pop(key, None)
+        self._unconfined.pop(key, None)
         self._ensured_at.pop(key, None)
         self._failed.pop(key, None)
         self._changed.pop(key, None)
