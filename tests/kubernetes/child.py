@@ -15,6 +15,11 @@
                                                              and RSS, "settled" 12 s later, and
                                                              every leader change
 
+    python child.py units KUBECONFIG GROUP ID COUNT          a group coordinator member over COUNT
+                                                             units (two assignors); print "stable"
+                                                             with its generation and unit count
+                                                             on every new stable generation
+
 Prints one JSON object per line on stdout, flushed at once: {"t": wall seconds, "event":
 ..., ...}. ``elect`` reports "leader" (listener calls) and "is_leader" (every change of
 is_leader(), polled every 2 ms) so a test can see what the process believed and when.
@@ -164,6 +169,23 @@ def handles(kubeconfig: str, prefix: str, count: int, every: int) -> None:
     threading.Event().wait()
 
 
+def units(kubeconfig: str, group: str, ident: str, count: int) -> None:
+    from kubecoord.group_coordinator import UnitsProtocol, decode_units
+
+    coord = coordinator(kubeconfig)
+    names = [f"p{index}" for index in range(count)]
+    member = coord.group_coordinator(group, UnitsProtocol(names, assignors=("sticky", "range")), member_id=ident,
+                                     session_timeout=2.0, rebalance_timeout=4.0)
+    member.join()
+    seen = -1
+    while True:
+        assignment = member.assignment
+        if member.is_stable() and member.generation != seen and assignment is not None:
+            seen = member.generation
+            emit("stable", generation=seen, units=len(decode_units(assignment, names)[0]))
+        time.sleep(0.05)
+
+
 def main(argv: list[str]) -> None:
     mode, kubeconfig, *rest = argv
     if mode == "elect":
@@ -174,6 +196,12 @@ def main(argv: list[str]) -> None:
         listen(kubeconfig, *rest)
     elif mode == "handles":
         handles(kubeconfig, rest[0], int(rest[1]), int(rest[2]))
+    elif mode == "units":
+        try:
+            units(kubeconfig, rest[0], rest[1], int(rest[2]))
+        except Exception as exc:  # stderr is not collected: say why on stdout
+            emit("error", error=repr(exc))
+            raise
     elif mode == "interrupted":
         interrupted(kubeconfig, *rest)
     else:

@@ -3,13 +3,23 @@
 grow with what it owns. 4,096 units, two assignors: the member's metadata names every
 unit it owns (the list is below the compact encoding's threshold), 84 KB in all, over
 the membership's 64 KiB cap; the re-join carries only the protocols and the unit list's
-identity, and the owned units reach the leader in the generation record."""
+identity, and the owned units reach the leader in the generation record.
+
+Two ways out of the membership: the Lease deleted under a running member (it failed on
+both servers before: re-joins refused, "data is 84542 bytes"), and deleted while the
+member's process is frozen past its Lease (it failed on the real server before; on the
+emulator the resumed member's renewal re-creates its Lease, so it never had to re-join)."""
 
 from __future__ import annotations
 
+import pathlib
+import signal
+import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 
 import kubecoord
@@ -21,6 +31,7 @@ from tests.helpers import eventually
 
 from .clusters import Cluster
 from .conftest import FAST
+from .processes import Children
 
 UNITS = [f"p{index}" for index in range(4096)]
 SESSION = {"session_timeout": 2.0, "rebalance_timeout": 4.0}
@@ -59,3 +70,39 @@ def test_a_member_owning_4096_units_joins_again_after_its_lease_is_deleted(clust
     finally:
         observer.close()
         coordinator.close()
+
+
+@pytest.fixture
+def children(cluster: Cluster, tmp_path: pathlib.Path) -> Iterator[Children]:
+    started = Children(cluster, tmp_path)
+    yield started
+    started.close()
+
+
+def test_a_member_owning_4096_units_paused_while_its_lease_is_deleted_is_back(
+    cluster: Cluster, children: Children
+) -> None:
+    """The member in a process of its own, frozen (SIGSTOP) past its 2 s Lease while the
+    Lease is deleted, then resumed: within 60 s it is in the membership again, with small
+    data, and holds every unit in a stable generation it is a member of."""
+    group = f"pause-{uuid.uuid4().hex[:8]}"
+    child = children.start("a", "units", group, "a", "4096", kubeconfig=cluster.admin_kubeconfig)
+    child.wait_for(lambda line: line["event"] == "stable" and line["units"] == 4096, timeout=90)
+    child.signal(signal.SIGSTOP)
+    lease = object_names.member_lease_name(group, "a")
+    k8s.CoordinationV1Api(cluster.admin_api).delete_namespaced_lease(lease, cluster.namespace)
+    time.sleep(3.0)  # the pause outlasts the Lease's 2 s: what the member held has expired meanwhile
+    child.signal(signal.SIGCONT)
+    options: dict[str, Any] = {"kubeconfig": str(cluster.admin_kubeconfig), **FAST}
+    with kubecoord.connect(cluster.url, **options) as observer:
+        membership = observer.group_membership(group)
+
+        def back() -> bool:
+            described = observer.describe_group(group)
+            stable = [line for line in child.lines if line["event"] == "stable"]
+            return ("a" in membership.membership() and described is not None and described.phase == "stable"
+                    and "a" in described.members and stable[-1]["generation"] == described.generation
+                    and stable[-1]["units"] == 4096)
+
+        eventually(back, 60)
+        assert len(membership.membership()["a"].encode()) <= JOIN_DATA_BOUND
