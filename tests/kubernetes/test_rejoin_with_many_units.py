@@ -8,7 +8,8 @@ identity, and the owned units reach the leader in the generation record.
 Two ways out of the membership: the Lease deleted under a running member (it failed on
 both servers before: re-joins refused, "data is 84542 bytes"), and deleted while the
 member's process is frozen past its Lease (it failed on the real server before; on the
-emulator the resumed member's renewal re-creates its Lease, so it never had to re-join)."""
+emulator the resumed member kept its place without re-joining, before and after — why the
+two servers differ there was not established)."""
 
 from __future__ import annotations
 
