@@ -13,7 +13,9 @@ the host):
 
 A line ``quiet`` on its stdin makes it stop sampling and print ``quiet``: a test then
 freezes it (SIGSTOP) with no sample under way, so no sample straddles the freeze. After
-``go`` it samples again. It runs until killed; log warnings go to stderr.
+``go`` it samples again. After ``ended``, a line ``again`` makes it wait to hold again
+(an election's candidate stays nominated through a suspension) and start over from
+``held``. It runs until killed; log warnings go to stderr.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ SAMPLE_EVERY = 0.005
 
 def main() -> None:
     url, kind, name, holder_id, session_timeout = sys.argv[1:6]
-    quiet, go = threading.Event(), threading.Event()
+    quiet, go, again = threading.Event(), threading.Event(), threading.Event()
 
     def read_commands() -> None:
         for line in sys.stdin:
@@ -41,6 +43,8 @@ def main() -> None:
             elif line.strip() == "go":
                 quiet.clear()
                 go.set()
+            elif line.strip() == "again":
+                again.set()
 
     threading.Thread(target=read_commands, daemon=True).start()
     logging.basicConfig(level=logging.WARNING)  # kubecoord's warnings to stderr
@@ -59,6 +63,14 @@ def main() -> None:
             return election.is_leader(holder_id)
 
     while True:
+        sample(holds, quiet, go)
+        again.wait()
+        again.clear()
+
+
+def sample(holds: Callable[[], bool], quiet: threading.Event, go: threading.Event) -> None:
+    """Wait until it holds, then sample until it does not (printing ``held``, ``ended``)."""
+    while True:
         before = time.monotonic()
         if holds():
             break
@@ -73,10 +85,9 @@ def main() -> None:
         now = time.monotonic()
         if not held:
             print(f"ended {last_true!r} {now!r}", flush=True)
-            break
+            return
         last_true = now
         time.sleep(SAMPLE_EVERY)
-    threading.Event().wait()
 
 
 if __name__ == "__main__":

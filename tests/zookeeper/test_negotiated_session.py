@@ -130,3 +130,50 @@ def test_connect_warns_when_the_server_negotiates_the_session_timeout(
             pass
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [(r.__dict__["requested"], r.__dict__["negotiated"]) for r in warnings] == [(REQUESTED, SERVER_MAX)]
+
+
+def test_a_reconnect_that_negotiates_a_shorter_session_shortens_the_leaders_deadline(tmp_path: Path) -> None:
+    """The server is restarted with a lower maxSessionTimeout while a leader is connected:
+    the leader's session survives (a standalone server keeps sessions across a restart),
+    its reconnect is granted SERVER_MAX instead of REQUESTED, and it leads again. The
+    server now expires the session SERVER_MAX after it last heard from the leader, whatever
+    the first connection had proved: frozen (SIGSTOP) with its traffic held, the leader must
+    not believe it leads once another process does."""
+    chroot = f"renegotiated-{uuid.uuid4().hex[:8]}"
+    holders: list[Holder] = []
+    server = ZooKeeperServer.standalone(tmp_path, max_session_timeout=REQUESTED)
+    with server, ThreadedFaultProxy(("127.0.0.1", server.servers[0].client_port)) as proxy:
+        try:
+            first = Holder(f"zookeeper://{proxy.address}/{chroot}", "election", "work", "h1", tmp_path)
+            holders.append(first)
+            first.expect("held")
+            # The restart: the session is kept, the next connect is capped at SERVER_MAX.
+            process = server.servers[0]
+            process.kill()
+            process.config["maxSessionTimeout"] = str(round(SERVER_MAX * 1000))
+            server.start()
+            # Suspended, then leading again on the same node once reconnected.
+            first.expect("ended")
+            first.send("again")
+            (first_start,) = first.expect("held")
+            second = Holder(f"zookeeper://{server.hosts}/{chroot}", "election", "work", "h2", tmp_path)
+            holders.append(second)
+            second.expect("connected")
+            first.send("quiet")
+            first.expect("quiet")
+            proxy.hold("down")
+            first.process.send_signal(signal.SIGSTOP)
+            (second_start,) = second.expect("held")  # the server expired the first one's session
+            first.process.send_signal(signal.SIGCONT)
+            first.send("go")
+            first_last_true, first_false = first.expect("ended")
+        finally:
+            proxy.heal()
+            for holder in holders:
+                holder.stop()
+    intervals = f"h1 held [{first_start:.3f}, {first_last_true:.3f}], h2 from {second_start:.3f}"
+    print(intervals)
+    assert first_last_true < second_start, (
+        f"two leaders for {first_last_true - second_start:.3f} s: {intervals};"
+        f" h1 first said not held at {first_false:.3f}"
+    )

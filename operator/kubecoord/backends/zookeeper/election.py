@@ -184,12 +184,13 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
     def leading_until(self, candidate_id: str | None = None) -> float | None:
         if self._closed:
             return None
-        # Read before the check: alive_until only grows, so this is never later than the
-        # deadline _holds() answered from.
-        until = self._session.alive_until
+        # Read before and after the check: alive_until grows with answers and shrinks only
+        # when a reconnect is granted a shorter session, so the lesser of the two is never
+        # later than the deadline _holds() answered from.
+        before = self._session.alive_until
         candidates = list(self._candidates.values())
         holds = any(self._holds(c) for c in candidates if candidate_id is None or c.id == candidate_id)
-        return until if holds else None
+        return min(before, self._session.alive_until) if holds else None
 
     def _listener_added(self, first: bool) -> None:
         if first and not self._closed:

@@ -18,7 +18,11 @@ Guarantees:
   without hearing from it). The server bounds the requested timeout by its
   min/maxSessionTimeout; ``session_timeout`` is what it granted, read from its answer to
   each connect before anything else of that connection is read, and a warning is logged
-  whenever it differs from the requested one. A leader leads only before it (zookeeper/election.py), so a process paused
+  whenever it differs from the requested one. Each connect resets it to the connect's
+  send time plus the timeout granted on it: ZooKeeper re-arms a session's expiry with
+  the reconnecting connection's timeout, so a reconnect granted less (a server restarted
+  or reached with a lower maxSessionTimeout) moves the expiry earlier than the previous
+  connection's answers proved. A leader leads only before it (zookeeper/election.py), so a process paused
   (SIGSTOP, a VM freeze) longer than the session stops believing it leads the moment it
   runs again, before kazoo has noticed anything, and its ``lost`` event says when its
   leadership ended.
@@ -145,9 +149,15 @@ class Session:
 
         def negotiating_invoke(timeout: float, request: Any, xid: int | None = None) -> Any:
             # kazoo's handshake writer: the Connect answer carries the granted timeout (ms).
+            sent = time.monotonic()
             result = invoke(timeout, request, xid)
             if isinstance(request, Connect) and isinstance(result, tuple) and result[0].time_out > 0:
-                self._negotiated_as(result[0].time_out / 1000.0)
+                granted = result[0].time_out / 1000.0
+                self._negotiated_as(granted)
+                # The server re-armed the session's expiry with the granted timeout when it
+                # took this connect: it replaces whatever the previous connection proved
+                # (a shorter grant moves the expiry earlier), so this is not a max().
+                self.alive_until = sent + granted
             return result
 
         connection._submit = timed_submit
