@@ -7,7 +7,8 @@ operator`` as a process, acting ServiceAccounts with tokens of their own):
   Lease patch is refused afterwards;
 - a Group deleted and re-created at once under its name (the old one's objects not yet
   collected: the create meets them, 409) ends with its coordinator's Lease and ConfigMap
-  present and owned by the new Group's uid;
+  present and owned by the new Group's uid; a same-named object nobody's kubecoord made is
+  reported (NotOwned) and granted to nobody;
 - Group clients fail closed: without the chart's admission policy they get no Lease
   writes (the Group is Ready=False, reason Unconfined), with it they may write their own
   member Leases and no other, and once it is removed the writes go again.
@@ -246,3 +247,22 @@ def test_group_clients_get_lease_writes_only_while_the_policy_confines_them(
     finally:
         if policy.installed:
             policy.remove()
+
+
+@pytest.mark.timeout(180)
+def test_a_group_meeting_a_foreign_coordinator_object_reports_it_and_grants_nothing_on_it(
+    operator: Operator, api: Api
+) -> None:
+    """A same-named ConfigMap nobody's kubecoord made (no owner, no kubecoord label) is left
+    alone and reported; before, a Group took any existing one as its own."""
+    name = _unique("squat")
+    record = f"kubecoord-kv.{name}-gc"
+    api.core.create_namespaced_config_map(api.namespace, {"metadata": {"name": record}, "data": {"mine": "1"}})
+    api.create("Group", name, {"clients": [f"{name}-member"]})
+    eventually(lambda: api.condition("Group", name, "Ready").get("reason") == "NotOwned", timeout=60, interval=0.3)
+    assert api.condition("Group", name, "BackingObjects").get("status") == "False"
+    assert record in api.condition("Group", name, "BackingObjects")["message"]
+    role = api.rbac.read_namespaced_role(f"kubecoord-group-{name}", api.namespace)
+    assert not [rule for rule in role.rules if record in (rule.resource_names or [])]
+    kept = api.core.read_namespaced_config_map(record, api.namespace)
+    assert kept.data == {"mine": "1"} and not kept.metadata.owner_references
