@@ -19,8 +19,8 @@ import pytest
 from cassandra.policies import WriteType
 
 import kubecoord
-from kubecoord.api import Coordinator, Storage
-from kubecoord.errors import OutcomeUnknownError, VersionConflictError
+from kubecoord.api import Coordinator, Fence, Storage
+from kubecoord.errors import FencedError, OutcomeUnknownError, VersionConflictError
 
 from .timings import TIMINGS
 
@@ -124,3 +124,59 @@ def test_a_delete_whose_key_another_client_removed_meanwhile_is_unknown(
     _time_out_next(coord, "BEGIN BATCH", theirs, landed=landed)
     with pytest.raises(OutcomeUnknownError):
         store.delete("k")
+
+
+def test_a_blind_update_that_landed_and_was_overwritten_is_unknown_not_sent_again(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    """Ours took the key from version 1 to 2 unanswered, another client's update took it to
+    3 before the SERIAL read: the read shows neither our nonce nor the one we wrote over, so
+    whether ours landed cannot be told from it. Sent again, it was applied twice."""
+    coord, store, other = stores
+    store.put("k", "a")
+    _time_out_next(coord, "UPDATE", lambda: other.update("k", "theirs"), landed=True)
+    with pytest.raises(OutcomeUnknownError):
+        store.update("k", "ours")
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("theirs", 3)
+
+
+def test_a_fenced_update_that_landed_before_a_successor_wrote_is_unknown_not_fenced(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    """A holder's fenced update lands unanswered; its successor (a higher token) writes
+    before the SERIAL read. FencedError would say nothing was written: it was."""
+    coord, store, other = stores
+    store.put("k", "a", fence=Fence("job", 1))
+    _time_out_next(coord, "UPDATE", lambda: other.update("k", "successor", fence=Fence("job", 2)), landed=True)
+    with pytest.raises(OutcomeUnknownError):
+        store.update("k", "first", fence=Fence("job", 1))
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("successor", 3)
+
+
+def test_a_fenced_put_that_landed_before_a_successor_wrote_is_unknown_not_fenced(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    coord, store, other = stores
+    store.put("other-key", "a", fence=Fence("job", 1))
+
+    def successor() -> None:
+        other.update("k", "successor", fence=Fence("job", 2))
+        other.update("k", "successor again", fence=Fence("job", 2))
+
+    _time_out_next(coord, "UPDATE", successor, landed=True)
+    with pytest.raises(OutcomeUnknownError):
+        store.put("k", "first", fence=Fence("job", 1))
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("successor again", 3)
+
+
+def test_a_fenced_update_that_did_not_land_before_a_successor_wrote_is_fenced(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    """Not landed (the successor took the version ours was conditional on): FencedError is
+    the truth — nothing of ours was written."""
+    coord, store, other = stores
+    store.put("k", "a", fence=Fence("job", 1))
+    _time_out_next(coord, "UPDATE", lambda: other.update("k", "successor", fence=Fence("job", 2)))
+    with pytest.raises(FencedError):
+        store.update("k", "first", fence=Fence("job", 1))
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("successor", 2)

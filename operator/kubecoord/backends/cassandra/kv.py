@@ -28,11 +28,14 @@ pipeline judges versions per incarnation).
 
 Consistency: reads (fetch, children, listener polls) at ``consistency`` (QUORUM): they see
 every acknowledged write. Writes: Paxos at ``serial_consistency``, commit at
-``consistency``; an unknown outcome is resolved by a SERIAL read of the key's nonce (a
-delete's: of the key's version and the store's change marker; when another writer changed
-the store since, OutcomeUnknownError), and a write that did not land is judged again from the
-key as it is then (a conflict, a missing key, or the write sent again), never from the
-answer row it never got.
+``consistency``; an unknown outcome is resolved by a SERIAL read of the key: landed when
+it holds the write's nonce; not landed when nobody wrote it since (an update: the nonce
+written over is still there; a delete: the version is) or another writer took the very
+version the write was conditional on (an update: theirs is one version on; a put: theirs
+is version 1); anything else — the key moved further, so the write may have landed and
+been overwritten — is OutcomeUnknownError (a delete's: by the store's change marker). A
+write that did not land is judged again from the key as it is then (a fence, a conflict,
+a missing key, or the write sent again), never from the answer row it never got.
 All keys of a store share one Paxos partition, so writes to one store are serialised (a
 coordination store's traffic, not a database's); different stores are independent.
 
@@ -169,12 +172,12 @@ class CassandraStorage(StorageHandle):
                 incarnation = uuid.uuid4()
                 result = self._session.cas(
                     _PUT_NEW_STORE, [data, nonce, nonce, incarnation, self.name, key],
-                    resolve=lambda n=nonce: self._nonce_is(key, n),  # type: ignore[misc]
+                    resolve=lambda n=nonce: self._put_landed(key, n),  # type: ignore[misc]
                 )
             else:
                 result = self._session.cas(
                     _PUT, [data, nonce, nonce, self.name, key, incarnation],
-                    resolve=lambda n=nonce: self._nonce_is(key, n),  # type: ignore[misc]
+                    resolve=lambda n=nonce: self._put_landed(key, n),  # type: ignore[misc]
                 )
             if result.applied:
                 self._incarnation = incarnation
@@ -206,7 +209,7 @@ class CassandraStorage(StorageHandle):
             nonce = uuid.uuid4()
             result = self._session.cas(
                 _UPDATE, [data, version + 1, nonce, nonce, self.name, key, version],
-                resolve=lambda n=nonce: self._nonce_is(key, n),  # type: ignore[misc]
+                resolve=lambda c=current, n=nonce: self._update_landed(key, c, n),  # type: ignore[misc]
             )
             if result.applied:
                 self._incarnation = current.incarnation
@@ -284,10 +287,13 @@ class CassandraStorage(StorageHandle):
                 else:
                     query, params = _FENCED_DELETE, [
                         self.name, key, version, fence.name, mark, nonce, fence.name, fence.token, self.name]
-            landed: Callable[[], bool] = (
-                (lambda n=nonce: self._nonce_is(key, n)) if data is not None  # type: ignore[misc]
-                else (lambda v=version, m=nonce: self._delete_landed(key, v, m))  # type: ignore[misc]
-            )
+            landed: Callable[[], bool]
+            if put:
+                landed = lambda n=nonce: self._put_landed(key, n)  # type: ignore[misc]  # noqa: E731
+            elif data is not None:
+                landed = lambda c=current, n=nonce: self._update_landed(key, c, n)  # type: ignore[misc]  # noqa: E731
+            else:
+                landed = lambda v=version, m=nonce: self._delete_landed(key, v, m)  # type: ignore[misc]  # noqa: E731
             result = self._session.cas(query, params, resolve=landed)
             if result.applied:
                 self._incarnation = incarnation
@@ -315,9 +321,36 @@ class CassandraStorage(StorageHandle):
         rows = self._session.execute(_READ_INCARNATION, [self.name], serial=True)
         return rows[0].incarnation if rows else None
 
-    def _nonce_is(self, key: str, nonce: uuid.UUID) -> bool:
+    def _put_landed(self, key: str, nonce: uuid.UUID) -> bool:
+        """After a put with an unknown outcome (a SERIAL read): True when the key holds this
+        put's nonce; False when it is absent or at version 1 of another writer (theirs came
+        first: ours, conditional on no key, could not apply). A key further on, with another
+        writer's nonce, may have been ours and overwritten since: OutcomeUnknownError."""
         row = self._read_row(key, serial=True)
-        return row is not None and row.nonce == nonce
+        if row is not None and row.nonce == nonce:
+            return True
+        if row is None or row.version == 1:
+            return False
+        raise OutcomeUnknownError(
+            f"put of {key!r} in store {self.name!r}: its outcome is unknown and the key was changed since"
+        )
+
+    def _update_landed(self, key: str, before: Any, nonce: uuid.UUID) -> bool:
+        """After an update of the row ``before`` with an unknown outcome (a SERIAL read):
+        True when the key holds this update's nonce; False when it still holds ``before``'s
+        (nobody wrote) or another writer's at the very next version (theirs took the version
+        ours was conditional on). Anything else — the key further on, or gone — may have been
+        ours and overwritten since: OutcomeUnknownError (taking it for "not landed" sent the
+        update again, applied twice, or answered a fenced write FencedError although it was
+        written)."""
+        row = self._read_row(key, serial=True)
+        if row is not None and row.nonce == nonce:
+            return True
+        if row is not None and (row.nonce == before.nonce or row.version == before.version + 1):
+            return False
+        raise OutcomeUnknownError(
+            f"update of {key!r} in store {self.name!r}: its outcome is unknown and the key was changed since"
+        )
 
     def _delete_landed(self, key: str, version: int, marker: uuid.UUID) -> bool:
         """After a delete with an unknown outcome (SERIAL reads): False while the key still
