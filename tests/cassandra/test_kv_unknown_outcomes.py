@@ -180,3 +180,42 @@ def test_a_fenced_update_that_did_not_land_before_a_successor_wrote_is_fenced(
     with pytest.raises(FencedError):
         store.update("k", "first", fence=Fence("job", 1))
     assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("successor", 2)
+
+
+def test_a_conditional_update_that_landed_and_was_written_over_meanwhile_is_unknown(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    """Ours landed (version 2) unanswered, and another client wrote the key again (version 3)
+    before the SERIAL read: taking the missing nonce for "did not land" answered an applied
+    conditional update VersionConflictError. It cannot be told: OutcomeUnknownError."""
+    coord, store, other = stores
+    store.put("k", "a")
+    fault = _time_out_next(coord, "UPDATE", lambda: other.update("k", "theirs"), landed=True)
+    with pytest.raises(OutcomeUnknownError):
+        store.update("k", "ours", expected_version=1)
+    assert fault.left == 0
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("theirs", 3)  # ours once, then theirs
+
+
+def test_a_put_that_landed_and_was_written_over_meanwhile_is_unknown(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    """Ours created the key unanswered and another client updated it before the SERIAL read:
+    KeyExistsError would deny a put that took effect."""
+    coord, store, other = stores
+    store.put("other", "x")  # the store's incarnation exists: the put is one LWT
+    fault = _time_out_next(coord, "UPDATE", lambda: other.update("k", "theirs"), landed=True)
+    with pytest.raises(OutcomeUnknownError):
+        store.put("k", "ours")
+    assert fault.left == 0
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("theirs", 2)
+
+
+def test_a_put_that_lost_the_race_is_key_exists(stores: tuple[Coordinator, Storage, Storage]) -> None:
+    """Ours did not land and another client's put took version 1: KeyExistsError, as answered."""
+    coord, store, other = stores
+    store.put("other", "x")
+    fault = _time_out_next(coord, "UPDATE", lambda: other.put("k", "theirs"))
+    with pytest.raises(kubecoord.KeyExistsError):
+        store.put("k", "ours")
+    assert fault.left == 0
