@@ -25,7 +25,7 @@ from typing import Any
 
 from hypothesis import event
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import kubecoord
 from kubecoord import Fence, FencedError
@@ -116,6 +116,11 @@ class ElectorMachine(RuleBasedStateMachine):
             self.table.caller = ""
 
     # -- rules ---------------------------------------------------------------------------
+    @initialize(script=faults)
+    def first_step(self, script: list[Fault]) -> None:
+        """Every run starts with a step of ``a`` (most elect it), whatever comes next."""
+        self.step(0, script)
+
     @rule(i=candidates, script=faults)
     def step(self, i: int, script: list[Fault]) -> None:
         participant = self.participants[i]
