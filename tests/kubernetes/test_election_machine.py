@@ -281,6 +281,72 @@ def test_epochs_never_go_backwards_when_transitions_are_edited_down(server: Serv
     assert server.record is not None and server.record.transitions == 9
 
 
+def _delete_record(server: Server) -> None:
+    """The record deleted by hand (kubectl delete lease): memory:// itself has no such call."""
+    with server._lock:
+        server._records.pop(NAME, None)
+
+
+def test_a_fresh_candidate_goes_above_the_mark_when_the_record_was_edited_down(
+    server: Server, clock: ManualClock
+) -> None:
+    """Before the mark, a candidate that never saw the record took the edited value + 1."""
+    a = Candidate("a", server, clock)
+    a.step()
+    assert a.elector.epoch == 1
+    a.elector.release()
+    b = Candidate("b", server, clock)
+    b.step()
+    assert b.elector.epoch == 2
+    b.elector.release()
+    server.write(NAME, LeaderRecord("", 1, None, None, 0), server.version)
+    c = Candidate("c", server, clock)
+    c.step()
+    assert c.elector.is_leader() and c.elector.epoch == 3
+    assert server.read_mark(NAME) == (3, 3)
+
+
+def test_a_candidate_that_finds_the_mark_without_the_record_waits_a_lease_then_goes_above(
+    server: Server, clock: ManualClock
+) -> None:
+    """The record deleted while its holder still leads: a process that never saw it finds
+    the mark, waits a whole lease (the holder's renew deadline ends first), and its epoch
+    is above the holder's."""
+    a = Candidate("a", server, clock)
+    a.step()
+    a.elector.abandon()  # frozen: it still believes it leads until its renew deadline
+    _delete_record(server)
+    c = Candidate("c", server, clock)
+    writes = len(server.writes)
+    assert c.step() == pytest.approx(TIMINGS.lease_duration)
+    assert len(server.writes) == writes and not c.elector.is_leader()
+    clock.advance(TIMINGS.lease_duration)
+    c.step()
+    assert c.elector.is_leader() and c.elector.epoch == 2
+
+
+class _RacedMark(Server):
+    """A record write applied, and before its answer comes back another candidate's write
+    takes the mark to the same epoch (the record was deleted between the two)."""
+
+    def answering(self, record: LeaderRecord) -> None:
+        super().answering(record)
+        if record.holder == "late" and self.read_mark(NAME) is None:
+            self.write_mark(NAME, record.transitions, None)
+
+
+def test_of_two_candidates_that_wrote_one_epoch_only_the_one_that_raised_the_mark_leads(clock: ManualClock) -> None:
+    server = _RacedMark()
+    late = Candidate("late", server, clock)
+    late.step()
+    assert server.record is not None and (server.record.holder, server.record.transitions) == ("late", 1)
+    assert not late.elector.is_leader() and late.changes == []  # epoch 1 is somebody else's
+    # Its record expires like a crashed holder's; the next term is above the mark.
+    clock.advance(TIMINGS.lease_duration)
+    late.step()
+    assert late.elector.is_leader() and late.elector.epoch == 2
+
+
 # -- resign through the election handle (the lease core's LeaseElection) ----------------
 
 

@@ -104,7 +104,7 @@ def test_a_listed_service_account_writes_only_the_leases_it_is_granted(
             "message"]
         assert status["message"].endswith(
             f"ServiceAccount {app} may write only the Leases of its kubecoord resources "
-            f"({election}, {mine}-gc, {mine}.m.*), not {theirs}.m.x")
+            f"({election}, {election}.epoch, {mine}-gc, {mine}-gc.epoch, {mine}.m.*), not {theirs}.m.x")
         assert _denied(lambda: as_app.create_namespaced_lease(ns, _lease(f"unrelated-{suffix}"))).status == 403
         # Its own: member Leases by prefix, the group coordinator's and the election's by name.
         for name in (f"{mine}.m.a", f"{mine}-gc", election):

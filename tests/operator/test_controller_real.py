@@ -684,3 +684,60 @@ def test_a_replica_that_lost_the_operator_lease_stops_writing_before_the_next_on
                       if agent.endswith("/replica-1") and moment > renewed + 2.0 + 0.5]
     assert not after_deadline, f"writes {after_deadline} s after the deposed replica's last renewal"
     assert stopped_after < 15, f"the deposed replica took {stopped_after:.1f} s to stop"
+
+
+# -- epochs across hand edits, deletions and re-creations -----------------------------------
+def _tamper_lease(api: Api, name: str, how: str) -> None:
+    if how == "edit":
+        api.leases.patch_namespaced_lease(name, api.namespace, {"spec": {"leaseTransitions": 0}})
+        return
+    # Deleted, and created again by someone else before the operator could (kubectl apply
+    # of a manifest): a foreign Lease at epoch 0, which the operator never adopts.
+    api.leases.delete_namespaced_lease(name, api.namespace)
+    try:
+        api.leases.create_namespaced_lease(api.namespace, {"metadata": {"name": name},
+                                                           "spec": {"leaseTransitions": 0}})
+    except ApiException as error:
+        if error.status != 409:  # the operator's re-creation came first: edit that one down
+            raise
+        api.leases.patch_namespaced_lease(name, api.namespace, {"spec": {"leaseTransitions": 0}})
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("operator_up", [True, False], ids=["operator-up", "operator-down"])
+@pytest.mark.parametrize("how", ["edit", "recreate"])
+def test_an_elections_epoch_continues_above_after_its_free_lease_is_edited_or_recreated(
+    operator: Operator, api: Api, real_kubeconfig: pathlib.Path, how: str, operator_up: bool
+) -> None:
+    """An operator-managed election: its epochs restarted at 1 after its Lease was deleted
+    and re-created by someone else (or its leaseTransitions edited down), the operator
+    running or not. The Lease NAME.epoch, made by the operator, keeps them going up."""
+    name = _unique("mark")
+    api.create("LeaderElection", name, {"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2,
+                                        "retryPeriodSeconds": 0.5})
+    eventually(lambda: api.ready("LeaderElection", name), timeout=60, interval=0.3)
+    assert f"{name}.epoch" in api.lease_names()
+    issued: list[int] = []
+    for holder in ("pod-a", "pod-b"):
+        with _connect(real_kubeconfig, api.namespace) as side:
+            election = side.leader_election(name)
+            election.nominate(holder)
+            eventually(lambda: election.is_leader(holder), timeout=30, interval=0.1)  # noqa: B023
+            leader = election.get_leader()
+            assert leader is not None
+            issued.append(leader.epoch)
+    if not operator_up:
+        operator.stop()
+    try:
+        _tamper_lease(api, name, how)
+        # A candidate that never saw the Lease before.
+        with _connect(real_kubeconfig, api.namespace) as c_side:
+            newcomer = c_side.leader_election(name)
+            newcomer.nominate("pod-c")
+            eventually(lambda: newcomer.is_leader("pod-c"), timeout=90, interval=0.2)
+            leader = newcomer.get_leader()
+            assert leader is not None and leader.id == "pod-c"
+            assert leader.epoch > max(issued), f"pod-c was handed epoch {leader.epoch}; issued before: {issued}"
+    finally:
+        if not operator_up:
+            operator.start()

@@ -28,7 +28,7 @@ def test_the_operator_writes_repairs_and_trims_the_lease_grants(
     app, elector = f"app-{unique}", f"elector-{unique}"
     resources.create("groups", "Group", group, {"clients": [app]})
     resources.create("leaderelections", "LeaderElection", election, {"clients": [app, elector]})
-    wanted = {f"{group}.m.*", f"{group}-gc", election}
+    wanted = {f"{group}.m.*", f"{group}-gc", f"{group}-gc.epoch", election, f"{election}.epoch"}
     eventually(lambda: set(_grants(core).get(app, "").split()) == wanted, timeout=30, interval=0.2)
     assert elector not in _grants(core)  # an election's client only: RBAC confines it by name
     owners = core.read_namespaced_config_map(CONFIGMAP, NAMESPACE).metadata.owner_references

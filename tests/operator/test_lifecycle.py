@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any
 
+import kubernetes
 import pytest
 
 import kubecoord
@@ -89,6 +90,47 @@ def test_a_deleted_election_lease_comes_back_as_it_was_and_epochs_never_go_back(
             eventually(lambda: newcomer.is_leader("pod-new"), timeout=20)
             assert newcomer.get_leader() == kubecoord.Leader("pod-new", "", epoch + 1)
     resources.delete("leaderelections", name)
+
+
+def test_an_elections_epochs_go_on_above_its_mark_after_its_lease_is_recreated_by_someone_else(
+    resources: Resources, kubeconfig_path: pathlib.Path, unique: str
+) -> None:
+    """The operator creates the mark NAME.epoch with the Lease; a Lease deleted and created
+    again by someone else (foreign: NotOwned, never adopted) at epoch 0 before the
+    operator's re-creation does not make the next leader's epoch start again at 1."""
+    name = f"mark-{unique}"
+    lease_name = object_names.election_lease_name(name)
+    spec = {"leaseDurationSeconds": 3, "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.5}
+    resources.create("leaderelections", "LeaderElection", name, spec)
+    resources.wait_ready("leaderelections", name)
+    mark = resources.coordination.read_namespaced_lease(object_names.epoch_lease_name(lease_name), NAMESPACE)
+    assert _owners(mark) == ["LeaderElection"] and not mark.spec.holder_identity
+    url = f"kubernetes://{NAMESPACE}"
+    issued = []
+    for holder in ("pod-a", "pod-b"):
+        with kubecoord.connect(url, kubeconfig=str(kubeconfig_path)) as side:
+            election = side.leader_election(name)
+            assert election.nominate(holder)
+            leader = election.get_leader()
+            assert leader is not None
+            issued.append(leader.epoch)
+    assert issued[0] < issued[1]
+    resources.coordination.delete_namespaced_lease(lease_name, NAMESPACE)
+    try:
+        resources.coordination.create_namespaced_lease(
+            NAMESPACE, {"metadata": {"name": lease_name}, "spec": {"leaseTransitions": 0}})
+    except kubernetes.client.exceptions.ApiException as error:
+        if error.status != 409:  # the operator came first: edit its re-creation down instead
+            raise
+        resources.coordination.patch_namespaced_lease(lease_name, NAMESPACE, {"spec": {"leaseTransitions": 0}})
+    with kubecoord.connect(url, kubeconfig=str(kubeconfig_path)) as newcomer_side:
+        newcomer = newcomer_side.leader_election(name)
+        newcomer.nominate("pod-c")
+        eventually(lambda: newcomer.is_leader("pod-c"), timeout=30)
+        leader = newcomer.get_leader()
+        assert leader is not None and leader.epoch > max(issued), (leader, issued)
+    resources.delete("leaderelections", name)
+    eventually(lambda: object_names.epoch_lease_name(lease_name) not in resources.lease_names(), timeout=30)
 
 
 def test_group_status_generation_events_and_expired_member_gc(
@@ -199,7 +241,8 @@ def test_clients_get_exactly_their_role_and_others_are_denied(
     rules = {(tuple(r.resources), tuple(r.resource_names or ())): sorted(r.verbs) for r in role.rules}
     assert rules == {
         (("leaderelections",), (name,)): ["get"],
-        (("leases",), (object_names.election_lease_name(name),)): ["get", "list", "patch", "update", "watch"],
+        (("leases",), (object_names.election_lease_name(name), f"{name}.epoch")):
+            ["get", "list", "patch", "update", "watch"],
     }
     binding = resources.rbac.read_namespaced_role_binding(f"kubecoord-leaderelection-{name}", NAMESPACE)
     assert [(s.kind, s.name) for s in binding.subjects] == [("ServiceAccount", f"allowed-{unique}")]

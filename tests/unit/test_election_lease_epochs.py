@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecoord.operator.backing import election_lease
+from kubecoord.operator.backing import election_lease, election_mark
 
 
 def _election(status: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -56,3 +56,19 @@ def test_a_final_state_the_watch_did_not_see_is_re_created_one_above() -> None:
     lease = election_lease(_election({"observedGeneration": 1, "leader": "pod-a", "epoch": 4}), final)
     assert (lease["spec"]["holderIdentity"], lease["spec"]["leaseTransitions"]) == ("pod-b", 7)
     assert "annotations" not in lease["metadata"]  # the mark is never written
+
+
+def test_the_mark_is_made_at_the_leases_epoch_and_never_below_its_own_final_state() -> None:
+    """The operator's high-water mark NAME.epoch: no holder, the Lease's epoch for a new one;
+    a deleted mark comes back at its final state when that is higher (it must not go down)."""
+    body = _election({"observedGeneration": 1, "epoch": 4})
+    lease = election_lease(body)
+    mark = election_mark(body, lease)
+    assert mark["metadata"]["name"] == "billing.epoch"
+    assert mark["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+    assert mark["spec"] == {"leaseTransitions": 5}
+    final = {"metadata": {"ownerReferences": [{"uid": "u-1"}]}, "spec": {"leaseTransitions": 9}}
+    assert election_mark(body, lease, final)["spec"] == {"leaseTransitions": 9}
+    # A same-named Lease somebody else made says nothing about this election's epochs.
+    foreign = {"metadata": {}, "spec": {"leaseTransitions": 90}}
+    assert election_mark(body, lease, foreign)["spec"] == {"leaseTransitions": 5}

@@ -14,7 +14,7 @@ def _body(kind: str, name: str, clients: list[str], **spec: Any) -> dict[str, An
 
 
 def test_a_group_client_gets_its_members_prefix_and_the_coordinator_election() -> None:
-    assert grants([_body("Group", "workers", ["app"])], []) == {"app": "workers-gc workers.m.*"}
+    assert grants([_body("Group", "workers", ["app"])], []) == {"app": "workers-gc workers-gc.epoch workers.m.*"}
 
 
 def test_an_account_in_several_groups_and_elections_gets_each_of_their_leases() -> None:
@@ -22,7 +22,8 @@ def test_an_account_in_several_groups_and_elections_gets_each_of_their_leases() 
         [_body("Group", "a", ["app", "ops"]), _body("Group", "b", ["app"])],
         [_body("LeaderElection", "billing", ["app"]), _body("LeaderElection", "other", ["team-b"])],
     )
-    assert data == {"app": "a-gc a.m.* b-gc b.m.* billing", "ops": "a-gc a.m.*"}
+    assert data == {"app": "a-gc a-gc.epoch a.m.* b-gc b-gc.epoch b.m.* billing billing.epoch",
+                    "ops": "a-gc a-gc.epoch a.m.*"}
 
 
 def test_accounts_no_group_confines_are_not_listed() -> None:
@@ -62,9 +63,10 @@ def test_a_client_removed_from_the_spec_stays_confined_while_its_rolebinding_bin
     restart lifted it first)."""
     group = _body("Group", "workers", ["stays"])
     assert _confined([group], [], [_binding("Group", "workers", ["stays", "leaves"])]) == {
-        "leaves": "workers-gc workers.m.*", "stays": "workers-gc workers.m.*"}
+        "leaves": "workers-gc workers-gc.epoch workers.m.*", "stays": "workers-gc workers-gc.epoch workers.m.*"}
     # Once the RoleBinding no longer binds it, the confinement goes.
-    assert _confined([group], [], [_binding("Group", "workers", ["stays"])]) == {"stays": "workers-gc workers.m.*"}
+    stays = _confined([group], [], [_binding("Group", "workers", ["stays"])])
+    assert stays == {"stays": "workers-gc workers-gc.epoch workers.m.*"}
     # A new client is confined from its spec, before any RoleBinding binds it.
     assert set(_confined([_body("Group", "workers", ["stays", "new"])], [], [])) == {"stays", "new"}
 
@@ -73,7 +75,8 @@ def test_a_deleted_or_deleting_groups_binding_confines_its_subjects_until_it_is_
     deleting = _body("Group", "going", ["app"])
     deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     bindings = [_binding("Group", "going", ["app"]), _binding("Group", "gone", ["old"])]
-    assert _confined([deleting], [], bindings) == {"app": "going-gc going.m.*", "old": "gone-gc gone.m.*"}
+    assert _confined([deleting], [], bindings) == {"app": "going-gc going-gc.epoch going.m.*",
+                                                   "old": "gone-gc gone-gc.epoch gone.m.*"}
     assert _confined([deleting], [], []) == {}
 
 
@@ -84,4 +87,5 @@ def test_bindings_of_other_backends_and_of_elections_only_confine_nobody_new() -
     assert _confined([zk], [election], bindings) == {}
     # An election's bound client that is also a Group client keeps that election's Lease.
     group = _body("Group", "workers", ["app"])
-    assert _confined([zk, group], [election], bindings) == {"app": "billing workers-gc workers.m.*"}
+    widened = _confined([zk, group], [election], bindings)
+    assert widened == {"app": "billing billing.epoch workers-gc workers-gc.epoch workers.m.*"}

@@ -252,3 +252,24 @@ def test_a_leader_that_resigns_after_its_session_proven_life_ran_out_logs_when_i
     ended, logged = (dt.datetime.fromisoformat(last[f].replace("Z", "+00:00")).timestamp()
                      for f in ("valid_until", "ts"))
     assert logged - ended >= 1.5
+
+
+def test_lock_tokens_increase_across_a_deletion_of_the_locks_parent(
+    zookeeper_server: ZooKeeperServer, zk: KazooClient, chroot: str
+) -> None:
+    """Deleting /CHROOT/elections/NAME resets its sequence numbers (the next node is
+    ...__lock__0000000000 again), but a token is the holding node's czxid: the ensemble's
+    transaction id, which no deletion resets."""
+    url = f"zookeeper://{zookeeper_server.hosts}/{chroot}"
+    path = f"/{chroot}/elections/nightly"
+    tokens: list[int] = []
+    sequences: list[str] = []
+    for _ in range(2):
+        for holder in ("pod-a", "pod-b"):
+            with kubecoord.connect(url) as coord, coord.lock("nightly", id=holder) as lock:
+                assert lock.token is not None
+                tokens.append(lock.token)
+                sequences.extend(node[-10:] for node in zk.get_children(path))
+        zk.delete(path, recursive=True)
+    assert sequences[0] == sequences[2] == "0000000000"  # the parent's counter restarted ...
+    assert tokens == sorted(set(tokens))  # ... the tokens did not

@@ -1,10 +1,13 @@
 """The Kubernetes objects behind a resource on the kubernetes backend, named exactly as
 the backend names them (kubecoord.wire.object_names).
 
-- LeaderElection NAME: the Lease NAME, created up front with an ownerReference to the
-  resource, so Kubernetes' garbage collector deletes it with the resource.
+- LeaderElection NAME: the Lease NAME and the Lease NAME.epoch (the high-water mark of
+  the epochs issued on it: kubecoord._core.lease.elector), created up front with an
+  ownerReference to the resource, so Kubernetes' garbage collector deletes them with the
+  resource; a deleted one is re-created by the drift repair.
 - Group NAME: one Lease per member, created by the members themselves; the operator
-  adopts each (adds the ownerReference). Expired members' Leases are reaped by the
+  adopts each (adds the ownerReference). The group coordinator's election Lease NAME-gc
+  and its mark NAME-gc.epoch, created up front. Expired members' Leases are reaped by the
   backend's observers, the operator among them (kubecoord.operator.cached). Also the
   ConfigMap kubecoord-kv.NAME-gc (one shard) that holds the group coordinator's
   generation record, created up front so that clients granted it by name never need
@@ -49,6 +52,14 @@ alive, renews at the bumped epoch (its fencing token only goes up) and every lat
 acquisition goes above every epoch issued. Not covered: two or more acquisitions the
 operator never saw (all while it was down) before the Lease was deleted — nothing left
 remembers them, except candidates that saw them (they acquire above their own highest).
+
+The high-water mark makes all of this a second line: candidates write every new epoch
+one above the Lease NAME.epoch and raise it before they lead, so an epoch is never issued
+twice even when the Lease is edited down, or deleted and re-created by someone else
+(a foreign Lease: NotOwned, and still no epoch below the mark). A deleted mark is
+re-created at the epoch the Lease would be re-created at, or its own final state if
+higher. Deleting the resource deletes both: a LeaderElection created again under the
+same name starts its epochs again.
 
 Guarantee: after a resource is deleted, its finalizer removes every object of it that
 carries no ownerReference yet (a member that joined after the last adoption), so a
@@ -124,6 +135,20 @@ def election_lease(body: dict[str, Any], final: dict[str, Any] | None = None) ->
     return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": metadata, "spec": spec}
 
 
+def election_mark(
+    body: dict[str, Any], lease: dict[str, Any], final: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The high-water mark Lease ``NAME.epoch`` of an election whose Lease is (to be) ``lease``:
+    no holder, leaseTransitions at the Lease's or the mark's own final state, whichever is
+    higher (a mark is never re-created below what it said)."""
+    epoch = int((lease.get("spec") or {}).get("leaseTransitions") or 0)
+    if final is not None and owned(final, body):
+        epoch = max(epoch, int((final.get("spec") or {}).get("leaseTransitions") or 0))
+    name = object_names.epoch_lease_name(lease["metadata"]["name"])
+    return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {}),
+            "spec": {"leaseTransitions": epoch}}
+
+
 def _restored(body: dict[str, Any], name: str, epoch: int) -> tuple[dict[str, Any], dict[str, str]]:
     """The Lease spec and annotations of the status's last known leader, at ``epoch``."""
     status = body.get("status") or {}
@@ -150,8 +175,9 @@ def cached_and_owned(body: dict[str, Any], observed: Callable[[str, str], dict[s
     it, so that a drift check needs no request (``observed(plural, name)``: the cache)."""
     kind, name = body["kind"], body["metadata"]["name"]
     if kind == "LeaderElection":
-        lease = observed("leases", object_names.election_lease_name(name))
-        return lease is not None and owned(lease, body)
+        lease_name = object_names.election_lease_name(name)
+        return all((lease := observed("leases", leased)) is not None and owned(lease, body)
+                   for leased in (lease_name, object_names.epoch_lease_name(lease_name)))
     if kind == "KVStore":
         zero = observed("configmaps", object_names.store_shard_name(name, 0))
         if zero is None:
@@ -162,7 +188,7 @@ def cached_and_owned(body: dict[str, Any], observed: Callable[[str, str], dict[s
         # The coordinator's election Lease and record ConfigMap (members create their own
         # Leases: those are not repaired): ours, or made by members before the Group existed.
         return all((obj := observed(plural, record["metadata"]["name"])) is not None and usable(obj, body)
-                   for plural, record in (("leases", coordinator_lease(body)),
+                   for plural, record in (("leases", coordinator_lease(body)), ("leases", coordinator_mark(body)),
                                           ("configmaps", coordinator_configmap(body))))
     return False
 
@@ -280,6 +306,13 @@ def coordinator_lease(body: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {}), "spec": {}}
 
 
+def coordinator_mark(body: dict[str, Any]) -> dict[str, Any]:
+    """The high-water mark Lease of the group coordinator's election (``GROUP-gc.epoch``)."""
+    name = object_names.epoch_lease_name(object_names.election_lease_name(derived_name(body["metadata"]["name"])))
+    return {"apiVersion": LEASES[0], "kind": "Lease", "metadata": _metadata(body, name, {}),
+            "spec": {"leaseTransitions": 0}}
+
+
 def coordinator_configmap(body: dict[str, Any]) -> dict[str, Any]:
     """The one-shard store of a Group's generation record (kubecoord.group_coordinator)."""
     store = derived_name(body["metadata"]["name"])
@@ -310,14 +343,17 @@ async def ensure_owned(body: dict[str, Any], last_state: LastState | None = None
         return await _ensure_store(body, alive)
     result = Ensured()
     if kind == "Group":
-        for obj in (coordinator_configmap(body), coordinator_lease(body)):
+        for obj in (coordinator_configmap(body), coordinator_lease(body), coordinator_mark(body)):
             result.objects.append(obj)
             result.add(obj, await _create_or_check(obj, body, result.created, alive))
     if kind == "LeaderElection":
         name = object_names.election_lease_name(body["metadata"]["name"])
         lease = election_lease(body, last_state("leases", name) if last_state is not None else None)
-        result.objects.append(lease)
-        result.add(lease, await _create_or_check(lease, body, result.created, alive))
+        mark_name = object_names.epoch_lease_name(name)
+        mark = election_mark(body, lease, last_state("leases", mark_name) if last_state is not None else None)
+        for obj in (lease, mark):
+            result.objects.append(obj)
+            result.add(obj, await _create_or_check(obj, body, result.created, alive))
     return result
 
 
@@ -390,16 +426,17 @@ async def delete_all(body: dict[str, Any]) -> int:
     kind, name = body["kind"], body["metadata"]["name"]
     if kind == "LeaderElection":
         lease = election_lease(body)
-        try:
-            existing = await kubeapi.acall("GET", kubeapi.object_path(lease).item)
-        except kubeapi.ApiException as error:
-            if error.status != 404:
-                raise
-            existing = None
-        if existing is not None and owned(existing, body):
-            deleted += await kubeapi.delete(lease)
+        for obj in (lease, election_mark(body, lease)):
+            try:
+                existing = await kubeapi.acall("GET", kubeapi.object_path(obj).item)
+            except kubeapi.ApiException as error:
+                if error.status != 404:
+                    raise
+                existing = None
+            if existing is not None and owned(existing, body):
+                deleted += await kubeapi.delete(obj)
     elif kind == "Group":
-        for record in (coordinator_configmap(body), coordinator_lease(body)):
+        for record in (coordinator_configmap(body), coordinator_lease(body), coordinator_mark(body)):
             try:
                 existing = await kubeapi.acall("GET", kubeapi.object_path(record).item)
             except kubeapi.ApiException as error:

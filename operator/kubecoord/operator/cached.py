@@ -53,7 +53,8 @@ class CachedLeaderMirror(LeaderStatus):
         self._name = name
 
     def routes(self) -> list[Route]:
-        return [("leases", "", object_names.election_lease_name(self._name))]
+        lease = object_names.election_lease_name(self._name)
+        return [("leases", "", lease), ("leases", "", object_names.epoch_lease_name(lease))]
 
     def _read_leader(self) -> Leader | None:
         return self._cache.cached_leader(self._name)

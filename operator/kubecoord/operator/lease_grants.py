@@ -8,13 +8,14 @@ charts/kubecoord/templates/admissionpolicy.yaml) on Lease CREATE, UPDATE and DEL
 parameters are one ConfigMap per namespace, ``kubecoord-lease-grants``, kept here:
 
     data:
-      SERVICE_ACCOUNT: "GROUP.m.* GROUP-gc ELECTION ..."   # space-separated, sorted
+      SERVICE_ACCOUNT: "GROUP.m.* GROUP-gc GROUP-gc.epoch ELECTION ELECTION.epoch ..."
 
 - a key per ServiceAccount listed in ``spec.clients`` of a kubernetes-backed Group of the
   namespace; its entries are every Lease its kubecoord grants cover: for each such Group,
   the member Leases (prefix ``GROUP.m.``, an entry ending in ``*``) and the group
-  coordinator's election Lease (``GROUP-gc``); for each kubernetes-backed LeaderElection
-  that also lists it, that election's Lease;
+  coordinator's election Lease (``GROUP-gc``) and its epochs' high-water mark
+  (``GROUP-gc.epoch``); for each kubernetes-backed LeaderElection that also lists it,
+  that election's Lease and its mark (space-separated, sorted);
 - a request by ``system:serviceaccount:NS:SA`` whose SA is a key may write only those
   Leases; the server answers 403 (reason Forbidden) otherwise, which the client raises as
   PermissionDeniedError;
@@ -94,12 +95,13 @@ def grants(groups: list[dict[str, Any]], elections: list[dict[str, Any]]) -> dic
     for group in filter(_on_kubernetes, groups):
         name = group["metadata"]["name"]
         for account in _clients(group):
+            coordinator = object_names.election_lease_name(derived_name(name))
             entries[account] |= {object_names.member_lease_prefix(name) + PREFIX_MARK,
-                                 object_names.election_lease_name(derived_name(name))}
+                                 coordinator, object_names.epoch_lease_name(coordinator)}
     for election in filter(_on_kubernetes, elections):
         lease = object_names.election_lease_name(election["metadata"]["name"])
         for account in _clients(election) & entries.keys():
-            entries[account].add(lease)
+            entries[account] |= {lease, object_names.epoch_lease_name(lease)}
     return {account: " ".join(sorted(names)) for account, names in sorted(entries.items())}
 
 

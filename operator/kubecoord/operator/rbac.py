@@ -5,12 +5,14 @@ exactly the verbs a kubecoord client needs on that resource's backing objects.
 resource        rules (kubernetes backend; every kind also gets ``get`` on the resource
                 itself, so that clients can bind by name)
 ==============  ========================================================================
-LeaderElection  leases NAME: get, list, watch, update, patch (the Lease exists: the
-                operator creates it, so clients need no ``create``)
+LeaderElection  leases NAME and NAME.epoch (its epochs' high-water mark): get, list,
+                watch, update, patch (the operator creates both, so clients need no
+                ``create``)
 Group           leases: create, get, list, watch, update, patch, delete — members create
                 their own Lease, whose name RBAC cannot know in advance (resourceNames
                 cannot restrict ``create`` or a label selector), so this rule covers the
-                namespace's Leases (the group coordinator's election NAME-gc too); the
+                namespace's Leases (the group coordinator's election NAME-gc and its
+                mark NAME-gc.epoch too); the
                 writes only while the chart's admission policy confines them or
                 unconfined clients are accepted (kubecoord.operator.confinement), else
                 get, list, watch only;
@@ -84,7 +86,8 @@ def _rules(body: dict[str, Any], *, kv_shards: int | None = None, confined: bool
     if (body.get("spec") or {}).get("backend", "kubernetes") != "kubernetes":
         return result
     if kind == "LeaderElection":
-        result.append(_rule("coordination.k8s.io", "leases", READ_WRITE, object_names.election_lease_name(name)))
+        lease = object_names.election_lease_name(name)
+        result.append(_rule("coordination.k8s.io", "leases", READ_WRITE, lease, object_names.epoch_lease_name(lease)))
     elif kind == "Group":
         # Writes only while the admission policy confines them (fail closed): reads are
         # never confined, so they are granted either way.

@@ -10,6 +10,8 @@ primitive                   object                                 name
 ==========================  =====================================  =========================
 leader election SERVICE     coordination.k8s.io/v1 Lease           ``SERVICE`` (the same name
                                                                    a client-go LeaseLock uses)
+epochs issued on SERVICE    Lease, only spec.leaseTransitions      ``SERVICE.epoch``
+(the high-water mark)
 member ID of group GROUP    Lease, label kubecoord.dev/group=GROUP ``GROUP.m.SLUG-HASH``
 KV store STORE, shard 0     ConfigMap, label kubecoord.dev/store,  ``kubecoord-kv.STORE``
                             annotation kubecoord.dev/kv-shards
@@ -20,7 +22,9 @@ Guarantees: every derived name is a valid DNS-1123 subdomain of at most 253 char
 member Lease names are injective in (group, member id) — ids are case-sensitive and may
 hold any character, so the name carries a hash of the exact id and the id itself is kept
 in an annotation. Election Leases are named by the service (a DNS-1123 label, no dots),
-member Leases always contain a dot, so the two never collide.
+member Leases always contain a dot, so the two never collide; a high-water mark's name
+ends in ``.epoch`` and a member Lease's never does (its last part ends in a hash after a
+dash), so no mark collides with either.
 A member Lease counts for its group only when its name is the one derived from its group
 and member id (member_id_of): labels and annotations alone prove nothing.
 Not guaranteed: that nothing else in the namespace uses these names.
@@ -76,6 +80,12 @@ _HASH_CHARS = 16
 def election_lease_name(service: str) -> str:
     """The Lease of the election ``service``: the service name itself (client-go compatible)."""
     return service
+
+
+def epoch_lease_name(record: str) -> str:
+    """The Lease holding the high-water mark of the epochs issued on the election Lease
+    ``record`` (kubecoord._core.lease.elector): ``RECORD.epoch``."""
+    return f"{record}.epoch"
 
 
 def member_lease_name(group: str, member_id: str) -> str:

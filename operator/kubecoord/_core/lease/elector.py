@@ -28,23 +28,37 @@ Guarantees:
   over (given clocks that tick at similar rates). When the deadline passes, step() reports
   the loss and does not write again as leader; is_leader() turns False at that instant
   by itself — a process resumed after SIGSTOP sees False before any thread runs a write.
-- The epoch is the record's transitions: +1 on every acquisition (kubecoord also counts a
-  re-acquisition by the same id after a loss as a new term). A record deleted behind the
-  candidates' backs does not reset it: a candidate that saw the record carries on from the
-  highest epoch it saw, and waits a whole lease from when it noticed the deletion (the
-  last holder may still believe it leads until its renew deadline). A process that never
-  saw the record cannot know its epoch, so an elector made with ``creates_record=False``
-  (a Kubernetes election bound to an operator-managed LeaderElection) never creates the
-  record: while it is missing it waits (one log line) for the operator, which re-creates a
-  deleted Lease as it was (holder, times and epoch from the watch's last view). Without an
-  operator (an unbound Lease) a process started after the deletion still creates the
-  record at epoch 1: nothing outside the deleted record remembers its epoch.
+- The epoch is the record's transitions: higher on every acquisition (kubecoord also counts
+  a re-acquisition by the same id after a loss as a new term). Epochs strictly increase
+  across holders, processes and restarts, whatever is done to the record by hand, because
+  of the store's high-water mark (RecordStore.read_mark/write_mark: a second object,
+  written only by compare-and-set; on Kubernetes the Lease ``NAME.epoch``). A candidate
+  writes the record one above both the mark and the highest epoch it saw on the record,
+  then raises the mark to that epoch, from below, before it counts as leading: a record
+  edited down, deleted, or re-created by someone else at 0 never makes an epoch issued
+  again, and of two candidates that wrote the same epoch (the record deleted between
+  them) only the one whose write took the mark past it leads. Epochs go up by one per
+  term unless the record was edited or deleted.
+- A record deleted behind the candidates' backs: a candidate that saw it, or that finds
+  its mark without it, waits a whole lease from when it noticed (the last holder may still
+  believe it leads until its renew deadline), then acquires above the mark. An elector
+  made with ``creates_record=False`` (a Kubernetes election bound to an operator-managed
+  LeaderElection) never creates the record nor the mark: while either is missing it waits
+  (one log line) for the operator, which creates both and re-creates a deleted Lease as it
+  was (holder, times and epoch from the watch's last view).
 - Hand edits of a held record do not stick: the leader renews over them with its own
   lease duration (as client-go does; an edited 1 s would let followers take over while it
   leads) and never with an epoch below the one it holds (an edit of leaseTransitions down
-  is written back up; a candidate's next term goes above the highest epoch it saw).
+  is written back up). A holder whose record was given to another holder, or re-created
+  by someone else, learns it lost at its next renewal (a conflict), within its renew
+  deadline; one whose record was just deleted puts it back with that renewal (a
+  Kubernetes PUT creates a missing Lease, as client-go's renewal does) and keeps its
+  epoch, while every other candidate waits a whole lease (5a).
 
-Not guaranteed: that the leader's work stops in time — use the epoch as a fencing token.
+Not guaranteed: epochs above everything issued when both the record and its mark are
+deleted or edited down (nothing else remembers them, except the candidates that saw them:
+they acquire above their own highest); that the leader's work stops in time — use the
+epoch as a fencing token.
 """
 
 from __future__ import annotations
@@ -127,6 +141,9 @@ class Elector:
         self._sent = 0.0
         self._highest_epoch = 0
         self._vanished_at: float | None = None
+        self._mark_read: tuple[int, str | None] | None = None
+        """The mark as read during the current step (one GET serves both of its uses)."""
+        self._waiting_for_mark = False
         self._creates_record = creates_record
         self._waiting_for_record = False
         self._retired = False
@@ -228,6 +245,7 @@ class Elector:
 
     def _step_following(self) -> float:
         now = self._clock.now()
+        self._mark_read = None
         observed = self._store.observed()
         if observed is not None:
             self._highest_epoch = max(self._highest_epoch, observed.record.transitions)
@@ -243,9 +261,9 @@ class Elector:
                     extra={"service": self.service, "candidate": self.candidate},
                 )
             return self._timings.retry_period
-        elif self._highest_epoch:
-            # 5a. The record we saw was deleted: its holder may lead until its renew
-            #     deadline, so wait a whole lease from when we noticed.
+        elif self._highest_epoch or self._mark_left_behind(now):
+            # 5a. The record we saw was deleted (or its mark outlived it): its holder may
+            #     lead until its renew deadline, so wait a whole lease from when we noticed.
             if self._vanished_at is None:
                 self._vanished_at = now
             if now < self._vanished_at + self._timings.lease_duration:
@@ -256,9 +274,26 @@ class Elector:
             expires = expires_at(observed)
             if now < expires:
                 return expires - now
-        # 6. Free (released, never held) or expired: try to acquire over what we observed.
+        # 6. Free (released, never held) or expired: try to acquire over what we observed,
+        #    one above every epoch we saw and above the store's high-water mark.
+        try:
+            mark, version = self._read_mark(now)
+        except CoordinationError as exc:
+            log.info("acquire failed: the epoch mark could not be read",
+                     extra={"service": self.service, "candidate": self.candidate, "error": str(exc)})
+            return self._timings.retry_period
+        if version is None and not self._creates_record:
+            if not self._waiting_for_mark:
+                self._waiting_for_mark = True
+                log.warning(
+                    "epoch mark missing; waiting for its owner (the operator) to create it",
+                    extra={"service": self.service, "candidate": self.candidate},
+                )
+            return self._timings.retry_period
+        self._waiting_for_mark = False
+        transitions = max(self._highest_epoch, mark) + 1
+        now = self._clock.now()  # the read took time: the term is counted from here
         wall = self._now_wall()
-        transitions = self._highest_epoch + 1  # never backwards, even over a re-created record
         record = LeaderRecord(
             holder=self.candidate, lease_duration_seconds=self._timings.lease_duration,
             acquire_time=wall, renew_time=wall, transitions=transitions, data=self.data,
@@ -281,6 +316,9 @@ class Elector:
         except CoordinationError as exc:
             log.info("acquire failed", extra={"service": self.service, "candidate": self.candidate, "error": str(exc)})
             return self._timings.retry_period
+        if not self._raise_mark(written.record.transitions, now):
+            self._highest_epoch = max(self._highest_epoch, written.record.transitions)
+            return self._timings.retry_period
         self._leading = True
         self._confirm(written, sent=now)
         if self._clock.now() >= self._valid_until:
@@ -296,6 +334,48 @@ class Elector:
         self._metrics.leadership(self._backend, self.service, self.candidate, True)
         self._on_change(self, True)
         return self._timings.retry_period
+
+    def _raise_mark(self, epoch: int, now: float) -> bool:
+        """6b. The record names us at ``epoch``: raise the store's high-water mark to it, by
+        compare-and-set from below, before the term counts. Each epoch is reported by the
+        one candidate whose write took the mark past it. False (not leading; the record
+        expires, or is taken back above the mark by the next acquisition, ours included):
+        the mark already reached ``epoch`` (another candidate reported it, after the record
+        we saw was deleted) or could not be written."""
+        try:
+            mark, version = self._read_mark(now)
+            for _ in range(3):
+                if mark >= epoch:
+                    break
+                try:
+                    self._store.write_mark(epoch, version, self._timeout(now))
+                    return True
+                except RecordConflict:
+                    mark, version = self._store.read_mark(self._timeout(now))
+        except CoordinationError as exc:
+            log.warning("acquired the record but could not raise its epoch mark; not leading",
+                        extra={"service": self.service, "candidate": self.candidate, "epoch": epoch,
+                               "error": str(exc)})
+            return False
+        log.warning("acquired the record but its epoch mark is already at or above our epoch; not leading",
+                    extra={"service": self.service, "candidate": self.candidate, "epoch": epoch, "mark": mark})
+        return False
+
+    def _mark_left_behind(self, now: float) -> bool:
+        """No record, and this candidate never saw one: whether a mark says one existed (it
+        was deleted: its holder may still lead). Read once per absence."""
+        if self._vanished_at is not None:
+            return True
+        try:
+            _, version = self._read_mark(now)
+        except CoordinationError:
+            return False  # the reservation that follows fails the same way and retries
+        return version is not None
+
+    def _read_mark(self, now: float) -> tuple[int, str | None]:
+        if self._mark_read is None:
+            self._mark_read = self._store.read_mark(self._timeout(now))
+        return self._mark_read
 
     # -- giving up ----------------------------------------------------------------------
     def holds(self) -> bool:

@@ -174,6 +174,14 @@ class ElectionRows:
         )
 
     # -- writing (the RecordStore protocol) ---------------------------------------------
+    def read_mark(self, timeout: float) -> tuple[int, str | None]:
+        """The ``leader_epochs`` row is this store's high-water mark, and every acquisition
+        bumps it by LWT above what it holds (``_bump_epoch``): no second mark to keep."""
+        return 0, None
+
+    def write_mark(self, epoch: int, version: str | None, timeout: float) -> str | None:
+        return None
+
     def create(self, record: LeaderRecord, timeout: float) -> Observation:
         return self._acquire(record, timeout)
 

@@ -1,6 +1,12 @@
 """The lease core's RecordStore over one coordination.k8s.io/v1 Lease: the shared informer
 supplies observations (a watch by name), writes go to the API with the observed
 resourceVersion as the compare-and-set, 409 and 404 become RecordConflict.
+
+The high-water mark of the epochs issued on Lease NAME is the Lease ``NAME.epoch``
+(object_names.epoch_lease_name): its spec.leaseTransitions, and nothing else in its spec
+(no holder: a client-go tool reading it sees a free Lease). It is read with a GET when a
+candidate is about to acquire (not watched: acquisitions are rare) and written by PUT at
+the resourceVersion read, keeping its metadata (the operator's ownerReference).
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ class LeaseStore:
         self._context = context
         self._informer = informer
         self._name = name
+        self._mark_name = object_names.epoch_lease_name(name)
+        self._mark: dict[str, Any] | None = None
+        """The mark Lease as last read or written (its metadata is kept on writes)."""
         self.fatal: NamespaceNotFoundError | PermissionDeniedError | None = None
         """Set when a write found no namespace, or was refused (RBAC, or the chart's admission
         policy confining a Group client's Lease writes): nominate() raises it at once instead
@@ -80,6 +89,41 @@ class LeaseStore:
             self.fatal = exc
             raise
         return self._mine(written)
+
+    def read_mark(self, timeout: float) -> tuple[int, str | None]:
+        try:
+            mark = self._context.client.get(LEASES, self._mark_name, timeout=timeout)
+        except PermissionDeniedError as exc:
+            self.fatal = exc
+            raise
+        self._mark = mark
+        if mark is None:
+            return 0, None
+        return int((mark.get("spec") or {}).get("leaseTransitions") or 0), str(mark["metadata"]["resourceVersion"])
+
+    def write_mark(self, epoch: int, version: str | None, timeout: float) -> str | None:
+        mark = self._mark
+        try:
+            if version is None:
+                body: dict[str, Any] = {
+                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self._mark_name, "namespace": self._context.namespace,
+                                 "labels": {object_names.MANAGED_BY_LABEL: object_names.MANAGED_BY}},
+                    "spec": {"leaseTransitions": epoch},
+                }
+                written = self._context.client.create(LEASES, body, timeout=timeout)
+            else:
+                if mark is None or str(mark["metadata"]["resourceVersion"]) != version:
+                    raise RecordConflict(self._mark_name)  # not the version we read: read again
+                body = {**mark, "spec": {**(mark.get("spec") or {}), "leaseTransitions": epoch}}
+                written = self._context.client.replace(LEASES, self._mark_name, body, timeout=timeout)
+        except (AlreadyExists, Conflict, NotFound):
+            raise RecordConflict(self._mark_name) from None
+        except (NamespaceNotFoundError, PermissionDeniedError) as exc:
+            self.fatal = exc
+            raise
+        self._mark = written
+        return str(written["metadata"]["resourceVersion"])
 
     def _mine(self, written: dict[str, Any]) -> Observation:
         observed = self._informer.offer(written)

@@ -4,7 +4,9 @@ process's view of a record — the lease core's RecordStore for the memory backe
 RecordTable holds one record per name with an integer version; every write is a
 compare-and-set on it (create only when absent, update only at the expected version),
 as the API server does with a Lease's resourceVersion. Subscribers are told of every
-write, outside the table's lock (that is the watch).
+write, outside the table's lock (that is the watch). Beside each record the table keeps
+the high-water mark of the epochs issued on it (kubecoord._core.lease.store), with a
+version of its own, also written only by compare-and-set.
 
 TableView is what one process observed of one record, and when, on its own clock:
 ``deliver()`` is its watch (observe the current version; the first sight of a version
@@ -30,6 +32,23 @@ class RecordTable:
         self._lock = threading.Lock()
         self._records: dict[str, tuple[LeaderRecord, int]] = {}
         self._subscribers: dict[str, list[Subscriber]] = {}
+        self._marks: dict[str, tuple[int, int]] = {}
+
+    def read_mark(self, name: str) -> tuple[int, int] | None:
+        """The high-water mark of ``name``'s epochs and its version, or None if never written."""
+        with self._lock:
+            return self._marks.get(name)
+
+    def write_mark(self, name: str, epoch: int, expected: int | None) -> int:
+        """Create (``expected`` None) or replace the mark at version ``expected``; the new
+        version. RecordConflict otherwise."""
+        with self._lock:
+            current = self._marks.get(name)
+            if (None if current is None else current[1]) != expected:
+                raise RecordConflict(f"the epoch mark of {name!r} is not at version {expected}")
+            version = (current[1] if current is not None else 0) + 1
+            self._marks[name] = (epoch, version)
+            return version
 
     def read(self, name: str) -> tuple[LeaderRecord, int] | None:
         """The record ``name`` and its version, or None if it was never written."""
@@ -93,6 +112,13 @@ class TableView:
 
     def update(self, record: LeaderRecord, version: str, timeout: float) -> Observation:
         return self._observe(record, self._table.write(self._name, record, int(version)))
+
+    def read_mark(self, timeout: float) -> tuple[int, str | None]:
+        current = self._table.read_mark(self._name)
+        return (0, None) if current is None else (current[0], str(current[1]))
+
+    def write_mark(self, epoch: int, version: str | None, timeout: float) -> str | None:
+        return str(self._table.write_mark(self._name, epoch, None if version is None else int(version)))
 
     def _observe(self, record: LeaderRecord, version: int) -> Observation:
         with self._lock:
