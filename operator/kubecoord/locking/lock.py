@@ -265,12 +265,16 @@ class ElectionLock(Lock):
             self._changes += 1
             self._state.notify_all()
             election, token = self._election, self._token
-            if election is None or token is None or self._lost:
+            if election is None or self._lost:
                 return
             if leader == self.id:
+                # Also while acquire() has not recorded the token yet: each attempt has an
+                # election handle of its own, so our id there is this attempt's leadership.
+                # Dropped, the hold's end (the next call) would be taken for a call that
+                # predates it, and a hold lost and won back reported under its old token.
                 self._confirmed = True
                 return
-            if not self._confirmed:
+            if token is None or not self._confirmed:
                 return  # delivered before our own id: it predates this hold
         self._end(election, token)
 
