@@ -219,3 +219,25 @@ def test_a_put_that_lost_the_race_is_key_exists(stores: tuple[Coordinator, Stora
     with pytest.raises(kubecoord.KeyExistsError):
         store.put("k", "ours")
     assert fault.left == 0
+
+
+def test_a_fenced_put_that_landed_before_a_successor_deleted_the_key_is_unknown_not_fenced(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    """Ours put the key unanswered; the successor deleted it before the SERIAL read: the key
+    is absent, as if ours had never landed, but the store changed since ours was sent."""
+    coord, store, other = stores
+    store.put("other-key", "a", fence=Fence("job", 1))
+    _time_out_next(coord, "UPDATE", lambda: other.delete("k", fence=Fence("job", 2)), landed=True)
+    with pytest.raises(OutcomeUnknownError):
+        store.put("k", "first", fence=Fence("job", 1))
+    assert store.fetch_versioned("k").result(10) is None
+
+
+def test_a_fenced_put_that_did_not_land_is_sent_again(stores: tuple[Coordinator, Storage, Storage]) -> None:
+    coord, store, _ = stores
+    store.put("other-key", "a", fence=Fence("job", 1))
+    fault = _time_out_next(coord, "UPDATE")
+    assert store.put("k", "first", fence=Fence("job", 1)) == 1
+    assert fault.left == 0
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("first", 1)

@@ -32,7 +32,8 @@ every acknowledged write. Writes: Paxos at ``serial_consistency``, commit at
 it holds the write's nonce; not landed when nobody wrote it since (an update: the nonce
 written over is still there; a delete: the version is) or another writer took the very
 version the write was conditional on (an update: theirs is one version on; a put: theirs
-is version 1); anything else — the key moved further, so the write may have landed and
+is version 1; a fenced put: the key absent and the store's change marker still the one
+read before it); anything else — the key moved further, so the write may have landed and
 been overwritten — is OutcomeUnknownError (a delete's: by the store's change marker). A
 write that did not land is judged again from the key as it is then (a fence, a conflict,
 a missing key, or the write sent again), never from the answer row it never got.
@@ -92,7 +93,7 @@ _UPDATE = (
     "UPDATE {ks}.kv_entries SET value = ?, version = ?, nonce = ?, changed = ? "
     "WHERE store = ? AND key = ? IF version = ?"
 )
-_READ_FENCE = "SELECT incarnation, fences FROM {ks}.kv_entries WHERE store = ? LIMIT 1"
+_READ_FENCE = "SELECT incarnation, fences, changed FROM {ks}.kv_entries WHERE store = ? LIMIT 1"
 # Fenced writes: the key's usual condition AND the domain's mark as read (null: none yet);
 # the mark is set to the write's token in the same LWT (kubecoord.wire.fences).
 _FENCED_PUT_NEW_STORE = (
@@ -119,6 +120,10 @@ _DELETE = (
     "UPDATE {ks}.kv_entries SET changed = ? WHERE store = ? "
     "APPLY BATCH"
 )
+
+
+_UNREAD = object()
+"""_put_landed's ``changed`` when the store's change marker was not read before the put."""
 
 
 def _done(value: Any) -> Future[Any]:
@@ -262,6 +267,7 @@ class CassandraStorage(StorageHandle):
             rows = self._session.execute(_READ_FENCE, [self.name], serial=True)
             incarnation = rows[0].incarnation if rows else None
             marks = dict(rows[0].fences or {}) if rows else {}
+            changed = rows[0].changed if rows else None
             # The fence first: a stale holder learns nothing of the key.
             fences.admit(marks, fence.name, fence.token, where=where)
             mark = marks.get(fence.name)
@@ -289,7 +295,7 @@ class CassandraStorage(StorageHandle):
                         self.name, key, version, fence.name, mark, nonce, fence.name, fence.token, self.name]
             landed: Callable[[], bool]
             if put:
-                landed = lambda n=nonce: self._put_landed(key, n)  # type: ignore[misc]  # noqa: E731
+                landed = lambda n=nonce, c=changed: self._put_landed(key, n, c)  # type: ignore[misc]  # noqa: E731
             elif data is not None:
                 landed = lambda c=current, n=nonce: self._update_landed(key, c, n)  # type: ignore[misc]  # noqa: E731
             else:
@@ -321,16 +327,25 @@ class CassandraStorage(StorageHandle):
         rows = self._session.execute(_READ_INCARNATION, [self.name], serial=True)
         return rows[0].incarnation if rows else None
 
-    def _put_landed(self, key: str, nonce: uuid.UUID) -> bool:
+    def _put_landed(self, key: str, nonce: uuid.UUID, changed: Any = _UNREAD) -> bool:
         """After a put with an unknown outcome (a SERIAL read): True when the key holds this
-        put's nonce; False when it is absent or at version 1 of another writer (theirs came
-        first: ours, conditional on no key, could not apply). A key further on, with another
-        writer's nonce, may have been ours and overwritten since: OutcomeUnknownError."""
+        put's nonce; False when it is at version 1 of another writer (theirs came first: ours,
+        conditional on no key, could not apply) or absent — when ``changed`` (the store's
+        change marker read before the put) is given, absent only counts while that marker is
+        unchanged (nothing written since: a delete after ours would have moved it). A key
+        further on, with another writer's nonce, or gone after other writes, may have been
+        ours: OutcomeUnknownError."""
         row = self._read_row(key, serial=True)
         if row is not None and row.nonce == nonce:
             return True
-        if row is None or row.version == 1:
+        if row is not None and row.version == 1:
             return False
+        if row is None:
+            if changed is _UNREAD:
+                return False
+            markers = self._session.execute(_READ_MARKER, [self.name], serial=True)
+            if (markers[0].changed if markers else None) == changed:
+                return False
         raise OutcomeUnknownError(
             f"put of {key!r} in store {self.name!r}: its outcome is unknown and the key was changed since"
         )
