@@ -113,3 +113,27 @@ def test_a_record_over_the_value_limit_is_a_typed_error_before_any_write() -> No
         assert store.fetch_versioned(STATE_KEY).result() is None
         assert publish(store, GroupState(1, STABLE, "units"), None)
         store.close()
+
+
+def test_a_member_whose_record_metadata_is_unreadable_is_assigned_nothing() -> None:
+    # Its membership data was readable (it got into the generation); the metadata it
+    # wrote into the record when it joined is not: the others are assigned without it.
+    unreadable: Protocols = (("sticky", b"{not json"),)
+    state = GroupState(4, REBALANCING, "units", members={"a": META, "bad": unreadable, "b": META},
+                       joined=frozenset({"a", "bad", "b"}))
+    asked: list[set[str]] = []
+
+    def assign(protocol: str, metadata: dict[str, bytes]) -> dict[str, bytes]:
+        asked.append(set(metadata))
+        if any(data != b"m" for data in metadata.values()):  # as a real assignor refuses it
+            raise GroupProtocolError("malformed units metadata")
+        return {m: m.encode() for m in metadata}
+
+    done = decide(
+        state, {m: META for m in ("a", "bad", "b")}, leader_id="l", epoch=1, now=0.0, wall=1000.0,
+        timers=LeaderTimers(), session_timeout=5.0, rebalance_timeout=20.0, assign=assign,
+        readable=lambda protocols: all(data == b"m" for _, data in protocols),
+    )
+    assert done.kind == "complete" and done.state is not None and done.state.phase == STABLE
+    assert asked == [{"a", "b"}]
+    assert done.state.assignment == {"a": b"a", "b": b"b", "bad": b""}

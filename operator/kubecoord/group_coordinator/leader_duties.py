@@ -69,7 +69,7 @@ class LeaderDuties:
             decision = decide(
                 base, live, leader_id=ctx.member_id, epoch=leader.epoch, now=now, wall=time.time(),
                 timers=self._timers, session_timeout=ctx.session_timeout,
-                rebalance_timeout=ctx.rebalance_timeout, assign=self._assign,
+                rebalance_timeout=ctx.rebalance_timeout, assign=self._assign, readable=self._readable,
             )
         except GroupProtocolError as exc:
             log.error("cannot assign the group", extra={"group": ctx.group, "error": str(exc)})
@@ -85,6 +85,11 @@ class LeaderDuties:
         except Exception:
             log.exception("accepts_metadata() raised; the member is excluded", extra={"group": self._ctx.group})
             return False
+
+    def _readable(self, protocols: Protocols) -> bool:
+        """The same verdict on the metadata a member wrote into the record when it joined
+        the generation (its metadata(), which may differ from its membership data)."""
+        return bool(protocols) and self._accepted(protocols)
 
     def _assign(self, protocol: str, metadata: dict[str, bytes]) -> dict[str, bytes]:
         result = self._ctx.protocol.perform_assignment(self._ctx.member_id, protocol, metadata)

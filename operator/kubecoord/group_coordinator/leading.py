@@ -13,6 +13,10 @@ timers, so the rules can be read (and tested) in one place:
    session timeout (and fenced itself: its ensure_generation() fails).
 3. Members that have not joined ``rebalance_timeout`` after the generation started are
    excluded (they stay holders, so rule 2 fences them) until they join again.
+4. A member whose metadata in the record (what it wrote when it joined, which may
+   differ from what it joined the membership with) is not ``readable`` is left out of
+   the assignment: the others are assigned without it and it is assigned nothing
+   (empty bytes), so one member nobody can read never keeps the group unassigned.
 
 Not decided here: the assignment itself (the protocol's perform_assignment()).
 """
@@ -61,6 +65,7 @@ def decide(
     rebalance_timeout: float,
     assign: Assign,
     choose: Callable[[dict[str, Protocols]], str] = select_protocol,
+    readable: Callable[[Protocols], bool] = lambda _protocols: True,
 ) -> Decision:
     members = set(state.members)
     for holder in members & timers.fence_since.keys():
@@ -99,7 +104,7 @@ def decide(
 
     if state.phase == REBALANCING:
         if state.joined >= members and departed <= fenced:
-            protocol, assignment = _assign(state.members, assign, choose)
+            protocol, assignment = _assign(state.members, assign, choose, readable)
             return Decision(
                 state.evolve(
                     phase=STABLE, protocol=protocol, assignment=assignment, holders=frozenset(members), **lead
@@ -114,12 +119,16 @@ def decide(
 
 
 def _assign(
-    members: dict[str, Protocols], assign: Assign, choose: Callable[[dict[str, Protocols]], str]
+    members: dict[str, Protocols], assign: Assign, choose: Callable[[dict[str, Protocols]], str],
+    readable: Callable[[Protocols], bool],
 ) -> tuple[str | None, dict[str, bytes]]:
     if not members:
         return None, {}
     protocol = choose(members)
+    # Rule 4: the protocol was chosen over every member (it is a generation's), the
+    # assignment is computed over the readable ones only.
+    read = {m: protos for m, protos in members.items() if readable(protos)}
     # A server-side choice may be a protocol a member did not list: it gets its first one's metadata.
-    metadata = {m: dict(protos).get(protocol, protos[0][1]) for m, protos in members.items()}
-    result = assign(protocol, metadata)
+    metadata = {m: dict(protos).get(protocol, protos[0][1]) for m, protos in read.items()}
+    result = assign(protocol, metadata) if metadata else {}
     return protocol, {m: result.get(m, b"") for m in members}

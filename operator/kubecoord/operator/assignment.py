@@ -175,6 +175,9 @@ class GroupCoordinatorView:
             base, live, leader_id=OPERATOR_ID, epoch=base.leader_epoch, now=now, wall=time.time(),
             timers=self._timers, session_timeout=spec.session_timeout, rebalance_timeout=spec.rebalance_timeout,
             assign=lambda _protocol, metadata: assign_units(spec, metadata), choose=lambda _members: spec.assignor,
+            # The metadata a member wrote into the record when it joined the generation
+            # (its metadata(), not its membership data) is read by the same rule.
+            readable=lambda protocols: _readable(protocols, spec),
         )
         if decision.state is None and takeover:
             decision = Decision(base, "leader")
