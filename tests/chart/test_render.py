@@ -107,7 +107,7 @@ def test_leader_election_role_is_limited_to_the_operator_lease(render: Render) -
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
-            "resourceNames": ["my-lease"],
+            "resourceNames": ["my-lease", "my-lease.epoch"],  # its epochs' high-water mark
             "verbs": ["get", "list", "watch", "update", "patch"],
         },
         # its election binds by name: the LeaderElection of that name, if any (404: none)

@@ -279,7 +279,8 @@ def test_a_group_client_writes_only_the_leases_of_its_own_resources(
     own = resources["Group"]
     eventually(lambda: _lease_grants(real_admin_api, real_namespace).get("team-b") is not None, timeout=30)
     grants = _lease_grants(real_admin_api, real_namespace)
-    assert set(grants["app"].split()) == {f"{own}.m.*", f"{own}-gc", resources["LeaderElection"]}
+    election = resources["LeaderElection"]
+    assert set(grants["app"].split()) == {f"{own}.m.*", f"{own}-gc", f"{own}-gc.epoch", election, f"{election}.epoch"}
     # Reading the other team's resources is harmless; granted here so that the client's
     # writes reach their Leases and the admission policy is what answers.
     rbac = k8s.RbacAuthorizationV1Api(real_admin_api)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubecoord.operator.backing import election_lease, election_mark
+from kubecoord.operator.rbac import rules
 
 
 def _election(status: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -72,3 +73,10 @@ def test_the_mark_is_made_at_the_leases_epoch_and_never_below_its_own_final_stat
     # A same-named Lease somebody else made says nothing about this election's epochs.
     foreign = {"metadata": {}, "spec": {"leaseTransitions": 90}}
     assert election_mark(body, lease, foreign)["spec"] == {"leaseTransitions": 5}
+
+
+def test_a_foreign_lease_withholds_its_mark_from_the_clients_too() -> None:
+    body = {**_election(), "spec": {"clients": ["app"]}}
+    granted = [rule for rule in rules(body) if rule["resources"] == ["leases"]]
+    assert [rule["resourceNames"] for rule in granted] == [["billing", "billing.epoch"]]
+    assert not [rule for rule in rules(body, withhold=["Lease billing"]) if rule["resources"] == ["leases"]]

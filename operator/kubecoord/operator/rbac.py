@@ -66,6 +66,10 @@ def rules(
     (kubecoord.operator.confinement; False: reads only)."""
     result = _rules(body, kv_shards=kv_shards, confined=confined)
     held = {entry.split(" ", 1)[1] for entry in withhold or [] if " " in entry}
+    # A Lease withheld withholds its epochs' high-water mark too: the mark is only of use
+    # with the Lease it keeps (and an election that cannot take its Lease issues no epoch).
+    held |= {object_names.epoch_lease_name(entry.split(" ", 1)[1])
+             for entry in withhold or [] if entry.startswith("Lease ")}
     if not held:
         return result
     kept = []
