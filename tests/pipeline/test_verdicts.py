@@ -354,3 +354,109 @@ def test_small_tables_are_single_files(written: Path) -> None:
 
 def test_the_verdicts_are_those_of_the_golden_copy(spark: Any, written: Path, root: Path) -> None:
     golden.check("verdicts", golden.snapshot_output(spark, written, root))
+
+
+"""Overlaps judged against the clocks, with and without ``mono``: independent elections in
+one log (one analysis), each with its own processes and namespace. Every election: a
+leads from 0, renewing every 10 s; b takes over at about 100 s; b resigns at 110 s."""
+
+TAKEOVER = 100.0
+
+
+@pytest.fixture(scope="module")
+def judged(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
+    root = tmp_path_factory.mktemp("judged")
+    logs: list[Log] = []
+
+    def election(
+        namespace: str, *, overlap: float, offset: float = 0.0, mono: bool = False, one_process: bool = False,
+        observed: bool = False,
+    ) -> None:
+        """``overlap`` < 0: a resigns at TAKEOVER and b acquires ``-overlap`` later; else b
+        acquires at TAKEOVER while a renews epoch 1 until TAKEOVER + overlap (then loses it).
+        ``offset``: b's process's clock error; ``observed``: each side observes the other's
+        acquisition 10 ms after it (evidence that bounds the offset to 10 ms)."""
+        first = Log(root / f"{namespace}-1.jsonl", f"{namespace}-1", namespace=namespace,
+                    monotonic=1000.0 if mono else None)
+        second = first if one_process else Log(root / f"{namespace}-2.jsonl", f"{namespace}-2", namespace=namespace,
+                                               clock_offset=offset, monotonic=5000.0 if mono else None)
+        logs.extend([first] if one_process else [first, second])
+        first.leader(0, "svc", "acquired", "a", 1, valid_until=15)
+        if observed:
+            second.add(0.01, "leader_election", "svc", "observed", member="a", epoch=1)
+        for t in range(10, 100, 10):
+            first.leader(t, "svc", "renewed", "a", 1, valid_until=t + 15)
+        start = TAKEOVER - min(overlap, 0.0)
+        if overlap < 0:
+            first.leader(TAKEOVER, "svc", "resigned", "a", 1)
+            second.leader(start, "svc", "acquired", "b", 2, valid_until=start + 15)
+        else:
+            second.leader(start, "svc", "acquired", "b", 2, valid_until=start + 15)
+            first.leader(TAKEOVER + overlap / 2, "svc", "renewed", "a", 1, valid_until=TAKEOVER + 15)
+            first.leader(TAKEOVER + overlap, "svc", "lost", "a", 1)
+        if observed:
+            first.add(start + 0.01, "leader_election", "svc", "observed", member="b", epoch=2)
+        second.leader(110, "svc", "resigned", "b", 2)
+
+    # A clean resign handover, the successor's clock 2 s behind or ahead: the resignation
+    # before the acquisition proves the offset (no observed events).
+    election("behind", overlap=-0.05, offset=-2.0)
+    election("behind-mono", overlap=-0.05, offset=-2.0, mono=True)
+    election("ahead", overlap=-0.05, offset=2.0)
+    election("ahead-mono", overlap=-0.05, offset=2.0, mono=True)
+    # A 0.9 s split brain on one process's clock: nothing uncertain between its times.
+    election("oneclock", overlap=0.9, one_process=True)
+    election("oneclock-mono", overlap=0.9, one_process=True, mono=True)
+    # A 0.9 s split brain between clocks 1.5 s apart, known to within 10 ms.
+    election("split-behind", overlap=0.9, offset=-1.5, observed=True)
+    election("split-ahead-mono", overlap=0.9, offset=1.5, observed=True, mono=True)
+    # Just above and below the uncertainty: the 1 s tolerance (no evidence between the
+    # two processes but the loose acquisition order), or the 10 ms the evidence leaves.
+    election("above-tolerance", overlap=1.1)
+    election("below-tolerance", overlap=0.9)
+    election("above-evidence", overlap=0.05, observed=True)
+    election("below-evidence", overlap=0.005, observed=True)
+    for each in logs:
+        each.write()
+    result = analyze(spark, [str(root / "*.jsonl")], skew=1.0)
+    yield result
+    result.close()
+
+
+def overlap_details(analysis: Analysis) -> dict[str, str]:
+    return {v["namespace"]: v["detail"] for v in violations_all(analysis) if v["type"] == "overlapping_leadership"}
+
+
+def violations_all(analysis: Analysis) -> list[dict[str, Any]]:
+    return [row.asDict(recursive=True) for row in analysis.tables["violations"].collect()]
+
+
+def test_a_resign_handover_to_a_skewed_clock_is_no_overlap_with_or_without_mono(judged: Analysis) -> None:
+    for namespace in ("behind", "behind-mono", "ahead", "ahead-mono"):
+        assert violations(judged, namespace) == [], namespace
+    offsets = judged.summary["clocks"]["process_offsets_seconds"]
+    for namespace in ("behind", "behind-mono"):
+        # The resignation at 100 s stamped before the acquisition stamped 98.05 s.
+        assert offsets[f"{namespace}-2"] - offsets[f"{namespace}-1"] == pytest.approx(-1.95), namespace
+        assert gaps(judged, namespace) == [("a", "b", pytest.approx(0.0, abs=1e-6))]
+
+
+def test_the_clock_evidence_states_skews_not_timestamps(judged: Analysis) -> None:
+    bounds = {(b["a"], b["b"]): b for b in judged.summary["clocks"]["largest_skews"]}
+    assert bounds[("behind-1", "behind-2")]["high"] == pytest.approx(-1.95)
+    assert bounds[("split-behind-1", "split-behind-2")]["low"] == pytest.approx(-1.51)
+    assert bounds[("split-behind-1", "split-behind-2")]["high"] == pytest.approx(-1.49)
+
+
+def test_overlaps_are_judged_against_what_the_clocks_leave_uncertain(judged: Analysis) -> None:
+    found = overlap_details(judged)
+    assert sorted(found) == [
+        "above-evidence", "above-tolerance", "oneclock", "oneclock-mono", "split-ahead-mono", "split-behind",
+    ]
+    for namespace in ("oneclock", "oneclock-mono"):
+        assert found[namespace].endswith("0.900 s of overlap (clock uncertainty 0.000 s)"), namespace
+    for namespace in ("split-behind", "split-ahead-mono"):
+        assert found[namespace].endswith("0.900 s of overlap (clock uncertainty 0.010 s)"), namespace
+    assert found["above-tolerance"].endswith("1.100 s of overlap (clock uncertainty 1.000 s)")
+    assert found["above-evidence"].endswith("0.050 s of overlap (clock uncertainty 0.010 s)")
+    assert violations(judged, "below-tolerance") == violations(judged, "below-evidence") == []
