@@ -126,16 +126,19 @@ def test_semaphore_slots_fence_per_slot(harness: Harness, name: str) -> None:
     assert a.acquire(timeout=harness.settle) and b.acquire(timeout=harness.settle)
     assert a.slot is not None and b.slot is not None and {a.slot, b.slot} == {0, 1}
     assert a.token is not None and b.token is not None
+    # Read once, as a holder does: on a loaded machine a session may drop and the slot with it,
+    # and a fence taken afterwards would read None.
     old_slot, old_token = a.slot, a.token
+    b_slot, b_token = b.slot, b.token
 
     def fence(sem_slot: int, token: int) -> Fence:
         return Fence(f"{name}-{sem_slot}", token)
 
     store = harness.connect().storage(name)
-    store.put("a", "1", fence=fence(a.slot, a.token))
-    store.put("b", "1", fence=fence(b.slot, b.token))
-    store.update("a", "2", fence=fence(a.slot, a.token))  # both slots' holders keep writing
-    store.update("b", "2", fence=fence(b.slot, b.token))
+    store.put("a", "1", fence=fence(old_slot, old_token))
+    store.put("b", "1", fence=fence(b_slot, b_token))
+    store.update("a", "2", fence=fence(old_slot, old_token))  # both slots' holders keep writing
+    store.update("b", "2", fence=fence(b_slot, b_token))
     successor = third.semaphore(name, 2)
     harness.crash(first)
     won: list[bool] = []
@@ -151,7 +154,7 @@ def test_semaphore_slots_fence_per_slot(harness: Harness, name: str) -> None:
     store.update("a", "3", fence=fence(old_slot, successor.token))
     with pytest.raises(FencedError):
         store.update("a", "late", fence=fence(old_slot, old_token))
-    store.update("b", "3", fence=fence(b.slot, b.token))  # the other slot's holder is not fenced
+    store.update("b", "3", fence=fence(b_slot, b_token))  # the other slot's holder is not fenced
     assert store.fetch("a").result() == "3"
 
 

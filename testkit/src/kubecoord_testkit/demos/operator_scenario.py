@@ -234,6 +234,13 @@ def run_demo(*, namespace: str = "default", external_operator: bool = False) -> 
                     "--lease-name", OPERATOR_LEASE, "--lease-duration", "4", "--renew-deadline", "3",
                     "--retry-period", "1", "--health-port", "0", "--metrics-port", "0", "--bind", "127.0.0.1",
                 ]  # fmt: skip
+                if embedded:
+                    # The emulator enforces no admission policy, so nothing can confine Group
+                    # clients to their own Leases; the operator refuses them namespace-wide Lease
+                    # writes unless told this is acceptable. On a real cluster install the chart's
+                    # policy instead (docs/operator.md).
+                    command.append("--allow-unconfined-group-clients")
+                    _say("Group clients unconfined: the emulator enforces no admission policy")
                 processes.start("operator", command, stdout=log, stderr=subprocess.STDOUT)
                 _wait(
                     "the operator taking its Lease",
