@@ -92,10 +92,10 @@ robustness: install system-deps cassandra-jars porcupine
 	$(VENV)/bin/kubecoord-testkit robustness --backend $(ROBUSTNESS_BACKENDS) --duration $(ROBUSTNESS_SECONDS) \
 		--seed $(ROBUSTNESS_SEED) --out $(ROBUSTNESS_OUT)
 
-# The inner loop (3.9 min on two cores while other work ran): lint, then the tests
-# that need no server beyond the in-process API emulator — units, the emulator, locks, the fault proxy, the
-# robustness tier's checker on hand-made histories, and the contract suite on memory:// and the emulator. make
-# test runs everything else too.
+# The inner loop (3.9 min on two cores while other work ran): lint, then the tests that
+# need no server beyond the in-process API emulator — units, the emulator, locks, the fault
+# proxy, the robustness tier's checker on hand-made histories, and the contract suite on
+# memory:// and the emulator. make test runs everything else too.
 check: lint porcupine
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q tests/unit tests/emulator tests/locks tests/faults \
 		tests/robustness/test_checker.py
