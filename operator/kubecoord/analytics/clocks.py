@@ -4,8 +4,6 @@ Every process stamps its events with its own wall clock. Some pairs of events ar
 causally ordered whatever the clocks say (x on process A happened before y on B):
 - a leader's ``acquired`` of epoch e before any other process's ``observed`` of epoch e;
 - an ``acquired`` of epoch e before the acquisition of the next epoch of that election;
-- a holder's ``resigned`` of epoch e (logged while it still leads, before its release is
-  written) before the acquisition of the next epoch of that election;
 - a KV write of version v before the write of version v + 1 of the same key in the same
   store incarnation (the nearest one in time, so that a key's incarnations are not mixed up).
 Each such pair bounds the clock offset between A and B: offset(B) - offset(A) <=
@@ -146,33 +144,6 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
     following = acquired.select(
         "a", "ta", F.lead(F.struct("a", "ta", "epoch")).over(by_epoch).alias("n"), "epoch"
     ).filter(F.col("n.epoch") > F.col("epoch")).select("a", "ta", F.col("n.a").alias("b"), F.col("n.ta").alias("tb"))
-    # A holder's ``resigned`` (logged while it still leads, before its release is written)
-    # before the acquisition of the next epoch: the successor took a record that was
-    # released, or had expired, after the resignation. Acquisitions sort before
-    # resignations of their epoch, so the first acquisition after a resignation is of a
-    # later epoch. Used only where it proves the successor's clock behind (a negative
-    # bound), where a clean handover would otherwise read as an overlap; and only from a
-    # lease holder's resignation within its last valid_until (one logged later was not
-    # logged while it led) — session holders (zookeeper, memory) resign at any time, a
-    # zookeeper leader's carrying when it stopped leading (valid_until, before its delete).
-    holder = Window.partitionBy("namespace", "name", "process", "member", "epoch").orderBy(
-        F.coalesce("seq", "tu")).rowsBetween(Window.unboundedPreceding, -1)
-    resigned = F.col("event") == Event.RESIGNED
-    late = (~F.col("backend").isin("zookeeper", "memory")) & (F.col("t") > F.col("leased"))
-    handed = leader.withColumn("leased", F.max("valid_until").over(holder)).filter(
-        F.col("event").isin(Event.ACQUIRED, Event.RESIGNED)
-    ).select(
-        "namespace", "name", "epoch", F.col("process").alias("a"),
-        F.when(resigned, F.least("t", F.coalesce("valid_until", "t"))).otherwise(F.col("t")).alias("ta"),
-        resigned.alias("resign"), F.coalesce(resigned & late, F.lit(False)).alias("late"),
-    )
-    later = Window.partitionBy("namespace", "name").orderBy("epoch", "resign", "ta").rowsBetween(
-        1, Window.unboundedFollowing)
-    released = handed.select(
-        "a", "ta", "resign", "late",
-        F.first(F.when(~F.col("resign"), F.struct("a", "ta")), ignorenulls=True).over(later).alias("n"),
-    ).filter(F.col("resign") & ~F.col("late") & (F.col("n.ta") < F.col("ta"))).select(
-        "a", "ta", F.col("n.a").alias("b"), F.col("n.ta").alias("tb"))
 
     # Versions restart at 1 in a re-created store: pair only within one store incarnation.
     writes = events.filter((F.col("primitive") == Primitive.KV) & F.col("event").isin(Event.PUT, Event.UPDATED)).select(
@@ -197,7 +168,7 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
         .agg(F.min_by(F.struct("a", "ta"), F.abs(F.col("tb") - F.col("ta"))).alias("p"))
         .select(F.col("p.a").alias("a"), F.col("p.ta").alias("ta"), "b", "tb")
     )
-    pairs = seen.select("a", "ta", "b", "tb").unionByName(following).unionByName(released).unionByName(nearest)
+    pairs = seen.select("a", "ta", "b", "tb").unionByName(following).unionByName(nearest)
     return (
         pairs.filter(F.col("a") != F.col("b"))
         .groupBy("a", "b")
