@@ -71,7 +71,9 @@ def test_a_client_with_200_election_handles_by_name_runs_in_few_threads(
     prefix = f"mux-{uuid.uuid4().hex[:6]}"
     services = [f"{prefix}-{i}" for i in range(HANDLES)]
     account = f"sa-{prefix}"
-    _by_name_role(cluster, account, [object_names.election_lease_name(s) for s in services])
+    leases = [object_names.election_lease_name(s) for s in services]
+    # Each election's epoch mark is a Lease of its own, granted by name beside it.
+    _by_name_role(cluster, account, [*leases, *map(object_names.epoch_lease_name, leases)])
     # The default timings (client-go's: renew every 2 s), so the 20 leaders' renewals, each a
     # blocking request on a lease-loop worker, keep one or two workers busy, not twenty.
     env = {**os.environ, "KUBECOORD_TIMINGS": "15,10,2"}
