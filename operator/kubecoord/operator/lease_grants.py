@@ -36,9 +36,9 @@ deletion of either kind, one namespace at a time (a per-namespace lock: the last
 has seen every change before it). A resource's clients here are its ``spec.clients``
 *and* the subjects its RoleBinding binds now, so the confinement of a removed client
 holds until its RBAC grant is gone, whoever recomputes: the resource's own spec write,
-or any other resource's in the same namespace (issue 21: after a restart, another
-Group's resume lifted a removed client's confinement before its RoleBinding was
-updated). A RoleBinding whose resource is gone (deleted, not yet collected) confines its
+or any other resource's in the same namespace (after a restart, another Group's resume
+must not lift a removed client's confinement before its RoleBinding is updated). A
+RoleBinding whose resource is gone (deleted, not yet collected) confines its
 subjects too, as a kubernetes-backed resource would. The ConfigMap carries a
 (non-controller) ownerReference to every contributing Group, so the garbage collector
 removes it with the last of them; with no Group client left the operator deletes it.

@@ -1,7 +1,7 @@
 """The operator's asynchronous API requests, made on its event loop (aiohttp) instead of
 in executor threads through the blocking kubernetes client.
 
-Why (issue 21, profiled at 2,000 resources): the controller's workers spent a quarter of
+Why: profiled at 2,000 resources, the controller's workers spent a quarter of
 the operator's CPU in the blocking client — the thread hand-over of every request, the
 client's serialisation, urllib3 and http.client's header parsing — and at most as many
 requests were in flight as the executor had threads (six), so the operator drained
