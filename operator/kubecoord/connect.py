@@ -7,13 +7,14 @@ kubecoord.history.open_event_log(history, backend=..., namespace=...). A third-p
 such an entry point; kubecoord itself does not change. A backend's dependencies are
 imported only when its scheme is used.
 
-URL forms::
+URL forms (``URL_FORMS``; each backend's module docstring has its options)::
 
     memory://                 a private in-process store
     memory://NAME             shared by every coordinator of this process using NAME
     kubernetes://NAMESPACE    Leases and ConfigMaps in NAMESPACE (kubernetes:// = the
                               namespace of the pod, or of the kubeconfig context)
     zookeeper://HOST:PORT[,HOST:PORT...]/CHROOT
+    cassandra://HOST[:PORT][,HOST[:PORT]...]/KEYSPACE
 """
 
 from __future__ import annotations
@@ -27,7 +28,18 @@ if TYPE_CHECKING:  # annotations only: parse_url is on the command line's start-
     from kubecoord.history import HistoryTarget
 
 ENTRY_POINT_GROUP = "kubecoord.backends"
-BUILTIN_SCHEMES = frozenset({"memory", "kubernetes", "zookeeper", "cassandra"})
+URL_FORMS: dict[str, str] = {
+    "memory": "memory://[NAME]",
+    "kubernetes": "kubernetes://NAMESPACE",
+    "zookeeper": "zookeeper://HOST:PORT[,...]/CHROOT",
+    "cassandra": "cassandra://HOST[:PORT][,...]/KEYSPACE",
+}
+"""Scheme -> URL form of every backend kubecoord's own distribution declares, in the order
+help texts name them. The one list: ``kubecoord --help`` and ``--url`` are written from it,
+and tests/unit/test_backend_names.py checks that it, the help texts, the package description,
+README.md and docs/index.md name every entry point of pyproject.toml."""
+
+BUILTIN_SCHEMES = frozenset(URL_FORMS)
 """The schemes kubecoord's own distribution declares (pyproject.toml's entry points): a URL
 with one of them is parsed without scanning the installed distributions' entry points,
 which costs tens of milliseconds a process (the ``kubecoord`` command's start-up)."""

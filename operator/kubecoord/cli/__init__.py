@@ -17,16 +17,23 @@ from typing import Any
 
 import kubecoord
 from kubecoord.cli import exits
+from kubecoord.connect import URL_FORMS
 
-DESCRIPTION = """\
+REACHABLE_URL_FORMS = [form for scheme, form in URL_FORMS.items() if scheme != "memory"]
+"""The URL forms a command can reach: every backend but memory://, which lives in one process."""
+_URL_LINES = "\n".join("  " + form for form in REACHABLE_URL_FORMS)
+
+DESCRIPTION = f"""\
 kubecoord: leader election, group membership and a key-value store for distributed
-applications, over Kubernetes (Leases, ConfigMaps) or ZooKeeper. Applications use the
-Python library (kubecoord.connect); this command lets a person or a script see and
-change the same state: who leads, who is in a group, what a store holds, live.
+applications, over Kubernetes (Leases, ConfigMaps), ZooKeeper, Cassandra or memory.
+Applications use the Python library (kubecoord.connect); this command lets a person or a
+script see and change the same state: who leads, who is in a group, what a store holds, live.
 
-Connection: every state command takes --url kubernetes://NAMESPACE or
-zookeeper://HOST:PORT[,...]/CHROOT (default $KUBECOORD_URL, else the kubeconfig
-context's namespace), plus --kubeconfig/--context for Kubernetes.
+Connection: every state command takes --url URL, one of
+{_URL_LINES}
+(default $KUBECOORD_URL, else the kubeconfig context's namespace), plus
+--kubeconfig/--context for Kubernetes. memory:// lives inside one process: a
+command cannot reach it.
 """
 
 EPILOG = exits.table() + """

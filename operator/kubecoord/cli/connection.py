@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from kubecoord.cli import REACHABLE_URL_FORMS
 from kubecoord.cli.exits import UsageError
 from kubecoord.connect import BackendURL, parse_url
 
@@ -37,8 +38,8 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         "-u",
         "--url",
         metavar="URL",
-        help=f"kubernetes://NAMESPACE or zookeeper://HOST:PORT[,...]/CHROOT (default: ${ENV_URL}, "
-        f"else {DEFAULT_URL}, the kubeconfig context's namespace)",
+        help=f"{', '.join(REACHABLE_URL_FORMS)} (default: ${ENV_URL}, else {DEFAULT_URL}, the kubeconfig "
+        "context's namespace; memory:// lives inside one process, so a command cannot reach it)",
     )
     group.add_argument("-n", "--namespace", help="short for --url kubernetes://NAMESPACE")
     group.add_argument("--kubeconfig", help="kubeconfig path (kubernetes://; default $KUBECONFIG or ~/.kube/config)")
@@ -61,7 +62,7 @@ def resolve_url(args: argparse.Namespace) -> BackendURL:
     if url.scheme == "memory":
         raise UsageError(
             "memory:// lives inside one process and this command is another one; "
-            "use kubernetes://NAMESPACE or zookeeper://HOSTS/CHROOT"
+            f"use {', '.join(REACHABLE_URL_FORMS)}"
         )
     if url.scheme != "kubernetes" and (args.kubeconfig or args.context):
         raise UsageError(f"--kubeconfig and --context apply to kubernetes:// only, not {url.scheme}://")
