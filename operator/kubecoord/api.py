@@ -259,7 +259,7 @@ class LeaderElection(_Closeable):
         whatever the work writes to — ``store.update(key, value, fence=Fence(service,
         epoch))`` makes a kubecoord store refuse a deposed term's writes (Storage).
         """
-        from kubecoord.locking.running import run_election
+        from kubecoord.running.runners import run_election
 
         run_election(
             self, on_started_leading, on_stopped_leading, candidate_id=candidate_id, data=data, stop=stop,
@@ -351,7 +351,7 @@ class Lock(_Closeable):
         without calling ``fn`` if the lock was not acquired within ``timeout`` or ``stop``
         was set first. An exception from ``fn`` is re-raised after the release.
         """
-        from kubecoord.locking.running import run_lock
+        from kubecoord.running.runners import run_lock
 
         return run_lock(self, fn, timeout=timeout, stop=stop, signals=signals, check_interval=check_interval)
 
@@ -556,6 +556,7 @@ class Coordinator(_Closeable):
     def leader_election(self, service: str) -> LeaderElection:
         """A LeaderElection client for ``service`` (a DNS-1123 label)."""
 
+    @abc.abstractmethod
     def lock(self, name: str, *, id: str | None = None, data: str = "") -> Lock:
         """A Lock on ``name`` (a DNS-1123 label) for the holder ``id`` (default
         host-pid-random; ids must be unique among the lock's users).
@@ -564,18 +565,13 @@ class Coordinator(_Closeable):
         Kubernetes, /CHROOT/elections/NAME on ZooKeeper), so the election's safety rules
         and its epoch (the token) are the lock's, a client-go LeaseLock on that Lease and a
         kazoo Lock on that path exclude it, and an election of the same name is the same
-        lock. Backends may override this with a native lock; the guarantees are
-        kubecoord.api.Lock's.
+        lock (kubecoord.locking.ElectionLock, which every kubecoord backend hands out).
+        Backends may hand out a native lock instead; the guarantees are kubecoord.api.Lock's.
         """
-        from kubecoord.locking.lock import ElectionLock
 
-        return ElectionLock(self, name, holder_id=id, data=data)
-
+    @abc.abstractmethod
     def semaphore(self, name: str, max_leases: int, *, id: str | None = None, data: str = "") -> Semaphore:
         """A Semaphore ``name`` with ``max_leases`` slots (slot I is the lock ``NAME-I``)."""
-        from kubecoord.locking.semaphore import SlotSemaphore
-
-        return SlotSemaphore(self, name, max_leases, holder_id=id, data=data)
 
     @abc.abstractmethod
     def group_membership(self, group: str) -> GroupMembership:

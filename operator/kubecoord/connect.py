@@ -40,9 +40,12 @@ and tests/unit/test_backend_names.py checks that it, the help texts, the package
 README.md and docs/index.md name every entry point of pyproject.toml."""
 
 BUILTIN_SCHEMES = frozenset(URL_FORMS)
-"""The schemes kubecoord's own distribution declares (pyproject.toml's entry points): a URL
-with one of them is parsed without scanning the installed distributions' entry points,
-which costs tens of milliseconds a process (the ``kubecoord`` command's start-up)."""
+"""The schemes of kubecoord's own backends: the packages ``kubecoord.backends.SCHEME``, each
+with a ``connect`` factory, declared as entry points too (pyproject.toml; tests check that
+URL_FORMS, the folders and the entry points agree). A URL with one of them is parsed and
+connected without scanning the installed distributions' entry points, which costs tens of
+milliseconds a process (the ``kubecoord`` command's start-up)."""
+BUILTIN_PACKAGE = "kubecoord.backends"
 
 
 class BackendURL(NamedTuple):
@@ -108,7 +111,8 @@ def connect(
     ``history``: where to append the coordination event log (a path or a text file
     object); defaults to $KUBECOORD_HISTORY, and to no log when that is unset.
     Other keyword options go to the backend (see its module docstring). A scheme's
-    backend is looked up among the installed entry points once per process.
+    backend is looked up once per process: kubecoord's own by folder, any other among
+    the installed entry points.
     """
     backend_url = parse_url(url)
     _silent_unless_configured()
@@ -120,12 +124,19 @@ _factories: dict[str, BackendFactory] = {}
 
 def _factory(scheme: str) -> BackendFactory:
     """The scheme's factory, looked up once per process: scanning the installed
-    distributions' entry points (~13 ms) cost fifty times a whole connect("memory://")
-    (~0.3 ms). Only schemes found are kept, so a backend installed later is still found;
-    one replaced under a running process keeps its loaded module, as any import does."""
+    distributions' entry points (~13 ms) costs fifty times a whole connect("memory://")
+    (~0.3 ms), so kubecoord's own schemes are imported by folder. Only schemes found are
+    kept, so a backend installed later is still found; one replaced under a running
+    process keeps its loaded module, as any import does."""
     factory = _factories.get(scheme)
     if factory is None:
-        factory = _factories[scheme] = installed_backends()[scheme].load()
+        if scheme in BUILTIN_SCHEMES:
+            from importlib import import_module
+
+            factory = import_module(f"{BUILTIN_PACKAGE}.{scheme}").connect
+        else:
+            factory = installed_backends()[scheme].load()
+        _factories[scheme] = factory
     return factory
 
 

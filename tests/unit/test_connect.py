@@ -63,8 +63,9 @@ def test_a_third_party_backend_is_found_through_its_entry_point(
     sys.modules.pop("acme_backend", None)
 
 
-def test_the_installed_backends_are_scanned_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Scanning the entry points costs more than connecting to memory:// itself."""
+def test_own_schemes_need_no_scan_of_the_installed_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scanning the entry points costs more than connecting to memory:// itself: kubecoord's
+    own schemes are found without it, another one with one scan per process."""
     import importlib.metadata
 
     module = sys.modules["kubecoord.connect"]  # kubecoord.connect is the function
@@ -81,7 +82,26 @@ def test_the_installed_backends_are_scanned_once_per_process(monkeypatch: pytest
     for name in ("a", "b", "a"):
         with kubecoord.connect(f"memory://{name}") as coord:
             assert coord.backend == "memory"
-    assert scans == [module.ENTRY_POINT_GROUP]
+    assert scans == []
+    for _ in range(2):
+        with pytest.raises(InvalidArgumentError, match="unknown backend 'nosuch'"):
+            kubecoord.connect("nosuch://x")
+    assert scans == [module.ENTRY_POINT_GROUP] * 2  # an unknown scheme is looked for again
+
+
+def test_the_backend_folders_are_the_registered_entry_points() -> None:
+    """pyproject.toml is the one registry of kubecoord's backends: every package under
+    kubecoord/backends is an entry point ``SCHEME = kubecoord.backends.SCHEME:connect``, and
+    every entry point of kubecoord's is such a package (connect() finds them by folder)."""
+    import pkgutil
+    import tomllib
+
+    import kubecoord.backends
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    declared = pyproject["project"]["entry-points"]["kubecoord.backends"]
+    folders = {info.name for info in pkgutil.iter_modules(kubecoord.backends.__path__) if info.ispkg}
+    assert declared == {scheme: f"kubecoord.backends.{scheme}:connect" for scheme in folders}
 
 
 def test_operator_module_is_not_shadowed() -> None:

@@ -43,7 +43,9 @@ from kubecoord.api import (
     LeaderElection,
     LeaderListener,
     ListenerRegistry,
+    Lock,
     MembershipListener,
+    Semaphore,
     Storage,
     ValueListener,
     Versioned,
@@ -51,6 +53,7 @@ from kubecoord.api import (
 from kubecoord.errors import ClosedError, CoordinationError, InvalidArgumentError
 from kubecoord.group_coordinator.member import GroupMember
 from kubecoord.history import EventLog
+from kubecoord.locking import ElectionLock, SlotSemaphore
 from kubecoord.wire.events import KV_WRITES, Primitive
 
 
@@ -434,6 +437,12 @@ class CoordinatorBase(Coordinator):
         validation.check_name(name, "store name")
         self.check_open()
         return self._track(self._open_listener_registry(name))
+
+    def lock(self, name: str, *, id: str | None = None, data: str = "") -> Lock:
+        return ElectionLock(self, name, holder_id=id, data=data)
+
+    def semaphore(self, name: str, max_leases: int, *, id: str | None = None, data: str = "") -> Semaphore:
+        return SlotSemaphore(self, name, max_leases, holder_id=id, data=data)
 
     def group_coordinator(self, group: str, protocol: GroupProtocol, **options: Any) -> GroupCoordinatorHandle:
         # The options are kubecoord.api.Coordinator.group_coordinator's, checked by GroupMember.

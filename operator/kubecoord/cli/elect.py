@@ -16,7 +16,7 @@ import threading
 
 from kubecoord.cli.connection import add_connection_arguments, open_coordinator
 from kubecoord.cli.holding import Child, add_command_arguments, command_of, stopping_on_hangup, ttl_options
-from kubecoord.locking.identity import default_id
+from kubecoord.running.identity import default_id
 
 NOT_LED = 1
 """Exit status when kubecoord stopped (a signal) before it ever led: CMD never ran."""

@@ -1,12 +1,18 @@
-"""Locks, semaphores and the runners, written once over the public interface.
+"""Locks and semaphores, written once over the public interface.
 
 What belongs here: ``lock`` (ElectionLock: a Lock held through a leader-election record),
-``semaphore`` (SlotSemaphore: N such locks), ``running`` (the election and lock runners:
-client-go's RunOrDie, kazoo's Election.run), ``identity`` (default holder ids),
-``signals`` (SIGTERM/SIGINT to a stop event). Users reach them through
-``coord.lock()``, ``coord.semaphore()``, ``LeaderElection.run()`` and ``Lock.run()``.
+``semaphore`` (SlotSemaphore: N such locks). Every kubecoord coordinator hands them out
+(kubecoord._core's CoordinatorBase implements ``coord.lock()`` and ``coord.semaphore()``
+with them), so this package sits above the interface and below the core.
 
-What does not: anything backend-specific. These classes use only kubecoord.api, so every
-backend that implements LeaderElection (memory, kubernetes, zookeeper, and any added
-later) gets locks and semaphores with the election's safety rules and epochs.
+What does not: anything backend-specific, and the runners behind
+``LeaderElection.run()`` and ``Lock.run()`` (kubecoord.running, below the interface).
+These classes use only kubecoord.api, so every backend that implements LeaderElection
+(memory, kubernetes, zookeeper, cassandra, and any added later) gets locks and
+semaphores with the election's safety rules and epochs.
 """
+
+from kubecoord.locking.lock import ElectionLock
+from kubecoord.locking.semaphore import SlotSemaphore
+
+__all__ = ["ElectionLock", "SlotSemaphore"]

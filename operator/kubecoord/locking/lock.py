@@ -46,7 +46,7 @@ from typing import Any
 from kubecoord import validation
 from kubecoord.api import Coordinator, LeaderElection, Lock, LockHolder
 from kubecoord.errors import ClosedError, CoordinationError, InvalidArgumentError, LockHeldError, LockNotHeldError
-from kubecoord.locking.identity import default_id
+from kubecoord.running.identity import default_id
 from kubecoord.wire.events import Event, Primitive
 
 log = logging.getLogger("kubecoord.locking")

@@ -33,8 +33,8 @@ import time
 from kubecoord import validation
 from kubecoord.api import Coordinator, LockHolder, Semaphore
 from kubecoord.errors import InvalidArgumentError, LockHeldError, LockNotHeldError
-from kubecoord.locking.identity import default_id
 from kubecoord.locking.lock import ElectionLock, attempt_deadline, check_lock_name
+from kubecoord.running.identity import default_id
 from kubecoord.wire.events import Primitive
 
 MAX_LEASES = 100

@@ -27,16 +27,65 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-from kubecoord.api import LeaderElection, LeadingCallback, Lock
 from kubecoord.errors import ClosedError, CoordinationError, InvalidArgumentError
-from kubecoord.locking.identity import default_id
-from kubecoord.locking.signals import stopping_on_signals
+from kubecoord.running.identity import default_id
+from kubecoord.running.signals import stopping_on_signals
 
 log = logging.getLogger("kubecoord.locking")
 
 _T = TypeVar("_T")
+
+class Term(Protocol):
+    """What the election runner reads of a leader: kubecoord.api.Leader."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+
+class Candidacy(Protocol):
+    """What the election runner uses of kubecoord.api.LeaderElection (declared here, below
+    the interface, so that the interface's run() can call down to it)."""
+
+    @property
+    def service(self) -> str: ...
+
+    def add_listener(self, listener: Callable[[str | None], None]) -> None: ...
+
+    def remove_listener(self, listener: Callable[[str | None], None]) -> None: ...
+
+    def nominate(self, candidate_id: str, data: str = "") -> object: ...
+
+    def is_leader(self, candidate_id: str) -> bool: ...
+
+    def get_leader(self) -> Term | None: ...
+
+    def resign(self, candidate_id: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Holding(Protocol):
+    """What the lock runner uses of kubecoord.api.Lock."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def token(self) -> int | None: ...
+
+    def acquire(
+        self, timeout: float | None = None, blocking: bool = True, *, cancel: threading.Event | None = None
+    ) -> bool: ...
+
+    def is_held(self) -> bool: ...
+
+    def release(self) -> None: ...
+
 
 PROBE_PERIOD = 1.0
 """While waiting to lead, how often the runner checks that its handle is still open."""
@@ -95,8 +144,8 @@ def _call(callback: Callable[[], object] | None, what: str) -> None:
 
 
 def run_election(
-    election: LeaderElection,
-    on_started_leading: LeadingCallback,
+    election: Candidacy,
+    on_started_leading: Callable[[int, threading.Event], object],
     on_stopped_leading: Callable[[], object] | None,
     *,
     candidate_id: str | None,
@@ -161,7 +210,7 @@ def run_election(
 
 
 def run_lock(
-    lock: Lock,
+    lock: Holding,
     fn: Callable[[int, threading.Event], _T],
     *,
     timeout: float | None,
