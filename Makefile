@@ -113,7 +113,9 @@ lint: install $(ACTIONLINT)
 # The documentation site (mkdocs.yml, docs/): mkdocs-material and mkdocstrings, pinned in
 # the docs extra; --strict turns every warning (a broken link or anchor, a page left out
 # of the nav, a docstring mkdocstrings cannot read) into a failure. Output in site/.
+# docs/reference/crds.md is generated from crds/ first (tests/docs checks the committed copy).
 docs: install
+	$(PY) charts/scripts/generate_crd_reference.py
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # actionlint (the release workflow's linter), a pinned version from the Go module proxy,
