@@ -3,6 +3,7 @@
 //	kubecoord-porcupine [-out DIR] [-timeout 120s] [-window 16] HISTORY.json
 //
 // HISTORY.json holds "kv" and "locks" operations (client, call, return, input, output;
+// a kv write's input may carry "fence": TOKEN, its output the status "fenced";
 // times in seconds on one monotonic clock; "return": null for an operation whose outcome
 // is unknown) and optional "faults" (shown in the visualisation). Prints one JSON report
 // on stdout. Exit status: 0 linearizable, 1 a violation (the history, Porcupine's HTML
@@ -365,6 +366,7 @@ func parseKV(op rawOp) (interface{}, interface{}, error) {
 		Key      string `json:"key"`
 		Value    string `json:"value"`
 		Expected *int64 `json:"expected_version"`
+		Fence    *int64 `json:"fence"`
 	}
 	var out struct {
 		Status  string `json:"status"`
@@ -383,6 +385,12 @@ func parseKV(op rawOp) (interface{}, interface{}, error) {
 	if in.Expected != nil {
 		input.HasExpected, input.Expected = true, *in.Expected
 	}
+	if in.Fence != nil {
+		if in.Op == "get" {
+			return nil, nil, fmt.Errorf("a get takes no fence")
+		}
+		input.Fenced, input.Token = true, *in.Fence
+	}
 	if op.Return == nil {
 		return input, kvOutput{Status: statusUnknown}, nil
 	}
@@ -391,8 +399,12 @@ func parseKV(op rawOp) (interface{}, interface{}, error) {
 	}
 	switch out.Status {
 	case statusOK, statusExists, statusConflict, statusNotFound, statusRefused:
+	case statusFenced:
+		if !input.Fenced {
+			return nil, nil, fmt.Errorf("kv status fenced of a write without a fence")
+		}
 	default:
-		return nil, nil, fmt.Errorf("kv status %q of a returned operation (ok, exists, conflict, notfound, refused)",
+		return nil, nil, fmt.Errorf("kv status %q of a returned operation (ok, exists, conflict, notfound, refused, fenced)",
 			out.Status)
 	}
 	return input, kvOutput{Status: out.Status, Value: out.Value, Version: out.Version}, nil

@@ -12,6 +12,8 @@ import (
 
 // Outcomes of an operation. "refused": a write the backend says it did not apply (a plain
 // BackendUnavailableError: refused before it was sent, or answered as not applied).
+// "fenced": a fenced write refused with FencedError (its token is below the highest the
+// store accepted for its domain; nothing written).
 // "unknown": the caller could not learn whether it took effect (the operation has no
 // return; it may take effect at any moment after its call).
 const (
@@ -20,6 +22,7 @@ const (
 	statusConflict = "conflict"
 	statusNotFound = "notfound"
 	statusRefused  = "refused"
+	statusFenced   = "fenced"
 	statusUnknown  = "unknown"
 )
 
@@ -31,6 +34,8 @@ type kvInput struct {
 	Value       string
 	HasExpected bool
 	Expected    int64
+	Fenced      bool  // a write with fence=Fence(domain, Token); one key per domain
+	Token       int64 // the fence's token
 }
 
 type kvOutput struct {
@@ -43,11 +48,32 @@ type kvState struct {
 	Exists  bool
 	Value   string
 	Version int64
+	Marked  bool  // a fenced write was accepted ...
+	Mark    int64 // ... and this is the highest token accepted
 }
 
 // kvApply is the sequential specification of Storage: put is create-only (version 1),
-// update and delete check presence then expected_version, every update adds 1.
+// update and delete check presence then expected_version, every update adds 1. A fenced
+// write is judged against its domain's mark first: a token below the highest accepted
+// is refused (FencedError, nothing written); an applied fenced write makes its token
+// the mark (it is never below it). The tier keeps one key per fencing domain, so a key's
+// partition holds its domain's every write.
 func kvApply(state kvState, in kvInput) (string, kvState) {
+	if in.Fenced && in.Op != "get" {
+		if state.Marked && in.Token < state.Mark {
+			return statusFenced, state
+		}
+		status, next := kvApplyUnfenced(state, in)
+		if status == statusOK {
+			next.Marked, next.Mark = true, in.Token
+		}
+		return status, next
+	}
+	return kvApplyUnfenced(state, in)
+}
+
+func kvApplyUnfenced(state kvState, in kvInput) (string, kvState) {
+	keep := func(next kvState) kvState { next.Marked, next.Mark = state.Marked, state.Mark; return next }
 	switch in.Op {
 	case "get":
 		if !state.Exists {
@@ -58,7 +84,7 @@ func kvApply(state kvState, in kvInput) (string, kvState) {
 		if state.Exists {
 			return statusExists, state
 		}
-		return statusOK, kvState{Exists: true, Value: in.Value, Version: 1}
+		return statusOK, keep(kvState{Exists: true, Value: in.Value, Version: 1})
 	case "update":
 		if !state.Exists {
 			return statusNotFound, state
@@ -66,7 +92,7 @@ func kvApply(state kvState, in kvInput) (string, kvState) {
 		if in.HasExpected && in.Expected != state.Version {
 			return statusConflict, state
 		}
-		return statusOK, kvState{Exists: true, Value: in.Value, Version: state.Version + 1}
+		return statusOK, keep(kvState{Exists: true, Value: in.Value, Version: state.Version + 1})
 	case "delete":
 		if !state.Exists {
 			return statusNotFound, state
@@ -74,7 +100,7 @@ func kvApply(state kvState, in kvInput) (string, kvState) {
 		if in.HasExpected && in.Expected != state.Version {
 			return statusConflict, state
 		}
-		return statusOK, kvState{}
+		return statusOK, keep(kvState{})
 	}
 	panic(fmt.Sprintf("unknown kv operation %q", in.Op))
 }
@@ -123,18 +149,26 @@ func describeKV(i, o interface{}) string {
 }
 
 func expected(in kvInput) string {
+	text := ""
 	if in.HasExpected {
-		return fmt.Sprintf(", expected v%d", in.Expected)
+		text = fmt.Sprintf(", expected v%d", in.Expected)
 	}
-	return ""
+	if in.Fenced {
+		text += fmt.Sprintf(", fence token %d", in.Token)
+	}
+	return text
 }
 
 func describeKVState(s interface{}) string {
 	state := s.(kvState)
-	if !state.Exists {
-		return "absent"
+	text := "absent"
+	if state.Exists {
+		text = fmt.Sprintf("%q v%d", state.Value, state.Version)
 	}
-	return fmt.Sprintf("%q v%d", state.Value, state.Version)
+	if state.Marked {
+		text += fmt.Sprintf(", fence mark %d", state.Mark)
+	}
+	return text
 }
 
 var kvModel = porcupine.Model{

@@ -1,6 +1,7 @@
 """The judge is not vacuous: kubecoord-porcupine (testkit/porcupine, over Porcupine) rejects
 hand-made histories with a lost update, a stale read, a write reported as refused that
-took effect, two overlapping holders, a token going back, and accepts their correct twins
+took effect, a fenced write accepted below the highest token or refused that took
+effect, two overlapping holders, a token going back, and accepts their correct twins
 and the histories whose unknown outcomes explain them. On a violation it writes the
 history and Porcupine's visualisations and names the smallest failing window."""
 
@@ -20,12 +21,15 @@ pytestmark = pytest.mark.skipif(find_checker() is None, reason=f"robustness tier
 
 
 def kv(client: int, call: float, ret: float | None, op: str, key: str = "k", *, value: str = "",
-       expected: int | None = None, status: str = "ok", read: str = "", version: int = 0) -> dict[str, Any]:
+       expected: int | None = None, status: str = "ok", read: str = "", version: int = 0,
+       fence: int | None = None) -> dict[str, Any]:
     operation: dict[str, Any] = {"op": op, "key": key}
     if value:
         operation["value"] = value
     if expected is not None:
         operation["expected_version"] = expected
+    if fence is not None:
+        operation.update(fence=fence, domain="l")
     output = None if ret is None else {"status": status, "value": read, "version": version}
     return {"client": client, "call": call, "return": ret, "input": operation, "output": output}
 
@@ -140,6 +144,65 @@ def test_definite_failures_are_judged(tmp_path: pathlib.Path) -> None:
     assert bad.status == 1
 
 
+# Fenced writes: a holder with token 2 wrote; the earlier holder (token 1) writes late.
+FENCED = [
+    kv(0, 1.0, 1.1, "put", value="init", version=1),
+    kv(1, 1.2, 1.3, "update", value="b", version=2, fence=2),
+]
+
+
+def test_a_late_write_refused_with_fenced_error_passes_and_accepted_fails(tmp_path: pathlib.Path) -> None:
+    refused = judge(tmp_path / "refused", kv_ops=[*FENCED, kv(0, 1.4, 1.5, "update", value="a", fence=1,
+                                                               status="fenced")])
+    accepted = judge(tmp_path / "accepted", kv_ops=[*FENCED, kv(0, 1.4, 1.5, "update", value="a", fence=1,
+                                                                version=3)])
+    assert refused.ok, refused.stderr
+    assert accepted.status == 1, "a token below the highest accepted was accepted"
+    assert "fence token 1" in accepted.violations[0]["window"][-1]
+
+
+def test_a_fenced_write_is_refused_only_below_the_mark(tmp_path: pathlib.Path) -> None:
+    """An equal token is the same holder writing again; a higher one raises the mark; a
+    FencedError for either is a false refusal."""
+    equal = judge(tmp_path / "equal", kv_ops=[*FENCED, kv(1, 1.4, 1.5, "update", value="c", version=3, fence=2)])
+    wrongly = judge(tmp_path / "wrongly", kv_ops=[*FENCED, kv(2, 1.4, 1.5, "update", value="c", fence=3,
+                                                              status="fenced")])
+    raised = judge(tmp_path / "raised", kv_ops=[
+        *FENCED, kv(2, 1.4, 1.5, "update", value="c", version=3, fence=5),
+        kv(1, 1.6, 1.7, "update", value="d", fence=2, status="fenced"),
+    ])
+    assert equal.ok and raised.ok, equal.stderr + raised.stderr
+    assert wrongly.status == 1
+
+
+def test_a_fenced_error_write_that_took_effect_fails(tmp_path: pathlib.Path) -> None:
+    """FencedError says nothing was written: a read of the late write's value says otherwise."""
+    late = kv(0, 1.4, 1.5, "update", value="a", fence=1, status="fenced")
+    clean = judge(tmp_path / "clean", kv_ops=[*FENCED, late, kv(1, 1.6, 1.7, "get", read="b", version=2)])
+    written = judge(tmp_path / "written", kv_ops=[*FENCED, late, kv(1, 1.6, 1.7, "get", read="a", version=3)])
+    assert clean.ok, clean.stderr
+    assert written.status == 1
+
+
+def test_a_late_write_of_unknown_outcome_may_only_land_before_the_higher_token(tmp_path: pathlib.Path) -> None:
+    """Unknown: it took effect where a linearization places it, if its token admitted it."""
+    pending = kv(0, 1.0, None, "update", value="a", fence=1)
+    before = judge(tmp_path / "before", kv_ops=[*FENCED, pending, kv(1, 1.6, 1.7, "get", read="b", version=2)])
+    after = judge(tmp_path / "after", kv_ops=[*FENCED, kv(0, 1.4, None, "update", value="a", fence=1),
+                                              kv(1, 1.6, 1.7, "get", read="a", version=3)])
+    assert before.ok, before.stderr
+    assert after.status == 1, "a token-1 write landed after token 2 was accepted"
+
+
+def test_unfenced_writes_neither_meet_nor_move_the_mark(tmp_path: pathlib.Path) -> None:
+    verdict = judge(tmp_path, kv_ops=[
+        *FENCED, kv(2, 1.4, 1.5, "update", value="x", version=3),
+        kv(1, 1.6, 1.7, "update", value="y", version=4, fence=2),
+        kv(0, 1.8, 1.9, "update", value="z", fence=1, status="fenced"),
+    ])
+    assert verdict.ok, verdict.stderr
+
+
 def test_two_overlapping_holders_fail(tmp_path: pathlib.Path) -> None:
     # b's acquire returned at 1.3 while a still claimed the lock (last is_held() at 1.4).
     verdict = judge(tmp_path, lock_ops=[*hold(0, "a", (1.0, 1.1), (1.4, 1.5), token=1),
@@ -185,6 +248,9 @@ def test_bad_input_is_refused_with_status_2(tmp_path: pathlib.Path) -> None:
     path.write_text(json.dumps({"kv": [kv(0, 1.0, 1.1, "increment")]}))
     done = subprocess.run([str(binary), str(path)], capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "unknown kv op" in done.stderr
+    path.write_text(json.dumps({"kv": [kv(0, 1.0, 1.1, "update", value="v", status="fenced")]}))
+    done = subprocess.run([str(binary), str(path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "without a fence" in done.stderr
 
 
 def test_records_merge_into_a_history_with_pending_operations(tmp_path: pathlib.Path) -> None:
@@ -214,4 +280,4 @@ def test_records_merge_into_a_history_with_pending_operations(tmp_path: pathlib.
     }
     assert end["call"] == 1.0e9 and end["return"] is None and end["client"] == 1
     assert figures(history) == {"kv_operations": 2, "kv_pending": 1, "holds": 1, "holds_end_unknown": 1,
-                                "operations": 4, "pending": 2}
+                                "operations": 4, "pending": 2, "fenced_writes": 0, "fenced_refused": 0}

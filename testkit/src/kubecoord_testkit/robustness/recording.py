@@ -126,8 +126,11 @@ def merge(records: Path, faults: list[dict[str, Any]] | None = None) -> dict[str
 def figures(history: dict[str, Any]) -> dict[str, int]:
     """Operations and pending operations of a merged history."""
     ops = history["kv"] + history["locks"]
+    fenced = [op for op in history["kv"] if "fence" in op["input"]]
     return {
         "kv_operations": len(history["kv"]),
+        "fenced_writes": len(fenced),
+        "fenced_refused": sum((op["output"] or {}).get("status") == "fenced" for op in fenced),
         "kv_pending": sum(op["return"] is None for op in history["kv"]),
         "holds": sum(op["input"]["op"] == "acquire" for op in history["locks"]),
         "holds_end_unknown": sum(op["return"] is None for op in history["locks"]),

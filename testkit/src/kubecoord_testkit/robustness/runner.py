@@ -67,7 +67,8 @@ class Result:
 
     def summary(self) -> str:
         f = self.figures
-        return (f"{self.backend}: {f['operations']} operations ({f['kv_operations']} KV, {f['holds']} holds), "
+        return (f"{self.backend}: {f['operations']} operations ({f['kv_operations']} KV, of them "
+                f"{f['fenced_writes']} fenced writes, {f['fenced_refused']} refused as fenced; {f['holds']} holds), "
                 f"{f['pending']} pending, {f['faults']} faults, checker {f['checker_seconds']:.3f} s: "
                 + ("linearizable" if self.ok else f"NOT LINEARIZABLE (exit {self.verdict.status}); see {self.folder}"))
 

@@ -20,25 +20,37 @@ is_held() every 50 ms while holding for 0.1-0.6 s (each True recorded: the holde
 claims the lock), and release. A hold ends at release's return, or when is_held() turns
 False (lost); when release's outcome is unknown or the client is killed, it ends at an
 unknown moment after its last recorded claim.
+
+Fenced writes: each holder writes once per hold, with ``fence=Fence(DOMAIN, token)``, a
+blind update of its domain's key in the store ``robust-fenced`` (the lock's name, a
+semaphore slot's ``NAME-SLOT``: one key per domain, created unfenced at the client's
+start), and reads the key back from the server. After a hold ended (lost or released)
+the client writes once more, half the time, with the ended hold's token — the late write
+of a holder that was frozen past its lease — which the store must refuse with
+FencedError once a later holder's write was accepted. Outcomes as for KV writes, plus
+``fenced`` (FencedError: nothing written).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import random
 import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kubecoord.api import Coordinator, Lock, Semaphore, Storage
+from kubecoord.api import Coordinator, Fence, Lock, Semaphore, Storage
 from kubecoord.errors import (
     BackendUnavailableError,
     CoordinationError,
+    FencedError,
     KeyExistsError,
     KeyNotFoundError,
     LockNotHeldError,
@@ -53,8 +65,11 @@ STORE = "robust"
 LOCK = "robust-lock"
 SEMAPHORE = "robust-sem"
 SEMAPHORE_SLOTS = 2
+FENCED_STORE = "robust-fenced"
+LATE_WRITES = 0.5
+"""How often a client writes once more with the token of a hold that ended."""
 DEFINITE: dict[type[CoordinationError], str] = {
-    KeyExistsError: "exists", VersionConflictError: "conflict", KeyNotFoundError: "notfound",
+    KeyExistsError: "exists", VersionConflictError: "conflict", KeyNotFoundError: "notfound", FencedError: "fenced",
 }
 """The errors that say a write was not applied, and the checker's names for them."""
 
@@ -113,18 +128,20 @@ def _read(storage: Storage, recorder: Recorder, key: str, versions: dict[str, in
 
 
 def _write(storage: Storage, recorder: Recorder, operation: dict[str, Any]) -> bool:
-    """One write, recorded; False when its outcome is unknown or the backend was unavailable."""
+    """One write, recorded; False when its outcome is unknown or the backend was unavailable.
+    ``operation`` may carry ``fence`` (a token) and ``domain`` (its fencing domain)."""
     op, _ = recorder.call(operation)
     key, expected = operation["key"], operation.get("expected_version")
+    fence = Fence(operation["domain"], operation["fence"]) if "fence" in operation else None
     try:
         if operation["op"] == "put":
-            version: int | None = storage.put(key, operation["value"])
+            version: int | None = storage.put(key, operation["value"], fence=fence)
         elif operation["op"] == "update":
-            version = storage.update(key, operation["value"], expected_version=expected)
+            version = storage.update(key, operation["value"], expected_version=expected, fence=fence)
         else:
-            storage.delete(key, expected_version=expected)
+            storage.delete(key, expected_version=expected, fence=fence)
             version = None
-    except (KeyExistsError, VersionConflictError, KeyNotFoundError) as exc:
+    except (KeyExistsError, VersionConflictError, KeyNotFoundError, FencedError) as exc:
         status = next(name for kind, name in DEFINITE.items() if isinstance(exc, kind))
         recorder.returned(op, {"status": status})
         return True
@@ -143,14 +160,18 @@ def _write(storage: Storage, recorder: Recorder, operation: dict[str, Any]) -> b
 
 def run_lock(coord: Coordinator, recorder: Recorder, rng: random.Random, stop: threading.Event, *,
              semaphore: bool) -> None:
-    """Lock (or semaphore) holds until ``stop`` is set."""
+    """Lock (or semaphore) holds, each with a fenced write, until ``stop`` is set."""
     name, slots = (SEMAPHORE, SEMAPHORE_SLOTS) if semaphore else (LOCK, 1)
     lock: Lock | None = _opened(
         lambda: coord.semaphore(name, slots, id=recorder.client) if semaphore else coord.lock(name, id=recorder.client),
         stop,
     )
-    if lock is None:
+    fenced: Storage | None = _opened(lambda: coord.storage(FENCED_STORE), stop)
+    if lock is None or fenced is None:
         return
+    writer = _FencedWriter(fenced, recorder, stop)
+    for slot in range(slots):
+        writer.create(domain(name, slots, slot))
     while not stop.is_set():
         call = time.monotonic()
         try:
@@ -164,34 +185,88 @@ def run_lock(coord: Coordinator, recorder: Recorder, rng: random.Random, stop: t
         if not acquired or token is None:
             stop.wait(rng.uniform(0.05, 0.2))
             continue
-        slot = lock.slot if isinstance(lock, Semaphore) else 0
-        hold = recorder.acquired(name, slots, slot or 0, token, call)
-        until = time.monotonic() + rng.uniform(0.1, 0.6)
-        lost = False
-        while time.monotonic() < until and not stop.is_set():
-            at = time.monotonic()
-            if not lock.is_held():
-                recorder.ended(hold, "lost")
-                lost = True
-                break
-            recorder.held(hold, at)
-            stop.wait(0.05)
-        if lost:
-            continue
+        slot = (lock.slot if isinstance(lock, Semaphore) else 0) or 0
+        fence = Fence(domain(name, slots, slot), token)
+        hold = recorder.acquired(name, slots, slot, token, call)
+        _hold(lock, recorder, hold, rng, stop, write=functools.partial(writer.write, fence))
+        if rng.random() < LATE_WRITES:
+            writer.write(fence)  # late: the hold has ended, a successor may have written
+        stop.wait(rng.uniform(0.0, 0.1))
+
+
+def domain(name: str, slots: int, slot: int) -> str:
+    """The fencing domain of a lock (its name) or of a semaphore's slot (``NAME-SLOT``, the
+    slot's lock), as docs/locks.md has holders fence."""
+    return name if slots == 1 else f"{name}-{slot}"
+
+
+def _hold(lock: Lock, recorder: Recorder, hold: int, rng: random.Random, stop: threading.Event, *,
+          write: Callable[[], None]) -> None:
+    """One hold from acquire's return to its end: is_held() checked every 50 ms (each True
+    recorded), the fenced write made while held, then release."""
+    until = time.monotonic() + rng.uniform(0.1, 0.6)
+    written = False
+    while time.monotonic() < until and not stop.is_set():
         at = time.monotonic()
         if not lock.is_held():
             recorder.ended(hold, "lost")
-            continue
+            return
         recorder.held(hold, at)
-        try:
-            lock.release()
-        except LockNotHeldError:
-            recorder.ended(hold, "release-not-held")
-        except CoordinationError:
-            recorder.ended(hold, "release-unknown", known=False)
-        else:
-            recorder.ended(hold, "release")
-        stop.wait(rng.uniform(0.0, 0.1))
+        if not written:
+            written = True
+            write()
+        stop.wait(0.05)
+    at = time.monotonic()
+    if not lock.is_held():
+        recorder.ended(hold, "lost")
+        return
+    recorder.held(hold, at)
+    try:
+        lock.release()
+    except LockNotHeldError:
+        recorder.ended(hold, "release-not-held")
+    except CoordinationError:
+        recorder.ended(hold, "release-unknown", known=False)
+    else:
+        recorder.ended(hold, "release")
+
+
+class _FencedWriter:
+    """A lock client's fenced writes: blind updates of a domain's key, each read back from
+    the server (until it answers, after an unknown outcome)."""
+
+    def __init__(self, storage: Storage, recorder: Recorder, stop: threading.Event) -> None:
+        self._storage = storage
+        self._recorder = recorder
+        self._stop = stop
+        self._written = 0
+
+    @staticmethod
+    def key(domain: str) -> str:
+        return f"fenced-{domain}"
+
+    def create(self, domain: str) -> None:
+        """The domain's key, unfenced (KeyExistsError when another client came first)."""
+        self._written += 1
+        self._settle(domain, _write(self._storage, self._recorder,
+                                    {"op": "put", "key": self.key(domain), "value": self._value()}))
+
+    def write(self, fence: Fence) -> None:
+        self._written += 1
+        self._settle(fence.name, _write(self._storage, self._recorder, {
+            "op": "update", "key": self.key(fence.name), "value": self._value(), "fence": fence.token,
+            "domain": fence.name,
+        }))
+
+    def _value(self) -> str:
+        return f"{self._recorder.client}:{self._written}"
+
+    def _settle(self, domain: str, answered: bool) -> None:
+        """Read the key back; after an unknown outcome, until the server answers (pending
+        writes piling up would blow up the checker's search)."""
+        while not _read(self._storage, self._recorder, self.key(domain), {}) and not answered:
+            if self._stop.wait(0.1):
+                return
 
 
 def _opened(make: Any, stop: threading.Event) -> Any:
