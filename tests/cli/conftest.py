@@ -15,12 +15,15 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import kubernetes
 import pytest
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 import kubecoord
 from kubecoord import Coordinator
+from kubecoord_testkit.emulator import ApiEmulator
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 # connect() takes **options: Any
@@ -110,6 +113,34 @@ def zk_cli(zk_url: str) -> Cli:
     env = base_env()
     env["KUBECOORD_URL"] = zk_url
     return Cli(env)
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def declared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cli, pathlib.Path]]:
+    """An emulator of its own with the CRDs installed and namespace ``apps`` holding
+    LeaderElection ``billing``, Group ``workers`` and KVStore ``topics``."""
+    with ApiEmulator(host="127.0.0.1", port=0) as api:
+        path = api.write_kubeconfig(tmp_path_factory.mktemp("declared") / "kubeconfig")
+        client = kubernetes.config.new_client_from_config(config_file=str(path))  # type: ignore[no-untyped-call]  # kubernetes.config is unannotated
+        extensions = kubernetes.client.ApiextensionsV1Api(client)
+        for crd in sorted((ROOT / "crds").glob("*.yaml")):
+            extensions.create_custom_resource_definition(yaml.safe_load(crd.read_text()))
+        kubernetes.client.CoreV1Api(client).create_namespace(
+            {"metadata": {"name": "apps"}}  # type: ignore[arg-type]  # the client serializes a dict body as it is
+        )
+        custom = kubernetes.client.CustomObjectsApi(client)
+        for plural, kind, name in (("leaderelections", "LeaderElection", "billing"), ("groups", "Group", "workers"),
+                                   ("kvstores", "KVStore", "topics")):
+            custom.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", "apps", plural, {
+                "apiVersion": "kubecoord.dev/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": {}})
+        client.close()
+        env = base_env()
+        env["KUBECONFIG"] = str(path)
+        env["KUBECOORD_URL"] = "kubernetes://apps"
+        yield Cli(env), path
 
 
 @pytest.fixture

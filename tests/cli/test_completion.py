@@ -41,8 +41,8 @@ def _complete(script: str, line: str) -> list[str]:
 @pytest.mark.parametrize(("line", "expected"), [
     ("kubecoord ", sorted([*KUBECOORD.subcommands, "--help", "--log-format", "--log-level", "--version", "-h"])),
     ("kubecoord le", ["leader"]),
-    ("kubecoord kv ", ["--help", "-h", "delete", "get", "ls", "put", "update"]),
-    ("kubecoord kv get topics key -o ", ["json", "name", "table", "value", "wide", "yaml"]),
+    ("kubecoord kv ", ["--help", "-h", "delete", "get", "list", "ls", "put", "update"]),
+    ("kubecoord kv get topics key -o ", ["json", "jsonpath=", "name", "table", "value", "wide", "yaml"]),
     ("kubecoord kv ls topics --rec", ["--recursive"]),
     ("kubecoord --log-format ", ["json", "text"]),
     ("kubecoord watch members g --int", ["--interval"]),

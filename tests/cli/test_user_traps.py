@@ -11,42 +11,13 @@ import pathlib
 import socket
 from collections.abc import Iterator
 
-import kubernetes
 import pytest
 import yaml
 
 import kubecoord
 from kubecoord.cli import SUBCOMMANDS, build_parser
-from kubecoord_testkit.emulator import ApiEmulator
-from tests.cli.conftest import FAST, Cli, base_env
+from tests.cli.conftest import FAST, Cli
 from tests.helpers import eventually
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def declared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cli, pathlib.Path]]:
-    """An emulator of its own with the CRDs installed and namespace ``apps`` holding
-    LeaderElection ``billing``, Group ``workers`` and KVStore ``topics``."""
-    with ApiEmulator(host="127.0.0.1", port=0) as api:
-        path = api.write_kubeconfig(tmp_path_factory.mktemp("declared") / "kubeconfig")
-        client = kubernetes.config.new_client_from_config(config_file=str(path))  # type: ignore[no-untyped-call]  # kubernetes.config is unannotated
-        extensions = kubernetes.client.ApiextensionsV1Api(client)
-        for crd in sorted((ROOT / "crds").glob("*.yaml")):
-            extensions.create_custom_resource_definition(yaml.safe_load(crd.read_text()))
-        kubernetes.client.CoreV1Api(client).create_namespace(
-            {"metadata": {"name": "apps"}}  # type: ignore[arg-type]  # the client serializes a dict body as it is
-        )
-        custom = kubernetes.client.CustomObjectsApi(client)
-        for plural, kind, name in (("leaderelections", "LeaderElection", "billing"), ("groups", "Group", "workers"),
-                                   ("kvstores", "KVStore", "topics")):
-            custom.create_namespaced_custom_object("kubecoord.dev", "v1alpha1", "apps", plural, {
-                "apiVersion": "kubecoord.dev/v1alpha1", "kind": kind, "metadata": {"name": name}, "spec": {}})
-        client.close()
-        env = base_env()
-        env["KUBECONFIG"] = str(path)
-        env["KUBECOORD_URL"] = "kubernetes://apps"
-        yield Cli(env), path
 
 
 def _closed_port() -> int:
@@ -102,13 +73,14 @@ def test_every_output_format(declared: tuple[Cli, pathlib.Path]) -> None:
         election = coord.leader_election("plain-lease")
         election.nominate("pod-a", data="host=10.0.0.7")
         eventually(lambda: election.is_leader("pod-a"), timeout=30)
-        assert cli("leader", "plain-lease", "-o", "name").stdout == "pod-a\n"
+        assert cli("leader", "plain-lease", "-o", "name").stdout == "leaderelection/plain-lease\n"
+        assert cli("leader", "plain-lease", "-o", "jsonpath={.leader}").stdout == "pod-a"
         assert yaml.safe_load(cli("leader", "plain-lease", "-o", "yaml").stdout)["leader"] == "pod-a"
         assert json.loads(cli("leader", "plain-lease", "-o", "json").stdout)["epoch"] >= 1
         table = cli("kv", "get", "topics", "orders/config").stdout
         wide = cli("kv", "get", "topics", "orders/config", "-o", "wide").stdout
         assert "x" * 100 not in table and "x" * 100 in wide  # wide cuts no cell short
-        assert cli("kv", "ls", "topics", "orders", "-o", "name").stdout.splitlines() == ["orders/config"]
+        assert cli("kv", "ls", "topics", "orders", "-o", "name").stdout.splitlines() == ["key/orders/config"]
         names = cli("status", "-o", "name").stdout.splitlines()
         assert "leaderelection.kubecoord.dev/billing" in names and "kvstore.kubecoord.dev/topics" in names
 

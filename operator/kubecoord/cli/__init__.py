@@ -40,6 +40,7 @@ EPILOG = exits.table() + """
 
 examples:
   kubecoord leader billing-controller -n prod
+  kubecoord get leaderelection billing-controller -n prod -o jsonpath='{.leader}'
   kubecoord kv put topics orders/config '{"partitions": 3}' --url zookeeper://zk:2181/app
   kubecoord watch members workers -n prod
   kubecoord status -n prod -o json
@@ -51,6 +52,7 @@ examples:
 # subcommand runs, or for its own --help.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "leader": ("kubecoord.cli.leader", "who leads an election (id, epoch, data)"),
+    "get": ("kubecoord.cli.get", "kubectl's spelling: get leaderelection|group|kvstore|lock NAME, get KINDS"),
     "members": ("kubecoord.cli.members", "the live members of a group"),
     "kv": ("kubecoord.cli.kv", "get, put, update, delete or list the keys of a store"),
     "watch": ("kubecoord.cli.watch", "a live table of a leader, a group or a store, redrawn in place"),
@@ -63,7 +65,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "completion": ("kubecoord.cli.completion", "print a bash or zsh completion script (kubecoord completion bash)"),
 }
 
-QUIET_COMMANDS = frozenset({"leader", "members", "kv", "watch", "status", "group"})
+QUIET_COMMANDS = frozenset({"leader", "members", "kv", "watch", "status", "group", "get"})
 """Commands whose own output says what failed: the clients' warnings would only repeat it."""
 
 READ_COMMANDS = frozenset({"leader", "members", "kv", "status"})
@@ -116,13 +118,14 @@ class CommandLine:
     ``dis``, ``tokenize``), about 10 ms of every command's start-up on an idle machine
     (tests/cli/test_startup.py keeps it off the --help and state-command paths)."""
 
-    __slots__ = ("description", "epilog", "logging_on_connect", "prog", "quiet", "subcommands", "trailing_command",
-                 "version")
+    __slots__ = ("description", "epilog", "logging_on_connect", "prog", "quiet", "rewrites", "subcommands",
+                 "trailing_command", "version")
 
     def __init__(self, prog: str, description: str, epilog: str, subcommands: Mapping[str, tuple[str, str]],
                  quiet: frozenset[str] = frozenset(), *, version: str,
                  trailing_command: frozenset[str] = frozenset(),
-                 logging_on_connect: frozenset[str] = frozenset()) -> None:
+                 logging_on_connect: frozenset[str] = frozenset(),
+                 rewrites: tuple[str, frozenset[str]] | None = None) -> None:
         self.prog = prog
         self.description = description
         self.epilog = epilog
@@ -138,6 +141,9 @@ class CommandLine:
         self.logging_on_connect = logging_on_connect
         """Subcommands whose default log set-up waits for connection.open_coordinator()
         (``args.log_setup``): their read path logs nothing."""
+        self.rewrites = rewrites
+        """(module, subcommands): the module whose ``rewrite(arguments, at)`` reads other
+        spellings of those subcommands' command lines (cli/habits.py), imported only for them."""
 
     def build_parser(self, selected: str | None, *, load_all: bool = False) -> argparse.ArgumentParser:
         """The parser; only ``selected``'s module is imported (every one with ``load_all``).
@@ -170,21 +176,32 @@ class CommandLine:
 
     def _selected(self, argv: Sequence[str]) -> str | None:
         """The subcommand named on the command line, skipping the global options."""
+        at = self._position(argv)
+        return argv[at] if at is not None else None
+
+    def _position(self, argv: Sequence[str]) -> int | None:
+        """Where the subcommand is on the command line (None: no known one)."""
         skip = False
-        for arg in argv:
+        for index, arg in enumerate(argv):
             if skip:
                 skip = False
                 continue
             if arg in ("--log-level", "--log-format"):
                 skip = True
             elif not arg.startswith("-"):
-                return arg if arg in self.subcommands else None
+                return index if arg in self.subcommands else None
         return None
+
+    def _rewritten(self, arguments: list[str]) -> list[str]:
+        at = self._position(arguments)
+        if self.rewrites is None or at is None or arguments[at] not in self.rewrites[1]:
+            return arguments
+        return list(importlib.import_module(self.rewrites[0]).rewrite(arguments, at))
 
     def main(self, argv: Sequence[str] | None = None) -> int:
         """Parse ``argv`` (default: sys.argv), set up logging, run the subcommand; every
         error becomes one line and a documented exit status (cli/exits.py)."""
-        arguments = list(sys.argv[1:] if argv is None else argv)
+        arguments = self._rewritten(list(sys.argv[1:] if argv is None else argv))
         selected = self._selected(arguments)
         trailing: list[str] = []
         if selected in self.trailing_command and "--" in arguments:
@@ -213,8 +230,10 @@ class CommandLine:
         except KeyboardInterrupt:
             return 130
         except Exception as error:  # every error becomes one line and a documented status
-            if level.upper() == "DEBUG":
-                raise
+            if level.upper() == "DEBUG":  # the traceback too; the exit status stays the documented one
+                import traceback
+
+                traceback.print_exc()
             return exits.report(args.command, error, prog=self.prog)
 
 
@@ -234,6 +253,7 @@ def _version_action(text: str) -> type[argparse.Action]:
 KUBECOORD = CommandLine(
     "kubecoord", DESCRIPTION, EPILOG, SUBCOMMANDS, QUIET_COMMANDS, version=kubecoord.__version__,
     trailing_command=frozenset({"elect", "lock"}), logging_on_connect=READ_COMMANDS,
+    rewrites=("kubecoord.cli.habits", frozenset({"get", "leader", "members", "lock"})),
 )
 
 

@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
         "not_in_generation": sorted(live - set(described.members)),
         "record_version": described.version,
     }
-    if args.output in ("json", "yaml", "name"):
-        show(args.output, document, ([], []), names=[m["id"] for m in members])
+    if args.output not in ("table", "wide"):
+        show(args.output, document, ([], []), kind="member", names=[m["id"] for m in members])
         return 0
     wide = args.output == "wide"
     print_table(
@@ -91,8 +91,9 @@ def run(args: argparse.Namespace) -> int:
     )
     print()
     print_table(
-        ["MEMBER", "IN-GENERATION", "LIVE", "ASSIGNMENT"],
-        [[m["id"], "yes" if m["in_generation"] else "no", "yes" if m["live"] else "no", m["shown"]] for m in members],
+        ["MEMBER", "IN-GENERATION", "LIVE", "ASSIGNMENT", *(["JOINED"] if wide else [])],
+        [[m["id"], "yes" if m["in_generation"] else "no", "yes" if m["live"] else "no", m["shown"],
+          *(["yes" if m["joined"] else "no"] if wide else [])] for m in members],
         wide=wide,
     )
     if document["not_in_generation"]:

@@ -1,4 +1,5 @@
-"""``kubecoord kv get|put|update|delete|ls STORE [KEY]``: read and write a KV store.
+"""``kubecoord kv get|put|update|delete|ls STORE [KEY]``: read and write a KV store (``kv list``
+is ``kv ls``).
 
 put creates (exit 5 if the key exists), update overwrites (exit 4 if absent), both
 print the key's new version; ``--expected-version`` makes update and delete conditional
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    def action(name: str, help_text: str) -> argparse.ArgumentParser:
-        sub = actions.add_parser(name, help=help_text, description=help_text)
+    def action(name: str, help_text: str, aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+        sub = actions.add_parser(name, help=help_text, description=help_text, aliases=list(aliases))
+        sub.set_defaults(action=name)  # the action's own name, also when an alias was typed
         sub.add_argument("store", metavar="STORE", help="the store name (as given to storage)")
         return sub
 
@@ -61,13 +63,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_fence_argument(delete)
     add_output_argument(delete)
 
-    ls = action("ls", "list the keys under a namespace (default: the top level) with versions and values")
+    ls = action("ls", "list the keys under a namespace (default: the top level) with versions and values",
+                aliases=("list",))
     ls.add_argument("key", metavar="PREFIX", nargs="?", default="",
                     help="a parent path whose keys to list, e.g. topics/orders (default: the top level)")
     ls.add_argument("-r", "--recursive", action="store_true", help="every key below NAMESPACE, not just children")
     add_output_argument(ls)
 
-    for sub in actions.choices.values():
+    for sub in {id(sub): sub for sub in actions.choices.values()}.values():  # an alias maps to its parser too
         add_connection_arguments(sub)
 
 
@@ -117,12 +120,15 @@ def _read(args: argparse.Namespace, storage: views.StoreLike) -> int:
             sys.stdout.write(versioned.value + ("" if versioned.value.endswith("\n") else "\n"))
         else:
             rows = [[args.key, versioned.version, versioned.value]]
-            show(args.output, document, (["KEY", "VERSION", "VALUE"], rows), names=[args.key])
+            wide = (["KEY", "VERSION", "SIZE", "VALUE"], [[args.key, versioned.version, len(versioned.value.encode()),
+                                                        versioned.value]])
+            show(args.output, document, (["KEY", "VERSION", "VALUE"], rows), kind="key", names=[args.key], wide=wide)
         return 0
     listing = views.keys(storage, args.key, recursive=args.recursive, timeout=args.timeout)
     empty = f"no keys under {args.key or 'the top level'!r} in store {args.store!r}"
     names = [str(entry.get("key")) for entry in listing.get("keys", [])]
-    show(args.output, listing, views.keys_table(listing), empty=empty, names=names)
+    show(args.output, listing, views.keys_table(listing), empty=empty, kind="key", names=names,
+         wide=views.keys_table(listing, wide=True))
     return 0
 
 
@@ -147,9 +153,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             storage.delete(args.key, expected_version=args.expected_version, fence=fence)
             version, verb = None, "deleted"
-    if args.output in ("json", "yaml", "name"):
+    if args.output not in ("table", "wide"):
         show(args.output, {"store": args.store, "key": args.key, "result": verb, "version": version}, ([], []),
-             names=[args.key])
+             kind="key", names=[args.key])
     else:
         print(f"{verb} {args.key!r} in store {args.store!r}" + (f" (version {version})" if version else ""))
     return 0

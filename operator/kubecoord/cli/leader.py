@@ -30,5 +30,5 @@ def run(args: argparse.Namespace) -> int:
     if api is None:
         with open_coordinator(args) as coord, coord.leader_election(args.name) as election:
             document = views.leader(election)
-    show(args.output, document, views.leader_table(document), names=[document["leader"]] if document["leader"] else [])
+    show(args.output, document, views.leader_table(document), kind="leaderelection", names=[args.name])
     return 0

@@ -1,6 +1,6 @@
 """``kubecoord lock NAME -- CMD ARGS...``: run CMD while holding the lock NAME (etcdctl lock).
 
-Waits for the lock (--wait SECONDS: give up, exit 5), runs CMD with KUBECOORD_TOKEN (the
+Waits for the lock (--wait SECONDS: give up, exit 5, saying who holds it), runs CMD with KUBECOORD_TOKEN (the
 fencing token), KUBECOORD_NAME (NAME) and KUBECOORD_HOLDER in its environment, releases when CMD exits and exits
 with CMD's status. If the lock is lost, or kubecoord gets SIGTERM/SIGINT/SIGHUP, CMD's
 process group gets SIGTERM (SIGKILL after --grace) and kubecoord exits with CMD's status.
@@ -8,7 +8,11 @@ If kubecoord dies or freezes, the kernel and a watchdog process stop CMD before 
 else can hold the lock (cli/holding.py says how). --ttl: the lease/session the hold
 outlives a stopped holder by.
 
-``kubecoord lock NAME --status``: who holds it (id, token, data); exit 0 either way.
+``kubecoord lock NAME --status``: who holds it (id, token, data); exit 0 held or free. A
+lock is an election record (coord.lock(NAME) holds the election NAME), so it is not found
+as ``kubecoord leader`` does not find an election: on kubernetes:// a missing namespace,
+or a NAME that neither a LeaderElection nor a Lease declares (a lock never held), is exit
+4; there the Lease is read once (connection.one_shot), without the kubernetes client.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from __future__ import annotations
 import argparse
 import threading
 
-from kubecoord.cli.connection import add_connection_arguments, open_coordinator
-from kubecoord.cli.exits import CONFLICT, UsageError
+from kubecoord.cli import snapshot
+from kubecoord.cli.connection import add_connection_arguments, one_shot, open_coordinator
+from kubecoord.cli.exits import CONFLICT, CommandError, UsageError
 from kubecoord.cli.holding import Child, add_command_arguments, command_of, stopping_on_hangup, ttl_options
 from kubecoord.cli.output import add_output_argument, show
 
@@ -42,16 +47,25 @@ def run(args: argparse.Namespace) -> int:
         lock = coord.lock(args.name, id=args.id, data=args.data)
         child = Child(command, args.grace, args.name, lock.id, lock.held_until)
         lock.run(child.run, timeout=args.wait, stop=stop)
-        if child.status is None:
-            return CONFLICT  # not acquired within --wait (or stopped while waiting)
+        if child.status is None:  # not acquired within --wait, or stopped while waiting
+            holders = ", ".join(f"{h.id} (token {h.token})" for h in lock.holders()) or "nobody now"
+            waited = f"within --wait {args.wait:g} s" if not stop.is_set() else "before it was stopped"
+            raise CommandError(f"lock {args.name!r} not acquired {waited}; held by {holders}; CMD not run",
+                               CONFLICT)
         return child.status
 
 
 def _status(args: argparse.Namespace) -> int:
-    with open_coordinator(args) as coord:
-        holders = coord.lock(args.name).holders()
-    document = [{"id": h.id, "token": h.token, "data": h.data} for h in holders]
-    rows = [[h["id"], str(h["token"]), h["data"]] for h in document] or [["<none>", "", ""]]
-    show(args.output, {"lock": args.name, "holders": document}, (["HOLDER", "TOKEN", "DATA"], rows),
-         names=[str(h["id"]) for h in document])
+    with one_shot(args, "leaderelections", args.name, lease=True) as api:
+        if api is not None:  # kubernetes://: the lock's Lease read once, as kubecoord leader reads it
+            leader = snapshot.election(api, args.name).get_leader()
+            holders = [{"id": leader.id, "token": leader.epoch, "data": leader.data, "slot": 0}] if leader else []
+    if api is None:
+        with open_coordinator(args) as coord:
+            holders = [{"id": h.id, "token": h.token, "data": h.data, "slot": h.slot}
+                       for h in coord.lock(args.name).holders()]
+    rows = [[h["id"], str(h["token"]), h["data"]] for h in holders] or [["<none>", "", ""]]
+    wide = [[h["id"], str(h["token"]), h["slot"], h["data"]] for h in holders] or [["<none>", "", "", ""]]
+    show(args.output, {"lock": args.name, "holders": holders}, (["HOLDER", "TOKEN", "DATA"], rows),
+         kind="holder", names=[str(h["id"]) for h in holders], wide=(["HOLDER", "TOKEN", "SLOT", "DATA"], wide))
     return 0

@@ -29,5 +29,5 @@ def run(args: argparse.Namespace) -> int:
         with open_coordinator(args) as coord, coord.group_membership(args.group) as group:
             document = views.members(group)
     show(args.output, document, views.members_table(document), empty=f"no members in group {args.group!r}",
-         names=[member["id"] for member in document["members"]])
+         kind="member", names=[member["id"] for member in document["members"]])
     return 0

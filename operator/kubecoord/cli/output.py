@@ -1,7 +1,10 @@
 """How results are printed, as kubectl does: ``-o table`` (default: aligned columns for
-people, long cells cut), ``-o wide`` (every cell whole), ``-o json`` and ``-o yaml`` (the
-whole document, for scripts), ``-o name`` (one name per line: the leader, the members, the
-keys, the resources)."""
+people, long cells cut), ``-o wide`` (more columns where a command has them, and every cell
+whole), ``-o json`` and ``-o yaml`` (the whole document, for scripts), ``-o name`` (one
+KIND/NAME per row: ``leaderelection/billing``, ``member/w1``, ``key/orders/config``,
+``holder/pod-a``; ``status`` names its resources as kubectl does,
+``leaderelection.kubecoord.dev/billing``), ``-o jsonpath=TEMPLATE`` (kubectl's templates
+over the JSON document: cli/jsonpath.py)."""
 
 from __future__ import annotations
 
@@ -12,22 +15,48 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 EMPTY = "<none>"
+JSONPATH = "jsonpath="
 
 
-FORMATS = ("table", "wide", "json", "yaml", "name")
+FORMATS = ("table", "wide", "json", "yaml", "name", JSONPATH)
+
+
+class Formats(tuple[str, ...]):
+    """The choices of ``-o``: a plain name, or ``jsonpath=TEMPLATE`` when JSONPATH is one of them
+    (argparse checks membership; completion and its error message list them)."""
+
+    def __contains__(self, value: object) -> bool:
+        if isinstance(value, str) and value.startswith(JSONPATH):
+            return JSONPATH in tuple(self)
+        return value in tuple(self)
+
+
+def _output_format(value: str) -> str:
+    """``-o``'s value, a JSONPath template compiled here: a malformed one is exit 2 before
+    any request."""
+    if value.startswith(JSONPATH):
+        from kubecoord.cli.jsonpath import TemplateError, compile_template  # only for -o jsonpath
+
+        try:
+            compile_template(value[len(JSONPATH) :])
+        except TemplateError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return value
 
 
 def add_output_argument(
     parser: argparse.ArgumentParser, *, extra: Sequence[str] = (), formats: Sequence[str] = FORMATS
 ) -> None:
-    choices = [*formats, *extra]
+    choices = Formats([*formats, *extra])
     parser.add_argument(
         "-o",
         "--output",
         choices=choices,
+        type=_output_format,
         default="table",
         metavar="FORMAT",
-        help=f"{', '.join(choices)} (default: table; wide: no cell cut short; name: one name per line)",
+        help=f"{', '.join(c + 'TEMPLATE' if c == JSONPATH else c for c in choices)} (default: table; wide: more "
+        "columns, no cell cut short; name: KIND/NAME per row; jsonpath: kubectl's, e.g. jsonpath={.leader})",
     )
 
 
@@ -63,28 +92,45 @@ def print_table(
         print(line, file=stream)
 
 
+Table = tuple[Sequence[str], Sequence[Sequence[Any]]]
+
+
 def show(
     output: str,
     document: Any,
-    table: tuple[Sequence[str], Sequence[Sequence[Any]]],
+    table: Table,
     *,
     empty: str | None = None,
+    kind: str = "",
     names: Sequence[str] = (),
+    wide: Table | None = None,
 ) -> None:
-    """``document`` as JSON or YAML, ``names`` one per line (``-o name``), else ``table``
-    (headers, rows; ``wide``: no cell cut) — or the line ``empty`` instead of a table
-    without rows, when given."""
+    """``document`` as JSON, YAML or through a JSONPath template, ``KIND/NAME`` per name
+    (``-o name``; ``kind`` empty: the names are whole), else ``table`` (headers, rows), or
+    with ``-o wide`` the ``wide`` table when given (more columns; no cell cut either way) —
+    or the line ``empty`` instead of a table without rows, when given."""
     if output == "json":
         print_json(document)
     elif output == "yaml":
         print_yaml(document)
+    elif output.startswith(JSONPATH):
+        print_jsonpath(output[len(JSONPATH) :], document)
     elif output == "name":
         for name in names:
-            print(name)
+            print(f"{kind}/{name}" if kind else name)
     elif table[1] or empty is None:
-        print_table(*table, wide=output == "wide")
+        print_table(*(wide if output == "wide" and wide is not None else table), wide=output == "wide")
     else:
         print(empty)
+
+
+def print_jsonpath(template: str, document: Any, out: TextIO | None = None) -> None:
+    """The document through kubectl's JSONPath ``template`` (no newline added, as kubectl)."""
+    from kubecoord.cli.jsonpath import compile_template
+
+    stream = out or sys.stdout
+    stream.write(compile_template(template).render(json.loads(json.dumps(document))))
+    stream.flush()
 
 
 def print_yaml(document: Any, out: TextIO | None = None) -> None:

@@ -25,10 +25,14 @@ from kubecoord.cli.resources import ResourceReader
 from kubecoord.wire.crd import GROUP, KINDS
 
 HEADERS = ["KIND", "NAME", "BACKEND", "LEADER", "EPOCH", "MEMBERS", "KEYS", "HEALTH", "AGE"]
+WIDE = ["GENERATION", "SIZE", "OBSERVED"]
+"""-o wide's columns after HEALTH: a Group's generation, a KVStore's bytes, and the
+resource generation the operator last acted on (observedGeneration/metadata.generation)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace (adds a column)")
+    parser.add_argument("--kind", choices=list(KINDS.values()), help="only the resources of this kind")
     add_output_argument(parser)
     add_connection_arguments(parser)
 
@@ -46,18 +50,22 @@ def run(args: argparse.Namespace) -> int:
         entries = [
             describe(KINDS[plural], item, now)
             for plural in KINDS
+            if args.kind in (None, KINDS[plural])
             for item in reader.list(plural, all_namespaces=args.all_namespaces)
         ]
     document = {"namespace": None if args.all_namespaces else reader.namespace, "resources": entries}
-    if args.output in ("json", "yaml", "name"):
+    if args.output not in ("table", "wide"):
         names = [f"{e['kind'].lower()}.{GROUP}/{e['name']}" for e in entries]  # as kubectl get -o name
         show(args.output, document, ([], []), names=names)
         return 0
     if not entries:
         where = "any namespace" if args.all_namespaces else f"namespace {reader.namespace!r}"
-        print(f"no LeaderElection, Group or KVStore in {where}")
+        print(f"no {args.kind or 'LeaderElection, Group or KVStore'} in {where}")
         return 0
+    wide = args.output == "wide"
     headers = (["NAMESPACE"] if args.all_namespaces else []) + HEADERS
+    if wide:
+        headers = headers[:-1] + WIDE + headers[-1:]
     rows = [
         ([entry["namespace"]] if args.all_namespaces else [])
         + [
@@ -69,11 +77,12 @@ def run(args: argparse.Namespace) -> int:
             _dash(entry["members"]),
             _dash(entry["keys"]),
             entry["health"],
+            *([_dash(entry["generation"]), _dash(entry["size"]), entry["observed"]] if wide else []),
             entry["age"],
         ]
         for entry in entries
     ]
-    print_table(headers, rows, wide=args.output == "wide")
+    print_table(headers, rows, wide=wide)
     return 0
 
 
@@ -97,6 +106,7 @@ def describe(kind: str, item: dict[str, Any], now: dt.datetime) -> dict[str, Any
         "keys": status.get("keys") if kind == "KVStore" else None,
         "size": status.get("size") if kind == "KVStore" else None,
         "age": _age(metadata.get("creationTimestamp"), now),
+        "observed": f"{_dash(status.get('observedGeneration'))}/{_dash(metadata.get('generation'))}",
         "status": status,
     }
     entry["health"], entry["healthy"] = health(metadata, status)

@@ -116,8 +116,12 @@ def keys(storage: StoreLike, namespace: str = "", *, recursive: bool = False, ti
     return {"store": storage.name, "namespace": namespace, "keys": entries}
 
 
-def keys_table(document: Document) -> tuple[list[str], list[list[Any]]]:
-    return ["KEY", "VERSION", "VALUE"], [
-        [entry["key"], entry["version"] if entry["version"] is not None else "-", entry["value"] or ""]
+def keys_table(document: Document, *, wide: bool = False) -> tuple[list[str], list[list[Any]]]:
+    """KEY, VERSION, VALUE; ``wide`` adds SIZE (the value's bytes in UTF-8) before VALUE."""
+    def size(entry: Document) -> list[Any]:
+        return [len(entry["value"].encode()) if entry["value"] is not None else "-"] if wide else []
+
+    return ["KEY", "VERSION", *(["SIZE"] if wide else []), "VALUE"], [
+        [entry["key"], entry["version"] if entry["version"] is not None else "-", *size(entry), entry["value"] or ""]
         for entry in document["keys"]
     ]
