@@ -89,6 +89,7 @@ from kubecoord.api import (
 )
 from kubecoord.connect import connect as connect_sync
 from kubecoord.errors import RebalanceInProgressError
+from kubecoord.timings import DEFAULT_GROUP_SESSION_TIMEOUT, DEFAULT_REBALANCE_TIMEOUT
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
@@ -225,8 +226,8 @@ class AsyncCoordinator(_Async):
         protocol: GroupProtocol,
         *,
         member_id: str | None = None,
-        session_timeout: float = 10.0,
-        rebalance_timeout: float = 30.0,
+        session_timeout: float = DEFAULT_GROUP_SESSION_TIMEOUT,
+        rebalance_timeout: float = DEFAULT_REBALANCE_TIMEOUT,
     ) -> AsyncGroupCoordinator:
         """Coordinator.group_coordinator (the protocol's callbacks run on the member's own
         thread, as with the blocking handle)."""

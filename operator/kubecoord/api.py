@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal, Self, TypeVar
 
 from kubecoord import validation
 from kubecoord.history import EventLog
+from kubecoord.timings import DEFAULT_GROUP_SESSION_TIMEOUT, DEFAULT_REBALANCE_TIMEOUT
 from kubecoord.wire import group_record
 
 if TYPE_CHECKING:
@@ -608,8 +609,8 @@ class Coordinator(_Closeable):
         protocol: GroupProtocol,
         *,
         member_id: str | None = None,
-        session_timeout: float = 10.0,
-        rebalance_timeout: float = 30.0,
+        session_timeout: float = DEFAULT_GROUP_SESSION_TIMEOUT,
+        rebalance_timeout: float = DEFAULT_REBALANCE_TIMEOUT,
         history: HistoryTarget = None,
     ) -> GroupCoordinatorHandle:
         """A member of the group coordinator ``group`` (KIP-795), built on this

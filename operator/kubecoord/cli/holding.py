@@ -36,6 +36,7 @@ from typing import Any
 from kubecoord.cli.connection import resolve_url
 from kubecoord.cli.exits import UsageError
 from kubecoord.cli.supervising import Watchdog, exited, signal_group, start_command
+from kubecoord.timings import DEFAULT_LEASE_DURATION, DEFAULT_SESSION_LEASE
 
 log = logging.getLogger("kubecoord.cli")
 
@@ -61,8 +62,8 @@ def add_command_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long the hold outlives a holder that stopped renewing: the Lease duration (kubernetes://; "
         "renew deadline and retry period in client-go's 15:10:2 proportion), the session timeout "
-        "(zookeeper://, cassandra://); default the backend's (15 s, 10 s); a LeaderElection resource's "
-        "timings win over it",
+        f"(zookeeper://, cassandra://); default the backend's ({DEFAULT_LEASE_DURATION:g} s, "
+        f"{DEFAULT_SESSION_LEASE:g} s); a LeaderElection resource's timings win over it",
     )
     parser.set_defaults(cmd=[])  # the command after --: kubecoord.cli's main() splits it off
     parser.epilog = "the command to run follows --, last: ... -- CMD ARGS..."

@@ -55,6 +55,7 @@ from kubecoord.group_coordinator.rejoin import Rejoiner, join_data
 from kubecoord.group_coordinator.view import NO_GENERATION
 from kubecoord.group_coordinator.worker import MemberWorker
 from kubecoord.history import HistoryTarget, open_event_log
+from kubecoord.timings import DEFAULT_GROUP_SESSION_TIMEOUT, DEFAULT_REBALANCE_TIMEOUT
 from kubecoord.wire.group_record import STATE_KEY, decode_state, derived_name
 
 log = logging.getLogger("kubecoord.coordinator")
@@ -74,8 +75,8 @@ class GroupMember(GroupCoordinatorHandle):
         protocol: GroupProtocol,
         *,
         member_id: str | None = None,
-        session_timeout: float = 10.0,
-        rebalance_timeout: float = 30.0,
+        session_timeout: float = DEFAULT_GROUP_SESSION_TIMEOUT,
+        rebalance_timeout: float = DEFAULT_REBALANCE_TIMEOUT,
         history: HistoryTarget = None,
     ) -> None:
         self.group = validation.check_name(group, "group")

@@ -43,6 +43,7 @@ from kubecoord.group_coordinator import (
     withhold_owned,
 )
 from kubecoord.operator.mirror import GroupMirror, Notice, Snapshot
+from kubecoord.timings import DEFAULT_GROUP_SESSION_TIMEOUT, DEFAULT_REBALANCE_TIMEOUT
 from kubecoord.wire.group_record import (
     REBALANCING,
     STABLE,
@@ -66,8 +67,8 @@ class AssignmentSpec:
 
     units: tuple[str, ...]
     assignor: str = "sticky"
-    session_timeout: float = 10.0
-    rebalance_timeout: float = 30.0
+    session_timeout: float = DEFAULT_GROUP_SESSION_TIMEOUT
+    rebalance_timeout: float = DEFAULT_REBALANCE_TIMEOUT
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> AssignmentSpec | None:
@@ -79,8 +80,8 @@ class AssignmentSpec:
         return cls(
             units=units,
             assignor=str(raw.get("assignor", "sticky")),
-            session_timeout=float(raw.get("sessionTimeoutSeconds", 10)),
-            rebalance_timeout=float(raw.get("rebalanceTimeoutSeconds", 30)),
+            session_timeout=float(raw.get("sessionTimeoutSeconds", DEFAULT_GROUP_SESSION_TIMEOUT)),
+            rebalance_timeout=float(raw.get("rebalanceTimeoutSeconds", DEFAULT_REBALANCE_TIMEOUT)),
         )
 
 

@@ -75,6 +75,7 @@ from typing import Any
 
 from kubecoord.operator import kubeapi
 from kubecoord.operator.model import owner_reference, size_limit_bytes
+from kubecoord.timings import DEFAULT_LEASE_DURATION
 from kubecoord.wire import object_names
 from kubecoord.wire.crd import GROUP
 from kubecoord.wire.group_record import derived_name
@@ -82,8 +83,6 @@ from kubecoord.wire.kv_shards import recorded_shards, shard_count_for
 from kubecoord.wire.lease import LeaderRecord, lease_with_record, parse_micro_time
 
 LEASES = ("coordination.k8s.io/v1", "leases")
-DEFAULT_LEASE_SECONDS = 15.0
-"""leaseDurationSeconds of a restored Lease whose resource does not set one (the backend's default)."""
 CONFIGMAPS = ("v1", "configmaps")
 
 
@@ -153,7 +152,8 @@ def _restored(body: dict[str, Any], name: str, epoch: int) -> tuple[dict[str, An
     """The Lease spec and annotations of the status's last known leader, at ``epoch``."""
     status = body.get("status") or {}
     now = dt.datetime.now(tz=dt.UTC)
-    duration = float((body.get("spec") or {}).get("leaseDurationSeconds") or DEFAULT_LEASE_SECONDS)
+    # A resource without leaseDurationSeconds restores a Lease with the backend's default.
+    duration = float((body.get("spec") or {}).get("leaseDurationSeconds") or DEFAULT_LEASE_DURATION)
     record = LeaderRecord(
         holder=str(status["leader"]), lease_duration_seconds=duration,
         acquire_time=parse_micro_time(status.get("leaderSince")) or now,

@@ -19,6 +19,8 @@ import os
 import socket
 from typing import Any
 
+from kubecoord.timings import DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD
+
 ELECTION = "kubecoord-operator"
 
 
@@ -40,9 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("KUBECOORD_OPERATOR_LEASE", ELECTION),
         help="name of the operator's own LeaderElection Lease (default: %(default)s)",
     )
-    parser.add_argument("--lease-duration", type=float, default=15.0, help="operator Lease duration (s)")
-    parser.add_argument("--renew-deadline", type=float, default=10.0, help="operator renew deadline (s)")
-    parser.add_argument("--retry-period", type=float, default=2.0, help="operator retry period (s)")
+    for flag, default, what in (("--lease-duration", DEFAULT_LEASE_DURATION, "Lease duration"),
+                                ("--renew-deadline", DEFAULT_RENEW_DEADLINE, "renew deadline"),
+                                ("--retry-period", DEFAULT_RETRY_PERIOD, "retry period")):
+        parser.add_argument(flag, type=float, default=default, help=f"operator {what} (s)")
     parser.add_argument(
         "--health-port", type=int, default=int(os.environ.get("KUBECOORD_HEALTH_PORT", 8080)), help="/healthz port"
     )

@@ -3,7 +3,7 @@ by the client binding (backends/kubernetes/binding.py) and the operator (operato
 Their group, version, kinds and plurals are wire contracts (kubecoord.wire.crd).
 
 - ``quantities``: the one parser of ``sizeLimit`` quantities and the kubectl-style printer.
-- ``specs``: what a spec says, with the CRD's defaults as the one fallback for a field a
+- ``specs``: what a spec says, with the CRD's defaults (timings: kubecoord.timings) as the one fallback for a field a
   resource lacks (written before the default existed, or not admitted by an API server):
   the backend and its connect() URL, election and member timings, the size limit.
 
@@ -12,8 +12,6 @@ Pure functions of the resources' JSON: no client library, no backend, no operato
 
 from kubecoord.resources.quantities import human_bytes, parse_quantity
 from kubecoord.resources.specs import (
-    DEFAULT_LEASE_DURATION_SECONDS,
-    DEFAULT_RENEW_INTERVAL_SECONDS,
     DEFAULT_SIZE_LIMIT,
     BackendSpec,
     election_timing_overrides,
@@ -22,8 +20,6 @@ from kubecoord.resources.specs import (
 )
 
 __all__ = [
-    "DEFAULT_LEASE_DURATION_SECONDS",
-    "DEFAULT_RENEW_INTERVAL_SECONDS",
     "DEFAULT_SIZE_LIMIT",
     "BackendSpec",
     "election_timing_overrides",

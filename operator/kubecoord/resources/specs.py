@@ -12,15 +12,12 @@ from typing import Any
 
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.resources.quantities import parse_quantity
+from kubecoord.timings import DEFAULT_LEASE_DURATION, DEFAULT_RENEW_INTERVAL, DEFAULT_SESSION_LEASE
 
-# The CRDs' defaults (crds/*.yaml).
-DEFAULT_LEASE_DURATION_SECONDS = 15.0
-DEFAULT_RENEW_INTERVAL_SECONDS = 5.0
+# The CRDs' defaults (crds/*.yaml) that are not timings (those are kubecoord.timings').
 DEFAULT_SIZE_LIMIT = "1Mi"
 DEFAULT_ZOOKEEPER_CHROOT = "/kubecoord"
-DEFAULT_ZOOKEEPER_SESSION_TIMEOUT = 10.0
 DEFAULT_CASSANDRA_KEYSPACE = "kubecoord"
-DEFAULT_CASSANDRA_SESSION_TIMEOUT = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +40,7 @@ class BackendSpec:
             if not hosts:
                 raise InvalidArgumentError("spec.zookeeper.hosts is required when spec.backend is zookeeper")
             chroot = str(zookeeper.get("chroot", DEFAULT_ZOOKEEPER_CHROOT)).strip("/")
-            timeout = float(zookeeper.get("sessionTimeoutSeconds", DEFAULT_ZOOKEEPER_SESSION_TIMEOUT))
+            timeout = float(zookeeper.get("sessionTimeoutSeconds", DEFAULT_SESSION_LEASE))
             return cls(backend=backend, url=f"zookeeper://{hosts}/{chroot}", options=(("session_timeout", timeout),))
         if backend == "cassandra":
             cassandra = spec.get("cassandra") or {}
@@ -52,7 +49,7 @@ class BackendSpec:
                 raise InvalidArgumentError("spec.cassandra.hosts is required when spec.backend is cassandra")
             keyspace = str(cassandra.get("keyspace", DEFAULT_CASSANDRA_KEYSPACE))
             options: list[tuple[str, Any]] = [
-                ("session_timeout", int(cassandra.get("sessionTimeoutSeconds", DEFAULT_CASSANDRA_SESSION_TIMEOUT))),
+                ("session_timeout", int(cassandra.get("sessionTimeoutSeconds", DEFAULT_SESSION_LEASE))),
                 ("consistency", str(cassandra.get("consistency", "QUORUM"))),
                 ("serial_consistency", str(cassandra.get("serialConsistency", "SERIAL"))),
             ]
@@ -77,8 +74,8 @@ def member_timings(spec: dict[str, Any]) -> tuple[float, float]:
     lease = _seconds(spec.get("leaseDurationSeconds"))
     interval = _seconds(spec.get("renewIntervalSeconds"))
     return (
-        DEFAULT_LEASE_DURATION_SECONDS if lease is None else lease,
-        DEFAULT_RENEW_INTERVAL_SECONDS if interval is None else interval,
+        DEFAULT_LEASE_DURATION if lease is None else lease,
+        DEFAULT_RENEW_INTERVAL if interval is None else interval,
     )
 
 

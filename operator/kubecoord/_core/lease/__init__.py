@@ -17,7 +17,7 @@
 from kubecoord._core.lease.elector import Elector
 from kubecoord._core.lease.loop import PARKED, Loop
 from kubecoord._core.lease.store import RecordConflict, RecordStore
-from kubecoord._core.lease.timings import Timings
+from kubecoord.timings import Timings
 from kubecoord.wire.leader_record import LeaderRecord, Observation, expires_at, from_unix, released
 
 __all__ = [

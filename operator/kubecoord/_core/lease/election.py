@@ -30,11 +30,11 @@ from kubecoord._core.handles import ElectionHandle, Owner
 from kubecoord._core.lease.elector import Elector
 from kubecoord._core.lease.loop import Loop
 from kubecoord._core.lease.store import RecordStore
-from kubecoord._core.lease.timings import Timings
 from kubecoord._internal.clock import Clock
 from kubecoord.api import Leader
 from kubecoord.errors import MemberExistsError
 from kubecoord.history import EventLog
+from kubecoord.timings import Timings
 from kubecoord.wire.events import Event
 from kubecoord.wire.leader_record import Observation, expires_at
 

@@ -72,10 +72,10 @@ from typing import Any, Protocol
 
 from kubecoord import metrics as client_metrics
 from kubecoord._core.lease.store import RecordConflict, RecordStore
-from kubecoord._core.lease.timings import Timings
 from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord.errors import CoordinationError
 from kubecoord.history import EventLog
+from kubecoord.timings import Timings
 from kubecoord.wire.events import Event, Primitive
 from kubecoord.wire.leader_record import LeaderRecord, Observation, expires_at, from_unix, released
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from kubecoord._core.lease import Timings
 from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.backends.cassandra.options import Options
 from kubecoord.backends.cassandra.session import Session
 from kubecoord.errors import ClosedError
 from kubecoord.history import EventLog
+from kubecoord.timings import Timings
 
 
 @dataclass(eq=False)

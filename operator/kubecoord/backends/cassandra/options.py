@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from kubecoord._core.lease import Timings
 from kubecoord.errors import InvalidArgumentError
+from kubecoord.timings import DEFAULT_SESSION_LEASE, Timings
 
 QUORUM_LEVELS = ("QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL")
 """Consistency levels allowed for reads and LWT commits: a read must overlap the quorum an
@@ -20,7 +20,7 @@ TTL 3 expires at 13.0 s, only 2.1 s later. Leases must end that much before the 
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    session_timeout: int = 10
+    session_timeout: int = int(DEFAULT_SESSION_LEASE)
     renew_deadline: float | None = None
     retry_period: float | None = None
     poll_period: float = 0.5

@@ -37,7 +37,7 @@ bind_resources     True         handles read the kubecoord.dev resource of their
 clock              monotonic    a kubecoord._internal.clock.Clock (tests)
 =================  ===========  ===========================================================
 
-Timings are validated as client-go validates them (kubecoord._core.lease.timings): lease_duration >
+Timings are validated as client-go validates them (kubecoord.timings): lease_duration >
 renew_deadline > 1.2 x retry_period, else InvalidArgumentError. leader_election(name)
 also takes lease_duration / renew_deadline / retry_period per handle.
 
@@ -60,12 +60,6 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from kubecoord._core.lease.timings import (
-    DEFAULT_LEASE_DURATION,
-    DEFAULT_RENEW_DEADLINE,
-    DEFAULT_RETRY_PERIOD,
-    Timings,
-)
 from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.backends.kubernetes import config as cluster_config
@@ -78,6 +72,12 @@ from kubecoord.backends.kubernetes.kv import DEFAULT_MAX_VALUE_BYTES, MAX_STORE_
 from kubecoord.connect import BackendURL
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import HistoryTarget, open_event_log
+from kubecoord.timings import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    Timings,
+)
 from kubecoord.wire.kv_shards import check_shards
 
 DEFAULT_REQUEST_TIMEOUT = 5.0

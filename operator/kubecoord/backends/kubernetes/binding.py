@@ -35,10 +35,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from kubecoord._core.lease.timings import Timings
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
 from kubecoord.errors import PermissionDeniedError
 from kubecoord.resources import BackendSpec, election_timing_overrides, member_timings, parse_quantity
+from kubecoord.timings import Timings
 from kubecoord.wire.crd import GROUP, KINDS, VERSION
 
 log = logging.getLogger("kubecoord.kubernetes.binding")

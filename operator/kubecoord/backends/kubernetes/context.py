@@ -6,7 +6,6 @@ import threading
 from dataclasses import dataclass, field
 
 from kubecoord._core.handles import Handle
-from kubecoord._core.lease.timings import Timings
 from kubecoord._internal.clock import Clock
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.backends.kubernetes.cache import Change
@@ -15,6 +14,7 @@ from kubecoord.backends.kubernetes.informers import InformerPool
 from kubecoord.backends.kubernetes.shared_informer import Informer
 from kubecoord.errors import ClosedError
 from kubecoord.history import EventLog
+from kubecoord.timings import Timings
 
 
 @dataclass(eq=False)

@@ -55,16 +55,16 @@ from kubecoord.backends.memory.state import state_for
 from kubecoord.connect import BackendURL
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import HistoryTarget, open_event_log
+from kubecoord.timings import DEFAULT_SESSION_LEASE
 
-DEFAULT_SESSION_TIMEOUT = 10.0
 DEFAULT_MAX_VALUE_BYTES = 1024 * 1024
 
-__all__ = ["DEFAULT_MAX_VALUE_BYTES", "DEFAULT_SESSION_TIMEOUT", "MemoryCoordinator", "connect"]
+__all__ = ["DEFAULT_MAX_VALUE_BYTES", "MemoryCoordinator", "connect"]
 
 
 def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -> MemoryCoordinator:
     """The ``kubecoord.backends`` entry point for memory://."""
-    session_timeout = float(options.pop("session_timeout", DEFAULT_SESSION_TIMEOUT))
+    session_timeout = float(options.pop("session_timeout", DEFAULT_SESSION_LEASE))
     max_value_bytes = int(options.pop("max_value_bytes", DEFAULT_MAX_VALUE_BYTES))
     clock = options.pop("clock", None)
     if options:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubecoord._core.lease import Timings
 from kubecoord._internal.dispatch import Dispatcher, ListenerSet
 from kubecoord.backends.memory.state import Session, State, Subscription
 from kubecoord.errors import ClosedError
 from kubecoord.history import EventLog
+from kubecoord.timings import Timings
 
 
 @dataclass(eq=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from kubecoord._core.handles import CoordinatorBase
-from kubecoord._core.lease import Timings
 from kubecoord._internal.dispatch import Dispatcher, ListenerSet
 from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.memory.context import MemoryContext
@@ -15,6 +14,7 @@ from kubecoord.backends.memory.membership import MemoryGroupMembership
 from kubecoord.backends.memory.state import Session, State, Subscription
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import EventLog
+from kubecoord.timings import Timings
 
 # An election's lease timings as fractions of session_timeout (the lease duration): a
 # leader renews every 0.4 of it and counts as leader until 0.9 of it after its last

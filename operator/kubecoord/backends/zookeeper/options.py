@@ -14,6 +14,7 @@ from kazoo.retry import KazooRetry
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, make_acl
 
 from kubecoord.errors import InvalidArgumentError
+from kubecoord.timings import DEFAULT_SESSION_LEASE
 
 JUTE_MAXBUFFER = 0xFFFFF
 """ZooKeeper's default jute.maxbuffer: the largest request packet a server accepts (bytes)."""
@@ -72,7 +73,7 @@ def parse_acl(entries: object) -> list[ACL]:
 
 def parse(raw: dict[str, Any]) -> Options:
     options = dict(raw)
-    session_timeout = _positive(options, "session_timeout", 10.0)
+    session_timeout = _positive(options, "session_timeout", DEFAULT_SESSION_LEASE)
     connect_timeout = _positive(options, "connect_timeout", 15.0)
     request_timeout = _positive(options, "request_timeout", session_timeout)
     connection_retry = _retry(options, "connection_retry", {"max_tries": -1, "delay": 0.1, "max_delay": 2.0})

@@ -1,4 +1,26 @@
-"""Election and heartbeat timings, validated as client-go validates them.
+"""Every timing's default, written once, and the lease timings' rules (client-go's).
+
+Defaults (used by the backends' connect(), the CRDs' model in kubecoord.resources, the
+operator and the command line; tests/unit/test_timings.py checks the CRDs say the same):
+
+=============================  =======  ==================================================
+constant                       seconds  what
+=============================  =======  ==================================================
+DEFAULT_LEASE_DURATION         15       a Lease's duration on kubernetes:// (client-go's);
+                                        LeaderElection and Group ``leaseDurationSeconds``
+DEFAULT_RENEW_DEADLINE         10       how long a leader acts without a renewal
+DEFAULT_RETRY_PERIOD           2        between renewals and member heartbeats
+DEFAULT_SESSION_LEASE          10       lease_duration of the session backends (memory://,
+                                        zookeeper://, cassandra://: kazoo's session
+                                        default); the CRDs' ``sessionTimeoutSeconds``
+DEFAULT_RENEW_INTERVAL         5        a Group member Lease's renewal (renewIntervalSeconds)
+DEFAULT_GROUP_SESSION_TIMEOUT  10       a group coordinator member's session (KIP-795's
+                                        session.timeout.ms; the CRD's sessionTimeoutSeconds
+                                        of spec.coordinator)
+DEFAULT_REBALANCE_TIMEOUT      30       how long a group leader waits for members to join
+=============================  =======  ==================================================
+
+The lease timings' rule:
 
     lease_duration > renew_deadline > 1.2 x retry_period   (client-go's JitterFactor)
 
@@ -10,7 +32,7 @@
   that the loss is known before anybody else can acquire.
 - retry_period: the interval between renewals (and member heartbeats).
 
-Defaults are client-go's: 15 s, 10 s, 2 s. A violated rule raises InvalidArgumentError
+The three lease defaults are client-go's. A violated rule raises InvalidArgumentError
 at construction, before anything is written.
 """
 
@@ -25,6 +47,10 @@ JITTER_FACTOR = 1.2
 DEFAULT_LEASE_DURATION = 15.0
 DEFAULT_RENEW_DEADLINE = 10.0
 DEFAULT_RETRY_PERIOD = 2.0
+DEFAULT_SESSION_LEASE = 10.0
+DEFAULT_RENEW_INTERVAL = 5.0
+DEFAULT_GROUP_SESSION_TIMEOUT = 10.0
+DEFAULT_REBALANCE_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True, slots=True)
