@@ -4,7 +4,7 @@ Usage: .venv/bin/python bench/bench_pipeline.py [--events N ...] [--logs DIR] [-
        [--standalone] [--conf KEY=VALUE ...] [--golden DIR]
 
 For each target size (default 1M and 10M events) it generates a 24-hour history (one file
-per process; the 1M one is the issue's ``--elections 17 --groups 3 --stores 3 --processes 8
+per process; the 1M one is ``--elections 17 --groups 3 --stores 3 --processes 8
 --seed 7``) and runs, back to back, each as a process of its own with the command's
 settings (``--master local[2]``, default 1 GiB driver, Spark start-up included):
 1. scan: a process that starts Spark as the command does, reads the files with
@@ -21,7 +21,8 @@ after. With ``--standalone`` the analysis runs on a Spark standalone master and 
 With ``--golden DIR`` the verdicts are compared too (after the timed runs, in a process of
 their own): the analysis's summary.json and every table against DIR/golden-N.json, taken by
 an earlier run of the pipeline (``tests/pipeline/golden.py``; written when missing). That
-is the old-versus-new check of issue 23 on histories too large for the repository.
+is the old-versus-new check of a change to the pipeline on histories too large for the
+repository.
 Wall time on a shared machine is noisy: these are figures, not assertions.
 """
 
@@ -55,7 +56,7 @@ _STEP = re.compile(r"^kubecoord analyze: \[\s*([0-9.]+) s\] (.*)$")
 def spec_args(events: int) -> list[str]:
     """generate-history options for about ``events`` events in 24 hours: per election-hour
     1800 renewals (renew every 2 s); one group (4 members) and one store per ~six elections.
-    17 elections, 3 groups, 3 stores give 993,057 events with seed 7 (the issue's history)."""
+    17 elections, 3 groups, 3 stores give 993,057 events with seed 7."""
     elections = max(1, round(17 * events / 1_000_000))
     others = max(1, round(3 * events / 1_000_000))
     return ["--elections", str(elections), "--groups", str(others), "--stores", str(others),
