@@ -1,4 +1,4 @@
-"""What issue 23's one pass per primitive in Python would cost a cold analysis, against the
+"""What one pass per primitive in Python would cost a cold analysis, against the
 checks' Spark queries: each side a whole process of its own, as the command runs.
 
 Usage: .venv/bin/python bench/study_arrow_pass.py LOGS [--runs N]

@@ -2,8 +2,8 @@
 
 The summary and the report are made of small queries (a total, percentiles, a top ten,
 counts by type) over the checks' tables. Collected one by one, each is a Spark action
-with a plan, a planning pause on the driver and jobs of its own: issue 23 counted 17
-jobs for the four checks' totals alone, and 22 for the report's queries. ``collect``
+with a plan, a planning pause on the driver and jobs of its own (17 jobs for the four
+checks' totals alone, 22 for the report's queries). ``collect``
 runs them together instead: each query's rows become a struct in a column of their own
 (the other queries' columns null), the queries are unioned and the union is collected
 once, so one plan is made and its stages run side by side.

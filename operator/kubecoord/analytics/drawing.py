@@ -3,10 +3,10 @@
 The report (analytics.report) draws from a few small results: the failover-gap quantiles
 per cause, the elections to draw and the first TIMELINE_TERMS terms of each with their
 overlaps, membership changes per time bin, rebalances with the units they moved, the
-top elections and conflicting keys, the longest overlaps. Collected by the report itself
-they were two collects and six Spark jobs after the summary's (issue 23). ``queries``
-gives them to the pipeline instead, which collects them in the summary's one collect
-(collecting.collect); the report then runs no Spark query of its own.
+top elections and conflicting keys, the longest overlaps. ``queries`` gives them to the
+pipeline, which collects them in the summary's one collect (collecting.collect), so the
+report runs no Spark query of its own (collected by the report itself they would be two
+collects and six Spark jobs more).
 
 The elections drawn are chosen inside the plan: the top TIMELINE_ELECTIONS of the
 ``elections`` table (most violations, then the longest gap, then by name: a total order,

@@ -1,20 +1,20 @@
 """Building DataFrames cheaply: small driver-side rows in the JVM, and plans cut to a leaf.
 
 ``spark.createDataFrame(list_of_tuples)`` pickles the rows and starts a Python worker per
-task to read them back: about 1.8 s of a 1M-event analysis went to that for two frames
-that are almost always empty or a few rows (issue 23's profile). ``local_rows`` writes the
-rows into the plan as literals instead, so reading them is JVM work only and no Python
+task to read them back: about 1.8 s of a 1M-event analysis for two frames that are almost
+always empty or a few rows. ``local_rows`` writes the rows into the plan as literals
+instead, so reading them is JVM work only and no Python
 worker starts; the executors of a cluster need no Python for it either.
 
 Guarantees: the frame has exactly ``schema``'s column names and types (values are cast),
 one row per input row, in order. For at most LITERAL_ROWS rows; more (which would make
-the plan grow with the data) go through createDataFrame as before.
+the plan grow with the data) go through createDataFrame.
 
 ``cut`` gives a frame that later queries see as one leaf. PySpark analyses every DataFrame
 as it is built, and every query over a persisted frame analyses, optimizes and plans the
 whole lineage below it again before the cache stands in for it: the checks' frames carry
 the read, the clock correction and their windows into each of the ~25 queries of the
-summary (issue 23: a 361-event history's checks took 44-50 s, ~24 s of it driver work
+summary (uncut, a 361-event history's checks take 44-50 s, ~24 s of it driver work
 before the first job). A cut is a local checkpoint: computed once, by the first job that
 needs it, kept by the executors (memory, then disk) and never recomputed, so an executor
 lost while the analysis runs fails it (rerun); its partitioning is kept, so a grouping by
@@ -22,9 +22,8 @@ the keys it is hash-partitioned by plans no shuffle. ``release`` frees it.
 
 ``cached_leaf`` does the same for a persisted frame without a second copy: the frame's
 cache itself as the leaf, so its column batches, their statistics (a filter skips batches)
-and its partitioning are used as before, but a query over it no longer analyses the
-lineage below (the read's parse and the clock correction, under every check's ~1,700
-DataFrame calls).
+and its partitioning are used, but a query over it does not analyse the lineage below
+(the read's parse and the clock correction, under every check's ~1,700 DataFrame calls).
 """
 
 from __future__ import annotations

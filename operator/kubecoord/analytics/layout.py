@@ -1,9 +1,9 @@
 """How an analysis's tables are laid out on disk: a few Parquet tables, each with a ``type``.
 
 An analysis has fourteen tables in memory (``Analysis.tables``: the checks' findings by
-name). Written one by one they were fourteen Spark jobs, each with its plan and planning
-pause: 18 of the 30 jobs of a 1M-event analysis (issue 23). They are written as four
-instead (WRITTEN): ``violations`` (already one table whatever the check, its ``type`` the
+name). Written one by one they would be fourteen Spark jobs, each with its plan and
+planning pause (18 of 30 jobs of a 1M-event analysis), so they are written as four
+(WRITTEN): ``violations`` (already one table whatever the check, its ``type`` the
 violation type), ``intervals`` (everything with a start and an end: leadership terms,
 failover gaps, memberships, heartbeat-to-expiry, unit holdings, rebalances, seq gaps),
 ``metrics`` (the per-election, per-group-hour, per-key and per-store figures) and
@@ -22,7 +22,7 @@ table).
 Reading one kind of row back with Spark, e.g. the failover gaps::
 
     spark.read.parquet("OUT/tables/intervals").where("type = 'failover_gaps'")
-    # or, with exactly the old columns:
+    # or, with exactly that kind's own columns:
     from kubecoord.analytics import layout
     layout.read(spark, "OUT/tables")["failover_gaps"]
 """

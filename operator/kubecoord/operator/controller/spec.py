@@ -1,9 +1,9 @@
 """What a resource's spec asks the operator to write, done by the controller's workers.
 
-This was kopf's create/resume/update handler; it is the work queue's now, so that a
-created resource costs no handler run of its own, no progress or last-handled annotation
-patch and no second watch event for that patch (issue 21: one POST per backing object and
-one status write is what creating a resource costs). ``write`` runs when the cached
+The work queue does it, not a kopf create/resume/update handler, so that a created
+resource costs no handler run of its own, no progress or last-handled annotation patch
+and no second watch event for that patch: one POST per backing object and one status
+write is what creating a resource costs. ``write`` runs when the cached
 body's generation differs from the last generation written in this process (a create, a
 spec change, or the first sight after the operator started: kopf's "resume").
 
