@@ -80,13 +80,15 @@ porcupine:
 	@if [ -z "$(GO)" ]; then echo "no Go toolchain: kubecoord-porcupine not built (tests/robustness skips)"; exit 0; fi; \
 	mkdir -p $(dir $(PORCUPINE)) && cd testkit/porcupine && $(GO) build -mod=readonly -o $(abspath $(PORCUPINE)) .
 
-# The robustness tier's longer runs: every backend (the real kube-apiserver when ../shared/k8s
-# has it), ROBUSTNESS_SECONDS of traffic and faults each, judged by Porcupine; the histories,
-# the verdicts and, on a violation, Porcupine's visualisations in ROBUSTNESS_OUT.
+# The robustness tier's longer runs: every backend (the real kube-apiserver, bare and as a whole
+# cluster, when ../shared/k8s has them), ROBUSTNESS_SECONDS of traffic and faults each, judged by
+# Porcupine; the histories, the verdicts and, on a violation, Porcupine's visualisations in
+# ROBUSTNESS_OUT. ROBUSTNESS_BACKENDS=kubernetes-cluster runs the whole cluster alone.
 ROBUSTNESS_SECONDS ?= 120
 ROBUSTNESS_SEED ?= 1
-ROBUSTNESS_BACKENDS ?= $(shell $(PY) -c 'from kubecoord_testkit.servers.kubernetes import find_binaries as f; f()' 2>/dev/null \
-	&& echo memory,zookeeper,emulator,kubernetes,cassandra || echo memory,zookeeper,emulator,cassandra)
+ROBUSTNESS_BACKENDS ?= $(shell $(PY) -c 'from kubecoord_testkit.servers.kubernetes import CLUSTER_COMPONENTS as c, \
+	find_binaries as f; b = f(); assert all(b.component(n) for n in c)' 2>/dev/null \
+	&& echo memory,zookeeper,emulator,kubernetes,kubernetes-cluster,cassandra || echo memory,zookeeper,emulator,cassandra)
 ROBUSTNESS_OUT ?= robustness-out
 robustness: install system-deps cassandra-jars porcupine
 	$(VENV)/bin/kubecoord-testkit robustness --backend $(ROBUSTNESS_BACKENDS) --duration $(ROBUSTNESS_SECONDS) \

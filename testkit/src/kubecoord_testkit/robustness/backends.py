@@ -14,7 +14,13 @@ emulator     the Kubernetes API emulator (kubernetes://)   processes; stopped an
                                                            (objects kept)
 kubernetes   kube-apiserver + etcd (../shared/k8s)         processes; kube-apiserver killed -9 and
                                                            started again (on a new port the proxy
-                                                           follows)
+                                                           follows); etcd killed -9 and started
+                                                           again on its port under the running
+                                                           kube-apiserver
+kubernetes-  the whole cluster (``refk8s.sh up --cluster``  as kubernetes; the controller manager,
+cluster      through RealApiServer(cluster=True)):         the scheduler and the hollow node follow
+             etcd, kube-apiserver, controller manager,     the restarted kube-apiserver, and run
+             scheduler, a hollow node                      through etcd's restarts
 cassandra    one Cassandra 5.0 node (Maven's jars)         processes; kill -9 and start again
 ===========  ============================================  ==========================================
 
@@ -38,15 +44,17 @@ HOLD = "proxy-hold"
 DROP = "proxy-drop"
 CUT = "proxy-cut"
 SERVER_RESTART = "server-restart"
+ETCD_RESTART = "etcd-restart"
 PROXY_FAULTS = (DELAY, HOLD, DROP, CUT)
-ALL_FAULTS = (CLIENT_KILL, *PROXY_FAULTS, SERVER_RESTART)
+COMMON_FAULTS = (CLIENT_KILL, *PROXY_FAULTS, SERVER_RESTART)
+ALL_FAULTS = (*COMMON_FAULTS, ETCD_RESTART)
 
 
 class Backend:
     name = ""
     threads = False
     """Clients are threads of this process (memory://), not processes."""
-    faults: tuple[str, ...] = ALL_FAULTS
+    faults: tuple[str, ...] = COMMON_FAULTS
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
@@ -68,6 +76,11 @@ class Backend:
 
     def restart_server(self) -> str:
         """Kill the server (-9 where it is a process) and start it again; what was done."""
+        raise NotImplementedError
+
+    def restart_storage(self) -> str:
+        """Kill the server's own storage (etcd under kube-apiserver) with -9 and start it
+        again; what was done. Only backends whose ``faults`` list ``etcd-restart``."""
         raise NotImplementedError
 
 
@@ -169,13 +182,18 @@ class EmulatorBackend(_Kubernetes):
 class KubernetesBackend(_Kubernetes):
     name = "kubernetes"
     timings = {"lease_duration": 5.0, "renew_deadline": 3.5, "retry_period": 0.5, "request_timeout": 3.0}
+    faults = ALL_FAULTS
+    cluster = False
 
     def start(self) -> None:
         from kubecoord_testkit.servers.kubernetes import RealApiServer, find_binaries
 
-        self.server = RealApiServer(find_binaries(), self.workdir / "real-apiserver")
+        self.server = RealApiServer(find_binaries(), self.workdir / "real-apiserver", cluster=self.cluster)
         self.server.__enter__()
         self._front(self.server.admin_kubeconfig, _address(self.server.url))
+
+    def restart_storage(self) -> str:
+        return self.server.restart_etcd()
 
     def stop(self) -> None:
         super().stop()
@@ -186,6 +204,15 @@ class KubernetesBackend(_Kubernetes):
         assert self.proxy is not None
         self.proxy.set_upstream(_address(self.server.url))
         return done
+
+
+class KubernetesClusterBackend(KubernetesBackend):
+    """The whole cluster: the controller manager, the scheduler and a hollow node beside
+    etcd and kube-apiserver, which the clients share with them (their watches and writes
+    are the API server's load too)."""
+
+    name = "kubernetes-cluster"
+    cluster = True
 
 
 class CassandraBackend(Backend):
@@ -228,5 +255,6 @@ def _address(url: str) -> tuple[str, int]:
 
 BACKENDS: dict[str, type[Backend]] = {
     backend.name: backend
-    for backend in (MemoryBackend, ZooKeeperBackend, EmulatorBackend, KubernetesBackend, CassandraBackend)
+    for backend in (MemoryBackend, ZooKeeperBackend, EmulatorBackend, KubernetesBackend, KubernetesClusterBackend,
+                    CassandraBackend)
 }

@@ -4,9 +4,10 @@ exit 3 when a history has no linearization.
 
 Clients per backend: KV clients (server reads, create-only puts, conditional and blind
 updates, deletes on three shared keys), lock clients (one lock) and semaphore clients (2
-slots); processes, or threads on memory://. Faults: kill -9 of a client (a new one takes
-its place), the fault proxy's delays, holds, drops and cuts, kill -9 and restart of the
-server. Output (--out): per backend NAME/records/, NAME/faults.jsonl, NAME/history.json,
+slots), whose holds write with fences; processes, or threads on memory://. Faults: kill -9
+of a client (a new one takes its place), the fault proxy's delays, holds, drops and cuts,
+kill -9 and restart of the server, and on kubernetes and kubernetes-cluster of etcd under
+the running kube-apiserver. Output (--out): per backend NAME/records/, NAME/faults.jsonl, NAME/history.json,
 NAME/result.json, and NAME/porcupine/ on a violation (the history and Porcupine's HTML
 visualisations); robustness.json (every backend's figures).
 Exit: 0 every history linearizable; 3 a violation; 1 the run failed (a server would not

@@ -27,6 +27,7 @@ from kubecoord_testkit.robustness.backends import (
     CUT,
     DELAY,
     DROP,
+    ETCD_RESTART,
     HOLD,
     SERVER_RESTART,
     Backend,
@@ -212,6 +213,8 @@ class Run:
             what = self.kill_client()
         elif kind == SERVER_RESTART:
             what = self.backend.restart_server()
+        elif kind == ETCD_RESTART:
+            what = self.backend.restart_storage()
         else:
             assert proxy is not None
             seconds = self.rng.uniform(0.5, 2.0)
