@@ -3,7 +3,10 @@
 Recorded into prometheus_client's default registry when that package is installed (it
 comes with the ``operator`` extra; add it to an application to export these), and
 no-ops otherwise — the library never requires it. Expose them from an application with
-``prometheus_client.start_http_server(PORT)``.
+``prometheus_client.start_http_server(PORT)``. prometheus_client adds a ``_created``
+series to every counter and histogram; the library leaves that switch to the application
+(``prometheus_client.disable_created_metrics()`` turns it off process-wide, as
+``kubecoord operator`` does).
 
 ===========================================  =========  ===================================
 metric                                       type       labels

@@ -63,8 +63,8 @@ def test_deployment_command_probes_ports_and_downward_api(render: Render) -> Non
                          "--confinement-policy=kc-kubecoord-lease-grants"]
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"health": 8080, "metrics": 9090}
-    for probe in ("livenessProbe", "readinessProbe"):
-        assert c[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in c["env"]}
     assert env["POD_NAME"] == "metadata.name"
     assert env["POD_NAMESPACE"] == "metadata.namespace"

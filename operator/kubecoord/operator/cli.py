@@ -6,9 +6,15 @@ Environment (what the Helm chart sets): POD_NAME and POD_NAMESPACE (downward API
 this replica and the namespace of its operator Lease; KUBECOORD_OPERATOR_LEASE names that
 Lease (default kubecoord-operator); KUBECOORD_HEALTH_PORT, KUBECOORD_METRICS_PORT and
 KUBECOORD_LOG_LEVEL are the defaults of the matching flags; KUBECONFIG is used outside a
-cluster. Serves /healthz on the health port (8080) and Prometheus metrics on the metrics
-port (9090, 0 disables). kopf is imported only once this replica leads
-(kubecoord.operator.ha).
+cluster. Serves /healthz and /readyz on the health port (8080; kubecoord.operator.health)
+and Prometheus metrics on the metrics port (9090, 0 disables; without the ``_created``
+series prometheus_client would add to every counter and histogram). kopf is imported only
+once this replica leads (kubecoord.operator.ha).
+
+At the default log level (no --log-level, no KUBECOORD_LOG_LEVEL) the operator logs its
+life, not its traffic: one line at start (version, watched namespaces, backend and
+operator Lease, HA role), one when it stands by and one when it leads, access problems
+when they appear and clear (kubecoord.operator.access), and every warning and error.
 """
 
 from __future__ import annotations
@@ -22,6 +28,10 @@ from typing import Any
 from kubecoord.timings import DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD
 
 ELECTION = "kubecoord-operator"
+LIFECYCLE_LOGGERS = ("kubecoord.operator.lifecycle", "kubecoord.operator.ha", "kubecoord.operator.access")
+"""Loggers whose INFO lines (start, standing by, leading, access) show at the default level."""
+
+log = logging.getLogger("kubecoord.operator.lifecycle")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,19 +76,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grant Group clients namespace-wide Lease writes even without the confinement policy "
                              "(they may then write every Lease of their namespace)")
     parser.add_argument("--bind", default="0.0.0.0", help="address of the health and metrics endpoints")
+    parser.add_argument("--access-check-seconds", type=float, default=10.0,
+                        help="how often the reads the operator needs are asked of the API server; a refusal or an "
+                             "unreachable server makes /readyz answer 503 (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from prometheus_client import start_http_server
+    from prometheus_client import disable_created_metrics, start_http_server
 
     import kubecoord
-    from kubecoord.operator import confinement, health, kubeapi
+    from kubecoord.operator import access, confinement, health, kubeapi
     from kubecoord.operator.controller.status import controller
     from kubecoord.operator.ha import Scope, run_when_leading
     from kubecoord.operator.handlers._history import History
 
     if os.environ.get("KUBECOORD_LOG_LEVEL"):
         logging.getLogger().setLevel(os.environ["KUBECOORD_LOG_LEVEL"].upper())
+    elif getattr(args, "log_level", None) is None:
+        for name in LIFECYCLE_LOGGERS:
+            logging.getLogger(name).setLevel(logging.INFO)
+    if args.access_check_seconds <= 0:
+        raise SystemExit("--access-check-seconds must be positive")
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig  # read by kopf's login and by kubeapi
     History.target = args.history
@@ -90,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
     state = health.HealthState()
     server = health.serve(state, args.bind, args.health_port)
     if args.metrics_port:
+        # A _created series per counter and histogram: nothing a dashboard or alert reads.
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
         start_http_server(args.metrics_port, addr=args.bind)
     options: dict[str, Any] = {
         "lease_duration": args.lease_duration,
@@ -99,10 +119,21 @@ def run(args: argparse.Namespace) -> int:
     if os.environ.get("KUBECONFIG"):
         options["kubeconfig"] = os.environ["KUBECONFIG"]
     scope = Scope(namespaces=tuple(args.namespace), clusterwide=args.all_namespaces or not args.namespace)
+    log.info(
+        "kubecoord operator %s starting: watching %s; backend kubernetes://%s, operator Lease %s; identity %s, "
+        "standing by until it holds that Lease (one replica reconciles)", kubecoord.__version__,
+        "every namespace" if scope.clusterwide else "namespaces " + ", ".join(scope.namespaces),
+        args.lease_namespace or "(the kubeconfig's namespace)", args.lease_name, args.identity,
+        extra={"version": kubecoord.__version__, "namespaces": list(scope.namespaces) or "*",
+               "lease": f"{args.lease_namespace}/{args.lease_name}", "identity": args.identity, "role": "standby"},
+    )
+    monitor = access.AccessMonitor(state, access.probes(scope.namespaces, scope.clusterwide),
+                                   interval=args.access_check_seconds).start()
     try:
         with kubecoord.connect(f"kubernetes://{args.lease_namespace}", **options) as coordinator:
             return run_when_leading(coordinator, args.identity, scope, state, election=args.lease_name,
                                     lease_duration=args.lease_duration, renew_deadline=args.renew_deadline)
     finally:
+        monitor.stop()
         History.close()
         server.shutdown()

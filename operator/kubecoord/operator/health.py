@@ -1,15 +1,24 @@
-"""The /healthz endpoint the Deployment's probes call (default :8080).
+"""The /healthz and /readyz endpoints the Deployment's probes call (default :8080).
 
-It answers on every replica — the active one and the standbys — because a standby that is
+They answer on every replica — the active one and the standbys — because a standby that is
 waiting for the operator Lease is healthy, not dead; the body says which role it has.
 kopf's own liveness endpoint exists only while kopf runs, i.e. on the active replica, so
 it cannot serve the standbys' probes.
 
-Guarantee: 200 while the replica's main loop is running, 503 once it is shutting down,
-and 503 on the active replica when kopf's event loop has not ticked for STALL_SECONDS
-(a handler that blocks the loop, a deadlock): kopf is stuck, and the kubelet's liveness
-probe restarts the pod, whose standby takes over. The tick is a task on kopf's own loop
-(kubecoord.operator.ha), so it stops exactly when the loop stops making progress.
+Both answer the same JSON body: ``role`` (starting, standby, leader), ``ok`` (this replica
+can do its work), ``live`` and, when not ok, ``problem`` in one line. They differ in their
+status code:
+
+- /healthz (liveness): 503 once the replica is shutting down, and on the active replica
+  when kopf's event loop has not ticked for STALL_SECONDS (a handler that blocks the loop,
+  a deadlock): kopf is stuck, and the kubelet's liveness probe restarts the pod, whose
+  standby takes over. The tick is a task on kopf's own loop (kubecoord.operator.ha), so it
+  stops exactly when the loop stops making progress. Else 200 — also with ``ok: false``:
+  a restart cures neither an RBAC refusal nor an unreachable API server.
+- /readyz (readiness): 503 whenever ``ok`` is false: the problems above, and an access
+  problem (kubecoord.operator.access: the API server refuses the reads the operator's
+  watches need, or cannot be reached). The pod then shows not Ready, and
+  ``helm install --wait`` or a rollout waits on it.
 """
 
 from __future__ import annotations
@@ -31,12 +40,18 @@ class HealthState:
         self.stall_seconds = stall_seconds
         self.last_beat: float | None = None
         """monotonic time of kopf's loop's last tick (None: kopf not running here)."""
+        self.access_problem: str | None = None
+        """Why the API server does not let this replica work (kubecoord.operator.access), or None."""
 
     def beat(self) -> None:
         self.last_beat = time.monotonic()
 
     def problem(self) -> str | None:
-        """Why this replica is unhealthy, or None."""
+        """Why this replica cannot do its work, or None: not live, or an access problem."""
+        return self.liveness_problem() or self.access_problem
+
+    def liveness_problem(self) -> str | None:
+        """Why this replica should be restarted, or None."""
         if self.stopping:
             return "stopping"
         if self.role == "leader" and self.last_beat is not None:
@@ -54,8 +69,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_error(404)
             return
         problem = self.state.problem()
-        code = 503 if problem else 200
-        answer: dict[str, object] = {"role": self.state.role, "ok": code == 200}
+        live = self.state.liveness_problem() is None
+        ready = problem is None
+        code = 200 if (live if self.path.split("?")[0] == "/healthz" else ready) else 503
+        answer: dict[str, object] = {"role": self.state.role, "ok": ready, "live": live}
         if problem:
             answer["problem"] = problem
         body = json.dumps(answer).encode()
