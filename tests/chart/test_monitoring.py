@@ -15,6 +15,8 @@ from prometheus_client import REGISTRY
 import kubecoord.operator.metrics  # noqa: F401  (registers the operator's metrics)
 from tests.chart.conftest import CHART, Render, by_kind, run_helm
 
+OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
+
 MONITORING = ("--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true",
               "--set", "dashboards.enabled=true")
 
@@ -77,6 +79,13 @@ def test_alerts_read_metrics_the_operator_exports(render: Render) -> None:
         assert alert["labels"]["severity"] in {"warning", "critical"} and alert["labels"]["team"] == "platform"
         assert "{{" not in alert["annotations"]["description"]
     assert "> 4 * kubecoord_operator_lease_duration_seconds" in rules["KubecoordNoLeader"]["expr"]
+    # Each alert links its runbook: a section of docs/operations.md that exists.
+    headings = {line.lstrip("#").strip().lower() for line in OPERATIONS.read_text().splitlines()
+                if line.startswith("#")}
+    for name, alert in rules.items():
+        page, _, anchor = alert["annotations"]["runbook_url"].partition("#")
+        assert page == "https://github.com/kubecoord/kubecoord/blob/main/docs/operations.md", name
+        assert anchor == name.lower() and anchor in headings, name
     # Prometheus's own template syntax reaches Prometheus unrendered by Helm.
     assert "{{ $labels.namespace }}" in rules["KubecoordNoLeader"]["annotations"]["summary"]
 
