@@ -37,7 +37,7 @@ from measure import load, pct
 
 KEYSPACE = "bench"
 SEED_PERIOD = 0.5
-FAST = {"session_timeout": 2, "renew_deadline": 0.75, "retry_period": 0.2, "poll_period": 0.1}
+FAST = {"lease_duration": 2, "renew_deadline": 0.75, "retry_period": 0.2, "poll_period": 0.1}
 """Our timings for the failover figure: the seed's TTL (2 s) and a 100 ms poll."""
 
 

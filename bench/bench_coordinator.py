@@ -291,7 +291,7 @@ def main() -> None:
     ours: dict[str, dict[str, list[float]]] = {}
     if "memory" in backends:
         url = f"memory://bench-{uuid.uuid4().hex[:6]}"
-        ours["memory"] = rebalance_times("memory", lambda: kubecoord.connect(url, session_timeout=1.0), args.rounds)
+        ours["memory"] = rebalance_times("memory", lambda: kubecoord.connect(url, lease_duration=1.0), args.rounds)
     if "zookeeper" in backends:
         from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
@@ -301,7 +301,7 @@ def main() -> None:
             try:
                 url = f"zookeeper://{server.hosts}/bench-{uuid.uuid4().hex[:6]}"
                 ours["zookeeper"] = rebalance_times(
-                    "zookeeper", lambda: kubecoord.connect(url, session_timeout=2.0), args.rounds
+                    "zookeeper", lambda: kubecoord.connect(url, lease_duration=2.0), args.rounds
                 )
                 set_partitioner(server.hosts, args.rounds, args.time_boundary)
             finally:

@@ -74,7 +74,7 @@ def wait(predicate: Callable[[], bool], timeout: float = 30.0) -> None:
 
 def our_handover(url: str, rounds: int, crash: bool) -> list[float]:
     samples = []
-    options: dict[str, Any] = {"session_timeout": SESSION}  # connect() takes **options: Any
+    options: dict[str, Any] = {"lease_duration": SESSION}  # connect() takes **options: Any
     successor = kubecoord.connect(url, **options)
     try:
         for round_ in range(rounds):

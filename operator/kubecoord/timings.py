@@ -53,6 +53,11 @@ DEFAULT_GROUP_SESSION_TIMEOUT = 10.0
 DEFAULT_REBALANCE_TIMEOUT = 30.0
 
 
+TIMING_NAMES = ("lease_duration", "renew_deadline", "retry_period")
+"""The lease timings' names: the same options on every backend's connect() and, per
+handle, on every leader_election() that takes them."""
+
+
 @dataclass(frozen=True, slots=True)
 class Timings:
     lease_duration: float = DEFAULT_LEASE_DURATION
@@ -60,7 +65,7 @@ class Timings:
     retry_period: float = DEFAULT_RETRY_PERIOD
 
     def __post_init__(self) -> None:
-        for field in ("lease_duration", "renew_deadline", "retry_period"):
+        for field in TIMING_NAMES:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 raise InvalidArgumentError(f"{field} must be a positive number of seconds, got {value!r}")
@@ -80,16 +85,13 @@ class Timings:
         """leaseDurationSeconds as written to a Lease: whole seconds, rounded up."""
         return max(1, math.ceil(self.lease_duration))
 
-    def with_overrides(
-        self,
-        *,
-        lease_duration: float | None = None,
-        renew_deadline: float | None = None,
-        retry_period: float | None = None,
-    ) -> Timings:
-        """These timings with some replaced (per-handle options); validated again."""
-        return Timings(
-            lease_duration=self.lease_duration if lease_duration is None else lease_duration,
-            renew_deadline=self.renew_deadline if renew_deadline is None else renew_deadline,
-            retry_period=self.retry_period if retry_period is None else retry_period,
-        )
+    def with_overrides(self, **overrides: float | None) -> Timings:
+        """These timings with some replaced (per-handle options: lease_duration,
+        renew_deadline, retry_period; None keeps the value); validated again.
+        InvalidArgumentError names any other option."""
+        unknown = sorted(set(overrides) - set(TIMING_NAMES))
+        if unknown:
+            raise InvalidArgumentError(f"unknown timing options {unknown}; the timings are {list(TIMING_NAMES)}")
+        current = {name: getattr(self, name) for name in TIMING_NAMES}
+        chosen = {name: current[name] if overrides.get(name) is None else overrides[name] for name in TIMING_NAMES}
+        return Timings(**chosen)  # type: ignore[arg-type]  # None replaced above

@@ -7,5 +7,5 @@ from typing import Any
 
 SESSION_TIMEOUT = 4
 TIMINGS: dict[str, Any] = {  # connect() takes **options: Any
-    "session_timeout": SESSION_TIMEOUT, "renew_deadline": 2.4, "retry_period": 0.4, "poll_period": 0.2
+    "lease_duration": SESSION_TIMEOUT, "renew_deadline": 2.4, "retry_period": 0.4, "poll_period": 0.2
 }

@@ -1,7 +1,7 @@
 """The contract harness for cassandra://: the session's real Cassandra 5.0 server, one
 keyspace shared by the run (tests use fresh names), short timings.
 
-TTL 4 s (session_timeout), renew deadline 2 s (< TTL - 1 s: TTLs count whole seconds),
+TTL 4 s (lease_duration), renew deadline 2 s (< TTL - 1 s: TTLs count whole seconds),
 renewals every 0.5 s, polls every 0.2 s. crash() is the coordinator's simulate_crash():
 the driver's connections close without a release or a leave, as after kill -9; what it
 held goes with its TTL, which expire() waits out.
@@ -16,7 +16,7 @@ import kubecoord
 from .harness import UrlHarness
 
 SESSION_TIMEOUT = 4
-TIMINGS = {"session_timeout": SESSION_TIMEOUT, "renew_deadline": 2.0, "retry_period": 0.5, "poll_period": 0.2}
+TIMINGS = {"lease_duration": SESSION_TIMEOUT, "renew_deadline": 2.0, "retry_period": 0.5, "poll_period": 0.2}
 
 
 class CassandraHarness(UrlHarness):

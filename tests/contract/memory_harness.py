@@ -19,7 +19,7 @@ class MemoryHarness(UrlHarness):
     def __init__(self) -> None:
         self.clock = ManualClock()
         super().__init__(
-            f"memory://contract-{uuid.uuid4().hex[:8]}", clock=self.clock, session_timeout=SESSION_TIMEOUT
+            f"memory://contract-{uuid.uuid4().hex[:8]}", clock=self.clock, lease_duration=SESSION_TIMEOUT
         )
 
     def delete_store(self, name: str) -> None:

@@ -184,3 +184,23 @@ def test_leading_until_is_the_leaders_own_deadline(harness: Harness, name: str) 
     election.resign("a")
     assert election.leading_until("a") is None
     eventually(lambda: follower.leading_until("b") is not None, harness.settle)
+
+
+def test_per_election_timings_have_the_same_names_on_every_backend(harness: Harness, name: str) -> None:
+    """leader_election(name, lease_duration=, renew_deadline=, retry_period=): the handle
+    leads by its own renew deadline on every backend whose elections are leases; ZooKeeper's
+    last as long as the session and refuse per-handle timings by name. A set of timings
+    that breaks the lease rule is refused everywhere before any request."""
+    coordinator = harness.connect()
+    with pytest.raises(InvalidArgumentError, match="renew_deadline"):
+        coordinator.leader_election(name, lease_duration=3, renew_deadline=5, retry_period=1)
+    if harness.name == "zookeeper":
+        with pytest.raises(InvalidArgumentError, match="lease_duration"):
+            coordinator.leader_election(name, lease_duration=8, renew_deadline=6, retry_period=1)
+        return
+    election = coordinator.leader_election(name, lease_duration=8, renew_deadline=6, retry_period=1)
+    assert election.nominate("own-timings")
+    until = election.leading_until()
+    assert until is not None
+    # Every harness's own renew deadline is at most 4 s: 6 s can only be the handle's.
+    assert 4.0 < until - harness.now() <= 6.0

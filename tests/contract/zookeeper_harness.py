@@ -24,7 +24,7 @@ class ZooKeeperHarness(UrlHarness):
     def __init__(self, hosts: str) -> None:
         self.hosts = hosts
         self.chroot = f"/contract-{uuid.uuid4().hex[:12]}"
-        super().__init__(f"zookeeper://{hosts}{self.chroot}", session_timeout=SESSION_TIMEOUT)
+        super().__init__(f"zookeeper://{hosts}{self.chroot}", lease_duration=SESSION_TIMEOUT)
 
     def delete_store(self, name: str) -> None:
         # The store's root znode and every key below it (ZooKeeper deletes only leaves:

@@ -66,7 +66,7 @@ def spawners(
             clock = ManualClock()
 
             def spawn_thread(group: Group, name: str) -> Member:
-                member = ThreadMember(group, name, url, {"session_timeout": SESSION, "clock": clock}, assignors)
+                member = ThreadMember(group, name, url, {"lease_duration": SESSION, "clock": clock}, assignors)
                 started.append(member)
                 return member
 
@@ -100,7 +100,7 @@ def _tick(clock: ManualClock, stop: threading.Event) -> None:
 def _connection(request: pytest.FixtureRequest, backend: str) -> dict[str, Any]:
     if backend == "zookeeper":
         server = request.getfixturevalue("zookeeper_server")
-        return {"url": f"zookeeper://{server.hosts}/churn-{uuid.uuid4().hex[:8]}", "options": {"session_timeout": 2.0}}
+        return {"url": f"zookeeper://{server.hosts}/churn-{uuid.uuid4().hex[:8]}", "options": {"lease_duration": 2.0}}
     timings = {"lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}
     try:  # Kubernetes: the real kube-apiserver where its binaries are, else the API emulator
         find_binaries()

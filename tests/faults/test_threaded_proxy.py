@@ -66,7 +66,7 @@ def test_zookeeper_session_rides_out_a_hold_and_a_cut(zookeeper_server: ZooKeepe
     with ThreadedFaultProxy((host, int(port))) as proxy:
         url = f"zookeeper://{proxy.address}/proxy-{uuid.uuid4().hex[:8]}"
         with (
-            kubecoord.connect(url, session_timeout=6.0) as member,
+            kubecoord.connect(url, lease_duration=6.0) as member,
             kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{url.rsplit('/', 1)[1]}") as observer,
         ):
             member.group_membership("g").join("m1")

@@ -32,7 +32,7 @@ class SlowReads(ScriptedTable):
 
 def test_a_hold_lost_and_won_back_is_not_reported_under_its_old_token() -> None:
     clock = ManualClock()
-    coord = kubecoord.connect(f"memory://confirm-{uuid.uuid4().hex[:8]}", clock=clock, session_timeout=3.0)
+    coord = kubecoord.connect(f"memory://confirm-{uuid.uuid4().hex[:8]}", clock=clock, lease_duration=3.0)
     assert isinstance(coord, MemoryCoordinator)
     table = SlowReads(faulty_reads=False)
     coord.state.records = table

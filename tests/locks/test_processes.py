@@ -32,7 +32,7 @@ LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.5}
 @pytest.fixture(params=["zookeeper", "kubernetes"])
 def backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
     if request.param == "zookeeper":
-        return request.getfixturevalue("zookeeper_url"), {"session_timeout": 2.0}
+        return request.getfixturevalue("zookeeper_url"), {"lease_duration": 2.0}
     kubeconfig = request.getfixturevalue("real_kubeconfig")
     return "kubernetes://default", {"kubeconfig": str(kubeconfig), **LEASE}
 

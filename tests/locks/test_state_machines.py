@@ -50,7 +50,7 @@ processes = st.sampled_from(range(PROCESSES))
 class Process:
     def __init__(self, index: int, generation: int, machine: LockMachine) -> None:
         self.id = f"p{index}-{generation}"
-        coord = kubecoord.connect(machine.url, clock=machine.clock, session_timeout=SESSION_TIMEOUT)
+        coord = kubecoord.connect(machine.url, clock=machine.clock, lease_duration=SESSION_TIMEOUT)
         assert isinstance(coord, MemoryCoordinator)
         self.coord = coord
         self.storage = coord.storage("guarded")
@@ -67,7 +67,7 @@ class LockMachine(RuleBasedStateMachine):
         super().__init__()
         self.clock = ManualClock()
         self.url = f"memory://machine-{uuid.uuid4().hex[:8]}"
-        first = kubecoord.connect(self.url, clock=self.clock, session_timeout=SESSION_TIMEOUT)
+        first = kubecoord.connect(self.url, clock=self.clock, lease_duration=SESSION_TIMEOUT)
         assert isinstance(first, MemoryCoordinator)
         self.table = ScriptedTable(faulty_reads=False)
         first.state.records = self.table  # before any handle exists

@@ -159,7 +159,7 @@ def _scenario(
         chroot = f"gc-{uuid.uuid4().hex[:8]}"
         spec |= {"backend": "zookeeper", "zookeeper": {"hosts": [hosts], "chroot": f"/{chroot}",
                                                         "sessionTimeoutSeconds": 2}}
-        connection: dict[str, Any] = {"url": f"zookeeper://{hosts}/{chroot}", "options": {"session_timeout": 2.0}}
+        connection: dict[str, Any] = {"url": f"zookeeper://{hosts}/{chroot}", "options": {"lease_duration": 2.0}}
     else:
         connection = {"url": f"kubernetes://{real_namespace}", "options": {
             "kubeconfig": str(real_kubeconfig), "lease_duration": 3.0, "renew_deadline": 2.0, "retry_period": 0.5}}

@@ -28,7 +28,7 @@ def test_crashed_leader_gives_one_bounded_failover_and_no_violation(spark: Any, 
     clock = ManualClock()
     url = f"memory://e2e-{uuid.uuid4().hex[:8]}"
     coords = [
-        kubecoord.connect(url, clock=clock, session_timeout=SESSION_TIMEOUT, history=tmp_path / f"p{i}.jsonl")
+        kubecoord.connect(url, clock=clock, lease_duration=SESSION_TIMEOUT, history=tmp_path / f"p{i}.jsonl")
         for i in range(3)
     ]
     elections = [c.leader_election("billing") for c in coords]

@@ -120,7 +120,7 @@ def _run_members(directory: Path) -> None:
     units = [f"p{i}" for i in range(8)]
     coordinators, members = [], []
     for index in range(3):
-        coordinator = kubecoord.connect(url, session_timeout=1.0, history=str(directory / f"m{index}.jsonl"))
+        coordinator = kubecoord.connect(url, lease_duration=1.0, history=str(directory / f"m{index}.jsonl"))
         member = coordinator.group_coordinator("work", UnitsProtocol(units), member_id=f"m{index}", session_timeout=0.5)
         member.join()
         coordinators.append(coordinator)

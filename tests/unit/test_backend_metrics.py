@@ -18,11 +18,11 @@ def _is_leader(backend: str, service: str, candidate: str) -> float | None:
 def test_memory_elections_export_leadership_and_renewals() -> None:
     clock = ManualClock()
     renewals = REGISTRY.get_sample_value("kubecoord_client_renew_seconds_count", {"backend": "memory"}) or 0.0
-    with kubecoord.connect("memory://metrics-memory", clock=clock, session_timeout=5) as coord:
+    with kubecoord.connect("memory://metrics-memory", clock=clock, lease_duration=5) as coord:
         election = coord.leader_election("metrics-svc")
         assert election.nominate("pod-a")
         assert _is_leader("memory", "metrics-svc", "pod-a") == 1.0
-        clock.advance(2)  # one renewal (every 0.4 x session_timeout)
+        clock.advance(2)  # one renewal (every 0.4 x lease_duration)
         assert REGISTRY.get_sample_value("kubecoord_client_renew_seconds_count", {"backend": "memory"}) == renewals + 1
         election.resign("pod-a")
         assert _is_leader("memory", "metrics-svc", "pod-a") == 0.0

@@ -157,8 +157,8 @@ def test_memory_backend_events_follow_the_schema(tmp_path: Path) -> None:
     clock = ManualClock()
     url = f"memory://history-{id(clock)}"
     path_a, path_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    a = kubecoord.connect(url, clock=clock, session_timeout=5.0, history=path_a)
-    b = kubecoord.connect(url, clock=clock, session_timeout=5.0, history=path_b)
+    a = kubecoord.connect(url, clock=clock, lease_duration=5.0, history=path_a)
+    b = kubecoord.connect(url, clock=clock, lease_duration=5.0, history=path_b)
     assert a.leader_election("svc").nominate("pa")
     assert not b.leader_election("svc").nominate("pb")
     a.group_membership("workers").join("wa")
@@ -181,7 +181,7 @@ def test_memory_backend_events_follow_the_schema(tmp_path: Path) -> None:
     acquired, _, renewed, _ = a_events
     assert acquired["epoch"] == 1
     # The holder's view under lease semantics: valid until its renew deadline, 0.9 of the
-    # 5 s session_timeout (the lease duration) after it wrote the record.
+    # 5 s lease_duration after it wrote the record.
     assert parse_ts(acquired["valid_until"]) - parse_ts(acquired["ts"]) == pytest.approx(4.5)
     assert parse_ts(renewed["ts"]) - parse_ts(acquired["ts"]) == pytest.approx(2.0)
 

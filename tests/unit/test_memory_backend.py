@@ -23,8 +23,8 @@ def test_private_and_shared_states() -> None:
 def test_crashed_leader_keeps_leading_until_its_session_times_out() -> None:
     clock = ManualClock()
     url = "memory://crash-timing"
-    leader = kubecoord.connect(url, clock=clock, session_timeout=10)
-    follower = kubecoord.connect(url, clock=clock, session_timeout=10)
+    leader = kubecoord.connect(url, clock=clock, lease_duration=10)
+    follower = kubecoord.connect(url, clock=clock, lease_duration=10)
     assert leader.leader_election("svc").nominate("a")
     election = follower.leader_election("svc")
     seen: Recorder[str | None] = Recorder()
@@ -46,7 +46,7 @@ def test_crashed_leader_keeps_leading_until_its_session_times_out() -> None:
 def test_crashed_member_expires_on_the_clock() -> None:
     clock = ManualClock()
     url = "memory://member-expiry"
-    doomed = kubecoord.connect(url, clock=clock, session_timeout=3)
+    doomed = kubecoord.connect(url, clock=clock, lease_duration=3)
     watcher = kubecoord.connect(url, clock=clock)
     doomed.group_membership("g").join("m")
     crash(doomed)
@@ -68,11 +68,11 @@ def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_live_leader_renews_through_a_long_advance_of_the_manual_clock() -> None:
     """Lease semantics under a ManualClock: the jump is walked, so the live leader renews
-    every 0.4 x session_timeout and never lets its lease lapse; the follower never takes over."""
+    every 0.4 x lease_duration and never lets its lease lapse; the follower never takes over."""
     clock = ManualClock()
     url = "memory://walked-renewals"
-    with kubecoord.connect(url, clock=clock, session_timeout=5) as a, kubecoord.connect(
-        url, clock=clock, session_timeout=5
+    with kubecoord.connect(url, clock=clock, lease_duration=5) as a, kubecoord.connect(
+        url, clock=clock, lease_duration=5
     ) as b:
         assert a.leader_election("svc").nominate("a")
         follower = b.leader_election("svc")
@@ -88,7 +88,7 @@ def test_under_a_manual_clock_the_first_nominated_follower_takes_over() -> None:
     for attempt in range(20):
         clock = ManualClock()
         url = f"memory://takeover-order-{attempt}"
-        coords = [kubecoord.connect(url, clock=clock, session_timeout=5) for _ in range(4)]
+        coords = [kubecoord.connect(url, clock=clock, lease_duration=5) for _ in range(4)]
         elections = [c.leader_election("svc") for c in coords]
         assert [e.nominate(f"pod-{i}") for i, e in enumerate(elections)] == [True, False, False, False]
         crash(coords[0])

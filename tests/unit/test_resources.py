@@ -50,7 +50,7 @@ def test_backend_spec_gives_connect_arguments() -> None:
         {"backend": "zookeeper", "zookeeper": {"hosts": ["zk1:2181", "zk2:2181"], "sessionTimeoutSeconds": 4}},
         namespace="ns",
     )
-    assert (zk.url, dict(zk.options)) == ("zookeeper://zk1:2181,zk2:2181/kubecoord", {"session_timeout": 4.0})
+    assert (zk.url, dict(zk.options)) == ("zookeeper://zk1:2181,zk2:2181/kubecoord", {"lease_duration": 4.0})
     with pytest.raises(InvalidArgumentError, match="hosts"):
         BackendSpec.from_spec({"backend": "zookeeper"}, namespace="ns")
     with pytest.raises(InvalidArgumentError, match="unsupported"):

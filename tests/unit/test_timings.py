@@ -60,8 +60,8 @@ def test_the_backends_default_to_kubecoord_timings() -> None:
     from kubecoord.resources import BackendSpec, member_timings
 
     assert zookeeper_options({}).session_timeout == timings.DEFAULT_SESSION_LEASE
-    assert CassandraOptions().session_timeout == timings.DEFAULT_SESSION_LEASE
+    assert CassandraOptions().lease_duration == timings.DEFAULT_SESSION_LEASE
     assert timings.Timings().lease_duration == timings.DEFAULT_LEASE_DURATION
     assert member_timings({}) == (timings.DEFAULT_LEASE_DURATION, timings.DEFAULT_RENEW_INTERVAL)
     zookeeper = BackendSpec.from_spec({"backend": "zookeeper", "zookeeper": {"hosts": ["zk:2181"]}}, namespace="ns")
-    assert dict(zookeeper.options)["session_timeout"] == timings.DEFAULT_SESSION_LEASE
+    assert dict(zookeeper.options)["lease_duration"] == timings.DEFAULT_SESSION_LEASE

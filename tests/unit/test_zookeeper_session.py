@@ -23,7 +23,7 @@ def test_an_answer_proves_the_session_alive_from_its_own_ping_not_a_later_one(
     answers = [ReplyHeader(PING_XID, 0, 0), ReplyHeader(PING_XID, 0, 0)]
     monkeypatch.setattr(ConnectionHandler, "_submit", lambda self, request, timeout, xid=None: None)
     monkeypatch.setattr(ConnectionHandler, "_read_header", lambda self, timeout: (answers.pop(0), b"", 0))
-    session = Session("127.0.0.1:1", options.parse({"session_timeout": 4.0}), "test")
+    session = Session("127.0.0.1:1", options.parse({"lease_duration": 4.0}), "test")
     try:
         connection: Any = session.client._connection
         connection._submit(PingInstance, 1.0, PING_XID)

@@ -16,7 +16,7 @@ import kubecoord
 
 def main() -> None:
     url, service, candidate, session_timeout, history = sys.argv[1:6]
-    coord = kubecoord.connect(url, session_timeout=float(session_timeout), history=history)
+    coord = kubecoord.connect(url, lease_duration=float(session_timeout), history=history)
     coord.leader_election(service).nominate(candidate)
     print("ready", flush=True)
     threading.Event().wait()

@@ -48,7 +48,7 @@ def main() -> None:
 
     threading.Thread(target=read_commands, daemon=True).start()
     logging.basicConfig(level=logging.WARNING)  # kubecoord's warnings to stderr
-    coord = kubecoord.connect(url, session_timeout=float(session_timeout))
+    coord = kubecoord.connect(url, lease_duration=float(session_timeout))
     print("connected", flush=True)
     holds: Callable[[], bool]
     if kind == "lock":

@@ -114,7 +114,7 @@ def test_acl_with_digest_auth(zookeeper_server: ZooKeeperServer, chroot: str) ->
 @pytest.mark.parametrize(
     ("url_tail", "options"),
     [
-        ("/ok", {"session_timeout": -1}),
+        ("/ok", {"lease_duration": -1}),
         ("/ok", {"no_such_option": 1}),
         ("/ok", {"acl": ["world:anyone:xyz"]}),
         ("/ok", {"acl": "world:anyone:r"}),

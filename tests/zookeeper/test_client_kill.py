@@ -78,7 +78,7 @@ def test_twenty_kill_9_failovers_never_overlap(zookeeper_server: ZooKeeperServer
     url = f"zookeeper://{zookeeper_server.hosts}/kill-{uuid.uuid4().hex[:8]}"
     candidates: dict[str, Candidate] = {}
     try:
-        with kubecoord.connect(url, session_timeout=SESSION_TIMEOUT) as observer_coord:
+        with kubecoord.connect(url, lease_duration=SESSION_TIMEOUT) as observer_coord:
             observer = observer_coord.leader_election("svc")
             seen: Recorder[str | None] = Recorder()
             observer.add_listener(seen)

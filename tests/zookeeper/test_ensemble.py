@@ -31,7 +31,7 @@ def _when_available(call: Callable[[], T], timeout: float = 30.0) -> T:
 def test_killing_the_zookeeper_leader_keeps_leadership_members_and_data(zookeeper_ensemble: ZooKeeperServer) -> None:
     url = f"zookeeper://{zookeeper_ensemble.hosts}/ensemble"
     # 8 s sessions outlive the ensemble's re-election (about a second on loopback).
-    with kubecoord.connect(url, session_timeout=8.0) as leading, kubecoord.connect(url, session_timeout=8.0) as other:
+    with kubecoord.connect(url, lease_duration=8.0) as leading, kubecoord.connect(url, lease_duration=8.0) as other:
         election = leading.leader_election("svc")
         assert election.nominate("a", data="host-a")
         follower = other.leader_election("svc")

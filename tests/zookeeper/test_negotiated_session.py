@@ -123,10 +123,10 @@ def test_connect_warns_when_the_server_negotiates_the_session_timeout(
 ) -> None:
     url = f"zookeeper://{capped_zookeeper.hosts}/negotiated-{uuid.uuid4().hex[:8]}"
     with caplog.at_level(logging.WARNING, logger="kubecoord.zookeeper"):
-        with kubecoord.connect(url, session_timeout=SERVER_MAX):
+        with kubecoord.connect(url, lease_duration=SERVER_MAX):
             pass
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], "warned with nothing negotiated"
-        with kubecoord.connect(url, session_timeout=REQUESTED):
+        with kubecoord.connect(url, lease_duration=REQUESTED):
             pass
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [(r.__dict__["requested"], r.__dict__["negotiated"]) for r in warnings] == [(REQUESTED, SERVER_MAX)]

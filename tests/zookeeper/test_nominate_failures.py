@@ -30,9 +30,9 @@ def test_a_create_applied_but_never_answered_leaves_no_node_behind(
     chroot = f"nominate-{uuid.uuid4().hex[:8]}"
     elections = f"/{chroot}/elections/svc"
     with ThreadedFaultProxy(("127.0.0.1", zookeeper_server.servers[0].client_port)) as proxy, \
-            kubecoord.connect(f"zookeeper://{proxy.address}/{chroot}", session_timeout=10.0,
+            kubecoord.connect(f"zookeeper://{proxy.address}/{chroot}", lease_duration=10.0,
                               request_timeout=1.0) as cut_off, \
-            kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", session_timeout=10.0) as other:
+            kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", lease_duration=10.0) as other:
         election = cut_off.leader_election("svc")
         outcome: list[BaseException | bool] = []
 
@@ -72,8 +72,8 @@ def test_a_candidate_that_re_enters_adopts_its_own_unanswered_node(
     # behind it — the first would lead for the rest of the session with nobody behind it.
     chroot = f"adopt-{uuid.uuid4().hex[:8]}"
     elections = f"/{chroot}/elections/svc"
-    with kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", session_timeout=10.0) as coord, \
-            kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", session_timeout=10.0) as other:
+    with kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", lease_duration=10.0) as coord, \
+            kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", lease_duration=10.0) as other:
         election = coord.leader_election("svc")
         assert election.nominate("a")
         (node,) = zk.get_children(elections)

@@ -27,7 +27,7 @@ def test_suspended_leader_is_uncertain_until_reconnected(zookeeper_server: ZooKe
     proxy = TcpProxy(zookeeper_server.servers[0].client_port)
     try:
         url = f"zookeeper://127.0.0.1:{proxy.port}/suspend-{uuid.uuid4().hex[:8]}"
-        with kubecoord.connect(url, session_timeout=4.0, history=history) as coord:
+        with kubecoord.connect(url, lease_duration=4.0, history=history) as coord:
             election = coord.leader_election("svc")
             seen: Recorder[str | None] = Recorder()
             election.add_listener(seen)
@@ -54,8 +54,8 @@ def test_suspended_leader_is_uncertain_until_reconnected(zookeeper_server: ZooKe
 def test_lost_session_reenters_election_and_rejoins_group(zookeeper_server: ZooKeeperServer, tmp_path: Path) -> None:
     history = tmp_path / "history.jsonl"
     url = f"zookeeper://{zookeeper_server.hosts}/lost-{uuid.uuid4().hex[:8]}"
-    with kubecoord.connect(url, session_timeout=2.0, history=history) as victim, \
-            kubecoord.connect(url, session_timeout=2.0) as other:
+    with kubecoord.connect(url, lease_duration=2.0, history=history) as victim, \
+            kubecoord.connect(url, lease_duration=2.0) as other:
         zookeeper_victim = cast(ZooKeeperCoordinator, victim)  # a zookeeper:// URL
         election = victim.leader_election("svc")
         group = victim.group_membership("workers")
@@ -98,7 +98,7 @@ def test_lost_session_reenters_election_and_rejoins_group(zookeeper_server: ZooK
 
 def test_requests_fail_typed_while_the_server_is_down(private_zookeeper: ZooKeeperServer) -> None:
     url = f"zookeeper://{private_zookeeper.hosts}/down"
-    with kubecoord.connect(url, session_timeout=2.0, request_timeout=1.0) as coord:
+    with kubecoord.connect(url, lease_duration=2.0, request_timeout=1.0) as coord:
         kv = coord.storage("store")
         kv.put("k", "v")
         private_zookeeper.stop()
@@ -130,8 +130,8 @@ def test_a_candidate_closed_while_suspended_withdraws_once_reconnected(
     proxy = TcpProxy(zookeeper_server.servers[0].client_port)
     chroot = f"closed-{uuid.uuid4().hex[:8]}"
     try:
-        with kubecoord.connect(f"zookeeper://127.0.0.1:{proxy.port}/{chroot}", session_timeout=4.0) as coord, \
-                kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", session_timeout=4.0) as other:
+        with kubecoord.connect(f"zookeeper://127.0.0.1:{proxy.port}/{chroot}", lease_duration=4.0) as coord, \
+                kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", lease_duration=4.0) as other:
             election = coord.leader_election("svc")
             assert election.nominate("a")
             rival = other.leader_election("svc")
@@ -159,9 +159,9 @@ def test_a_resigning_leader_stops_before_its_successor_can_start(
     history = tmp_path / "a.jsonl"
     proxy = ThreadedFaultProxy(("127.0.0.1", zookeeper_server.servers[0].client_port)).start()
     try:
-        with kubecoord.connect(f"zookeeper://{proxy.address}/{chroot}", session_timeout=10.0,
+        with kubecoord.connect(f"zookeeper://{proxy.address}/{chroot}", lease_duration=10.0,
                                history=history) as slow, \
-                kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", session_timeout=10.0,
+                kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", lease_duration=10.0,
                                   history=tmp_path / "b.jsonl") as fast:
             leader, successor = slow.leader_election("svc"), fast.leader_election("svc")
             assert leader.nominate("a")

@@ -19,7 +19,7 @@ from kubecoord_testkit.faults import ThreadedFaultProxy
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.helpers import eventually
 
-OPTIONS: dict[str, Any] = {"session_timeout": 10.0, "request_timeout": 30.0}
+OPTIONS: dict[str, Any] = {"lease_duration": 10.0, "request_timeout": 30.0}
 
 Write = Callable[[Storage], Any]
 CASES: dict[str, tuple[bool, Write, int, Versioned | None, Any]] = {

@@ -85,9 +85,9 @@ def ttl_options(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--ttl must be positive, not {ttl:g}")
     scheme = resolve_url(args).scheme
     if scheme == "zookeeper":
-        return {"session_timeout": ttl}
+        return {"lease_duration": ttl}  # a session has no renew deadline of its own
     if scheme == "cassandra":
-        return {"session_timeout": math.ceil(ttl)}  # row TTLs are whole seconds
+        return {"lease_duration": math.ceil(ttl)}  # row TTLs are whole seconds; the backend derives the rest
     return {"lease_duration": ttl, "renew_deadline": ttl * 2 / 3, "retry_period": ttl * 2 / 15}
 
 

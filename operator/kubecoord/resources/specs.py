@@ -41,7 +41,7 @@ class BackendSpec:
                 raise InvalidArgumentError("spec.zookeeper.hosts is required when spec.backend is zookeeper")
             chroot = str(zookeeper.get("chroot", DEFAULT_ZOOKEEPER_CHROOT)).strip("/")
             timeout = float(zookeeper.get("sessionTimeoutSeconds", DEFAULT_SESSION_LEASE))
-            return cls(backend=backend, url=f"zookeeper://{hosts}/{chroot}", options=(("session_timeout", timeout),))
+            return cls(backend=backend, url=f"zookeeper://{hosts}/{chroot}", options=(("lease_duration", timeout),))
         if backend == "cassandra":
             cassandra = spec.get("cassandra") or {}
             hosts = ",".join(cassandra.get("hosts") or [])
@@ -49,7 +49,7 @@ class BackendSpec:
                 raise InvalidArgumentError("spec.cassandra.hosts is required when spec.backend is cassandra")
             keyspace = str(cassandra.get("keyspace", DEFAULT_CASSANDRA_KEYSPACE))
             options: list[tuple[str, Any]] = [
-                ("session_timeout", int(cassandra.get("sessionTimeoutSeconds", DEFAULT_SESSION_LEASE))),
+                ("lease_duration", int(cassandra.get("sessionTimeoutSeconds", DEFAULT_SESSION_LEASE))),
                 ("consistency", str(cassandra.get("consistency", "QUORUM"))),
                 ("serial_consistency", str(cassandra.get("serialConsistency", "SERIAL"))),
             ]

@@ -15,12 +15,12 @@ Options (keyword arguments of connect()):
 ==================  ===========================  ================================================
 option              default                      meaning
 ==================  ===========================  ================================================
-session_timeout     10                           whole seconds >= 2: the TTL of election holder
+lease_duration      10                           whole seconds >= 2: the TTL of election holder
                                                  rows and member rows; after a crash, what the
                                                  process held goes this long after its last write
-renew_deadline      (session_timeout - 1) x 0.75 seconds a leader acts without a renewal; must be
-                                                 < session_timeout - 1 (TTLs count whole seconds)
-retry_period        min(2, session_timeout / 10) seconds between renewals and between attempts
+renew_deadline      (lease_duration - 1) x 0.75  seconds a leader acts without a renewal; must be
+                                                 < lease_duration - 1 (TTLs count whole seconds)
+retry_period        min(2, lease_duration / 10)  seconds between renewals and between attempts
 poll_period         0.5                          seconds between polls of elections, groups and
                                                  stores with listeners: the listener latency
                                                  bound, and how late a takeover can start
@@ -41,6 +41,9 @@ max_value_bytes     1 MiB                        largest value a store accepts (
                                                  mind the servers' commitlog segment size)
 create_schema       True                         False: never create; a missing schema is an error
 ==================  ===========================  ================================================
+
+``leader_election(name)`` also takes lease_duration / renew_deadline / retry_period per
+handle (checked by the same rules; its holder row's TTL is its lease_duration).
 
 What each statement uses, and why: session.py. The election (election.py,
 election_rows.py) shares the seed plugin's ``leader_election`` table and interoperates

@@ -67,10 +67,11 @@ class CassandraCoordinator(SessionCoordinator, Purgeable):
         self.context = CassandraContext(self.session, self.dispatcher, events, options, options.timings)
         super().__init__(handle_owner=self.context)
 
-    def _open_leader_election(self, service: str, **options: Any) -> LeaderElection:
-        if options:
-            raise InvalidArgumentError(f"cassandra backend: leader_election takes no options, got {sorted(options)}")
-        return CassandraElection(self.context, service)
+    def _open_leader_election(self, service: str, **timings: Any) -> LeaderElection:
+        """A LeaderElection on the row ``service``; timings (lease_duration, renew_deadline,
+        retry_period) default to the coordinator's."""
+        timed = self.context.options.election_timings(**timings) if timings else self.context.timings
+        return CassandraElection(self.context, service, timed)
 
     def _open_group_membership(self, group: str) -> GroupMembership:
         return CassandraGroup(self.context, group)

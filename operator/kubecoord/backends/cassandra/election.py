@@ -8,10 +8,10 @@ version changed, so a released or expired election is taken over within a poll p
 
 Why the holder cannot outlive its own view: a leader counts as leader until
 ``renew_deadline`` after it *sent* its last successful write; the holder row's TTL
-(``session_timeout``) starts when the server applied that write, and Cassandra's TTLs
-have one-second granularity, so the row can vanish as early as ``session_timeout - 1``
-seconds after the write. options.Options.timings therefore requires
-``renew_deadline < session_timeout - 1``: is_leader() turns False before any other
+(the election's ``lease_duration``) starts when the server applied that write, and
+Cassandra's TTLs have one-second granularity, so the row can vanish as early as
+``lease_duration - 1`` seconds after the write. options.lease_timings therefore requires
+``renew_deadline < lease_duration - 1``: is_leader() turns False before any other
 candidate — kubecoord's or a seed peer's — can take the row, given clocks (this host's
 and the Cassandra nodes') that tick at similar rates. Takeover itself is decided by the
 server (``INSERT ... IF NOT EXISTS`` on a vanished row), never by comparing clocks.
@@ -30,20 +30,19 @@ from kubecoord._core.lease.election import Candidate, LeaseElection
 from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.backends.cassandra.election_rows import ElectionRows
 from kubecoord.errors import CoordinationError
+from kubecoord.timings import Timings
 
 log = logging.getLogger("kubecoord.cassandra")
 
 
 class CassandraElection(LeaseElection):
-    def __init__(self, context: CassandraContext, service: str) -> None:
+    def __init__(self, context: CassandraContext, service: str, timings: Timings) -> None:
         super().__init__(
-            context, service, context.events, timings=context.timings, clock=context.clock,
+            context, service, context.events, timings=timings, clock=context.clock,
             request_timeout=context.options.request_timeout,
         )
         self._context = context
-        self._rows = ElectionRows(
-            context.session, service, ttl=context.options.session_timeout, clock=context.clock
-        )
+        self._rows = ElectionRows(context.session, service, ttl=int(timings.lease_duration), clock=context.clock)
         self._poll_period = context.options.poll_period
         self._poller: Loop | None = None
 

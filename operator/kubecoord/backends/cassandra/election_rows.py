@@ -9,7 +9,7 @@ Layout (one election = one ``resource``)::
     leader_epochs   (resource text PRIMARY KEY, epoch bigint, tenure uuid)    -- no TTL
 
 The holder row says who leads, for seed peers and kubecoord candidates alike: everything
-in it carries a TTL (the seed's default 2 s for the seed's writes; ``session_timeout`` for
+in it carries a TTL (the seed's default 2 s for the seed's writes; ``lease_duration`` for
 ours), so it vanishes when its holder stops renewing, and a seed peer's ``INSERT ... IF NOT
 EXISTS`` then applies. The fencing epoch cannot live only in that row: a cell that never
 expires would keep the row alive forever and lock every seed peer out. It lives in its own

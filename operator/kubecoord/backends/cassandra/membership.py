@@ -5,10 +5,10 @@ Layout::
     group_members (grp text, member text, data text, session uuid, nonce uuid,
                    PRIMARY KEY ((grp), member))
 
-A member is a live row: join() inserts it ``IF NOT EXISTS ... USING TTL session_timeout``
+A member is a live row: join() inserts it ``IF NOT EXISTS ... USING TTL lease_duration``
 (MemberExistsError when another session holds the id); a heartbeat every third of the TTL
 rewrites it ``IF session = ours``; leave() and close() delete it ``IF session = ours``. A
-crashed member's row vanishes ``session_timeout`` (less the TTL's one-second granularity)
+crashed member's row vanishes ``lease_duration`` (less the TTL's one-second granularity)
 after its last heartbeat, and watchers see it gone at their next poll.
 
 Listeners: the handle reads the group's partition (one read: the member ids) every
@@ -53,7 +53,7 @@ class CassandraGroup(GroupHandle):
         self._context = context
         self._session = context.session
         self._session_id = context.session_id
-        self._ttl = context.options.session_timeout
+        self._ttl = context.options.lease_duration
         self.group = group
         self._lock = threading.RLock()
         self._mine: dict[str, str] = {}

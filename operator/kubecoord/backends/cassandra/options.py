@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubecoord.errors import InvalidArgumentError
-from kubecoord.timings import DEFAULT_SESSION_LEASE, Timings
+from kubecoord.timings import DEFAULT_SESSION_LEASE, TIMING_NAMES, Timings
 
 QUORUM_LEVELS = ("QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL")
 """Consistency levels allowed for reads and LWT commits: a read must overlap the quorum an
@@ -20,7 +20,7 @@ TTL 3 expires at 13.0 s, only 2.1 s later. Leases must end that much before the 
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    session_timeout: int = int(DEFAULT_SESSION_LEASE)
+    lease_duration: int = int(DEFAULT_SESSION_LEASE)
     renew_deadline: float | None = None
     retry_period: float | None = None
     poll_period: float = 0.5
@@ -40,27 +40,55 @@ class Options:
     def timings(self) -> Timings:
         """The lease core's timings: lease_duration is the TTL; the renew deadline ends more
         than the TTL's one-second granularity before the row can expire."""
-        ttl = float(self.session_timeout)
-        renew_deadline = self.renew_deadline if self.renew_deadline is not None else (ttl - TTL_GRANULARITY) * 0.75
-        retry_period = self.retry_period if self.retry_period is not None else min(2.0, ttl / 10)
-        timings = Timings(lease_duration=ttl, renew_deadline=renew_deadline, retry_period=retry_period)
-        if not renew_deadline < ttl - TTL_GRANULARITY:
-            raise InvalidArgumentError(
-                f"cassandra backend: renew_deadline ({renew_deadline} s) must be less than session_timeout - 1 "
-                f"({ttl - TTL_GRANULARITY} s): Cassandra's TTLs have one-second granularity"
-            )
-        return timings
+        return lease_timings(self.lease_duration, self.renew_deadline, self.retry_period)
+
+    def election_timings(self, **overrides: Any) -> Timings:
+        """One election's timings (leader_election()'s lease_duration, renew_deadline,
+        retry_period; the others derived as for connect() when lease_duration is given)."""
+        unknown = sorted(set(overrides) - set(TIMING_NAMES))
+        if unknown:
+            raise InvalidArgumentError(f"cassandra backend: unknown timing options {unknown}; the timings are "
+                                       f"{list(TIMING_NAMES)}")
+        if overrides.get("lease_duration") is None:
+            return lease_timings(self.lease_duration, overrides.get("renew_deadline", self.renew_deadline),
+                                 overrides.get("retry_period", self.retry_period))
+        return lease_timings(_ttl(overrides["lease_duration"]), overrides.get("renew_deadline"),
+                             overrides.get("retry_period"))
 
     @property
     def heartbeat_period(self) -> float:
         """Group members renew their rows this often (a third of the TTL)."""
-        return self.session_timeout / 3
+        return self.lease_duration / 3
 
     @property
     def replication_map(self) -> dict[str, Any]:
         if self.replication is not None:
             return dict(self.replication)
         return {"class": "SimpleStrategy", "replication_factor": self.replication_factor}
+
+
+def lease_timings(ttl: int, renew_deadline: float | None, retry_period: float | None) -> Timings:
+    """Timings over a row TTL of ``ttl`` seconds: renew_deadline (default (ttl - 1) x 0.75) must
+    end before the TTL's one-second granularity can expire the row; retry_period default
+    min(2, ttl / 10)."""
+    renew = _number("renew_deadline", renew_deadline, minimum=0.01) if renew_deadline is not None else (
+        (ttl - TTL_GRANULARITY) * 0.75)
+    retry = _number("retry_period", retry_period, minimum=0.01) if retry_period is not None else min(2.0, ttl / 10)
+    timings = Timings(lease_duration=float(ttl), renew_deadline=renew, retry_period=retry)
+    if not renew < ttl - TTL_GRANULARITY:
+        raise InvalidArgumentError(
+            f"cassandra backend: renew_deadline ({renew} s) must be less than lease_duration - 1 "
+            f"({ttl - TTL_GRANULARITY} s): Cassandra's TTLs have one-second granularity"
+        )
+    return timings
+
+
+def _ttl(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 2:
+        raise InvalidArgumentError(
+            f"cassandra backend: lease_duration must be a whole number of seconds >= 2 (a TTL), got {value!r}"
+        )
+    return int(value)
 
 
 def _number(name: str, value: Any, *, minimum: float) -> float:
@@ -76,13 +104,8 @@ def parse(options: dict[str, Any]) -> Options:
     if unknown:
         raise InvalidArgumentError(f"cassandra backend: unknown options {unknown}; known: {sorted(known)}")
     values = dict(options)
-    if "session_timeout" in values:
-        timeout = values["session_timeout"]
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout != int(timeout) or timeout < 2:
-            raise InvalidArgumentError(
-                f"cassandra backend: session_timeout must be a whole number of seconds >= 2 (a TTL), got {timeout!r}"
-            )
-        values["session_timeout"] = int(timeout)
+    if "lease_duration" in values:
+        values["lease_duration"] = _ttl(values["lease_duration"])
     for name in ("renew_deadline", "retry_period"):
         if values.get(name) is not None:
             values[name] = _number(name, values[name], minimum=0.01)

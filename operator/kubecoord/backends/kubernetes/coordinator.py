@@ -49,6 +49,7 @@ class KubernetesCoordinator(CoordinatorBase, ObjectCache, StateCache):
     def _open_leader_election(self, service: str, **timings: Any) -> LeaderElection:
         """A LeaderElection on the Lease ``service``; timings (lease_duration, renew_deadline,
         retry_period) default to the coordinator's."""
+        self._context.timings.with_overrides(**timings)  # bad timings refused before any request
         bound = self._lookup(binding.LEADER_ELECTIONS, service)  # binding.py
         if bound is not None and bound.backend != "kubernetes":
             return self._delegate(bound).leader_election(service)

@@ -16,19 +16,25 @@ from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import EventLog
 from kubecoord.timings import Timings
 
-# An election's lease timings as fractions of session_timeout (the lease duration): a
-# leader renews every 0.4 of it and counts as leader until 0.9 of it after its last
-# renewal, so it knows it lost before a follower may take over (the lease core's rule
-# lease_duration > renew_deadline > 1.2 x retry_period holds for every timeout).
+# The default lease timings as fractions of lease_duration: a leader renews every 0.4 of
+# it and counts as leader until 0.9 of it after its last renewal, so it knows it lost
+# before a follower may take over (the lease core's rule lease_duration > renew_deadline >
+# 1.2 x retry_period holds for every lease_duration).
 RENEW_DEADLINE_SHARE = 0.9
 RETRY_PERIOD_SHARE = 0.4
 
 
-def lease_timings(session_timeout: float) -> Timings:
+def lease_timings(
+    lease_duration: float, *, renew_deadline: float | None = None, retry_period: float | None = None
+) -> Timings:
+    """The coordinator's timings; the shares above where renew_deadline or retry_period is not
+    given. InvalidArgumentError for a value that breaks the lease rule."""
+    if isinstance(lease_duration, bool) or not isinstance(lease_duration, int | float) or not lease_duration > 0:
+        raise InvalidArgumentError(f"memory backend: lease_duration must be a positive number, got {lease_duration!r}")
     return Timings(
-        lease_duration=session_timeout,
-        renew_deadline=session_timeout * RENEW_DEADLINE_SHARE,
-        retry_period=session_timeout * RETRY_PERIOD_SHARE,
+        lease_duration=lease_duration,
+        renew_deadline=lease_duration * RENEW_DEADLINE_SHARE if renew_deadline is None else renew_deadline,
+        retry_period=lease_duration * RETRY_PERIOD_SHARE if retry_period is None else retry_period,
     )
 
 
@@ -37,10 +43,10 @@ class MemoryCoordinator(CoordinatorBase):
 
     backend = "memory"
 
-    def __init__(self, state: State, *, session_timeout: float, max_value_bytes: int, events: EventLog) -> None:
+    def __init__(self, state: State, *, timings: Timings, max_value_bytes: int, events: EventLog) -> None:
         self.state = state
-        self.session = Session(timeout=session_timeout)
-        self.timings = lease_timings(session_timeout)
+        self.session = Session(timeout=timings.lease_duration)
+        self.timings = timings
         self.events = events
         self.max_value_bytes = max_value_bytes
         self._dispatcher = Dispatcher(f"memory-{self.session.id}")
@@ -55,10 +61,10 @@ class MemoryCoordinator(CoordinatorBase):
         return self.context.crashed
 
     # -- handles ------------------------------------------------------------------
-    def _open_leader_election(self, service: str, **options: Any) -> LeaderElection:
-        if options:
-            raise InvalidArgumentError(f"memory backend: leader_election takes no options, got {sorted(options)}")
-        return MemoryLeaderElection(self.context, service)
+    def _open_leader_election(self, service: str, **timings: Any) -> LeaderElection:
+        """A LeaderElection on the record ``service``; timings (lease_duration, renew_deadline,
+        retry_period) default to the coordinator's."""
+        return MemoryLeaderElection(self.context, service, self.timings.with_overrides(**timings))
 
     def _open_group_membership(self, group: str) -> GroupMembership:
         return MemoryGroupMembership(self.context, group)
@@ -84,7 +90,7 @@ class MemoryCoordinator(CoordinatorBase):
     def simulate_crash(self) -> None:
         """Stop as a killed process would: no resign, no leave, no more callbacks.
 
-        Leadership and memberships of this session expire ``session_timeout`` after it on
+        Leadership and memberships of this session expire ``lease_duration`` after it on
         the state's clock: its leaders renew once more (the heartbeat a process logs just
         before kill -9) and stop; its memberships last that long after the crash. A test
         hook, the in-process analogue of kill -9.

@@ -1,12 +1,13 @@
 """LeaderElection on memory://: the lease core's election handle over the state's record table.
 
 Each nominated candidate runs kubecoord._core.lease's Elector over a TableView of the
-record named after the service, with the coordinator's lease timings (session_timeout is
-the lease duration). Every write to the record is delivered to every handle watching it
-at once (the table's subscribers): followers step right away when they can take the step
-lock, so a release hands over before the writer's call returns; otherwise their loop is
-woken. Under a manual clock the state walks the clock's jumps (state.LeaseClock) and no
-elector has a thread of its own. Listeners: see kubecoord._core.lease.election.
+record named after the service, with the coordinator's lease timings or the handle's own
+(leader_election(service, lease_duration=..., renew_deadline=..., retry_period=...)).
+Every write to the record is delivered to every handle watching it at once (the table's
+subscribers): followers step right away when they can take the step lock, so a release
+hands over before the writer's call returns; otherwise their loop is woken. Under a manual
+clock the state walks the clock's jumps (state.LeaseClock) and no elector has a thread of
+its own. Listeners: see kubecoord._core.lease.election.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from kubecoord._core.lease import Observation
 from kubecoord._core.lease.election import Candidate, LeaseElection
 from kubecoord.backends.memory.context import MemoryContext
 from kubecoord.backends.memory.records import TableView
+from kubecoord.timings import Timings
 
 
 class MemoryLeaderElection(LeaseElection):
@@ -22,11 +24,9 @@ class MemoryLeaderElection(LeaseElection):
     log_observed = False
     heartbeat_on_crash = True
 
-    def __init__(self, context: MemoryContext, service: str) -> None:
+    def __init__(self, context: MemoryContext, service: str, timings: Timings) -> None:
         state = context.state
-        super().__init__(
-            context, service, context.events, timings=context.timings, clock=state.lease_clock, wall=state.wall,
-        )
+        super().__init__(context, service, context.events, timings=timings, clock=state.lease_clock, wall=state.wall)
         self._context = context
         self._state = state
         self._record_name = f"elections/{service}"

@@ -1,6 +1,6 @@
 """GroupMembership on memory://: members belong to their coordinator's session.
 
-A member stays until it leaves, its coordinator closes, or session_timeout after its
+A member stays until it leaves, its coordinator closes, or lease_duration after its
 coordinator crashed (simulate_crash); every live coordinator watching the group logs the
 expiry it observed.
 """

@@ -216,7 +216,7 @@ class State:
 
     def record_heartbeats(self, session: Session) -> None:
         """Log the last heartbeat of a session's memberships: what a process whose renewal
-        loop logged just before kill -9 leaves behind (valid_until = now + session_timeout)."""
+        loop logged just before kill -9 leaves behind (valid_until = now + lease_duration)."""
         now = self.clock.now()
         until = self.wall(now + session.timeout)
         for name, group in self.groups.items():

@@ -7,14 +7,16 @@ URL form::
 CHROOT (default ``kubecoord``) is a znode path under which everything lives; each
 segment matches ``[A-Za-z0-9_][A-Za-z0-9._-]*``. Usage::
 
-    coord = kubecoord.connect("zookeeper://zk1:2181,zk2:2181/billing", session_timeout=6)
+    coord = kubecoord.connect("zookeeper://zk1:2181,zk2:2181/billing", lease_duration=6)
 
 Options (keyword arguments of connect()):
 
 ================  ==============================  =============================================
 option            default                         meaning
 ================  ==============================  =============================================
-session_timeout   10.0                            seconds; the server negotiates it within its
+lease_duration    10.0                            the session timeout, in seconds (the one name
+                                                  of this timing on every backend); the server
+                                                  negotiates it within its
                                                   min/maxSessionTimeout, and the client's
                                                   deadlines follow the negotiated one (a
                                                   warning is logged when it differs). After a
@@ -22,7 +24,7 @@ session_timeout   10.0                            seconds; the server negotiates
                                                   memberships) goes this long after the last
                                                   contact
 connect_timeout   15.0                            seconds connect() waits for the first session
-request_timeout   session_timeout                 seconds any one request may take
+request_timeout   lease_duration                  seconds any one request may take
 connection_retry  {max_tries: -1, delay: 0.1,     kazoo KazooRetry arguments for reconnecting
                   max_delay: 2}                   (-1: forever)
 read_retry        {max_tries: 3, delay: 0.05,     KazooRetry arguments for reads on
@@ -33,6 +35,11 @@ acl               open; with auth: creator all    ACL of created znodes: ["SCHEM
 jute_maxbuffer    1048575                         the servers' jute.maxbuffer (bytes)
 max_value_bytes   jute_maxbuffer - 4096           largest value a store accepts
 ================  ==============================  =============================================
+
+ZooKeeper's elections live as long as the session: ``renew_deadline`` and ``retry_period``
+are not options here, and ``leader_election(name)`` takes no per-handle timings (an
+election with a lease of its own would need a session of its own); asking for them raises
+InvalidArgumentError naming them.
 
 Modules: election.py (ephemeral sequential, kazoo Lock layout), membership.py
 (ephemeral member znodes), kv.py and record.py (persistent znodes, versions), watches.py

@@ -63,7 +63,10 @@ class ZooKeeperCoordinator(SessionCoordinator, Purgeable):
 
     def _open_leader_election(self, service: str, **options: Any) -> LeaderElection:
         if options:
-            raise InvalidArgumentError(f"zookeeper backend: leader_election takes no options, got {sorted(options)}")
+            raise InvalidArgumentError(
+                f"zookeeper backend: leader_election takes no per-handle options (an election lives as long as the "
+                f"session: set lease_duration on connect()), got {sorted(options)}"
+            )
         return ZooKeeperElection(self.context, service)
 
     def _open_group_membership(self, group: str) -> GroupMembership:

@@ -73,7 +73,7 @@ def parse_acl(entries: object) -> list[ACL]:
 
 def parse(raw: dict[str, Any]) -> Options:
     options = dict(raw)
-    session_timeout = _positive(options, "session_timeout", DEFAULT_SESSION_LEASE)
+    session_timeout = _positive(options, "lease_duration", DEFAULT_SESSION_LEASE)  # kazoo's session timeout
     connect_timeout = _positive(options, "connect_timeout", 15.0)
     request_timeout = _positive(options, "request_timeout", session_timeout)
     connection_retry = _retry(options, "connection_retry", {"max_tries": -1, "delay": 0.1, "max_delay": 2.0})
@@ -95,6 +95,11 @@ def parse(raw: dict[str, Any]) -> Options:
         raise InvalidArgumentError(
             f"zookeeper option max_value_bytes={max_value_bytes} exceeds what a jute.maxbuffer of "
             f"{jute_maxbuffer} admits ({ceiling}); raise jute_maxbuffer to match the server's"
+        )
+    sessionless = sorted(set(options) & {"renew_deadline", "retry_period"})
+    if sessionless:
+        raise InvalidArgumentError(
+            f"zookeeper backend: {sessionless} are not options of a ZooKeeper session; its one timing is lease_duration"
         )
     if options:
         raise InvalidArgumentError(f"zookeeper backend: unknown options {sorted(options)}")

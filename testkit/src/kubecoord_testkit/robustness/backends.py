@@ -97,7 +97,7 @@ class MemoryBackend(Backend):
         return f"memory://{self._name}"
 
     def options(self) -> dict[str, Any]:
-        return {"session_timeout": 2.0}
+        return {"lease_duration": 2.0}
 
 
 class ZooKeeperBackend(Backend):
@@ -121,7 +121,7 @@ class ZooKeeperBackend(Backend):
         return f"zookeeper://{self.proxy.address}/{self.chroot}"
 
     def options(self) -> dict[str, Any]:
-        return {"session_timeout": 4.0, "connect_timeout": 30.0, "request_timeout": 3.0}
+        return {"lease_duration": 4.0, "connect_timeout": 30.0, "request_timeout": 3.0}
 
     def restart_server(self) -> str:
         from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
@@ -237,7 +237,7 @@ class CassandraBackend(Backend):
         return f"cassandra://{self.proxy.address}/{self.keyspace}"
 
     def options(self) -> dict[str, Any]:
-        return {"session_timeout": 4, "renew_deadline": 2.4, "retry_period": 0.5, "poll_period": 0.25,
+        return {"lease_duration": 4, "renew_deadline": 2.4, "retry_period": 0.5, "poll_period": 0.25,
                 "request_timeout": 2.0, "connect_timeout": 30.0}
 
     def restart_server(self) -> str:

@@ -124,7 +124,7 @@ class ZooKeeperBackend(SoakBackend):
         return f"zookeeper://{self.ensemble.hosts}/{self.chroot}"
 
     def options(self) -> dict[str, Any]:
-        return {"session_timeout": self.lease, "connect_timeout": 30.0}
+        return {"lease_duration": self.lease, "connect_timeout": 30.0}
 
     def inject(self, kind: str, pick: int) -> str:
         from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
@@ -188,7 +188,7 @@ class CassandraBackend(SoakBackend):
         return f"cassandra://{self.server.hosts}/{self.keyspace}"
 
     def options(self) -> dict[str, Any]:
-        return {"session_timeout": int(self.lease), "renew_deadline": 2.4, "retry_period": 0.5,
+        return {"lease_duration": int(self.lease), "renew_deadline": 2.4, "retry_period": 0.5,
                 "poll_period": 0.25, "request_timeout": 2.0, "connect_timeout": 30.0}
 
     def inject(self, kind: str, pick: int) -> str:
