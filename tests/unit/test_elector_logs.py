@@ -213,3 +213,40 @@ def test_a_release_after_an_unnoticed_deadline_logs_the_loss_then_releases(
     assert [e["event"] for e in history.events] == ["acquired", "lost"]
     current = table.read(NAME)
     assert current is not None and current[0].holder == ""
+
+
+class _Applied(Table):
+    """Notes the wall time each record write was applied at (before its answer travels)."""
+
+    def __init__(self, clock: ManualClock, wall: float) -> None:
+        super().__init__(clock)
+        self.wall = wall
+        self.applied: list[float] = []
+
+    def answering(self, record: LeaderRecord) -> None:
+        self.applied.append(self.wall + self.clock.now())
+        super().answering(record)
+
+
+def test_acquired_carries_when_its_write_was_sent_before_the_write_took_effect(clock: ManualClock) -> None:
+    """Another process may see the record change (and log ``observed``) as soon as the write
+    is applied, before ``acquired`` is stamped (the record's and the mark's answers travel
+    first): ``sent`` is a moment before the acquisition took effect, which the pipeline's
+    clock bounds start from. Without ``sent``, the answer's 0.3 s in transit read as a
+    0.3 s clock offset between the two processes."""
+    table = _Applied(clock, wall=1_000.0)
+    table.slow = 0.3
+    history = Recorder()
+    view = TableView(table, NAME, clock)
+    elector = Elector(
+        service="svc", candidate="a", data="", store=view, timings=TIMINGS, clock=clock,
+        on_change=lambda _elector, _leading: None, backend="memory", events=history,
+        wall=lambda: table.wall + clock.now(),
+    )
+    elector.step()
+    assert elector.is_leader()
+    (acquired,) = [e for e in history.events if e["event"] == "acquired"]
+    record_applied = table.applied[0]
+    assert isinstance(acquired["sent"], float) and isinstance(acquired["ts"], float)
+    assert acquired["sent"] <= record_applied
+    assert acquired["ts"] >= record_applied + 0.3  # stamped once the answer came back

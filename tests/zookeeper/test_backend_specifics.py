@@ -172,6 +172,27 @@ def test_a_leader_whose_node_is_deleted_behind_its_back_stops_leading(
     assert "lost" in events
 
 
+def test_acquired_carries_when_its_node_was_created_before_anybody_saw_it_lead(
+    zookeeper_server: ZooKeeperServer, chroot: str, tmp_path: Path
+) -> None:
+    """``acquired`` is stamped once the leader has read that its node is the lowest; an
+    observer may see it lead first, never before its node's create was sent (``sent``):
+    the pipeline's clock bounds start there."""
+    url = f"zookeeper://{zookeeper_server.hosts}/{chroot}"
+    a_history, b_history = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    with kubecoord.connect(url, history=a_history) as a, kubecoord.connect(url, history=b_history) as b:
+        first, second = a.leader_election("svc"), b.leader_election("svc")
+        second.add_listener(lambda leader: None)
+        assert first.nominate("a")
+        eventually(lambda: b_history.exists() and '"observed"' in b_history.read_text())
+        first.resign("a")
+    (acquired,) = [e for e in map(json.loads, a_history.read_text().splitlines()) if e["event"] == "acquired"]
+    (observed,) = [e for e in map(json.loads, b_history.read_text().splitlines())
+                   if e["event"] == "observed" and e.get("member") == "a"]
+    assert acquired["sent"] <= acquired["ts"]
+    assert acquired["sent"] <= observed["ts"]  # RFC 3339 UTC with microseconds: ordered as text
+
+
 def test_kv_events_name_the_store_root_incarnation_a_deletion_replaces(
     zookeeper_server: ZooKeeperServer, zk: KazooClient, chroot: str, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

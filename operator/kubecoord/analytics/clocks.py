@@ -2,8 +2,12 @@
 
 Every process stamps its events with its own wall clock. Some pairs of events are
 causally ordered whatever the clocks say (x on process A happened before y on B):
-- a leader's ``acquired`` of epoch e before any other process's ``observed`` of epoch e;
-- an ``acquired`` of epoch e before the acquisition of the next epoch of that election;
+- a leader's acquisition of epoch e before any other process's ``observed`` of epoch e,
+  and before the acquisition of the next epoch of that election was confirmed (its
+  ``acquired``). The acquisition's side is its ``sent`` (when its write went out) where
+  the event has it: ``acquired`` itself is stamped once the write is confirmed, and
+  others may see the record before that (a producer without ``sent`` is taken to stamp
+  ``acquired`` when the write took effect);
 - a KV write of version v before the write of version v + 1 of the same key in the same
   store incarnation (the nearest one in time, so that a key's incarnations are not mixed up).
 Each such pair bounds the clock offset between A and B: offset(B) - offset(A) <=
@@ -133,17 +137,22 @@ def place(events: DataFrame) -> DataFrame:
 def evidence_pairs(events: DataFrame) -> DataFrame:
     """(a, b, hi): offset(b) - offset(a) <= hi, the tightest per ordered pair of processes."""
     leader = events.filter(F.col("primitive") == Primitive.LEADER_ELECTION)
+    # An acquisition took effect no earlier than its write was sent (``sent``); ``acquired``
+    # itself is stamped once the write is confirmed, which another process may see first.
     acquired = leader.filter(F.col("event") == Event.ACQUIRED).select(
-        "namespace", "name", "epoch", F.col("process").alias("a"), F.col("t").alias("ta")
+        "namespace", "name", "epoch", F.col("process").alias("a"),
+        F.least(F.coalesce("sent", "t"), F.col("t")).alias("ta"), F.col("t").alias("confirmed"),
     )
     observed = leader.filter(F.col("event") == Event.OBSERVED).select(
         "namespace", "name", "epoch", F.col("process").alias("b"), F.col("t").alias("tb")
     )
     seen = acquired.join(observed, ["namespace", "name", "epoch"])
+    # The next epoch's acquisition took effect by the time it was confirmed.
     by_epoch = Window.partitionBy("namespace", "name").orderBy("epoch", "ta")
     following = acquired.select(
-        "a", "ta", F.lead(F.struct("a", "ta", "epoch")).over(by_epoch).alias("n"), "epoch"
-    ).filter(F.col("n.epoch") > F.col("epoch")).select("a", "ta", F.col("n.a").alias("b"), F.col("n.ta").alias("tb"))
+        "a", "ta", F.lead(F.struct("a", "confirmed", "epoch")).over(by_epoch).alias("n"), "epoch"
+    ).filter(F.col("n.epoch") > F.col("epoch")).select(
+        "a", "ta", F.col("n.a").alias("b"), F.col("n.confirmed").alias("tb"))
 
     # Versions restart at 1 in a re-created store: pair only within one store incarnation.
     writes = events.filter((F.col("primitive") == Primitive.KV) & F.col("event").isin(Event.PUT, Event.UPDATED)).select(

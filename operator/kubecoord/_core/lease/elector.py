@@ -293,7 +293,8 @@ class Elector:
         self._waiting_for_mark = False
         transitions = max(self._highest_epoch, mark) + 1
         now = self._clock.now()  # the read took time: the term is counted from here
-        wall = self._now_wall()
+        sent = self._wall()  # logged with ``acquired``: the acquisition took effect after this
+        wall = from_unix(sent)
         record = LeaderRecord(
             holder=self.candidate, lease_duration_seconds=self._timings.lease_duration,
             acquire_time=wall, renew_time=wall, transitions=transitions, data=self.data,
@@ -330,7 +331,11 @@ class Elector:
         # the epoch apart from the record (Cassandra's epoch row) knows better than a process
         # that never saw it.
         assert self._record is not None
-        self._log_event(Event.ACQUIRED, epoch=self._record.transitions, valid_until=self._wall_of(self._valid_until))
+        # ``acquired`` is stamped once the record write and the mark are confirmed, so the
+        # term counts from a moment it certainly held; other processes may see the record
+        # (``observed``) before that stamp, but never before ``sent``.
+        self._log_event(Event.ACQUIRED, epoch=self._record.transitions, valid_until=self._wall_of(self._valid_until),
+                        sent=sent)
         self._metrics.leadership(self._backend, self.service, self.candidate, True)
         self._on_change(self, True)
         return self._timings.retry_period

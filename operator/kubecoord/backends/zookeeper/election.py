@@ -99,6 +99,13 @@ class _Candidate:
     leading: bool = False
     confirmed: int = -1
     """The session generation in which leadership was last confirmed by a read."""
+    first_create: float | None = None
+    """Wall time of the first create sent under this candidate's prefix (an adopted node's
+    create was sent no earlier)."""
+    created: float | None = None
+    """Wall time the create of ``node`` was sent: its leadership took effect after it
+    (logged as ``sent`` with ``acquired``; other processes may see it lead before
+    ``acquired`` is stamped, never before this)."""
 
 
 class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
@@ -225,12 +232,16 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
 
     def _create(self, candidate: _Candidate) -> None:
         client = self._session.client
+        sent = time.time()
+        if candidate.first_create is None:
+            candidate.first_create = sent
         try:
             path, stat = self._session.call(
                 client.create_async, f"{self.path}/{candidate.prefix}", node_data(candidate.id, candidate.data),
                 ephemeral=True, sequence=True, makepath=True, include_data=True,
             )
         except (ConnectionLoss, KazooTimeoutError):
+            sent = candidate.first_create  # the node found may be an earlier attempt's
             # The create may have happened: find it by its unique prefix (kazoo's Lock does the same).
             mine = [n for n in read_children(self._session, self.path) if n.startswith(candidate.prefix)]
             if not mine:
@@ -242,6 +253,7 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
         candidate.node = path.rsplit("/", 1)[1]
         candidate.epoch = stat.czxid
         candidate.leading = False
+        candidate.created = sent
 
     def _adopt(self, candidate: _Candidate, order: list[str]) -> bool:
         """Take a node of this session that bears the candidate's unique prefix (an earlier
@@ -259,6 +271,7 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
                     self._session.call(self._session.client.delete_async, path)
                 continue
             candidate.node, candidate.epoch, candidate.leading = node, stat.czxid, False
+            candidate.created = candidate.first_create
             adopted = True
         return adopted
 
@@ -346,7 +359,8 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
         event = Event.RENEWED if candidate.leading else Event.ACQUIRED
         candidate.leading = True
         candidate.confirmed = generation
-        self._record_candidate(event, candidate, valid_until=started + self._session.session_timeout)
+        self._record_candidate(event, candidate, valid_until=started + self._session.session_timeout,
+                               sent=candidate.created if event == Event.ACQUIRED else None)
 
     def _lose(self, candidate: _Candidate) -> None:
         if candidate.leading:
@@ -407,9 +421,11 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
             if self._listeners:  # SUSPENDED or LOST: the leader is not known any more
                 self._set_view(None, 0, notify=True)
 
-    def _record_candidate(self, event: str, candidate: _Candidate, valid_until: float | None = None) -> None:
+    def _record_candidate(
+        self, event: str, candidate: _Candidate, valid_until: float | None = None, sent: float | None = None
+    ) -> None:
         """The history event and the client metrics of a change of one candidate's leadership."""
-        self._record(event, member=candidate.id, epoch=candidate.epoch, valid_until=valid_until)
+        self._record(event, member=candidate.id, epoch=candidate.epoch, valid_until=valid_until, sent=sent)
         if event == Event.ACQUIRED:
             self._leadership(candidate.id, True)
         elif event in TERM_ENDS:
