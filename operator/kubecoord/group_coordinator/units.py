@@ -111,7 +111,7 @@ def encode_units(
 ) -> bytes:
     """An assignment or a member's metadata. With ``universe`` (the protocol's whole unit
     list) larger than COMPACT_ABOVE bytes, units are written as runs of indexes into it,
-    tagged with the list's digest, so the size no longer grows with the names' length."""
+    tagged with the list's digest, so the size does not grow with the names' length."""
     fields: dict[str, object]
     if _compact(universe):
         assert universe is not None

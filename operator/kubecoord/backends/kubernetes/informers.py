@@ -14,7 +14,7 @@ Two scopes (the ``watch_scope`` connect option):
     (``namespace``) or only those kubecoord labels (``managed``: what the operator uses,
     so that it never streams other applications' Leases), and the ConfigMaps labelled as
     KV shards. Handles get a view narrowed to their name or label, fed through an index
-    (no scan of the namespace per change). Threads and watch connections no longer grow
+    (no scan of the namespace per change). Threads and watch connections do not grow
     with the number of handles. Needs list/watch on the kind in the namespace; a
     client-go Lease that kubecoord did not create carries no kubecoord label, so
     ``managed`` does not see it until a kubecoord process has written it.
