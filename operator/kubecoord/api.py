@@ -471,7 +471,8 @@ class Storage(_Closeable):
     @abc.abstractmethod
     def fetch_confirmed(self, key: str, *, max_age: float) -> tuple[Versioned | None, float]:
         """The key's value and version as the server itself vouched for them at most
-        ``max_age`` seconds ago, with the time.monotonic() moment of that evidence.
+        ``max_age`` seconds ago, with the moment of that evidence on the coordinator's clock
+        (time.monotonic() unless a test clock was given to connect()).
 
         A backend that reads from a cache (Kubernetes' watches) answers from it only while
         its watch heard from the server within ``max_age`` (an event or a bookmark), else it

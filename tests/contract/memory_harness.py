@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 from kubecoord.backends.memory.state import notify
@@ -18,6 +19,8 @@ class MemoryHarness(UrlHarness):
 
     def __init__(self) -> None:
         self.clock = ManualClock()
+        self._ticking = threading.Event()
+        self._stop = threading.Event()
         super().__init__(
             f"memory://contract-{uuid.uuid4().hex[:8]}", clock=self.clock, lease_duration=SESSION_TIMEOUT
         )
@@ -41,4 +44,18 @@ class MemoryHarness(UrlHarness):
         return self.clock.now()
 
     def expire(self) -> None:
+        """The sessions' jump; then the clock follows real time (as other backends' clocks
+        do), so that what is measured on it after the expiry — a group leader's wait
+        before it fences a departed member — passes within the test's settle time."""
         self.clock.advance(SESSION_TIMEOUT + 1)
+        if not self._ticking.is_set():
+            self._ticking.set()
+            threading.Thread(target=self._tick, name="memory-harness-clock", daemon=True).start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.05):
+            self.clock.advance(0.05)
+
+    def close(self) -> None:
+        self._stop.set()
+        super().close()

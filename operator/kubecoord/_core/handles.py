@@ -31,6 +31,7 @@ from concurrent.futures import Future
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from kubecoord import metrics, validation
+from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord._internal.dispatch import Dispatcher, ListenerSet
 from kubecoord.api import (
     Coordinator,
@@ -447,10 +448,17 @@ class CoordinatorBase(Coordinator):
     def group_coordinator(self, group: str, protocol: GroupProtocol, **options: Any) -> GroupCoordinatorHandle:
         # The options are kubecoord.api.Coordinator.group_coordinator's, checked by GroupMember.
         self.check_open()
-        member = GroupMember(self, group, protocol, **options)
+        if "clock" in options:
+            raise InvalidArgumentError("group_coordinator() takes no clock: members run on their coordinator's")
+        member = GroupMember(self, group, protocol, clock=self._clock(), **options)
         with self._handles_lock:
             self._group_members.append(member)
         return member
+
+    def _clock(self) -> Clock:
+        """The clock this coordinator's leases and confirmations run on (a backend with a
+        test clock returns it)."""
+        return MonotonicClock()
 
     def _close_group_members(self) -> None:
         """KIP-795: a member leaving on close runs on_leave_prepare and gives its units up

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kubecoord._internal.clock import Clock
 from kubecoord.api import GroupProtocol, Storage
 from kubecoord.errors import BackendUnavailableError, CoordinationError, VersionConflictError
 from kubecoord.group_coordinator.view import MemberView
@@ -35,6 +36,7 @@ class MemberContext:
         events: EventLog,
         session_timeout: float,
         rebalance_timeout: float,
+        clock: Clock,
     ) -> None:
         self.group = group
         self.member_id = member_id
@@ -44,7 +46,7 @@ class MemberContext:
         self.events = events
         self.session_timeout = session_timeout
         self.rebalance_timeout = rebalance_timeout
-        self.view = MemberView(member_id, session_timeout=session_timeout, cooperative=self.cooperative)
+        self.view = MemberView(member_id, session_timeout=session_timeout, cooperative=self.cooperative, clock=clock)
 
     def update(self, change: Callable[[GroupState], GroupState | None]) -> bool:
         """Compare-and-set ``change`` onto the record until it applies or declines (None)."""

@@ -10,9 +10,15 @@ On every read of the record (the worker's step), the member:
    its share;
 3. sees a stable generation go by without it while it holds units: they are lost
    (on_lost), the member holds nothing until the next generation it joins;
-4. (cooperative only) asks for the follow-up rebalance its protocol wants (rejoin_needed).
+4. sees a stable generation that lists it although it did not prepare for it since it
+   last joined (it left and joined again, or it is a new handle under an old member's
+   id): asks for a new generation (the record's ``rejoin`` flag) rather than taking
+   that generation's assignment — it gave those units up when it left, and the record no
+   longer names it among their holders, so the leader would not fence it;
+5. (cooperative only) asks for the follow-up rebalance its protocol wants (rejoin_needed).
 
-And on leave(): on_leave_prepare, revoke what is held, drop out of the record's holders.
+And on leave(): on_leave_prepare, revoke what is held, drop out of the record's holders,
+and forget the generations it prepared for and joined.
 Every step reads the record afresh; a write that lost a compare-and-set is retried on
 the next read, so the machine is driven by the record, not by its own history.
 """
@@ -60,6 +66,8 @@ class Follower:
                 return False
             if held:  # a generation went by without this member: what it held is gone
                 self._lose(generation)
+            if me in state.members:  # listed, but not for this join of it: a new generation
+                return ctx.ask_rejoin()
             return False
         if ctx.cooperative and ctx.protocol.rejoin_needed():
             return ctx.ask_rejoin()
@@ -68,6 +76,9 @@ class Follower:
     def leave(self) -> None:
         """Stop taking part: on_leave_prepare, revoke what is held, release it in the record."""
         ctx, view = self._ctx, self._view
+        # A join() after this starts afresh: generations prepared for or joined before are
+        # not this member's any more (their units are given up below).
+        self._prepared = self._joined_generation = NO_GENERATION
         ctx.callback("on_leave_prepare", ctx.protocol.on_leave_prepare)
         with view.lock:
             held, view.assignment = view.assignment, None

@@ -64,7 +64,7 @@ class LeaderDuties:
                 continue
             live[member] = decoded[1]
         base = state or GroupState(generation=0, phase=STABLE, protocol_type=protocol_type)
-        now = time.monotonic()
+        now = ctx.view.clock.now()
         try:
             decision = decide(
                 base, live, leader_id=ctx.member_id, epoch=leader.epoch, now=now, wall=time.time(),

@@ -39,6 +39,7 @@ import uuid
 from typing import Any
 
 from kubecoord import validation
+from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord.api import Coordinator, GroupCoordinatorHandle, GroupDescription, GroupProtocol
 from kubecoord.errors import (
     ClosedError,
@@ -78,7 +79,10 @@ class GroupMember(GroupCoordinatorHandle):
         session_timeout: float = DEFAULT_GROUP_SESSION_TIMEOUT,
         rebalance_timeout: float = DEFAULT_REBALANCE_TIMEOUT,
         history: HistoryTarget = None,
+        clock: Clock | None = None,
     ) -> None:
+        """``clock`` is the coordinator's (its maker passes it: a test's ManualClock on
+        memory://), on which confirmations and the leader's timers are measured."""
         self.group = validation.check_name(group, "group")
         self.member_id = validation.check_id(member_id or default_member_id(), "member_id")
         if not isinstance(protocol, GroupProtocol):
@@ -111,6 +115,7 @@ class GroupMember(GroupCoordinatorHandle):
         self._context = MemberContext(
             group=self.group, member_id=self.member_id, protocol=protocol, store=self._store, events=self._events,
             session_timeout=self.session_timeout, rebalance_timeout=self.rebalance_timeout,
+            clock=clock or MonotonicClock(),
         )
         self._view = self._context.view
         self._lock = self._view.lock  # guards the view and the flags below
@@ -118,7 +123,7 @@ class GroupMember(GroupCoordinatorHandle):
         self._leader = LeaderDuties(self._context, self._membership)
         self._worker = MemberWorker(
             self.group, interval=self.session_timeout / 4, step=self._step, running=self._running,
-            wake_at=self._leader_wake_at,
+            wake_at=self._leader_wake_at, clock=self._view.clock,
         )
         self._rejoiner = Rejoiner(self._context, self._membership, wake=self._worker.wake)
         self._closed = False

@@ -8,8 +8,8 @@ Not here: what to do with the view (following.py, leader_duties.py).
 from __future__ import annotations
 
 import threading
-import time
 
+from kubecoord._internal.clock import Clock
 from kubecoord.wire.group_record import GroupState
 
 NO_GENERATION = -1
@@ -18,8 +18,10 @@ NO_GENERATION = -1
 class MemberView:
     """The member's view; read and write its fields only while holding ``lock``."""
 
-    def __init__(self, member_id: str, *, session_timeout: float, cooperative: bool) -> None:
+    def __init__(self, member_id: str, *, session_timeout: float, cooperative: bool, clock: Clock) -> None:
         self.lock = threading.Condition()
+        self.clock = clock
+        """The coordinator's clock: what confirmations and the leader's timers are measured on."""
         self.member_id = member_id
         self.session_timeout = session_timeout
         self.cooperative = cooperative
@@ -30,7 +32,7 @@ class MemberView:
         self.latest: GroupState | None = None
         """The newest record read (a record of an older generation never replaces it)."""
         self.confirmed_at = float("-inf")
-        """Monotonic time of the start of the last read of the record that succeeded."""
+        """Time (on ``clock``) of the start of the last read of the record that succeeded."""
 
     def observe(self, state: GroupState | None, read_at: float) -> None:
         """A read of the record that started at ``read_at`` succeeded with ``state``."""
@@ -52,4 +54,4 @@ class MemberView:
 
     def confirmed(self) -> bool:
         """(Under lock.) A read of the record succeeded within the session timeout."""
-        return time.monotonic() - self.confirmed_at <= self.session_timeout
+        return self.clock.now() - self.confirmed_at <= self.session_timeout

@@ -1,6 +1,7 @@
 """One thread per group member: it runs the member's step when woken (a listener saw a
 change) and at least every ``interval`` (polling, which is also how the member confirms
-its session), or earlier when a timer of the leader's rules is due.
+its session), or earlier when a timer of the leader's rules is due (on the coordinator's
+clock; a manual clock wakes the thread whenever it is advanced).
 
 A step that raises is retried on the next wake (logged: a backend that is unavailable
 at debug level, another CoordinationError as a warning, any other exception as an error
@@ -13,9 +14,9 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 
+from kubecoord._internal.clock import Clock
 from kubecoord.errors import BackendUnavailableError, ClosedError, CoordinationError
 
 log = logging.getLogger("kubecoord.coordinator")
@@ -30,14 +31,17 @@ class MemberWorker:
         step: Callable[[], None],
         running: Callable[[], bool],
         wake_at: Callable[[], float | None],
+        clock: Clock,
     ) -> None:
         self._group = group
+        self._clock = clock
         self._interval = interval
         self._step = step
         self._running = running
         self._wake_at = wake_at
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        clock.on_advance(self.wake)  # a manual clock's jump may have passed a timer
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"kubecoord-group-{self._group}", daemon=True)
@@ -56,7 +60,7 @@ class MemberWorker:
     def _run(self) -> None:
         while self._running():
             wake_at = self._wake_at()
-            timeout = self._interval if wake_at is None else max(0.0, min(self._interval, wake_at - time.monotonic()))
+            timeout = self._interval if wake_at is None else max(0.0, min(self._interval, wake_at - self._clock.now()))
             self._wake.wait(timeout)
             self._wake.clear()
             try:

@@ -19,7 +19,9 @@ lease_duration     10.0         seconds after a crash until the session's leader
 renew_deadline     0.9 x lease  seconds a leader acts without a successful renewal
 retry_period       0.4 x lease  seconds between renewals
 clock              monotonic    a kubecoord.testing.ManualClock makes expiry
-                                deterministic; shared states keep the first clock
+                                deterministic (elections, memberships, and group
+                                members' confirmations and leader timers); shared
+                                states keep the first clock
 max_value_bytes    1 MiB        largest value a store accepts
 =================  ===========  ======================================================
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubecoord._core.handles import CoordinatorBase
+from kubecoord._internal.clock import Clock
 from kubecoord._internal.dispatch import Dispatcher, ListenerSet
 from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
 from kubecoord.backends.memory.context import MemoryContext
@@ -59,6 +60,9 @@ class MemoryCoordinator(CoordinatorBase):
     @property
     def crashed(self) -> bool:
         return self.context.crashed
+
+    def _clock(self) -> Clock:
+        return self.state.clock
 
     # -- handles ------------------------------------------------------------------
     def _open_leader_election(self, service: str, **timings: Any) -> LeaderElection:

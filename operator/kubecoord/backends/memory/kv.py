@@ -40,6 +40,11 @@ class MemoryStorage(MemoryHandle, StorageHandle):
     def _fetch_versioned(self, key: str) -> Future[Versioned | None]:
         return _done(self._read(key))
 
+    def _fetch_confirmed(self, key: str, max_age: float) -> tuple[Versioned | None, float]:
+        # The moment on the state's clock, the one the coordinator's members judge it on.
+        sent = self._state.clock.now()
+        return self._read(key), sent
+
     def _read(self, key: str) -> Versioned | None:
         with self._state.lock:
             return self._state.store(self.name).entries.get(key)
