@@ -1,5 +1,9 @@
 """The operator's own Kubernetes API calls (status, owned objects, RBAC), through the
-official client, configured like kopf: in-cluster service account first, else $KUBECONFIG.
+official client, with the kubernetes backend's one credential rule
+(kubecoord.backends.kubernetes.load_config): the operator's kubeconfig (``--kubeconfig``,
+else $KUBECONFIG) when it has one, else the pod's service account (its token re-read when
+it rotates), else ~/.kube/config. kopf's login (handlers/settings.py) and every backend
+connection the operator opens (connections.py) follow the same rule.
 
 Guarantees: every call runs off the event loop (the client is blocking) with a request
 timeout — a write's is kubecoord.operator.fencing's ``write_timeout`` (within the operator
@@ -23,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import kubernetes.client
-import kubernetes.config
 from kubernetes.client.exceptions import ApiException
 
+from kubecoord.backends.kubernetes import load_config
 from kubecoord.operator import fencing, loop_requests
 from kubecoord.wire.crd import GROUP, VERSION
 
@@ -60,21 +64,21 @@ class RequestFailed(ApiException):
         return f"{self.method} {self.path}: HTTP {self.status} {self.reason}" + (f": {message}" if message else "")
 
 
+def kubeconfig() -> str | None:
+    """The operator's kubeconfig: ``kubecoord operator --kubeconfig`` (which sets $KUBECONFIG),
+    else $KUBECONFIG; None when it has none (then the pod's service account, else
+    ~/.kube/config, as load_config resolves them)."""
+    return os.environ.get("KUBECONFIG") or None
+
+
 def api_client() -> kubernetes.client.ApiClient:
-    """One shared ApiClient for the process."""
+    """One shared ApiClient for the process. Its configuration has no retry inside urllib3
+    (which re-sends an idempotent PUT or DELETE after a read timeout): a write is re-sent
+    only by the work queue, after the fencing check."""
     global _client
     with _lock:
         if _client is None:
-            configuration = kubernetes.client.Configuration()
-            if os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
-                kubernetes.config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-            else:
-                path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-                kubernetes.config.load_kube_config(config_file=path, client_configuration=configuration)  # type: ignore[no-untyped-call]
-            # No retry inside urllib3 (it re-sends an idempotent PUT or DELETE after a read
-            # timeout): a write is re-sent only by the work queue, after the fencing check.
-            configuration.retries = False
-            _client = kubernetes.client.ApiClient(configuration)
+            _client = kubernetes.client.ApiClient(load_config(kubeconfig=kubeconfig()).configuration)
             _client.user_agent = USER_AGENT
         return _client
 

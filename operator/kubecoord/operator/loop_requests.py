@@ -9,8 +9,8 @@ resources no faster than its few workers' round trips allowed, whatever the API 
 could take. On the loop, a request costs no thread and the number in flight is the
 number of workers.
 
-Credentials are the kubernetes client's configuration (kubecoord.operator.kubeapi's one
-resolution: in-cluster service account, else $KUBECONFIG), read per request, so a
+Credentials are the kubernetes client's configuration (kubecoord.operator.kubeapi's, by the
+kubernetes backend's one credential rule), read per request, so a
 rotated service-account token (the configuration's refresh hook) is used as soon as the
 client would use it. A configuration this module cannot honour — an HTTP proxy, basic
 auth — is reported by ``supported`` and the caller keeps the blocking client for it.

@@ -17,9 +17,11 @@ from typing import Any
 
 import kopf
 
+from kubecoord.operator import kubeapi
 from kubecoord.operator.controller.status import controller
 from kubecoord.wire import object_names
 from kubecoord.wire.crd import GROUP
+from kubecoord.wire.kube_credentials import in_cluster
 
 
 class NoDiffBase(kopf.DiffBaseStorage):
@@ -64,9 +66,13 @@ async def stop_controller(**_: Any) -> None:
 
 @kopf.on.login()
 def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-    """In a pod: the service account; elsewhere: $KUBECONFIG (kopf's built-in readers).
+    """kopf's credentials by the operator's one rule (kubeapi.kubeconfig, load_config): its
+    kubeconfig when it has one, else the pod's service account, else ~/.kube/config
+    (kopf's built-in readers of each).
 
-    Declared so that kopf does not also try the kubernetes client's default loader, which
-    reads ~/.kube/config rather than the kubeconfig the operator was given.
+    Declared so that kopf does not pick by its own order (the service account first, even
+    when the operator was given a kubeconfig) or try the kubernetes client's default loader.
     """
-    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    if kubeapi.kubeconfig() is None and in_cluster():
+        return kopf.login_with_service_account(**kwargs)
+    return kopf.login_with_kubeconfig(**kwargs)
