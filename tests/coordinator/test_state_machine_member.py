@@ -66,7 +66,7 @@ class Process:
 
     def __init__(self, index: int, incarnation: int, machine: MemberMachine) -> None:
         self.id = f"p{index}-{incarnation}"
-        coord = kubecoord.connect(machine.url, clock=machine.clock, session_timeout=SESSION_TIMEOUT)
+        coord = kubecoord.connect(machine.url, clock=machine.clock, lease_duration=SESSION_TIMEOUT)
         assert isinstance(coord, MemoryCoordinator)
         self.coord = coord
         self.machine = machine
@@ -103,7 +103,7 @@ class MemberMachine(RuleBasedStateMachine):
         super().__init__()
         self.clock = ManualClock()
         self.url = f"memory://members-{uuid.uuid4().hex[:8]}"
-        reader = kubecoord.connect(self.url, clock=self.clock, session_timeout=SESSION_TIMEOUT)
+        reader = kubecoord.connect(self.url, clock=self.clock, lease_duration=SESSION_TIMEOUT)
         assert isinstance(reader, MemoryCoordinator)
         self.reader = reader
         self._lock = threading.Lock()
