@@ -5,8 +5,11 @@ installs the CRDs from crds/, runs ``kubecoord operator`` as a process, applies 
 examples/ resources (with short demo timings), starts three candidate processes and two
 group members (kubecoord_testkit.demos.worker), kills the leader with -9 and shows the
 failover, lets a member leave, writes to the KV store with listeners attached, prints
-``kubectl get``-style tables of the resources' status along the way, and stops
-everything it started. About 30 seconds on an idle machine.
+the resources with the real ``kubectl get`` along the way (the kubectl beside this
+interpreter, which ``make demo`` installs, else the one on PATH; the API server renders
+the columns, READY included), and stops everything it started. It says first which API
+it uses: the embedded emulator (nothing of yours is touched) or the cluster of
+$KUBECONFIG. About 30 seconds on an idle machine.
 
 Deadlines: each step gets 30 s, counted from when what it waits on is up. Starting a
 process (Python and the client's imports) takes seconds, and over 30 s on a loaded
@@ -15,16 +18,17 @@ its ready file once it has nominated or joined, the operator by taking its Lease
 process that exits before it is up fails the demo at once.
 
 Guarantee: every process the demo starts is stopped and reaped, and every resource it
-created is deleted, also when a step fails.
+created is deleted, also when a step fails; then the operator's log is kept and its end
+printed (on success it is deleted with the demo's temporary folder).
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import functools
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -77,44 +81,24 @@ def _wait(
 
 
 # -- kubectl get ------------------------------------------------------------------------
-def _columns(kind: str) -> list[dict[str, Any]]:
-    crd = yaml.safe_load((project_root() / "crds" / f"{PLURALS[kind]}.kubecoord.dev.yaml").read_text())
-    return [c for c in crd["spec"]["versions"][0]["additionalPrinterColumns"] if not c.get("priority")]
+def find_kubectl() -> str:
+    """The kubectl beside this interpreter (``make demo`` puts it there), else on PATH."""
+    beside = pathlib.Path(sys.executable).parent / "kubectl"
+    found = str(beside) if beside.exists() else shutil.which("kubectl")
+    if found is None:
+        raise RuntimeError("demo: no kubectl beside this Python or on PATH: `make demo` installs one into its venv")
+    return found
 
 
-def _json_path(obj: Any, path: str) -> Any:
-    for part in path.strip(".").split("."):
-        obj = obj.get(part) if isinstance(obj, dict) else None
-    return obj
-
-
-def _age(timestamp: str | None) -> str:
-    if not timestamp:
-        return "<unknown>"
-    created = dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    seconds = int((dt.datetime.now(tz=dt.UTC) - created).total_seconds())
-    return f"{seconds}s" if seconds < 120 else f"{seconds // 60}m"
-
-
-def table(namespace: str, kind: str) -> str:
-    """What ``kubectl get KIND`` prints: NAME plus the CRD's printer columns."""
-    columns = _columns(kind)
-    items = kubeapi.call("GET", f"/apis/{API_VERSION}/namespaces/{namespace}/{PLURALS[kind]}")["items"]
-    rows = [["NAME", *(c["name"].upper() for c in columns)]]
-    for item in sorted(items, key=lambda i: i["metadata"]["name"]):
-        row = [item["metadata"]["name"]]
-        for column in columns:
-            value = _json_path(item, column["jsonPath"])
-            row.append(_age(value) if column["type"] == "date" else ("<none>" if value is None else str(value)))
-        rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows)
-
-
-def show(namespace: str, *kinds: str) -> None:
+def show(kubectl: list[str], namespace: str, *kinds: str) -> None:
+    """``kubectl get KIND`` for each kind, as a user would type it: the API server's Table."""
     for kind in kinds:
-        print(f"$ kubectl get {PLURALS[kind]}")
-        print(table(namespace, kind), flush=True)
+        print(f"$ kubectl get {PLURALS[kind]}", flush=True)
+        result = subprocess.run([*kubectl, "-n", namespace, "get", PLURALS[kind]], capture_output=True, text=True,
+                                timeout=60, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"demo: kubectl get {PLURALS[kind]} failed: {result.stderr.strip()}")
+        print(result.stdout, end="", flush=True)
 
 
 # -- the cluster --------------------------------------------------------------------------
@@ -126,7 +110,8 @@ def cluster(workdir: pathlib.Path) -> Iterator[tuple[str, bool]]:
         return
     from kubecoord_testkit.emulator import ApiEmulator
 
-    with ApiEmulator(host="127.0.0.1", port=0) as api:
+    # kubectl sends no token over plain HTTP: the emulator, on loopback, takes that as the admin.
+    with ApiEmulator(host="127.0.0.1", port=0, anonymous_admin=True) as api:
         yield str(api.write_kubeconfig(workdir / "kubeconfig", namespace="default")), True
 
 
@@ -210,10 +195,30 @@ def _worker(role: str, name: str, identity: str, namespace: str, kubeconfig: str
     return [sys.executable, "-m", module, role, name, identity, namespace, kubeconfig, str(ready / identity)]
 
 
+def _where(kubeconfig: str, embedded: bool) -> str:
+    server = kubeapi.api_client().configuration.host
+    if embedded:
+        return f"the embedded API emulator at {server} (no cluster of yours is touched; set KUBECONFIG to use one)"
+    return f"the cluster of $KUBECONFIG ({kubeconfig}), server {server}"
+
+
+def _keep_log(log: pathlib.Path) -> None:
+    """After a failure: the operator's log kept beside the demo's temporary folder, its end printed."""
+    if not log.exists():
+        return
+    kept = pathlib.Path(tempfile.mkdtemp(prefix="kubecoord-demo-failed-")) / "operator.log"
+    shutil.copyfile(log, kept)
+    lines = kept.read_text(errors="replace").splitlines()
+    print(f"demo failed: the operator's log is kept in {kept}; its last {min(len(lines), 40)} lines:", file=sys.stderr)
+    for line in lines[-40:]:
+        print(f"  {line}", file=sys.stderr)
+
+
 def run_demo(*, namespace: str = "default", external_operator: bool = False) -> int:
     started = time.monotonic()
     processes = Processes()
     created: list[tuple[str, str]] = []
+    kubectl_binary = find_kubectl()  # before anything starts: a missing kubectl is a one-line failure
     with (
         tempfile.TemporaryDirectory(prefix="kubecoord-demo-") as tmp,
         cluster(pathlib.Path(tmp)) as (kubeconfig, embedded),
@@ -221,13 +226,14 @@ def run_demo(*, namespace: str = "default", external_operator: bool = False) -> 
         previous = os.environ.get("KUBECONFIG")
         os.environ["KUBECONFIG"] = kubeconfig
         kubeapi.reset()
+        kubectl = [kubectl_binary, "--kubeconfig", kubeconfig]
+        operator_log = pathlib.Path(tmp) / "operator.log"
         try:
-            where = "embedded emulator" if embedded else "the cluster of $KUBECONFIG"
-            _say(f"Kubernetes API: {where}, namespace {namespace}")
+            _say(f"Kubernetes API: {_where(kubeconfig, embedded)}; namespace {namespace}")
             install_crds()
             _say("CRDs installed: leaderelections, groups, kvstores (kubecoord.dev/v1alpha1)")
             if not external_operator:
-                log = open(pathlib.Path(tmp) / "operator.log", "wb")  # noqa: SIM115 - closed with the process
+                log = open(operator_log, "wb")  # noqa: SIM115 - closed with the process
                 command = [
                     sys.executable, "-m", "kubecoord.cli", "operator", "--namespace", namespace,
                     "--identity", f"demo-operator-{uuid.uuid4().hex[:6]}", "--lease-namespace", namespace,
@@ -252,7 +258,7 @@ def run_demo(*, namespace: str = "default", external_operator: bool = False) -> 
             created = apply_examples(namespace)
             for kind, name in created:
                 _wait(f"{kind} {name} Ready", functools.partial(_ready, namespace, kind, name))
-            show(namespace, "LeaderElection", "Group", "KVStore")
+            show(kubectl, namespace, "LeaderElection", "Group", "KVStore")
 
             _say("starting 3 candidates for billing and 2 members of workers (separate processes)")
             ready = pathlib.Path(tmp) / "ready"
@@ -271,7 +277,7 @@ def run_demo(*, namespace: str = "default", external_operator: bool = False) -> 
             _say(f"5 workers up in {took:.1f} s")
             _wait("a leader", lambda: bool(status(namespace, "LeaderElection", "billing").get("leader")))
             _wait("2 members", lambda: status(namespace, "Group", "workers").get("memberCount") == 2)
-            show(namespace, "LeaderElection", "Group")
+            show(kubectl, namespace, "LeaderElection", "Group")
 
             leader = str(status(namespace, "LeaderElection", "billing")["leader"])
             _say(f"kill -9 {leader} (pid {processes.children[leader].pid}): its Lease must expire first")
@@ -282,18 +288,23 @@ def run_demo(*, namespace: str = "default", external_operator: bool = False) -> 
             )
             now = status(namespace, "LeaderElection", "billing")
             _say(f"failover: {now['leader']} leads with epoch {now['epoch']}, {took:.1f} s after the kill")
-            show(namespace, "LeaderElection")
+            show(kubectl, namespace, "LeaderElection")
 
             _say("w2 leaves the group (SIGTERM: the member closes and deletes its Lease)")
             processes.signal("w2", signal.SIGTERM)
             _wait("w2 gone", lambda: status(namespace, "Group", "workers").get("memberCount") == 1)
-            show(namespace, "Group")
+            show(kubectl, namespace, "Group")
 
             _kv_step(namespace, kubeconfig)
-            show(namespace, "KVStore")
+            show(kubectl, namespace, "KVStore")
             show_events(namespace)
-        finally:
+        except BaseException:
             _cleanup(namespace, created, processes)
+            _keep_log(operator_log)
+            raise
+        else:
+            _cleanup(namespace, created, processes)
+        finally:
             kubeapi.reset()
             if previous is None:
                 os.environ.pop("KUBECONFIG", None)

@@ -2,9 +2,14 @@
 
 A request whose Accept header asks for ``as=Table`` (meta.k8s.io v1 or v1beta1) gets the
 rows as the API server renders them: Name, then a CRD's ``additionalPrinterColumns`` of
-the served version (simple JSONPaths such as ``.status.leader``, with ``[N]`` indices),
-then Age; ``date`` columns render as human durations (``5m``, ``3h``). Built-in kinds get
-Name and Age only (the real server prints more columns for some).
+the served version, then Age; ``date`` columns render as human durations (``5m``, ``3h``).
+Built-in kinds get Name and Age only (the real server prints more columns for some).
+
+A column's JSONPath is read as the API server reads printer columns: fields
+(``.status.leader``), indices (``[0]``, ``[-1]``), ``[*]`` and filters on a field
+(``[?(@.type=="Ready")]``, with ``==`` or ``!=`` against a quoted string, a number or
+true/false); the cell is the first value found (tests/emulator/test_tables.py compares the
+cells with the real kube-apiserver's for the kubecoord CRDs).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 from kubecoord_testkit.emulator.resources import ResourceType
 
 JSON = dict[str, Any]
-_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_STEP = re.compile(r"""\[\?\(@\.([^=!()\s]+)\s*(==|!=)\s*("[^"]*"|'[^']*'|[^)\s]+)\s*\)\]|([^.\[\]]+)|\[(-?\d+|\*)\]""")
 
 
 def wants_table(accept: str | None) -> bool:
@@ -49,16 +54,33 @@ def human_duration(since: str | None) -> str:
 
 
 def json_path(obj: Any, path: str) -> Any:
-    """A simple JSONPath (``.a.b[0].c``, or ``{.a.b}``); None when absent."""
-    node = obj
-    for name, index in _STEP.findall(path.strip().strip("{}").lstrip(".")):
-        if name:
-            node = node.get(name) if isinstance(node, dict) else None
+    """A printer column's JSONPath (``.a.b[0].c``, ``{.a.b}``, ``.a[?(@.b=="x")].c``): the
+    first value it finds, None when there is none."""
+    nodes = [obj]
+    for field, operator, literal, name, index in _STEP.findall(path.strip().strip("{}").lstrip(".")):
+        if field:
+            wanted = _literal(literal)
+            nodes = [item for node in nodes if isinstance(node, list) for item in node
+                     if (json_path(item, field) == wanted) == (operator == "==")]
+        elif name:
+            nodes = [node[name] for node in nodes if isinstance(node, dict) and name in node]
+        elif index == "*":
+            nodes = [item for node in nodes if isinstance(node, list) for item in node]
         else:
-            node = node[int(index)] if isinstance(node, list) and int(index) < len(node) else None
-        if node is None:
+            at = int(index)
+            nodes = [node[at] for node in nodes if isinstance(node, list) and -len(node) <= at < len(node)]
+        if not nodes:
             return None
-    return node
+    return nodes[0]
+
+
+def _literal(text: str) -> Any:
+    if text[:1] in "\"'":
+        return text[1:-1]
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _cell(value: Any, column_type: str) -> Any:
