@@ -177,9 +177,10 @@ $(HELM): charts/scripts/install_helm.py | $(INSTALLED)
 $(KUBECTL): charts/scripts/install_helm.py | $(INSTALLED)
 	$(PY) charts/scripts/install_helm.py $@ --kubectl
 
-# Regenerate the chart's CRD templates after editing crds/ (the single source).
+# Regenerate the chart's CRD templates and docs/reference/crds.md after editing crds/ (the single source).
 chart-crds: install
 	$(PY) charts/scripts/generate_crds.py
+	$(PY) charts/scripts/generate_crd_reference.py
 
 # The chart: CRD templates up to date, helm lint in both watch modes and with monitoring,
 # helm template with the CRDs and on the oldest Kubernetes it supports, and
