@@ -36,7 +36,9 @@ def _help(argv: list[str]) -> str:
 
 
 def test_the_declared_backends_are_the_url_forms() -> None:
-    assert DECLARED == sorted(URL_FORMS) == sorted(BUILTIN_SCHEMES)
+    assert DECLARED == sorted(URL_FORMS) == sorted(BUILTIN_SCHEMES), (
+        "every entry point of pyproject.toml's kubecoord.backends needs its URL form in "
+        "kubecoord.connect.URL_FORMS (the help texts are written from it) and a prose name in NAMES here")
     for scheme, form in URL_FORMS.items():
         assert form.startswith(f"{scheme}://")
 
@@ -67,4 +69,4 @@ def test_the_package_description_names_every_backend(page: str) -> None:
     else:  # the opening paragraph, the package description of the page
         text = (ROOT / page).read_text().split("\n\n")[1]
     missing = [scheme for scheme in DECLARED if not re.search(rf"\b{NAMES[scheme]}\b", text, re.I)]
-    assert not missing, f"{page} does not name {missing}: {text!r}"
+    assert not missing, f"{page} does not name {missing} in its description: {text!r}"
