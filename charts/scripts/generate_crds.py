@@ -53,7 +53,7 @@ def render(source: Path) -> str:
     labels = {k: v for k, v in (metadata.get("labels") or {}).items() if k not in CHART_LABELS}
     annotations = metadata.get("annotations") or {}
     lines = [
-        "{{- if .Values.crds.enabled }}",
+        f'{{{{- if include "kubecoord.rendersCrd" (list . "{metadata["name"]}") }}}}',
         f"# GENERATED from crds/{source.name} by charts/scripts/generate_crds.py: edit the source, then run",
         "# `make chart-crds`. A test checks that the rendered CRD equals the source.",
         f"apiVersion: {crd['apiVersion']}",

@@ -184,6 +184,13 @@ def test_group_clients_fail_closed_unless_the_policy_is_in_force_or_accepted(ren
     assert "--allow-unconfined-group-clients" not in container(unconfined)["args"]
     accepted = render("--set", "rbac.confineGroupClients=false", "--set", "rbac.allowUnconfinedGroupClients=true")
     assert "--allow-unconfined-group-clients" in container(accepted)["args"]
+    # Watching every namespace, the binding applies everywhere; a namespaced release only
+    # where it watches, so a second release does not confine the first one's namespaces.
+    assert "matchResources" not in binding["spec"]
+    (scoped,) = by_kind(render("--set", "operator.allNamespaces=false", "--set", "operator.namespaces={apps,jobs}"),
+                        "ValidatingAdmissionPolicyBinding")
+    assert scoped["spec"]["matchResources"] == {"namespaceSelector": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["apps", "jobs"]}]}}
 
 
 def test_the_notes_say_what_a_group_without_confinement_gets(helm: Path) -> None:

@@ -139,6 +139,21 @@ namespace. charts/kubecoord/README.md explains each verb.
   verbs: [get, list, watch, create, update, patch, delete]
 {{- end }}
 
+{{/* Whether this release renders the CRD named by the list's second item: crds.enabled,
+and the cluster has no such CRD that another owner manages. A CRD applied with
+`kubectl apply -f crds/`, or installed by another release, stays with its owner: adopting
+it would fail with Helm's ownership error (or take it from the other release), so the
+release leaves it out and NOTES.txt says so. Without a cluster (helm template) lookup
+finds nothing and the CRD renders. */}}
+{{- define "kubecoord.rendersCrd" -}}
+{{- $root := index . 0 }}
+{{- if $root.Values.crds.enabled }}
+{{- $found := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" (index . 1) }}
+{{- $annotations := dig "metadata" "annotations" dict $found }}
+{{- if or (not $found) (and (eq (get $annotations "meta.helm.sh/release-name") $root.Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") $root.Release.Namespace)) }}true{{ end }}
+{{- end }}
+{{- end }}
+
 {{/* Labels on the CRDs the chart renders (crds.enabled). */}}
 {{- define "kubecoord.crdLabels" -}}
 {{ include "kubecoord.labels" . }}
