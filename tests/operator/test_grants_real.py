@@ -234,10 +234,13 @@ def test_group_clients_get_lease_writes_only_while_the_policy_confines_them(
         eventually(lambda: api.ready("Group", group), timeout=60, interval=0.3)
         assert _lease_verbs(api, group) >= {"create", "update", "patch", "delete"}
         eventually(lambda: _create_status(as_member, namespace, f"{group}.m.one") == 201, timeout=60, interval=0.5)
-        # What the policy itself refuses (an unrelated Lease, the operator's) is asserted with the
-        # chart's policy in tests/real/test_install.py; here, in the full suite, its refusal came
-        # later than 60 s in two full runs (never alone; cause not found), so this test keeps to the
-        # operator's side.
+        # The policy's parameters arrive through the server's informer: wait for its 403, with a new
+        # name each try (a create let through meanwhile makes the name's next try 409). The server
+        # keeps a ConfigMap-parameter binding of its own (RealApiServer's PARAM_INFORMER_ANCHOR), so
+        # a policy another test removed earlier has not frozen that informer.
+        eventually(lambda: _create_status(as_member, namespace, _unique(f"{group}-unrelated")) == 403,
+                   timeout=60, interval=0.5)
+        assert _create_status(as_member, namespace, "kubecoord-operator") == 403
         # 3. The policy removed: the writes go within a resync, the Group says why.
         policy.remove()
         eventually(lambda: api.condition("Group", group, "Ready").get("reason") == "Unconfined",

@@ -22,7 +22,11 @@ The verdict is read at most every CHECK_SECONDS (two GETs) and on every resync; 
 so a removed policy takes the Lease writes away within one resync period.
 Not guaranteed: that the API server enforces a policy it serves (its
 ValidatingAdmissionPolicy admission plugin can be disabled; on by default since 1.30),
-nor confinement between the policy's removal and the next check.
+nor that it sees the policy's parameters (kube-apiserver v1.32 stops its ConfigMap
+parameter informer for good once the last binding of a policy with ConfigMap parameters
+is removed: a policy installed again afterwards never finds a ConfigMap created later,
+and admits; docs/operator.md, "Group clients fail closed"), nor confinement between the
+policy's removal and the next check.
 """
 
 from __future__ import annotations
