@@ -69,12 +69,13 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar, Unpack
 
 from kubecoord.api import (
     Coordinator,
     Fence,
     GroupCoordinatorHandle,
+    GroupCoordinatorOptions,
     GroupDescription,
     GroupMembership,
     GroupProtocol,
@@ -89,7 +90,6 @@ from kubecoord.api import (
 )
 from kubecoord.connect import connect as connect_sync
 from kubecoord.errors import RebalanceInProgressError
-from kubecoord.timings import DEFAULT_GROUP_SESSION_TIMEOUT, DEFAULT_REBALANCE_TIMEOUT
 
 _T = TypeVar("_T")
 _V = TypeVar("_V")
@@ -221,20 +221,12 @@ class AsyncCoordinator(_Async):
         return AsyncListenerRegistry(await self._run(self.sync.listener_registry, name, undo=_close), self._executor)
 
     async def group_coordinator(
-        self,
-        group: str,
-        protocol: GroupProtocol,
-        *,
-        member_id: str | None = None,
-        session_timeout: float = DEFAULT_GROUP_SESSION_TIMEOUT,
-        rebalance_timeout: float = DEFAULT_REBALANCE_TIMEOUT,
+        self, group: str, protocol: GroupProtocol, **options: Unpack[GroupCoordinatorOptions]
     ) -> AsyncGroupCoordinator:
-        """Coordinator.group_coordinator (the protocol's callbacks run on the member's own
-        thread, as with the blocking handle)."""
-        member = await self._run(
-            self.sync.group_coordinator, group, protocol, member_id=member_id, session_timeout=session_timeout,
-            rebalance_timeout=rebalance_timeout, undo=_close,
-        )
+        """Coordinator.group_coordinator, with its options (member_id, session_timeout,
+        rebalance_timeout, history); the protocol's callbacks run on the member's own thread,
+        as with the blocking handle."""
+        member = await self._run(self.sync.group_coordinator, group, protocol, **options, undo=_close)
         return AsyncGroupCoordinator(member, self._executor)
 
     def lock(self, name: str, *, id: str | None = None, data: str = "") -> AsyncLock:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Literal, Self, TypedDict, TypeVar
 
 from kubecoord import validation
 from kubecoord.history import EventLog
@@ -360,12 +360,8 @@ class Lock(_Closeable):
         self.acquire()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
+        """Release on leaving the block (a lock lost inside it has nothing to release)."""
         if self.is_held():
             self.release()
 
@@ -626,6 +622,16 @@ class Coordinator(_Closeable):
         coordinator's rebalance events (default: this coordinator's own event log).
         Closing the coordinator closes the handle first (on_leave_prepare, then leave).
         """
+
+
+class GroupCoordinatorOptions(TypedDict, total=False):
+    """Coordinator.group_coordinator()'s keyword options, for wrappers that pass them on
+    (kubecoord.aio): their meaning and defaults are that method's."""
+
+    member_id: str | None
+    session_timeout: float
+    rebalance_timeout: float
+    history: HistoryTarget
 
 
 class GroupProtocol(abc.ABC):

@@ -137,3 +137,17 @@ def test_a_member_whose_record_metadata_is_unreadable_is_assigned_nothing() -> N
     assert done.kind == "complete" and done.state is not None and done.state.phase == STABLE
     assert asked == [{"a", "b"}]
     assert done.state.assignment == {"a": b"a", "b": b"b", "bad": b""}
+
+
+def test_group_coordinator_refuses_an_unknown_option_by_name() -> None:
+    """group_coordinator()'s options are the interface's (member_id, session_timeout,
+    rebalance_timeout, history); any other is an InvalidArgumentError naming it, before
+    anything joins."""
+    import kubecoord
+    from kubecoord import InvalidArgumentError
+    from kubecoord.group_coordinator import UnitsProtocol
+
+    with kubecoord.connect("memory://") as coord:
+        with pytest.raises(InvalidArgumentError, match="session_timout"):
+            coord.group_coordinator("workers", UnitsProtocol(["u0"]), session_timout=5)  # type: ignore[call-arg]
+        assert not coord.group_membership("workers").membership()

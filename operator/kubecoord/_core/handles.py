@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar, Unpack
 
 from kubecoord import metrics, validation
 from kubecoord._internal.clock import Clock, MonotonicClock
@@ -37,15 +37,14 @@ from kubecoord.api import (
     Coordinator,
     Fence,
     GroupCoordinatorHandle,
+    GroupCoordinatorOptions,
     GroupMembership,
     GroupProtocol,
     KeySetListener,
     Leader,
     LeaderElection,
-    LeaderListener,
     ListenerRegistry,
     Lock,
-    MembershipListener,
     Semaphore,
     Storage,
     ValueListener,
@@ -73,8 +72,13 @@ class Handle:
 
     kind: ClassVar[str] = "handle"
     primitive: ClassVar[str] = ""
+    name_field: ClassVar[str] = ""
+    """The interface's attribute that names this handle's object (LeaderElection.service,
+    GroupMembership.group, Storage.name), set here for every backend."""
 
     def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
+        if self.name_field:
+            setattr(self, self.name_field, name)
         self._owner = owner
         self._name = name
         self._history = events
@@ -101,13 +105,33 @@ class Handle:
         self._closed = True
 
 
-class ElectionHandle(Handle, LeaderElection):
-    kind = "leader election"
-    primitive = Primitive.LEADER_ELECTION
+_V = TypeVar("_V")
 
-    def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
-        super().__init__(owner, name, events)
-        self._listeners: ListenerSet[str | None] = ListenerSet()
+
+class _Listened(Generic[_V]):
+    """add_listener/remove_listener of a handle whose listeners take one value (the leader,
+    the member set); the backend learns of each addition (``_listener_added``)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self._listeners: ListenerSet[_V] = ListenerSet()
+
+    def add_listener(self, listener: Callable[[_V], None]) -> None:
+        first = not self._listeners
+        self._listeners.add(listener)
+        self._listener_added(first)
+
+    def remove_listener(self, listener: Callable[[_V], None]) -> None:
+        self._listeners.remove(listener)
+
+    def _listener_added(self, first: bool) -> None:
+        """A listener was added (``first``: the set was empty)."""
+
+
+class ElectionHandle(_Listened[str | None], Handle, LeaderElection):
+    kind = "leader election"
+    name_field = "service"
+    primitive = Primitive.LEADER_ELECTION
 
     def nominate(self, candidate_id: str, data: str = "") -> bool:
         validation.check_id(candidate_id, "candidate_id")
@@ -124,14 +148,6 @@ class ElectionHandle(Handle, LeaderElection):
         self._check_open()
         self._resign(candidate_id)
 
-    def add_listener(self, listener: LeaderListener) -> None:
-        first = not self._listeners
-        self._listeners.add(listener)
-        self._listener_added(first)
-
-    def remove_listener(self, listener: LeaderListener) -> None:
-        self._listeners.remove(listener)
-
     @abc.abstractmethod
     def _nominate(self, candidate_id: str, data: str) -> bool: ...
 
@@ -141,17 +157,12 @@ class ElectionHandle(Handle, LeaderElection):
     @abc.abstractmethod
     def _resign(self, candidate_id: str) -> None: ...
 
-    def _listener_added(self, first: bool) -> None:
-        """A listener was added (``first``: the set was empty)."""
 
 
-class GroupHandle(Handle, GroupMembership):
+class GroupHandle(_Listened[set[str]], Handle, GroupMembership):
     kind = "group membership"
+    name_field = "group"
     primitive = Primitive.GROUP
-
-    def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
-        super().__init__(owner, name, events)
-        self._listeners: ListenerSet[set[str]] = ListenerSet()
 
     def join(self, member_id: str, data: str = "") -> None:
         validation.check_id(member_id, "member_id")
@@ -172,14 +183,6 @@ class GroupHandle(Handle, GroupMembership):
         self._check_open()
         return self._membership_list()
 
-    def add_listener(self, listener: MembershipListener) -> None:
-        first = not self._listeners
-        self._listeners.add(listener)
-        self._listener_added(first)
-
-    def remove_listener(self, listener: MembershipListener) -> None:
-        self._listeners.remove(listener)
-
     @abc.abstractmethod
     def _join(self, member_id: str, data: str) -> None: ...
 
@@ -192,8 +195,6 @@ class GroupHandle(Handle, GroupMembership):
     def _membership_list(self) -> set[str]:
         return set(self._membership())
 
-    def _listener_added(self, first: bool) -> None:
-        """A listener was added (``first``: the set was empty)."""
 
 
 def _check_fence(fence: object) -> None:
@@ -207,6 +208,7 @@ def _check_fence(fence: object) -> None:
 
 class StorageHandle(Handle, Storage):
     kind = "storage"
+    name_field = "name"
     primitive = Primitive.KV
 
     max_value_bytes: int
@@ -314,6 +316,7 @@ class RegistryHandle(Handle, ListenerRegistry):
     """Listener sets per key and per namespace; the backend watches what they name."""
 
     kind = "listener registry"
+    name_field = "name"
     primitive = Primitive.KV
 
     def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
@@ -445,7 +448,9 @@ class CoordinatorBase(Coordinator):
     def semaphore(self, name: str, max_leases: int, *, id: str | None = None, data: str = "") -> Semaphore:
         return SlotSemaphore(self, name, max_leases, holder_id=id, data=data)
 
-    def group_coordinator(self, group: str, protocol: GroupProtocol, **options: Any) -> GroupCoordinatorHandle:
+    def group_coordinator(
+        self, group: str, protocol: GroupProtocol, **options: Unpack[GroupCoordinatorOptions]
+    ) -> GroupCoordinatorHandle:
         # The options are kubecoord.api.Coordinator.group_coordinator's, checked by GroupMember.
         self.check_open()
         if "clock" in options:
@@ -505,6 +510,34 @@ class CoordinatorBase(Coordinator):
 
     @abc.abstractmethod
     def _open_listener_registry(self, name: str) -> ListenerRegistry: ...
+
+
+class HandleTypes(NamedTuple):
+    """The classes a ContextHandles coordinator makes its group, store and registry handles
+    of, each called with the coordinator's context and a name."""
+
+    group_membership: Callable[[Any, str], GroupMembership]
+    storage: Callable[[Any, str], Storage]
+    listener_registry: Callable[[Any, str], ListenerRegistry]
+
+
+class ContextHandles:
+    """The group, store and registry hooks of a coordinator whose handles are each made
+    from its context (what its handles name as their owner) and a name — memory,
+    zookeeper, cassandra: the backend names the three classes (``handle_types``) instead of
+    writing the three hooks. Put before CoordinatorBase among the bases."""
+
+    _handle_owner: object
+    handle_types: HandleTypes
+
+    def _open_group_membership(self, group: str) -> GroupMembership:
+        return self.handle_types.group_membership(self._handle_owner, group)
+
+    def _open_storage(self, name: str) -> Storage:
+        return self.handle_types.storage(self._handle_owner, name)
+
+    def _open_listener_registry(self, name: str) -> ListenerRegistry:
+        return self.handle_types.listener_registry(self._handle_owner, name)
 
 
 class _SessionContext(Protocol):

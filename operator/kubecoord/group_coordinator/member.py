@@ -36,11 +36,17 @@ import logging
 import os
 import socket
 import uuid
-from typing import Any
+from typing import Any, Unpack
 
 from kubecoord import validation
 from kubecoord._internal.clock import Clock, MonotonicClock
-from kubecoord.api import Coordinator, GroupCoordinatorHandle, GroupDescription, GroupProtocol
+from kubecoord.api import (
+    Coordinator,
+    GroupCoordinatorHandle,
+    GroupCoordinatorOptions,
+    GroupDescription,
+    GroupProtocol,
+)
 from kubecoord.errors import (
     ClosedError,
     CoordinationError,
@@ -55,7 +61,7 @@ from kubecoord.group_coordinator.leader_duties import LeaderDuties
 from kubecoord.group_coordinator.rejoin import Rejoiner, join_data
 from kubecoord.group_coordinator.view import NO_GENERATION
 from kubecoord.group_coordinator.worker import MemberWorker
-from kubecoord.history import HistoryTarget, open_event_log
+from kubecoord.history import open_event_log
 from kubecoord.timings import DEFAULT_GROUP_SESSION_TIMEOUT, DEFAULT_REBALANCE_TIMEOUT
 from kubecoord.wire.group_record import STATE_KEY, decode_state, derived_name
 
@@ -75,14 +81,20 @@ class GroupMember(GroupCoordinatorHandle):
         group: str,
         protocol: GroupProtocol,
         *,
-        member_id: str | None = None,
-        session_timeout: float = DEFAULT_GROUP_SESSION_TIMEOUT,
-        rebalance_timeout: float = DEFAULT_REBALANCE_TIMEOUT,
-        history: HistoryTarget = None,
         clock: Clock | None = None,
+        **options: Unpack[GroupCoordinatorOptions],
     ) -> None:
-        """``clock`` is the coordinator's (its maker passes it: a test's ManualClock on
-        memory://), on which confirmations and the leader's timers are measured."""
+        """``options`` are Coordinator.group_coordinator()'s (kubecoord.api says what they
+        mean; any other name is refused). ``clock`` is the coordinator's (its maker passes
+        it: a test's ManualClock on memory://), on which confirmations and the leader's
+        timers are measured."""
+        unknown = sorted(set(options) - set(GroupCoordinatorOptions.__annotations__))
+        if unknown:
+            raise InvalidArgumentError(f"group_coordinator: unknown options {unknown}")
+        member_id = options.get("member_id")
+        session_timeout = options.get("session_timeout", DEFAULT_GROUP_SESSION_TIMEOUT)
+        rebalance_timeout = options.get("rebalance_timeout", DEFAULT_REBALANCE_TIMEOUT)
+        history = options.get("history")
         self.group = validation.check_name(group, "group")
         self.member_id = validation.check_id(member_id or default_member_id(), "member_id")
         if not isinstance(protocol, GroupProtocol):

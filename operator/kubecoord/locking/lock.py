@@ -41,6 +41,7 @@ import logging
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from kubecoord import validation
@@ -67,6 +68,18 @@ def attempt_deadline(timeout: float | None) -> float | None:
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0):
         raise InvalidArgumentError(f"timeout must be None or a number >= 0, got {timeout!r}")
     return None if timeout is None else time.monotonic() + timeout
+
+
+def one_attempt(attempt: threading.Lock, timeout: float | None, body: Callable[[float | None], bool]) -> bool:
+    """``body(deadline)`` while holding ``attempt`` (one acquire() at a time per object),
+    waited for at most ``timeout``: False when another thread's attempt kept it that long."""
+    deadline = attempt_deadline(timeout)
+    if not attempt.acquire(timeout=-1 if timeout is None else timeout):
+        return False
+    try:
+        return body(deadline)
+    finally:
+        attempt.release()
 
 
 def check_lock_name(name: object, primitive: str = Primitive.LOCK) -> str:
@@ -122,13 +135,7 @@ class ElectionLock(Lock):
     def acquire(
         self, timeout: float | None = None, blocking: bool = True, *, cancel: threading.Event | None = None
     ) -> bool:
-        deadline = attempt_deadline(timeout)
-        if not self._attempt.acquire(timeout=-1 if timeout is None else timeout):
-            return False
-        try:
-            return self._acquire(deadline, blocking, cancel)
-        finally:
-            self._attempt.release()
+        return one_attempt(self._attempt, timeout, lambda deadline: self._acquire(deadline, blocking, cancel))
 
     def release(self) -> None:
         with self._state:

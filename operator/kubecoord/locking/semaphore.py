@@ -33,7 +33,7 @@ import time
 from kubecoord import validation
 from kubecoord.api import Coordinator, LockHolder, Semaphore
 from kubecoord.errors import InvalidArgumentError, LockHeldError, LockNotHeldError
-from kubecoord.locking.lock import ElectionLock, attempt_deadline, check_lock_name
+from kubecoord.locking.lock import ElectionLock, check_lock_name, one_attempt
 from kubecoord.running.identity import default_id
 from kubecoord.wire.events import Primitive
 
@@ -80,21 +80,18 @@ class SlotSemaphore(Semaphore):
     def acquire(
         self, timeout: float | None = None, blocking: bool = True, *, cancel: threading.Event | None = None
     ) -> bool:
-        deadline = attempt_deadline(timeout)
-        if not self._attempt.acquire(timeout=-1 if timeout is None else timeout):
+        return one_attempt(self._attempt, timeout, lambda deadline: self._acquire(deadline, blocking, cancel))
+
+    def _acquire(self, deadline: float | None, blocking: bool, cancel: threading.Event | None) -> bool:
+        if self.is_held():
+            raise LockHeldError(f"semaphore {self.name!r} is already held by this object ({self.id!r})")
+        self._check_count()
+        for slot in self._slots:
+            if slot.acquire(blocking=False):
+                return True
+        if not blocking:
             return False
-        try:
-            if self.is_held():
-                raise LockHeldError(f"semaphore {self.name!r} is already held by this object ({self.id!r})")
-            self._check_count()
-            for slot in self._slots:
-                if slot.acquire(blocking=False):
-                    return True
-            if not blocking:
-                return False
-            return self._wait_for_any(deadline, cancel)
-        finally:
-            self._attempt.release()
+        return self._wait_for_any(deadline, cancel)
 
     def _check_count(self) -> None:
         with self._coordinator.leader_election(self._beyond) as beyond:

@@ -122,7 +122,6 @@ class LeaseElection(ElectionHandle):
         request_timeout: float = 5.0,
     ) -> None:
         super().__init__(owner, service, events)
-        self.service = service
         self.timings = timings
         self._lease_clock = clock
         self._wall = wall
@@ -302,6 +301,18 @@ class LeaseElection(ElectionHandle):
             candidates = list(self._candidates.items())
         untils = [s.elector.leading_until() for c, s in candidates if candidate_id is None or c == candidate_id]
         return max((until for until in untils if until is not None), default=None)
+
+    def close(self) -> None:
+        """Resign every candidacy (release), report the last leader, then stop observing."""
+        if self._closed:
+            return
+        self._withdraw_all(release=True)
+        self._report()
+        super().close()
+        self._stop_observing()
+
+    def _stop_observing(self) -> None:
+        """Stop the backend's watch or poll of the record (after close() and crash())."""
 
     def _withdraw_all(self, *, release: bool) -> None:
         for candidate_id in list(self._candidates):

@@ -143,9 +143,9 @@ class Elector:
         self._vanished_at: float | None = None
         self._mark_read: tuple[int, str | None] | None = None
         """The mark as read during the current step (one GET serves both of its uses)."""
-        self._waiting_for_mark = False
         self._creates_record = creates_record
-        self._waiting_for_record = False
+        self._missing: set[str] = set()
+        """What only the record's owner creates and this elector found missing (warned once)."""
         self._retired = False
 
     # -- the holder's own view ----------------------------------------------------------
@@ -250,17 +250,11 @@ class Elector:
         if observed is not None:
             self._highest_epoch = max(self._highest_epoch, observed.record.transitions)
             self._vanished_at = None
-            self._waiting_for_record = False
+            self._missing.discard("election record")
         elif not self._creates_record:
             # 5b. Managed elsewhere (an operator): only its owner creates the record, at the
             #     right epoch. Wait; a watch event wakes us when it is back.
-            if not self._waiting_for_record:
-                self._waiting_for_record = True
-                log.warning(
-                    "election record missing; waiting for its owner (the operator) to re-create it",
-                    extra={"service": self.service, "candidate": self.candidate},
-                )
-            return self._timings.retry_period
+            return self._wait_for_owner("election record")
         elif self._highest_epoch or self._mark_left_behind(now):
             # 5a. The record we saw was deleted (or its mark outlived it): its holder may
             #     lead until its renew deadline, so wait a whole lease from when we noticed.
@@ -283,14 +277,8 @@ class Elector:
                      extra={"service": self.service, "candidate": self.candidate, "error": str(exc)})
             return self._timings.retry_period
         if version is None and not self._creates_record:
-            if not self._waiting_for_mark:
-                self._waiting_for_mark = True
-                log.warning(
-                    "epoch mark missing; waiting for its owner (the operator) to create it",
-                    extra={"service": self.service, "candidate": self.candidate},
-                )
-            return self._timings.retry_period
-        self._waiting_for_mark = False
+            return self._wait_for_owner("epoch mark")
+        self._missing.discard("epoch mark")
         transitions = max(self._highest_epoch, mark) + 1
         now = self._clock.now()  # the read took time: the term is counted from here
         sent = self._wall()  # logged with ``acquired``: the acquisition took effect after this
@@ -376,6 +364,15 @@ class Elector:
         except CoordinationError:
             return False  # the reservation that follows fails the same way and retries
         return version is not None
+
+    def _wait_for_owner(self, what: str) -> float:
+        """``what`` (the election record, its epoch mark) is missing and only its owner (the
+        operator) creates it: warned once per absence; retried after retry_period."""
+        if what not in self._missing:
+            self._missing.add(what)
+            log.warning(f"{what} missing; waiting for its owner (the operator) to create it",
+                        extra={"service": self.service, "candidate": self.candidate})
+        return self._timings.retry_period
 
     def _read_mark(self, now: float) -> tuple[int, str | None]:
         if self._mark_read is None:

@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 from kubecoord import validation
-from kubecoord._core.handles import SessionCoordinator
+from kubecoord._core.handles import ContextHandles, HandleTypes, SessionCoordinator
 from kubecoord._internal.dispatch import Dispatcher
-from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
+from kubecoord.api import LeaderElection
 from kubecoord.backends.cassandra import schema
 from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.backends.cassandra.election import CassandraElection
@@ -42,7 +42,9 @@ def check_hosts(location: str) -> list[tuple[str, int]]:
     return hosts
 
 
-class CassandraCoordinator(SessionCoordinator, Purgeable):
+class CassandraCoordinator(ContextHandles, SessionCoordinator, Purgeable):
+
+    handle_types = HandleTypes(CassandraGroup, CassandraStorage, CassandraListenerRegistry)
     backend = "cassandra"
     context: CassandraContext
     session: Session
@@ -73,14 +75,6 @@ class CassandraCoordinator(SessionCoordinator, Purgeable):
         timed = self.context.options.election_timings(**timings) if timings else self.context.timings
         return CassandraElection(self.context, service, timed)
 
-    def _open_group_membership(self, group: str) -> GroupMembership:
-        return CassandraGroup(self.context, group)
-
-    def _open_storage(self, name: str) -> Storage:
-        return CassandraStorage(self.context, name)
-
-    def _open_listener_registry(self, name: str) -> ListenerRegistry:
-        return CassandraListenerRegistry(self.context, name)
 
     def purge(self, primitive: str, name: str) -> int:
         """Delete every row of one election, group or store; returns how many partitions

@@ -95,23 +95,15 @@ class CassandraElection(LeaseElection):
             self._ensure_polling()
 
     # -- lifecycle ----------------------------------------------------------------------
-    def _stop_polling(self) -> None:
+    def _stop_observing(self) -> None:
         with self._lock:
             poller, self._poller = self._poller, None
         if poller is not None:
             poller.stop()
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._withdraw_all(release=True)
-        self._report()
-        self._closed = True
-        self._stop_polling()
 
     def crash(self) -> None:
         self._closed = True
         for candidate in list(self._candidates):
             self._rows.forget(candidate)
         self._withdraw_all(release=False)
-        self._stop_polling()
+        self._stop_observing()

@@ -141,7 +141,6 @@ def _failed(error: BaseException) -> Future[Any]:
 class CassandraStorage(StorageHandle):
     def __init__(self, context: CassandraContext, name: str) -> None:
         super().__init__(context, name, context.events)
-        self.name = name
         self._session = context.session
         self.max_value_bytes = context.options.max_value_bytes
         self._incarnation: uuid.UUID | None = None
@@ -205,6 +204,16 @@ class CassandraStorage(StorageHandle):
             raise VersionConflictError(f"key {key!r} is at version {current.version}, not {expected_version}")
         return current
 
+    def _refused(self, key: str, existing: Any, expected_version: int | None) -> None:
+        """A conditional write the server refused, answering ``existing`` (the row it holds):
+        KeyNotFoundError when the key is gone, VersionConflictError (recorded) when the caller
+        asked for a version; else it returns and the caller reads again (it raced a writer)."""
+        if existing.get("version") is None:
+            raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
+        if expected_version is not None:
+            self._record(Event.CONFLICT, key=key, version=expected_version)
+            raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
+
     def _update(self, key: str, data: str, expected_version: int | None, fence: Fence | None) -> int:
         if fence is not None:
             return self._fenced_write(key, fence, data, expected_version)
@@ -224,12 +233,7 @@ class CassandraStorage(StorageHandle):
                 # The outcome was unknown and a SERIAL read showed the write did not land: no
                 # answer row to judge by, so what the key holds now decides (read again).
                 continue
-            existing = result.existing
-            if existing.get("version") is None:
-                raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
-            if expected_version is not None:
-                self._record(Event.CONFLICT, key=key, version=expected_version)
-                raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
+            self._refused(key, result.existing, expected_version)
             # A plain update() raced another writer: read again and write over the newer version.
 
     def _delete(self, key: str, expected_version: int | None, fence: Fence | None) -> None:
@@ -249,12 +253,7 @@ class CassandraStorage(StorageHandle):
                 return
             if result.existing is None:
                 continue  # an unknown outcome that did not land: read again, as in _update
-            existing = result.existing
-            if existing.get("version") is None:
-                raise KeyNotFoundError(f"key {key!r} does not exist in store {self.name!r}")
-            if expected_version is not None:
-                self._record(Event.CONFLICT, key=key, version=expected_version)
-                raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
+            self._refused(key, result.existing, expected_version)
 
     def _fenced_write(
         self, key: str, fence: Fence, data: str | None, expected_version: int | None, *, put: bool = False
@@ -392,7 +391,6 @@ def _text(value: uuid.UUID | None) -> str | None:
 class CassandraListenerRegistry(RegistryHandle):
     def __init__(self, context: CassandraContext, name: str) -> None:
         super().__init__(context, name, context.events)
-        self.name = name
         self._context = context
         self._session = context.session
         self._poll_lock = threading.Lock()

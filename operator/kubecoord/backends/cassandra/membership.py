@@ -54,7 +54,6 @@ class CassandraGroup(GroupHandle):
         self._session = context.session
         self._session_id = context.session_id
         self._ttl = context.options.lease_duration
-        self.group = group
         self._lock = threading.RLock()
         self._mine: dict[str, str] = {}
         self._heartbeat: Loop | None = None

@@ -125,9 +125,10 @@ def _done(value: T) -> Future[T]:
 class _StoreHandle(HandleBase):
     """A handle on the store's shards, each fed by a shared informer on that ConfigMap."""
 
+    name: str  # set by the core's Handle (Storage.name, ListenerRegistry.name)
+
     def __init__(self, context: KubernetesContext, name: str, *, shards: int | None = None) -> None:
         super().__init__(context, name)
-        self.name = name
         self._create_shards = shards or context.kv_shards
         """Shard count written if this handle creates the store (a recorded count wins)."""
         self._shard_lock = threading.RLock()

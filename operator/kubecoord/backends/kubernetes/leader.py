@@ -64,12 +64,7 @@ class KubeLeaderElection(Watching, LeaseElection):
         return self._context.crashed
 
     # -- lifecycle ----------------------------------------------------------------------
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._withdraw_all(release=True)
-        self._report()
-        self._closed = True
+    def _stop_observing(self) -> None:
         self._stop_watching()
 
     def crash(self) -> None:

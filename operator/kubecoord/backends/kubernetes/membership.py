@@ -139,7 +139,6 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
 
     def __init__(self, context: KubernetesContext, group: str, timings: Timings) -> None:
         super().__init__(context, group)
-        self.group = group
         self.timings = timings
         self._lock = threading.Lock()  # a leaf lock: never held while calling the informer's writers
         self._mine: dict[str, str] = {}  # member id -> data

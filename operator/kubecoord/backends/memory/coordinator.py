@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubecoord._core.handles import CoordinatorBase
+from kubecoord._core.handles import ContextHandles, CoordinatorBase, HandleTypes
 from kubecoord._internal.clock import Clock
 from kubecoord._internal.dispatch import Dispatcher, ListenerSet
-from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
+from kubecoord.api import LeaderElection
 from kubecoord.backends.memory.context import MemoryContext
 from kubecoord.backends.memory.kv import MemoryListenerRegistry, MemoryStorage
 from kubecoord.backends.memory.leader import MemoryLeaderElection
@@ -39,8 +39,10 @@ def lease_timings(
     )
 
 
-class MemoryCoordinator(CoordinatorBase):
+class MemoryCoordinator(ContextHandles, CoordinatorBase):
     """A coordinator on an in-process state. See kubecoord.backends.memory for options."""
+
+    handle_types = HandleTypes(MemoryGroupMembership, MemoryStorage, MemoryListenerRegistry)
 
     backend = "memory"
 
@@ -70,14 +72,6 @@ class MemoryCoordinator(CoordinatorBase):
         retry_period) default to the coordinator's."""
         return MemoryLeaderElection(self.context, service, self.timings.with_overrides(**timings))
 
-    def _open_group_membership(self, group: str) -> GroupMembership:
-        return MemoryGroupMembership(self.context, group)
-
-    def _open_storage(self, name: str) -> Storage:
-        return MemoryStorage(self.context, name)
-
-    def _open_listener_registry(self, name: str) -> ListenerRegistry:
-        return MemoryListenerRegistry(self.context, name)
 
     # -- lifecycle ----------------------------------------------------------------
     def close(self) -> None:

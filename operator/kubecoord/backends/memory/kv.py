@@ -30,7 +30,6 @@ def _done(value: T) -> Future[T]:
 class MemoryStorage(MemoryHandle, StorageHandle):
     def __init__(self, context: MemoryContext, name: str) -> None:
         super().__init__(context, name)
-        self.name = name
         self.max_value_bytes = context.max_value_bytes
 
     def _fetch(self, key: str) -> Future[str | None]:
@@ -118,7 +117,6 @@ class MemoryStorage(MemoryHandle, StorageHandle):
 class MemoryListenerRegistry(MemoryHandle, RegistryHandle):
     def __init__(self, context: MemoryContext, name: str) -> None:
         super().__init__(context, name)
-        self.name = name
         self._subscriptions: list[Subscription] = []
 
     def _value_listener_added(self, key: str, listeners: ListenerSet[str | None], first: bool) -> None:

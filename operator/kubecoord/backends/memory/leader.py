@@ -74,16 +74,11 @@ class MemoryLeaderElection(LeaseElection):
         self._changed(step=True)
 
     # -- lifecycle ----------------------------------------------------------------------
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._withdraw_all(release=True)
-        self._report()
+    def _stop_observing(self) -> None:
         self._state.records.unsubscribe(self._record_name, self._on_write)
-        super().close()
 
     def crash(self) -> None:
         """Stop as kill -9 would: a last heartbeat, then no release and no more steps."""
-        self._state.records.unsubscribe(self._record_name, self._on_write)
+        self._stop_observing()
         self._withdraw_all(release=False)
-        super().close()
+        self._closed = True

@@ -18,7 +18,6 @@ from kubecoord.wire.events import Event
 class MemoryGroupMembership(MemoryHandle, GroupHandle):
     def __init__(self, context: MemoryContext, group: str) -> None:
         super().__init__(context, group)
-        self.group = group
         self._mine: set[str] = set()
         with self._state.lock:
             self._state.group(group).subscriptions.append(context.subscribe(self._listeners))

@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 from kubecoord import validation
-from kubecoord._core.handles import SessionCoordinator
+from kubecoord._core.handles import ContextHandles, HandleTypes, SessionCoordinator
 from kubecoord._internal.dispatch import Dispatcher
-from kubecoord.api import GroupMembership, LeaderElection, ListenerRegistry, Storage
+from kubecoord.api import LeaderElection
 from kubecoord.backends.zookeeper.context import ZooKeeperContext
 from kubecoord.backends.zookeeper.election import ZooKeeperElection
 from kubecoord.backends.zookeeper.errors import translating
@@ -37,7 +37,9 @@ def check_hosts(location: str) -> str:
     return ",".join(hosts)
 
 
-class ZooKeeperCoordinator(SessionCoordinator, Purgeable):
+class ZooKeeperCoordinator(ContextHandles, SessionCoordinator, Purgeable):
+
+    handle_types = HandleTypes(ZooKeeperGroup, ZooKeeperStorage, ZooKeeperListenerRegistry)
     backend = "zookeeper"
     context: ZooKeeperContext
     session: Session
@@ -69,14 +71,6 @@ class ZooKeeperCoordinator(SessionCoordinator, Purgeable):
             )
         return ZooKeeperElection(self.context, service)
 
-    def _open_group_membership(self, group: str) -> GroupMembership:
-        return ZooKeeperGroup(self.context, group)
-
-    def _open_storage(self, name: str) -> Storage:
-        return ZooKeeperStorage(self.context, name)
-
-    def _open_listener_registry(self, name: str) -> ListenerRegistry:
-        return ZooKeeperListenerRegistry(self.context, name)
 
     def purge(self, primitive: str, name: str) -> int:
         """Delete every znode of one election, group or store; returns how many went

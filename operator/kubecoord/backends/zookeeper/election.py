@@ -46,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -113,8 +112,6 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
 
     def __init__(self, context: ZooKeeperContext, service: str) -> None:
         super().__init__(context, service)
-        self.service = service
-        self._lock = threading.RLock()
         self._candidates: dict[str, _Candidate] = {}
         self._view: str | None = None
         self._identities: dict[str, tuple[str, str, int]] = {}
@@ -206,20 +203,17 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
                 self._evaluate_or_retry(notify=False)
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._session.unsubscribe(self._on_state)
-        with self._lock:
-            self._closed = True
-            for candidate in self._candidates.values():
-                # Closed: is_leader() is false from here, before the delete is sent.
-                proven, ended = self._holds(candidate), self._ended(candidate)
-                if candidate.node is not None:
-                    self._delete_on_close(f"{self.path}/{candidate.node}", unique=True)
-                if candidate.leading:
-                    self._record_end(candidate, proven, ended)
-            self._candidates.clear()
-        super().close()
+        self._close_session_bound(self._on_state, self._release_candidates)
+
+    def _release_candidates(self) -> None:
+        for candidate in self._candidates.values():
+            # Closed: is_leader() is false from here, before the delete is sent.
+            proven, ended = self._holds(candidate), self._ended(candidate)
+            if candidate.node is not None:
+                self._delete_on_close(f"{self.path}/{candidate.node}", unique=True)
+            if candidate.leading:
+                self._record_end(candidate, proven, ended)
+        self._candidates.clear()
 
     # -- znodes ---------------------------------------------------------------------
     def _holds(self, candidate: _Candidate) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import ClassVar
 
 from kazoo.exceptions import KazooException, NoNodeError
@@ -31,6 +32,20 @@ class ZooKeeperHandle(Handle):
         self._dispatcher = context.dispatcher
         self.path = f"{context.chroot}/{self.folder}/{name}"
         """The handle's znode: CHROOT/FOLDER/NAME."""
+        self._lock = threading.RLock()
+        """Guards the handle's own state; reentrant."""
+
+    def _close_session_bound(self, on_state: Callable[[str], None], release: Callable[[], None]) -> None:
+        """close() of a handle that hears of the session's states (``on_state``) and holds
+        nodes (an election's candidates, a group's members): stop hearing, then, under the
+        handle's lock, mark it closed and ``release`` what it holds; then the core's close."""
+        if self._closed:
+            return
+        self._session.unsubscribe(on_state)
+        with self._lock:
+            self._closed = True
+            release()
+        Handle.close(self)
 
     def _retry_later(self, task_key: object, task: object) -> None:
         """Post ``task`` again after RETRY_DELAY if the session is still connected."""

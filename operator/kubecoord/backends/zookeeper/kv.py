@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import logging
 import posixpath
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -88,7 +87,6 @@ class ZooKeeperStorage(ZooKeeperHandle, StorageHandle):
 
     def __init__(self, context: ZooKeeperContext, name: str) -> None:
         super().__init__(context, name)
-        self.name = name
         self.max_value_bytes = context.options.max_value_bytes
         self._incarnation = RootIncarnation(self._session, self.path)
 
@@ -333,8 +331,6 @@ class ZooKeeperListenerRegistry(ZooKeeperHandle, RegistryHandle):
 
     def __init__(self, context: ZooKeeperContext, name: str) -> None:
         super().__init__(context, name)
-        self.name = name
-        self._lock = threading.Lock()
         self._watches: dict[tuple[str, str], Watch[Any]] = {}
 
     def _value_listener_added(self, key: str, listeners: ListenerSet[str | None], first: bool) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 
 from kazoo.exceptions import ConnectionLoss, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
@@ -46,8 +45,6 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
 
     def __init__(self, context: ZooKeeperContext, group: str) -> None:
         super().__init__(context, group)
-        self.group = group
-        self._lock = threading.RLock()
         self._mine: dict[str, str] = {}
         self._watch: Watch[frozenset[str]] | None = None
         self._session.subscribe(self._on_state)
@@ -99,18 +96,15 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
                 self._watch = watch
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._session.unsubscribe(self._on_state)
-        with self._lock:
-            self._closed = True
-            if self._watch is not None:
-                self._watch.stop()
-            for member_id in self._mine:
-                self._delete_on_close(self._node(member_id))
-                self._record_member(Event.LEFT, member_id)
-            self._mine.clear()
-        super().close()
+        self._close_session_bound(self._on_state, self._release_members)
+
+    def _release_members(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+        for member_id in self._mine:
+            self._delete_on_close(self._node(member_id))
+            self._record_member(Event.LEFT, member_id)
+        self._mine.clear()
 
     # -- znodes ---------------------------------------------------------------------
     def _node(self, member_id: str) -> str:
