@@ -551,8 +551,20 @@ class Coordinator(_Closeable):
         return ""
 
     @abc.abstractmethod
-    def leader_election(self, service: str) -> LeaderElection:
-        """A LeaderElection client for ``service`` (a DNS-1123 label)."""
+    def leader_election(
+        self,
+        service: str,
+        *,
+        lease_duration: float | None = None,
+        renew_deadline: float | None = None,
+        retry_period: float | None = None,
+    ) -> LeaderElection:
+        """A LeaderElection client for ``service`` (a DNS-1123 label).
+
+        The timings (kubecoord.timings: the same names as connect()'s) replace the
+        coordinator's for this handle where given; a backend whose elections live as long as
+        a session (zookeeper://) refuses them, naming them (InvalidArgumentError), as every
+        backend refuses timings that break the lease rule — before any request."""
 
     @abc.abstractmethod
     def lock(self, name: str, *, id: str | None = None, data: str = "") -> Lock:

@@ -422,10 +422,19 @@ class CoordinatorBase(Coordinator):
         self._handle_owner: object = handle_owner if handle_owner is not None else self
         """What this coordinator's own handles name as their owner (itself unless given)."""
 
-    def leader_election(self, service: str, **options: Any) -> LeaderElection:
+    def leader_election(
+        self,
+        service: str,
+        *,
+        lease_duration: float | None = None,
+        renew_deadline: float | None = None,
+        retry_period: float | None = None,
+    ) -> LeaderElection:
         validation.check_name(service, "service")
         self.check_open()
-        return self._track(self._open_leader_election(service, **options))
+        given = {"lease_duration": lease_duration, "renew_deadline": renew_deadline, "retry_period": retry_period}
+        timings = {name: value for name, value in given.items() if value is not None}
+        return self._track(self._open_leader_election(service, **timings))
 
     def group_membership(self, group: str) -> GroupMembership:
         validation.check_name(group, "group")
