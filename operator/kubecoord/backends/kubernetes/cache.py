@@ -169,6 +169,11 @@ class ObjectCache:
                 self._last_rv = version
 
     # -- from this process's own requests ---------------------------------------------------
+    def observation(self, obj: dict[str, Any]) -> Observed:
+        """``obj`` as observed now, not stored: what a GET answered when the cache did not
+        take it (offer() leaves out an uncached object the watch has moved past)."""
+        return Observed(_without_managed_fields(obj), resource_version(obj), self._clock.now())
+
     def offer(self, obj: dict[str, Any]) -> Observed | None:
         """Apply an object returned by a write or a GET, unless the watch is already past
         it; the cached observation of that object afterwards."""

@@ -10,7 +10,8 @@ PUT the whole shard with the cached resourceVersion as precondition (POST when i
 not exist yet). A 409 means someone else wrote the shard meanwhile: re-read and re-apply
 — a write to another key never surfaces to the caller; only a real change of *this* key
 turns into KeyExistsError / KeyNotFoundError / VersionConflictError, and only after a
-fresh read confirms it (a stale cache never fails a write).
+fresh read confirms it, judged on that read's answer (a stale cache never fails a write,
+even one whose watch moved past the shard without showing it).
 
 Outcomes: a write is sent once per attempt. When its answer is lost (the connection reset
 after sending, a read timeout, a server error; client.py raises OutcomeUnknownError) it is
@@ -256,13 +257,13 @@ class KubeStorage(_StoreHandle, StorageHandle):
             entry = self._read(key)
             return (_versioned(entry)), evidence
         sent = time.monotonic()
-        self._informer(0).refresh(object_names.store_shard_name(self.name, 0))  # the layout, and maybe the key
-        shards = self._layout()
+        # The server's answers, not the cache's view of them (Informer.refresh).
+        shard = zero = self._informer(0).refresh(object_names.store_shard_name(self.name, 0))
+        shards = self._layout() or (recorded_shards(zero.obj) if zero is not None else None)
         index = shard_of(key, shards) if shards is not None else 0
         if index != 0:
-            self._informer(index).refresh(object_names.store_shard_name(self.name, index))
-        entry = self._read(key)
-        return (_versioned(entry)), sent
+            shard = self._informer(index).refresh(object_names.store_shard_name(self.name, index))
+        return _versioned(entries_of(shard).get(key)), sent
 
     def _children(self, namespace: str) -> set[str]:
         return children_of(self._entries(), namespace)
@@ -324,6 +325,8 @@ class KubeStorage(_StoreHandle, StorageHandle):
         zero = object_names.store_shard_name(self.name, 0)
         data_key = encode_key(key)
         fresh = layout_confirmed = False
+        read: tuple[str, Observed | None] | None = None
+        """(ConfigMap, the server's answer) of the last fresh read: judged on, not the cache."""
         for attempt in range(MAX_ATTEMPTS):
             # The layout again on every attempt: a conflict may have shown a new incarnation.
             shards = self._layout()
@@ -335,7 +338,8 @@ class KubeStorage(_StoreHandle, StorageHandle):
             index = shard_of(key, shards)
             configmap = object_names.store_shard_name(self.name, index)
             informer = self._informer(index)
-            observed = informer.get(configmap)
+            observed = read[1] if read is not None and read[0] == configmap else informer.get(configmap)
+            read = None
             if observed is None and index != 0 and not layout_confirmed:
                 # Creating a shard other than 0: confirm the layout against the server first
                 # (a cached shard 0 of a deleted incarnation would put the key out of place).
@@ -351,7 +355,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
                 body = self._body(observed, index, shards, data_key, new, marks, marker=uuid.uuid4().hex)
             except _REFUSALS as exc:
                 if not fresh:  # judged on a cached copy: confirm against the server first
-                    informer.refresh(configmap)
+                    read = (configmap, informer.refresh(configmap))
                     fresh = True
                     continue
                 if isinstance(exc, VersionConflictError):
@@ -364,7 +368,7 @@ class KubeStorage(_StoreHandle, StorageHandle):
             except (AlreadyExists, Conflict, NotFound):
                 # Someone else wrote the shard (maybe another key), or the store is another
                 # incarnation now: re-read the shard and the layout, re-apply.
-                informer.refresh(configmap)
+                read = (configmap, informer.refresh(configmap))
                 if index != 0:
                     self._informer(0).refresh(zero)
                 fresh = True

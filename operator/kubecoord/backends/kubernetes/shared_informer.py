@@ -136,10 +136,16 @@ class Informer:
         self._drain()
 
     def refresh(self, name: str, *, timeout: float | None = None) -> Observed | None:
-        """GET ``name`` now and fold it into the cache; returns the current observation."""
+        """GET ``name`` now and fold it into the cache; returns the current observation:
+        the cache's when it holds that version or a newer one, else the GET's own. The
+        cache leaves out an object its watch has moved past without showing it (it takes
+        it for deleted since); a watch whose bookmark came before the object's event (seen
+        from kube-apiserver in a whole cluster) is there until the event arrives, and the
+        server's answer must not be hidden meanwhile."""
         obj = self._client.get(self._resource, name, timeout=timeout)
         if obj is not None:
-            return self.offer(obj)
+            observed = self.offer(obj)
+            return observed if observed is not None else self._cache.observation(obj)
         self._cache.absent(name)
         self._drain()
         return None
