@@ -157,7 +157,7 @@ def real_cluster(real_api: RealApiServer) -> RealApiServer:
 @pytest.fixture(scope="session")
 def le_candidate(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """client-go's candidate, unpacked; it needs no real server (it runs on the emulator too)."""
-    from kubecoord_testkit.servers.kubernetes import BinariesNotFound, find_binaries, unpack
+    from kubecoord_testkit.servers.kubernetes import BinariesNotFound, find_binaries, unpacked
 
     try:
         binaries = find_binaries()
@@ -165,7 +165,7 @@ def le_candidate(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
         pytest.skip(f"client-go interop: {exc}")
     if binaries.le_candidate is None:
         pytest.skip(f"client-go interop: no le-candidate[.xz] beside {binaries.apiserver}")
-    return unpack(binaries.le_candidate, tmp_path_factory.mktemp("client-go") / "le-candidate")
+    return unpacked(binaries.le_candidate)
 
 
 @pytest.fixture(scope="session")
