@@ -26,7 +26,7 @@ def test_default_render_has_every_object(render: Render) -> None:
     assert kinds == sorted(
         ["ServiceAccount", "Deployment", "Service", "Role", "RoleBinding", "PodDisruptionBudget"]
         + ["ClusterRole", "ClusterRoleBinding"] * 2
-        + ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+        + ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] * 2  # Group clients, operator terms
         + ["CustomResourceDefinition"] * 3
     )
     for obj in objects:
@@ -60,7 +60,7 @@ def test_deployment_command_probes_ports_and_downward_api(render: Render) -> Non
     assert c["image"] == f"kubecoord/operator:{chart['appVersion']}"
     assert c["command"] == ["kubecoord", "operator"]
     assert c["args"] == ["--all-namespaces", "--lease-duration=15", "--renew-deadline=10", "--retry-period=2",
-                         "--confinement-policy=kc-kubecoord-lease-grants"]
+                         "--confinement-policy=kc-kubecoord-lease-grants", "--fence-writes"]
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"health": 8080, "metrics": 9090}
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
@@ -89,7 +89,8 @@ def test_namespaced_mode_uses_roles_in_each_watched_namespace(render: Render) ->
         ("kubecoord-system", "kc-kubecoord-leader-election"),
     }
     (cluster_role,) = by_kind(objects, "ClusterRole")  # discovery only: no cluster-wide writes
-    assert {v for rule in cluster_role["rules"] for v in rule["verbs"]} <= {"get", "list", "watch"}
+    assert {v for rule in cluster_role["rules"] if rule["resources"] != ["userextras/kubecoord.dev/term"]
+            for v in rule["verbs"]} <= {"get", "list", "watch"}
     namespaces = [r for r in cluster_role["rules"] if r["resources"] == ["namespaces"]]
     assert namespaces, "kopf lists and watches namespaces when it serves a set of them"
 
@@ -117,6 +118,9 @@ def test_leader_election_role_is_limited_to_the_operator_lease(render: Render) -
             "resourceNames": ["my-lease"],
             "verbs": ["get"],
         },
+        # fenced writes: the pod's ServiceAccount impersonates itself to name its term
+        {"apiGroups": [""], "resources": ["serviceaccounts"], "resourceNames": ["kc-kubecoord"],
+         "verbs": ["impersonate"]},
     ]
     env = {e["name"]: e.get("value") for e in container(objects)["env"]}
     assert env["KUBECOORD_OPERATOR_LEASE"] == "my-lease"
@@ -167,8 +171,10 @@ def test_group_clients_fail_closed_unless_the_policy_is_in_force_or_accepted(ren
     only while that policy and its binding exist) and may read exactly those two objects;
     accepting unconfined clients is a value of its own, off by default."""
     objects = render()
-    (policy,) = by_kind(objects, "ValidatingAdmissionPolicy")
-    (binding,) = by_kind(objects, "ValidatingAdmissionPolicyBinding")
+    (policy,) = [p for p in by_kind(objects, "ValidatingAdmissionPolicy")
+                 if p["spec"]["paramKind"]["kind"] == "ConfigMap"]
+    (binding,) = [b for b in by_kind(objects, "ValidatingAdmissionPolicyBinding")
+                  if b["spec"]["policyName"] == policy["metadata"]["name"]]
     name = policy["metadata"]["name"]
     assert binding["metadata"]["name"] == name == binding["spec"]["policyName"] == "kc-kubecoord-lease-grants"
     args = container(objects)["args"]
@@ -180,17 +186,47 @@ def test_group_clients_fail_closed_unless_the_policy_is_in_force_or_accepted(ren
             "resourceNames": [name], "verbs": ["get"]} in discovery["rules"]
     # Without the policy the operator fails closed; only the explicit value opens it.
     unconfined = render("--set", "rbac.confineGroupClients=false")
-    assert not by_kind(unconfined, "ValidatingAdmissionPolicy")
+    assert [p["metadata"]["name"] for p in by_kind(unconfined, "ValidatingAdmissionPolicy")] == [
+        "kc-kubecoord-operator-term"]
     assert "--allow-unconfined-group-clients" not in container(unconfined)["args"]
     accepted = render("--set", "rbac.confineGroupClients=false", "--set", "rbac.allowUnconfinedGroupClients=true")
     assert "--allow-unconfined-group-clients" in container(accepted)["args"]
     # Watching every namespace, the binding applies everywhere; a namespaced release only
     # where it watches, so a second release does not confine the first one's namespaces.
     assert "matchResources" not in binding["spec"]
-    (scoped,) = by_kind(render("--set", "operator.allNamespaces=false", "--set", "operator.namespaces={apps,jobs}"),
-                        "ValidatingAdmissionPolicyBinding")
+    (scoped,) = [b for b in by_kind(render("--set", "operator.allNamespaces=false",
+                                           "--set", "operator.namespaces={apps,jobs}"),
+                                    "ValidatingAdmissionPolicyBinding") if b["spec"]["policyName"] == name]
     assert scoped["spec"]["matchResources"] == {"namespaceSelector": {"matchExpressions": [
         {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["apps", "jobs"]}]}}
+
+
+def test_the_operators_writes_are_fenced_by_its_lease_unless_turned_off(render: Render) -> None:
+    """The term policy takes the operator Lease of the release namespace as its parameter and
+    judges only the chart ServiceAccount's writes that name a term; the operator is told to
+    name it and may impersonate itself for it. rbac.fenceOperatorWrites=false: none of it."""
+    objects = render("--set", "operator.leaseName=my-lease")
+    (policy,) = [p for p in by_kind(objects, "ValidatingAdmissionPolicy") if p["spec"]["paramKind"]["kind"] == "Lease"]
+    (binding,) = [b for b in by_kind(objects, "ValidatingAdmissionPolicyBinding")
+                  if b["spec"]["policyName"] == policy["metadata"]["name"] == "kc-kubecoord-operator-term"]
+    assert binding["spec"]["paramRef"] == {"name": "my-lease", "namespace": "kubecoord-system",
+                                           "parameterNotFoundAction": "Allow"}
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    conditions = {c["name"]: c["expression"] for c in policy["spec"]["matchConditions"]}
+    assert "'system:serviceaccount:kubecoord-system:kc-kubecoord'" in conditions["the-operator"]
+    assert conditions["names-a-term"] == "'kubecoord.dev/term' in request.userInfo.extra"
+    written = {(g, r) for rule in policy["spec"]["matchConstraints"]["resourceRules"]
+               for g in rule["apiGroups"] for r in rule["resources"]}
+    assert {("kubecoord.dev", "leaderelections/status"), ("rbac.authorization.k8s.io", "rolebindings"),
+            ("", "configmaps"), ("coordination.k8s.io", "leases"), ("", "events")} <= written
+    assert "--fence-writes" in container(objects)["args"]
+    (discovery,) = [r for r in by_kind(objects, "ClusterRole") if r["metadata"]["name"].endswith("-discovery")]
+    assert {"apiGroups": ["authentication.k8s.io"], "resources": ["userextras/kubecoord.dev/term"],
+            "verbs": ["impersonate"]} in discovery["rules"]
+    off = render("--set", "rbac.fenceOperatorWrites=false")
+    assert [p["metadata"]["name"] for p in by_kind(off, "ValidatingAdmissionPolicy")] == ["kc-kubecoord-lease-grants"]
+    assert "--fence-writes" not in container(off)["args"]
+    assert "impersonate" not in yaml.safe_dump(off)
 
 
 def test_the_notes_say_what_a_group_without_confinement_gets(helm: Path) -> None:

@@ -58,23 +58,34 @@ def garbage_collector(real_cluster: RealApiServer) -> RealApiServer:
 
 
 class Operator:
-    """``kubecoord operator`` for one namespace, as a process (admin rights, its own identity)."""
+    """``kubecoord operator`` for one namespace, as a process (admin rights unless
+    ``kubeconfig`` says otherwise, its own identity; its Lease in ``lease_namespace``,
+    default the watched one; ``program``: the module run instead of kubecoord.cli, with
+    ``env`` added, e.g. kubecoord_testkit.operator_freeze; ``timings``: its Lease's duration,
+    renew deadline and retry period)."""
 
     def __init__(self, kubeconfig: pathlib.Path, namespace: str, folder: pathlib.Path, identity: str,
-                 extra: tuple[str, ...] = ()) -> None:
+                 extra: tuple[str, ...] = (), *, lease_namespace: str | None = None,
+                 program: str = "kubecoord.cli", env: dict[str, str] | None = None,
+                 timings: tuple[float, float, float] = (3, 2, 0.5)) -> None:
         self.kubeconfig, self.namespace, self.identity, self.extra = kubeconfig, namespace, identity, extra
+        self.timings = timings
+        self.lease_namespace = lease_namespace or namespace
+        self.program, self.env = program, dict(env or {})
         self.log = folder / f"{identity}.log"
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Operator:
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "operator",
+                [sys.executable, "-m", self.program, "--log-level", "INFO", "operator",
                  "--namespace", self.namespace, "--kubeconfig", str(self.kubeconfig),
-                 "--lease-namespace", self.namespace, "--identity", self.identity,
-                 "--lease-duration", "3", "--renew-deadline", "2", "--retry-period", "0.5",
+                 "--lease-namespace", self.lease_namespace, "--identity", self.identity,
+                 "--lease-duration", str(self.timings[0]), "--renew-deadline", str(self.timings[1]),
+                 "--retry-period", str(self.timings[2]),
                  "--health-port", str(free_port()), "--metrics-port", "0", "--bind", "127.0.0.1", *self.extra],
-                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
+                stdout=out, stderr=subprocess.STDOUT,
+                env={**os.environ, "KUBECONFIG": str(self.kubeconfig), **self.env},
             )  # fmt: skip
         return self
 

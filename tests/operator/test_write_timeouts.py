@@ -17,13 +17,13 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-import yaml
 from aiohttp import web
 
 import kubecoord
 from kubecoord.operator import connections, fencing, ha, kubeapi
 from kubecoord.operator.health import HealthState
 from kubecoord.resources import BackendSpec
+from tests.operator.local_api import local_api
 
 LEASE, RENEW = 3.0, 2.0
 
@@ -92,39 +92,18 @@ def test_a_write_that_times_out_is_retried_only_within_the_term(
 
 async def _write_to_a_stalled_server(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
     stalled = Stalled()
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", stalled.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-    }
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump(config))
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    kubeapi.reset()
     leading = [True]
     fencing.install(lambda: leading[0], lease_duration=LEASE, renew_deadline=RENEW)
-    try:
-        # A guard far above the write timeout (1 s) and far below the 30 s it used to be.
-        with pytest.raises(ConnectionError):
-            await asyncio.wait_for(kubeapi.acall("PUT", "/api/v1/namespaces/default/configmaps/x", {}), 20)
-        assert stalled.requests == 1  # abandoned, not re-sent
-        leading[0] = False  # the term ended: the work queue's retry asks first
-        with pytest.raises(kubeapi.ApiException) as refused:
-            await kubeapi.acall("PUT", "/api/v1/namespaces/default/configmaps/x", {})
-        assert refused.value.reason.startswith("NotLeading")
-        assert stalled.requests == 1
-    finally:
-        stalled.release.set()
-        from kubecoord.operator import loop_requests
-
-        await loop_requests.close()
-        await runner.cleanup()
-        kubeapi.reset()
+    async with local_api(stalled.handle, tmp_path, monkeypatch):
+        try:
+            # A guard far above the write timeout (1 s) and far below the 30 s it used to be.
+            with pytest.raises(ConnectionError):
+                await asyncio.wait_for(kubeapi.acall("PUT", "/api/v1/namespaces/default/configmaps/x", {}), 20)
+            assert stalled.requests == 1  # abandoned, not re-sent
+            leading[0] = False  # the term ended: the work queue's retry asks first
+            with pytest.raises(kubeapi.ApiException) as refused:
+                await kubeapi.acall("PUT", "/api/v1/namespaces/default/configmaps/x", {})
+            assert refused.value.reason.startswith("NotLeading")
+            assert stalled.requests == 1
+        finally:
+            stalled.release.set()

@@ -126,7 +126,7 @@ def operator_process(installed: str, release_namespace: str, mint_kubeconfig: Mi
         process = subprocess.Popen(
             [sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "operator", "--all-namespaces",
              "--kubeconfig", str(kubeconfig), "--confinement-policy", f"{RELEASE}-kubecoord-lease-grants",
-             "--lease-namespace", release_namespace, "--identity", pod or "operator-0",
+             "--lease-namespace", release_namespace, "--identity", pod or "operator-0", "--fence-writes",
              "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1",
              "--health-port", str(health_port), "--metrics-port", "0", "--bind", "127.0.0.1"],
             stdout=out, stderr=subprocess.STDOUT,
@@ -476,6 +476,7 @@ def test_the_operator_logs_one_readable_line_per_event_at_info(operator_process:
     # kopf's note that it runs off the main thread (kubecoord handles the signals).
     by_message = {r["message"]: r["level"] for r in records}
     assert by_message.get("leading: starting reconciliation") == "INFO"
+    assert by_message.get("writes fenced at the API server") == "INFO"  # the chart's term policy refuses stale ones
     assert by_message.get("OS signals are ignored: running not in the main thread.") in (None, "INFO")
     reconciled = [r for r in records if r.get("message") == "reconciled"]
     assert reconciled and all(r["level"] == "INFO" for r in reconciled)

@@ -85,6 +85,16 @@ NOTES.txt says so.
 {{- printf "%s-lease-grants" (include "kubecoord.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The operator's term policy and its binding (templates/termpolicy.yaml). */}}
+{{- define "kubecoord.termPolicyName" -}}
+{{- printf "%s-operator-term" (include "kubecoord.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Whether the operator's writes are fenced at the API server (the policy is rendered). */}}
+{{- define "kubecoord.fenceWrites" -}}
+{{- if and .Values.rbac.fenceOperatorWrites (include "kubecoord.admissionPolicyApiVersion" .) }}true{{ end }}
+{{- end }}
+
 {{/* Why the admission policy is missing (NOTES.txt, and a comment in the rendered manifest). */}}
 {{- define "kubecoord.admissionPolicySkipped" -}}
 WARNING: rbac.confineGroupClients is true, but this cluster (Kubernetes {{ .Capabilities.KubeVersion.Version }}) serves

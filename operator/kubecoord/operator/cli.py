@@ -75,6 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-unconfined-group-clients", action="store_true",
                         help="grant Group clients namespace-wide Lease writes even without the confinement policy "
                              "(they may then write every Lease of their namespace)")
+    parser.add_argument("--fence-writes", action="store_true",
+                        help="every write names this replica's term (the operator Lease's holder and transitions) "
+                             "and the chart's term policy refuses a stale one at the API server; needs a "
+                             "ServiceAccount identity and --lease-namespace (or $POD_NAMESPACE)")
     parser.add_argument("--bind", default="0.0.0.0", help="address of the health and metrics endpoints")
     parser.add_argument("--access-check-seconds", type=float, default=10.0,
                         help="how often the reads the operator needs are asked of the API server; a refusal or an "
@@ -102,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
     History.target = args.history
     if args.resync_seconds <= 0:
         raise SystemExit("--resync-seconds must be positive")
+    if args.fence_writes and not args.lease_namespace:
+        raise SystemExit("--fence-writes needs --lease-namespace (or $POD_NAMESPACE)")
     controller.resync_seconds = args.resync_seconds
     confinement.configure(policy=args.confinement_policy, allow_unconfined=args.allow_unconfined_group_clients)
     kubeapi.USER_AGENT = f"kubecoord-operator/{args.identity}"
@@ -132,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with kubecoord.connect(f"kubernetes://{args.lease_namespace}", **options) as coordinator:
             return run_when_leading(coordinator, args.identity, scope, state, election=args.lease_name,
-                                    lease_duration=args.lease_duration, renew_deadline=args.renew_deadline)
+                                    lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
+                                    fence=args.lease_namespace if args.fence_writes else None)
     finally:
         monitor.stop()
         History.close()

@@ -20,14 +20,24 @@ client-side retry); the work queue retries it, and that retry asks the check aga
 it is sent only within a term this replica still holds. With the default timings
 (lease 15 s, renew deadline 10 s) a write may take 5 s. Reads keep REQUEST_TIMEOUT.
 
-Not guaranteed: that the API server does not apply a request this process abandoned or
-that was on the wire when the process froze (the server sees no deadline), nor fencing
-of writes made through a kubecoord backend handle (the group assignment's record,
-expired members' reaping), which have their own compare-and-set protection and whose
-request timeout the operator caps at ``write_timeout`` too
-(kubecoord.operator.connections).
+At the API server (``headers``, kubecoord.operator.term): with ``kubecoord operator
+--fence-writes`` every write through kubecoord.operator.kubeapi carries this replica's
+term, and the chart's admission policy refuses one that is not the operator Lease's
+current term — so a request on the wire, or frozen with its process between the check
+above and the send, is refused once a standby has taken over, instead of applied.
+
+Not guaranteed without ``--fence-writes``: that the API server does not apply a request
+this process abandoned or that was on the wire when the process froze (the server sees
+no deadline). Never fenced at the server: writes made through a kubecoord backend handle
+(the group assignment's record and election, expired members' reaping), which have
+their own compare-and-set protection and whose request timeout the operator caps at
+``write_timeout`` too (kubecoord.operator.connections).
 Without an installed check (tests running kopf directly) every write is allowed, with
-REQUEST_TIMEOUT.
+REQUEST_TIMEOUT and no term.
+
+``set_before_send`` is a seam for tests only (kubecoord_testkit.operator_freeze freezes
+the process there): a hook called after the check has allowed a write and before it is
+sent. Nothing in the operator sets it.
 """
 
 from __future__ import annotations
@@ -41,19 +51,25 @@ REQUEST_TIMEOUT = 30.0
 _lock = threading.Lock()
 _check: Callable[[], bool] | None = None
 _write_timeout = REQUEST_TIMEOUT
+_headers: dict[str, str] = {}
+SendHook = Callable[[str, str], None]
+"""``hook(method, path)``: what ``set_before_send`` installs."""
+_before_send: SendHook | None = None
 
 
 def install(check: Callable[[], bool] | None, *, lease_duration: float | None = None,
-            renew_deadline: float | None = None) -> None:
+            renew_deadline: float | None = None, headers: dict[str, str] | None = None) -> None:
     """Writes are allowed while ``check()`` is True (None: always); with the operator Lease's
-    timings, each write request is bounded so that it ends within the term (see above)."""
-    global _check, _write_timeout
+    timings, each write request is bounded so that it ends within the term (see above);
+    ``headers`` go with every allowed write (the term, kubecoord.operator.term)."""
+    global _check, _write_timeout, _headers
     timeout = REQUEST_TIMEOUT
     if lease_duration is not None and renew_deadline is not None:
         timeout = term_write_timeout(lease_duration, renew_deadline)
     with _lock:
         _check = check
         _write_timeout = timeout
+        _headers = dict(headers or {})
 
 
 def term_write_timeout(lease_duration: float, renew_deadline: float) -> float:
@@ -67,6 +83,26 @@ def term_write_timeout(lease_duration: float, renew_deadline: float) -> float:
 def allowed() -> bool:
     check = _check
     return True if check is None else bool(check())
+
+
+def admit(method: str, path: str) -> dict[str, str] | None:
+    """The headers a write of ``method path`` is sent with, or None when it may not be sent
+    (this replica does not lead). The last step before the send."""
+    with _lock:
+        check, headers, hook = _check, _headers, _before_send
+    if check is not None and not check():
+        return None
+    if hook is not None:
+        hook(method, path)
+    return dict(headers)
+
+
+def set_before_send(hook: SendHook | None) -> None:
+    """Tests only: ``hook(method, path)`` runs between the check and the send of every
+    allowed write (None removes it)."""
+    global _before_send
+    with _lock:
+        _before_send = hook
 
 
 def write_timeout() -> float:

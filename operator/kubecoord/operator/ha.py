@@ -15,8 +15,12 @@ Guarantees:
   the restart rejoins as a standby with fresh state.
 - Every write request of the active replica is abandoned before a standby may acquire
   (its timeout is at most lease duration - renew deadline; kubecoord.operator.fencing).
-Not guaranteed: that the API server does not apply a write already in flight when
-leadership is lost.
+- With ``fence`` (``--fence-writes``), every write names this replica's term and the API
+  server refuses a stale one: the replica starts only once ``term.confirm`` has seen the
+  API server admit its term and refuse another (kubecoord.operator.term), and exits with
+  status 1 when it cannot.
+Not guaranteed without ``fence``: that the API server does not apply a write already in
+flight when leadership is lost.
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
-from kubecoord.api import Coordinator
-from kubecoord.operator import fencing, metrics
+from kubecoord.api import Coordinator, LeaderElection
+from kubecoord.operator import fencing, metrics, term
 from kubecoord.operator.health import HealthState
 
 log = logging.getLogger("kubecoord.operator.ha")
@@ -55,13 +59,17 @@ def run_when_leading(
     election: str = ELECTION,
     lease_duration: float | None = None,
     renew_deadline: float | None = None,
+    fence: str | None = None,
 ) -> int:
     """Block until this replica leads, run the operator until stopped; the exit status.
     ``lease_duration`` and ``renew_deadline``: the operator Lease's timings (the coordinator's),
-    which bound every write request (kubecoord.operator.fencing)."""
+    which bound every write request (kubecoord.operator.fencing); ``fence``: the operator
+    Lease's namespace, when every write names the term and the API server refuses a stale
+    one (kubecoord.operator.term)."""
     stop = threading.Event()  # SIGTERM/SIGINT or lost leadership: stop kopf
     lost = threading.Event()
     _install_signal_handlers(stop)
+    username = term.whoami() if fence is not None else ""
     handle = coordinator.leader_election(election)
     health.role = "standby"
     handle.nominate(identity, data=f"operator {identity}")
@@ -72,8 +80,19 @@ def run_when_leading(
             handle.close()
             return 0
     health.role = "leader"
-    # Every API write asks first, and none outlives the term it was sent in.
-    fencing.install(lambda: handle.is_leader(identity), lease_duration=lease_duration, renew_deadline=renew_deadline)
+    headers: dict[str, str] = {}
+    if fence is not None:
+        try:
+            headers = _confirm_term(handle, identity, username, fence, renew_deadline)
+        except term.FencingUnavailable as error:
+            log.error("cannot fence this replica's writes: not reconciling", extra={"identity": identity,
+                                                                                     "error": str(error)})
+            health.stopping = True
+            handle.close()
+            return 1
+    # Every API write asks first, names its term, and none outlives the term it was sent in.
+    fencing.install(lambda: handle.is_leader(identity), lease_duration=lease_duration, renew_deadline=renew_deadline,
+                    headers=headers)
     metrics.IS_LEADER.set(1)
     log.info("leading: starting reconciliation", extra={"identity": identity})
 
@@ -97,6 +116,21 @@ def run_when_leading(
         stop.set()
         handle.close()  # resigns: a standby takes over at once
     return 1 if lost.is_set() else 0
+
+
+def _confirm_term(handle: LeaderElection, identity: str, username: str, namespace: str,
+                  renew_deadline: float | None) -> dict[str, str]:
+    """The headers of this replica's term, once the API server fences by it."""
+    leader = handle.get_leader()
+    if leader is None or leader.id != identity:
+        raise term.FencingUnavailable("the operator Lease was lost before its term could be confirmed")
+    current = term.Term(identity, leader.epoch)
+    term.confirm(username, current, namespace, timeout=renew_deadline or 10.0,
+                 leading=lambda: handle.is_leader(identity))
+    if not handle.is_leader(identity):
+        raise term.FencingUnavailable("the operator Lease was lost while its term was being confirmed")
+    log.info("writes fenced at the API server", extra={"identity": identity, "term": str(current)})
+    return term.headers(username, current)
 
 
 def run_kopf(scope: Scope, stop: threading.Event, health: HealthState | None = None) -> None:

@@ -8,7 +8,8 @@ connection the operator opens (connections.py) follow the same rule.
 Guarantees: every call runs off the event loop (the client is blocking) with a request
 timeout — a write's is kubecoord.operator.fencing's ``write_timeout`` (within the operator
 Lease's term), a read's REQUEST_TIMEOUT — and no transport-level retry (a retry is the
-work queue's, and asks the fencing check again); ``apply`` creates an object or
+work queue's, and asks the fencing check again); a write carries the fencing's headers
+(with ``--fence-writes``, this replica's term: kubecoord.operator.term), a read none; ``apply`` creates an object or
 merge-patches the fields the operator owns, so reconciling twice is a no-op; 404 on
 delete counts as done. Errors are the client's ApiException with ``status`` set
 (RequestFailed for an answer outside 2xx, which says in one line what was asked — verb
@@ -114,17 +115,20 @@ def object_path(obj: dict[str, Any]) -> ObjectPath:
     return ObjectPath(collection_path(obj["apiVersion"], plural, metadata["namespace"]), metadata["name"])
 
 
-def call(method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> Any:
-    """One blocking request through the client's auth and TLS settings; the decoded JSON."""
-    if method != "GET" and not fencing.allowed():
-        raise ApiException(status=0, reason="NotLeading: this replica does not hold the operator Lease")
+def call(method: str, path: str, body: Any = None, *, content_type: str = "application/json",
+         headers: dict[str, str] | None = None) -> Any:
+    """One blocking request through the client's auth and TLS settings; the decoded JSON.
+    ``headers`` replace the fencing's for this write (kubecoord.operator.term's probes)."""
+    extra = _admitted(method, path)
+    if headers is not None:
+        extra = headers
     client = api_client()
     resource, _, query = path.partition("?")
     serialized = client.param_serialize(
         method=method,
         resource_path=resource,
         query_params=urllib.parse.parse_qsl(query),
-        header_params={"Content-Type": content_type, "Accept": "application/json"},
+        header_params={"Content-Type": content_type, "Accept": "application/json", **extra},
         body=body,
         auth_settings=["BearerToken"],
     )
@@ -141,14 +145,25 @@ async def acall(method: str, path: str, body: Any = None, *, content_type: str =
     configuration = api_client().configuration
     if not loop_requests.supported(configuration):
         return await asyncio.to_thread(call, method, path, body, content_type=content_type)
-    if method != "GET" and not fencing.allowed():
-        raise ApiException(status=0, reason="NotLeading: this replica does not hold the operator Lease")
+    extra = _admitted(method, path)
     response = await loop_requests.request(configuration, method, path, body, content_type=content_type,
-                                           timeout=timeout_for(method), user_agent=api_client().user_agent)
+                                           timeout=timeout_for(method), user_agent=api_client().user_agent,
+                                           headers=extra)
     resource = path.partition("?")[0]
     if not 200 <= response.status < 300:
         raise RequestFailed(method, resource, response)
     return json.loads(response.data) if response.data else None
+
+
+def _admitted(method: str, path: str) -> dict[str, str]:
+    """What a request is sent with beyond the usual: nothing for a read; for a write, the
+    fencing's headers (its term), or NotLeading when this replica may not write."""
+    if method == "GET":
+        return {}
+    headers = fencing.admit(method, path)
+    if headers is None:
+        raise ApiException(status=0, reason="NotLeading: this replica does not hold the operator Lease")
+    return headers
 
 
 def timeout_for(method: str) -> float:

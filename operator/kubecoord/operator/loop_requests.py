@@ -103,10 +103,12 @@ def _session(configuration: kubernetes.client.Configuration) -> _Session:
 
 
 async def request(configuration: kubernetes.client.Configuration, method: str, path: str, body: Any,
-                  *, content_type: str, timeout: float, user_agent: str) -> Response:
-    """One request; the answer whatever its status (the caller decides what is an error)."""
+                  *, content_type: str, timeout: float, user_agent: str,
+                  headers: dict[str, str] | None = None) -> Response:
+    """One request; the answer whatever its status (the caller decides what is an error).
+    ``headers`` are sent too (the operator's term on its writes)."""
     session = _session(configuration)
-    headers = {"Accept": "application/json", "User-Agent": user_agent}
+    headers = {**(headers or {}), "Accept": "application/json", "User-Agent": user_agent}
     # What the client's auth_settings() sends: the bearer token, refreshed by its hook.
     token = configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
     if token:
