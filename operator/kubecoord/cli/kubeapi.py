@@ -1,20 +1,17 @@
 """A one-shot reader of the Kubernetes API on the standard library (ssl, http_get.py).
 
 The state commands answer from a few GETs (``kubectl get`` does the same), so this module
-reads instead of the kubernetes client, whose import alone takes longer than the whole
-command's budget (0.3 s): no watch, no informer, one keep-alive connection, every
-request bounded by ``--timeout`` in total (connect, TLS, headers and body: a hung or
-trickling server is exit 6, never a hang).
+reads instead of a client library: the kubernetes client's import alone takes longer than
+the whole command's budget (0.3 s), and pykube-ng's (requests and requests-oauthlib: 0.2 s
+of import time measured with ``python -X importtime`` on a loaded 2-core machine) runs an
+exec plugin again for every request and reads no ``tokenFile``. So: no watch, no
+informer, one keep-alive connection, every request bounded by ``--timeout`` in total
+(connect, TLS, headers and body: a hung or trickling server is exit 6, never a hang).
 
-Credentials are resolved as the kubernetes backend resolves them
-(kubecoord.backends.kubernetes.config; a test checks that both pick the same server,
-identity and namespace for the same flags):
-
-1. an explicit ``--kubeconfig`` path — always wins;
-2. in a pod (KUBERNETES_SERVICE_HOST/PORT set and the service-account token present):
-   the token, the cluster CA and the namespace file;
-3. the kubeconfig at the first path of $KUBECONFIG, else ~/.kube/config, with its
-   current (or ``--context``'s) context.
+Credentials are chosen by the one rule the kubernetes backend uses
+(kubecoord.wire.kube_credentials.kubeconfig_to_read: ``--kubeconfig``, else a pod's service
+account, else $KUBECONFIG or ~/.kube/config with its current or ``--context``'s context; a
+test checks that both pick the same server, identity and namespace for the same flags).
 
 Of a kubeconfig it reads: ``server`` (http or https, with a path prefix),
 ``certificate-authority(-data)``, ``insecure-skip-tls-verify``, ``tls-server-name``;
@@ -40,7 +37,7 @@ from kubecoord.cli.exits import UsageError
 from kubecoord.cli.http_get import Connection, Deadline
 from kubecoord.errors import BackendUnavailableError, InvalidArgumentError, PermissionDeniedError
 from kubecoord.wire.api_status import translate_status
-from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, default_kubeconfig, in_cluster
+from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, kubeconfig_to_read
 
 EXEC_TIMEOUT = 30.0
 
@@ -81,7 +78,8 @@ def load_credentials(
     service_account_dir: Path = SERVICE_ACCOUNT_DIR,
 ) -> Credentials:
     """Resolve the credentials as the module docstring says; InvalidArgumentError if none."""
-    if kubeconfig is None and in_cluster(service_account_dir):
+    path = kubeconfig_to_read(kubeconfig, service_account_dir)
+    if path is None:
         host = os.environ["KUBERNETES_SERVICE_HOST"]
         host = f"[{host}]" if ":" in host else host
         if not namespace:
@@ -94,7 +92,6 @@ def load_credentials(
             ca_file=str(service_account_dir / "ca.crt"),
             token_file=str(service_account_dir / "token"),
         )
-    path = kubeconfig if kubeconfig is not None else default_kubeconfig()
     try:
         return _from_kubeconfig(Path(path), namespace, context)
     except UsageError:

@@ -1,8 +1,14 @@
-"""Where Kubernetes credentials are found: a pod's service account, else the kubeconfig.
+"""Where Kubernetes credentials are found — the one rule, ``kubeconfig_to_read``:
 
-Shared by the kubernetes backend (backends/kubernetes/config.py, through the kubernetes
-client's loaders) and the command line's one-shot reader (cli/kubeapi.py, standard
-library only), so that the same flags and environment pick the same credentials in both.
+1. an explicit kubeconfig path — always wins;
+2. in a pod (KUBERNETES_SERVICE_HOST/PORT set and the service-account token present): the
+   service account (token, CA, namespace file);
+3. the kubeconfig at the first path of $KUBECONFIG, else ~/.kube/config.
+
+Used by the kubernetes backend (backends/kubernetes/config.py, through the kubernetes
+client's loaders; the operator resolves through it too) and the command line's one-shot
+reader (cli/kubeapi.py), so that the same flags and environment pick the same
+credentials in all of them.
 """
 
 from __future__ import annotations
@@ -21,6 +27,13 @@ def in_cluster(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> bool:
         and os.environ.get("KUBERNETES_SERVICE_PORT")
         and (service_account_dir / "token").exists()
     )
+
+
+def kubeconfig_to_read(explicit: str | None, service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> str | None:
+    """The kubeconfig the rule above picks, or None for the pod's service account."""
+    if explicit is not None:
+        return explicit
+    return None if in_cluster(service_account_dir) else default_kubeconfig()
 
 
 def default_kubeconfig() -> str:

@@ -1,12 +1,11 @@
 """Where the API server is and who we are: in-cluster service account, else a kubeconfig.
 
-Order (the same as client-go's rest.InClusterConfig fallback in most controllers):
-
-1. an explicit ``kubeconfig`` path (connect option) — always wins;
-2. in a pod (KUBERNETES_SERVICE_HOST/PORT set and the service-account token present):
-   the token (re-read when it rotates), the cluster CA and the namespace file;
-3. the kubeconfig at $KUBECONFIG or ~/.kube/config, with its current (or the given)
-   context.
+Order: kubecoord.wire.kube_credentials' one rule (the same as client-go's
+rest.InClusterConfig fallback in most controllers) — an explicit ``kubeconfig`` path
+(connect option); else in a pod the service account: the token (re-read when it rotates,
+by the kubernetes client's InClusterConfigLoader), the cluster CA and the namespace file;
+else the kubeconfig at $KUBECONFIG or ~/.kube/config, with its current (or the given)
+context.
 
 The namespace is the URL's (kubernetes://NAMESPACE); kubernetes:// alone means the pod's
 namespace in a cluster, else the kubeconfig context's, else "default".
@@ -27,7 +26,7 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from kubecoord.errors import InvalidArgumentError
-from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, default_kubeconfig, in_cluster
+from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, kubeconfig_to_read
 
 POOL_SIZE = 32
 
@@ -48,7 +47,8 @@ def load(
     service_account_dir: Path = SERVICE_ACCOUNT_DIR,
 ) -> ClusterConfig:
     """Resolve the configuration as the module docstring says; InvalidArgumentError if none."""
-    if kubeconfig is None and in_cluster(service_account_dir):
+    path = kubeconfig_to_read(None if kubeconfig is None else str(kubeconfig), service_account_dir)
+    if path is None:
         configuration = k8s.Configuration()
         loader = k8s_config.incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
             token_filename=str(service_account_dir / "token"),
@@ -63,7 +63,6 @@ def load(
             namespace = namespace_file.read_text().strip() if namespace_file.exists() else "default"
         return ClusterConfig(_tuned(configuration), namespace, "in-cluster")
 
-    path = str(kubeconfig) if kubeconfig is not None else default_kubeconfig()
     configuration = k8s.Configuration()
     try:
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]

@@ -21,7 +21,7 @@ from kubecoord.operator import kubeapi
 from kubecoord.operator.controller.status import controller
 from kubecoord.wire import object_names
 from kubecoord.wire.crd import GROUP
-from kubecoord.wire.kube_credentials import in_cluster
+from kubecoord.wire.kube_credentials import kubeconfig_to_read
 
 
 class NoDiffBase(kopf.DiffBaseStorage):
@@ -73,6 +73,6 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     Declared so that kopf does not pick by its own order (the service account first, even
     when the operator was given a kubeconfig) or try the kubernetes client's default loader.
     """
-    if kubeapi.kubeconfig() is None and in_cluster():
+    if kubeconfig_to_read(kubeapi.kubeconfig()) is None:
         return kopf.login_with_service_account(**kwargs)
     return kopf.login_with_kubeconfig(**kwargs)
