@@ -636,6 +636,15 @@ class Coordinator(_Closeable):
         """
 
 
+class ElectionTimings(TypedDict, total=False):
+    """Coordinator.leader_election()'s per-handle timings (kubecoord.timings names them),
+    for implementations and wrappers that pass them on."""
+
+    lease_duration: float | None
+    renew_deadline: float | None
+    retry_period: float | None
+
+
 class GroupCoordinatorOptions(TypedDict, total=False):
     """Coordinator.group_coordinator()'s keyword options, for wrappers that pass them on
     (kubecoord.aio): their meaning and defaults are that method's."""

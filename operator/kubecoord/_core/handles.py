@@ -35,6 +35,7 @@ from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord._internal.dispatch import Dispatcher, ListenerSet
 from kubecoord.api import (
     Coordinator,
+    ElectionTimings,
     Fence,
     GroupCoordinatorHandle,
     GroupCoordinatorOptions,
@@ -422,19 +423,12 @@ class CoordinatorBase(Coordinator):
         self._handle_owner: object = handle_owner if handle_owner is not None else self
         """What this coordinator's own handles name as their owner (itself unless given)."""
 
-    def leader_election(
-        self,
-        service: str,
-        *,
-        lease_duration: float | None = None,
-        renew_deadline: float | None = None,
-        retry_period: float | None = None,
-    ) -> LeaderElection:
+    def leader_election(self, service: str, **timings: Unpack[ElectionTimings]) -> LeaderElection:
+        # The timings are kubecoord.api.Coordinator.leader_election's; the backend checks them.
         validation.check_name(service, "service")
         self.check_open()
-        given = {"lease_duration": lease_duration, "renew_deadline": renew_deadline, "retry_period": retry_period}
-        timings = {name: value for name, value in given.items() if value is not None}
-        return self._track(self._open_leader_election(service, **timings))
+        given = {name: value for name, value in timings.items() if value is not None}
+        return self._track(self._open_leader_election(service, **given))
 
     def group_membership(self, group: str) -> GroupMembership:
         validation.check_name(group, "group")
