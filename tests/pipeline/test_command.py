@@ -46,6 +46,16 @@ def test_injected_violations_are_found_and_gate_the_exit_status(
         assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "SAFETY VIOLATION" in html and "lost_update" in html
     assert "<h2>Rebalances</h2>" in html and "<h2>Faults</h2>" in html and "sigstop_pause" in html
+    # Each plot inside the section it explains, with its caption; a stylesheet; no empty claims.
+    sections = {"overlaps.png": ("<h2>Safety violations</h2>", "<h2>Leadership</h2>"),
+                "failover_gap_cdf.png": ("<h2>Leadership</h2>", "<h2>Group membership</h2>"),
+                "leadership_timeline.png": ("<h2>Leadership</h2>", "<h2>Group membership</h2>"),
+                "membership_churn.png": ("<h2>Group membership</h2>", "<h2>KV stores</h2>"),
+                "rebalances.png": ("<h2>Rebalances</h2>", "<h2>Faults</h2>")}
+    for plot, (start, end) in sections.items():
+        assert html.index(start) < html.index(f"src='{plot}'") < html.index(end), plot
+    assert html.count("<figcaption>") == len(sections) and "<style>" in html and "<h2>Plots</h2>" not in html
+    assert "at least 0.000 s" not in html
     golden.check("injected", golden.snapshot_output(spark, out, tmp_path / "logs"))
 
 

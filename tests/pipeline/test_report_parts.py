@@ -46,3 +46,18 @@ def test_a_broken_faults_file_is_refused_with_its_line(tmp_path: Path) -> None:
         read_faults([path])
     with pytest.raises(InvalidArgumentError, match="cannot read the faults file"):
         read_faults([tmp_path / "missing.jsonl"])
+
+
+def test_the_clock_sentence_claims_only_what_the_log_shows() -> None:
+    from kubecoord.analytics.report import clock_sentence
+
+    base = {"tolerance_seconds": 1.0, "inconsistent_evidence": False}
+    none = clock_sentence({**base, "pairs_with_evidence": 0, "estimated_skew_seconds": 0.0})
+    assert "no process pair has causal evidence" in none and "0.000" not in none
+    zero = clock_sentence({**base, "pairs_with_evidence": 3, "estimated_skew_seconds": 0.0})
+    assert "none showing clock skew" in zero and "at least" not in zero
+    some = clock_sentence({**base, "pairs_with_evidence": 2, "estimated_skew_seconds": 0.25})
+    assert "at least 0.250 s apart" in some
+    odd = clock_sentence({**base, "inconsistent_evidence": True, "pairs_with_evidence": 2,
+                          "estimated_skew_seconds": 1.0})
+    assert "inconsistent" in odd and "at least" not in odd

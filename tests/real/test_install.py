@@ -481,9 +481,11 @@ def test_the_operator_logs_one_readable_line_per_event_at_info(operator_process:
     reconciled = [r for r in records if r.get("message") == "reconciled"]
     assert reconciled and all(r["level"] == "INFO" for r in reconciled)
     assert all(str(r.get("object", "")).split(" ")[0] in KINDS for r in reconciled)  # "Kind namespace/name"
-    # kopf's loop ticks: the active replica's /healthz is 200 (it turns 503 when the loop stalls).
-    with urllib.request.urlopen(f"http://127.0.0.1:{operator_process.health_port}/healthz", timeout=5) as answer:
-        assert answer.status == 200 and json.load(answer) == {"role": "leader", "ok": True}
+    # kopf's loop ticks: the active replica's /healthz is 200 (it turns 503 when the loop stalls),
+    # and with the chart's RBAC /readyz is 200 too: the API server lets it read what it watches.
+    for path in ("/healthz", "/readyz"):
+        with urllib.request.urlopen(f"http://127.0.0.1:{operator_process.health_port}{path}", timeout=5) as answer:
+            assert answer.status == 200 and json.load(answer) == {"role": "leader", "ok": True, "live": True}
 
 
 APP = pathlib.Path(__file__).resolve().parents[2] / "examples" / "leader-app"

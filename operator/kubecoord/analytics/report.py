@@ -1,7 +1,10 @@
 """report.html and its plots: failover-gap CDF, leadership timeline per election, churn.
 
 The only module that imports matplotlib (Agg backend: no display needed). The plots are
-PNG files beside report.html, which shows them with <img>. Every time shown is UTC:
+PNG files beside report.html, which shows each inside the section it explains (the
+overlaps under the safety violations, the gap CDF and the timeline under leadership, the
+churn under membership, the rebalances under rebalances), with a caption saying how to
+read it; the page is styled by its own stylesheet (no file to fetch). Every time shown is UTC:
 timestamps are rendered to text by Spark (session time zone UTC) or collected as UNIX
 seconds and converted with an explicit UTC zone, never through the driver's local zone.
 
@@ -9,8 +12,10 @@ seconds and converted with an explicit UTC zone, never through the driver's loca
   over all gaps (percentile_approx), not from a sample, on a log axis so that
   sub-second gaps are visible next to expiry gaps of seconds.
 - The timeline shows the elections with violations first (most first), then those with
-  the longest gaps; overlaps are drawn in red across the lanes, and failovers shorter
-  than a pixel are marked with ticks.
+  the longest gaps; overlaps are drawn in red across the lanes, at least
+  MIN_MARK_SHARE of the axis wide and marked with a triangle above the lanes (a 3 s
+  overlap in a 2 h history is otherwise a hairline), and failovers shorter than a pixel
+  are marked with ticks.
 - Each overlap (the longest OVERLAP_PLOTS) is drawn on its own: the two holders' terms as
   two named bars (member and epoch), zoomed on the overlap, which is shaded.
 - Faults of a soak (Analysis.faults, ``--faults``) are drawn on every timeline as bands
@@ -44,9 +49,23 @@ from kubecoord.analytics.drawing import APPROX_QUANTILES, ELECTION_ROWS, PREFIX,
 from kubecoord.analytics.pipeline import Analysis
 
 VIOLATION_ROWS = 100
+MIN_MARK_SHARE = 0.005
+"""The narrowest an overlap is drawn on the timeline, as a share of the axis: 5 px of 1000."""
 REBALANCE_GROUPS = 6
 FAULT_COLOURS = {"kill": "tab:purple", "pause": "tab:orange", "partition": "tab:brown", "restart": "tab:gray",
                  "deletion": "tab:olive", "clock": "tab:cyan", "other": "tab:pink"}
+
+
+CAPTIONS = {
+    "overlaps.png": "Each overlap at its own zoom: the earlier and the later holder's terms, the overlap "
+                    "shaded red.",
+    "failover_gap_cdf.png": "Failover gaps by cause (log scale): the share of failovers faster than each gap.",
+    "leadership_timeline.png": "Who led when, per election: blue terms per member, overlaps in red (widened to "
+                               "be visible, and marked with a triangle), green ticks for failovers under 1 s.",
+    "membership_churn.png": "Joins, leaves and expiries over time.",
+    "rebalances.png": "Per coordinated group: rebalance durations and units moved over time.",
+}
+"""What each plot shows, under it in the report."""
 
 
 def write(analysis: Analysis, out: Path) -> None:
@@ -54,15 +73,16 @@ def write(analysis: Analysis, out: Path) -> None:
     elections = _timeline_elections(rows["timeline"])
     drawn = {"terms": rows["terms"], "overlaps": rows.get("timeline_overlaps", [])}
     rebalances = _rebalance_rows(rows["rebalances"])
-    plots = [
-        _gap_cdf(rows["gap_cdf"], out / "failover_gap_cdf.png"),
-        _timelines(analysis, elections, drawn, out / "leadership_timeline.png"),
-        _overlaps(analysis, rows.get("overlaps", []), out / "overlaps.png"),
-        _churn(analysis, rows["churn"], out / "membership_churn.png"),
-        _rebalances(analysis, rebalances, out / "rebalances.png"),
-    ]
+    plots = {
+        "violations": [_overlaps(analysis, rows.get("overlaps", []), out / "overlaps.png")],
+        "leadership": [_gap_cdf(rows["gap_cdf"], out / "failover_gap_cdf.png"),
+                       _timelines(analysis, elections, drawn, out / "leadership_timeline.png")],
+        "membership": [_churn(analysis, rows["churn"], out / "membership_churn.png")],
+        "rebalances": [_rebalances(analysis, rebalances, out / "rebalances.png")],
+    }
+    drawn_plots = {section: [p for p in found if p] for section, found in plots.items()}
     (out / "report.html").write_text(
-        _html(analysis, [p for p in plots if p], rebalances, rows["elections"], rows["conflicts"]), encoding="utf-8")
+        _html(analysis, drawn_plots, rebalances, rows["elections"], rows["conflicts"]), encoding="utf-8")
 
 
 def _drawn(analysis: Analysis) -> dict[str, list[Row]]:
@@ -154,9 +174,16 @@ def _timelines(analysis: Analysis, elections: list[tuple[str, str, int]], drawn_
         for before, after in itertools.pairwise(rows):
             if 0 <= after["start"] - before["end"] < 1.0:  # a sub-second failover: a tick, visible at any zoom
                 ax.axvline(_num(_utc(after["start"])), color="tab:green", lw=0.6, alpha=0.6)
-        for window in (w for w in overlaps if (w["namespace"], w["name"]) == (namespace, name)):
-            ax.axvspan(_num(_utc(window["start"])), _num(_utc(window["end"])),
-                       color="red", alpha=0.5, lw=1.5, ec="red")
+        windows = [w for w in overlaps if (w["namespace"], w["name"]) == (namespace, name)]
+        if rows and windows:
+            first = min(min(r["start"] for r in rows), *(w["start"] for w in windows))
+            last = max(max(r["end"] for r in rows), *(w["end"] for w in windows))
+            least = (last - first) * MIN_MARK_SHARE
+            for window in windows:
+                middle = (window["start"] + window["end"]) / 2
+                half = max(window["end"] - window["start"], least) / 2
+                ax.axvspan(_num(_utc(middle - half)), _num(_utc(middle + half)), color="red", alpha=0.5, lw=0)
+                ax.plot([_num(_utc(middle))], [len(members) - 0.3], marker="v", color="red", markersize=7)
         if rows:
             drawn |= _draw_faults(ax, analysis.faults, min(r["start"] for r in rows), max(r["end"] for r in rows))
         ax.set_yticks(range(len(members)), members, fontsize=7)
@@ -308,8 +335,46 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _html(analysis: Analysis, plots: list[str], rebalances: list[dict[str, Any]], election_rows: list[Row],
-          conflict_rows: list[Row]) -> str:
+STYLE = """
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:#222;max-width:1100px;margin:2em auto;
+padding:0 1.5em}
+h1{font-size:1.7em;margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}
+h3{font-size:1.05em;margin-top:1.4em}
+.verdict{padding:.8em 1em;border-radius:6px;font-size:1.1em}
+.verdict.ok{background:#e8f5e9;border-left:6px solid #2e7d32}
+.verdict.bad{background:#fdecea;border-left:6px solid #c62828}
+table{border-collapse:collapse;margin:.8em 0;font-size:13px}
+th{background:#f3f3f3;text-align:left}td,th{border:1px solid #ddd;padding:3px 8px;vertical-align:top}
+tr:nth-child(even) td{background:#fafafa}
+figure{margin:1.2em 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{color:#555;font-size:13px}.note{color:#555}
+"""
+
+
+def _figures(plots: list[str]) -> str:
+    return "".join(
+        f"<figure><img src='{html.escape(p)}' alt='{html.escape(CAPTIONS.get(p, p))}'>"
+        f"<figcaption>{html.escape(CAPTIONS.get(p, p))}</figcaption></figure>"
+        for p in plots
+    )
+
+
+def clock_sentence(clocks: dict[str, Any]) -> str:
+    """What the log says about clock skew, in words that claim only what it shows."""
+    pairs, skew = clocks["pairs_with_evidence"], clocks["estimated_skew_seconds"]
+    tolerance = f"a skew tolerance of {clocks['tolerance_seconds']} s applies where the log has no evidence"
+    if clocks["inconsistent_evidence"]:
+        return f"Clocks: the causal evidence between processes was inconsistent and was not used; {tolerance}."
+    if not pairs:
+        return f"Clocks: no process pair has causal evidence to measure skew by; {tolerance}."
+    if skew <= 0:
+        return f"Clocks: {pairs} process pair(s) with causal evidence, none showing clock skew; {tolerance}."
+    return (f"Clocks: the causal order of events shows two processes' clocks at least {skew:.3f} s apart "
+            f"({pairs} process pair(s) with causal evidence); {tolerance}.")
+
+
+def _html(analysis: Analysis, plots: Mapping[str, list[str]], rebalances: list[dict[str, Any]],
+          election_rows: list[Row], conflict_rows: list[Row]) -> str:
     s = analysis.summary
     found = s["violation_details"][:VIOLATION_ROWS]  # the first ones by time, already collected
     violation_rows = [
@@ -324,23 +389,20 @@ def _html(analysis: Analysis, plots: list[str], rebalances: list[dict[str, Any]]
     verdict = "no safety violations" if total == 0 else f"{total} SAFETY VIOLATION(S)"
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>kubecoord coordination report</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}.bad{color:#b00}.ok{color:#070}</style>",
-        "</head><body><h1>kubecoord coordination report</h1><p>All times are UTC.</p>",
-        f"<p class='{'ok' if total == 0 else 'bad'}'><b>{html.escape(verdict)}</b> — {inputs['events']} events "
+        f"<style>{STYLE}</style>",
+        "</head><body><h1>kubecoord coordination report</h1><p class='note'>All times are UTC.</p>",
+        f"<p class='verdict {'ok' if total == 0 else 'bad'}'><b>{html.escape(verdict)}</b> — {inputs['events']} events "
         f"from {inputs['processes']} process(es) in {inputs['files']} file(s), "
         f"{inputs['first_event']} to {inputs['last_event']}; {inputs['malformed_lines']} malformed "
         f"line(s), {inputs['duplicates_dropped']} duplicate(s) dropped, {len(inputs['unreadable_files'])} "
         f"unreadable file(s).</p>",
-        f"<p>Clocks: skew tolerance {clocks['tolerance_seconds']} s where the log has no evidence; the log proves "
-        f"at least {clocks['estimated_skew_seconds']:.3f} s of skew between two processes "
-        f"({clocks['pairs_with_evidence']} process pair(s) with causal evidence"
-        f"{'; the evidence was inconsistent and was not used' if clocks['inconsistent_evidence'] else ''}).</p>",
+        f"<p>{html.escape(clock_sentence(clocks))}</p>",
         f"<p>Lost coverage: {coverage['missing_events']} event(s) missing in {coverage['seq_gaps']} seq gap(s) "
         f"of {coverage['processes_with_gaps']} process(es) — the checks cannot see what happened then.</p>",
         "<h2>Safety violations</h2>",
         _table([{"type": k, "count": v} for k, v in s["violations"].items()], ["type", "count"]),
         _table(violation_rows, ["type", "namespace", "name", "subject", "ts", "detail", "evidence"]) if found else "",
+        _figures(plots.get("violations", [])),
         "<h2>Leadership</h2>",
         f"<p>{lead['elections']} election(s), {lead['terms']} leadership term(s); time without a leader "
         f"(sum of failover gaps): {lead['leaderless_seconds']:.3f} s.</p>",
@@ -352,10 +414,12 @@ def _html(analysis: Analysis, plots: list[str], rebalances: list[dict[str, Any]]
         f"<h3>Per election (first {ELECTION_ROWS}: violations, then time without a leader)</h3>",
         _table(elections, ["namespace", "name", "terms", "failovers", "gap_p50_approx", "gap_max",
                            "leaderless_seconds", "violations"]),
+        _figures(plots.get("leadership", [])),
         "<h2>Group membership</h2>",
         _table([s["membership"]], ["groups", "joins", "leaves", "expiries", "max_churn_per_hour"]),
         "<p>Heartbeat to expiry (seconds):</p>",
         _table(s["membership"]["heartbeat_to_expiry_seconds"], ["group", "count", "p50", "p95", "p99", "max"]),
+        _figures(plots.get("membership", [])),
         "<h2>KV stores</h2>",
         _table([s["kv"]], ["stores", "keys", "operations", "conflicts", "conflict_rate"]),
         _table(top_conflicts, ["namespace", "name", "key", "operations", "conflicts", "conflict_rate"]),
@@ -365,11 +429,10 @@ def _html(analysis: Analysis, plots: list[str], rebalances: list[dict[str, Any]]
         _table(_rebalance_groups(rebalances), ["namespace", "name", "rebalances", "generations", "duration_p50",
                                               "duration_max", "units_moved"]),
         _table(s["rebalance"]["duration_seconds"], ["group", "count", "p50", "p95", "p99", "max", "mean"]),
+        _figures(plots.get("rebalances", [])),
         "<h2>Faults</h2>" if analysis.faults else "",
         _table([{**f, "ts": _utc(f["ts"]).isoformat()} for f in analysis.faults[:200]],
                ["ts", "kind", "category", "duration", "what"]) if analysis.faults else "",
-        "<h2>Plots</h2>",
-        *(f"<p><img src='{html.escape(p)}' alt='{html.escape(p)}'></p>" for p in plots),
         "<h2>Input problems</h2>",
         _table(inputs["unreadable_files"], ["file", "reason"]),
         _table(coverage["largest_gaps"], ["process", "after_seq", "before_seq", "missing", "from", "to"]),
