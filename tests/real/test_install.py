@@ -43,7 +43,6 @@ from kubecoord import PermissionDeniedError
 from kubecoord.group_coordinator import UnitsProtocol, decode_units
 from kubecoord.operator import lease_grants
 from kubecoord_testkit import processes
-from kubecoord_testkit.pytest_plugin import serve_real_api
 from kubecoord_testkit.servers.kubernetes import RealApiServer
 from kubecoord_testkit.servers.managed import free_port
 from tests.chart import conftest as chart_fixtures
@@ -51,6 +50,7 @@ from tests.chart.conftest import CHART, run_helm
 from tests.fixtures import real_kubernetes
 from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace, running_pods
 from tests.helpers import eventually
+from tests.real.own_cluster import real_admin_api, real_api
 
 pytestmark = pytest.mark.slow
 
@@ -63,16 +63,10 @@ helm = chart_fixtures.helm  # the Makefile's helm (installed from its pinned whe
 
 
 # The install path starts on a cluster of its own: other modules create the CRDs without
-# Helm's ownership metadata, which `helm install` rightly refuses to adopt. These three
-# override the session fixtures (the testkit plugin's, tests/fixtures/real_kubernetes.py's) for this module.
-@pytest.fixture(scope="module")
-def real_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealApiServer]:
-    yield from serve_real_api(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def real_admin_api(real_api: RealApiServer) -> Iterator[k8s.ApiClient]:
-    yield from real_kubernetes.admin_client(real_api)
+# Helm's ownership metadata, which `helm install` rightly refuses to adopt. real_api and
+# real_admin_api (tests/real/own_cluster.py) and mint_kubeconfig override the session
+# fixtures (the testkit plugin's, tests/fixtures/real_kubernetes.py's) for this module.
+__all__ = ["real_admin_api", "real_api"]
 
 
 @pytest.fixture(scope="module")

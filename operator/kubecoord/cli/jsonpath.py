@@ -108,21 +108,7 @@ def _actions(template: str) -> Iterator[tuple[bool, str]]:
             return
         if opening > position:
             yield False, template[position:opening]
-        index, quote = opening + 1, ""
-        while index < len(template):
-            char = template[index]
-            if quote:
-                if char == "\\":
-                    index += 1
-                elif char == quote:
-                    quote = ""
-            elif char in "\"'":
-                quote = char
-            elif char == "}":
-                break
-            index += 1
-        else:
-            raise TemplateError(f"unclosed action in {template!r}: a {{ without its }}")
+        index = _closing(template, opening, f"unclosed action in {template!r}: a {{ without its }}")
         yield True, template[opening + 1 : index].strip()
         position = index + 1
 
@@ -180,7 +166,7 @@ def _path(text: str) -> Path:
             name, position = _name(rest, position + 1)
             steps.append(Field(name))
         elif rest[position] == "[":
-            closing = _closing_bracket(rest, position)
+            closing = _closing(rest, position, f"unclosed [ in {text!r}")
             steps.append(_subscript(rest[position + 1 : closing].strip(), text))
             position = closing + 1
         elif position == 0 and not absolute:
@@ -205,7 +191,11 @@ def _name(text: str, position: int) -> tuple[str, int]:
     return "".join(name), position
 
 
-def _closing_bracket(text: str, opening: int) -> int:
+def _closing(text: str, opening: int, unclosed: str) -> int:
+    """The index of the brace or bracket that closes the one at ``opening`` (nested pairs and
+    quoted strings skipped); TemplateError ``unclosed`` when there is none."""
+    pair = {"{": "}", "[": "]"}
+    start, end = text[opening], pair[text[opening]]
     depth, quote, index = 0, "", opening
     while index < len(text):
         char = text[index]
@@ -216,14 +206,14 @@ def _closing_bracket(text: str, opening: int) -> int:
                 quote = ""
         elif char in "\"'":
             quote = char
-        elif char == "[":
+        elif char == start:
             depth += 1
-        elif char == "]":
+        elif char == end:
             depth -= 1
             if depth == 0:
                 return index
         index += 1
-    raise TemplateError(f"unclosed [ in {text!r}")
+    raise TemplateError(unclosed)
 
 
 def _subscript(inner: str, text: str) -> Index | Slice | Wildcard | Filter:
