@@ -111,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
         f"{verdict}; {inputs['events']} events, {inputs['malformed_lines']} malformed line(s), "
         f"{unreadable} unreadable file(s); report: {output.display(args.out, 'report.html')}"
     )
+    undecided = analysis.summary["leadership"]["undecided_overlaps"]
+    if undecided:
+        print(f"{undecided} overlap(s) within the clock uncertainty: the log cannot tell a split brain from clock "
+              "skew there (summary.json leadership.undecided_overlap_examples)")
     for item in inputs["unreadable_files"]:
         print(f"kubecoord analyze: unreadable file {item['file']}: {item['reason']}", file=sys.stderr)
     progress.step("done")

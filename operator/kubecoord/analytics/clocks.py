@@ -89,18 +89,33 @@ class Clocks:
 
     def summary(self) -> dict[str, Any]:
         seen = max((_proven(b) for b in self.bounds), default=0.0)
-        widest = sorted(self.bounds, key=lambda b: -_proven(b))
+        stated = [b for b in map(self._stated, self.bounds) if b["low"] is not None or b["high"] is not None]
+        widest = sorted(stated, key=lambda b: -_proven(b))
         return {
             "tolerance_seconds": self.tolerance,
             "estimated_skew_seconds": round(seen, 6),
             "note": "estimated_skew_seconds is the largest clock difference between two processes that the "
-                    "log proves (causally ordered events); the tolerance applies where there is no such evidence",
+                    "log proves (causally ordered events); the tolerance applies where there is no such evidence. "
+                    "largest_skews: low/high bound offset(b) - offset(a) in seconds; a side no tighter than the "
+                    "tolerance is null",
             "process_offsets_seconds": {p: round(o, 6) for p, o in sorted(self.offsets.items())},
             "pairs_with_evidence": len(self.bounds),
             "largest_skews": widest[:REPORTED_PAIRS],
             "inconsistent_evidence": self.inconsistent,
             "pairs_with_stepped_clocks": [list(pair) for pair in self.contradicted],
         }
+
+
+    def _stated(self, bound: dict[str, Any]) -> dict[str, Any]:
+        """A pair's bounds as the summary states them: a side looser than the tolerance (say
+        the time between two acquisitions 98 s apart, the only order two processes' events
+        share) says nothing about their clocks and is left out, unless the other side
+        brackets the offset with it within twice the tolerance."""
+        low, high = bound["low"], bound["high"]
+        if low is not None and high is not None and high - low <= 2 * self.tolerance:
+            return bound
+        return {**bound, "low": low if low is not None and low > -self.tolerance else None,
+                "high": high if high is not None and high < self.tolerance else None}
 
 
 def _proven(bound: dict[str, Any]) -> float:

@@ -29,6 +29,9 @@ Checks:
   term against the latest-ending term of a lower epoch (or an earlier acquisition); an
   overlap counts when it exceeds what the clocks leave uncertain between the two
   processes (0 within one process, the tolerance without evidence);
+  An overlap of the corrected times within that uncertainty is *undecided* (``undecided``):
+  the log cannot tell a split brain from clock skew there; it is counted and listed, not
+  a violation;
 - epoch_not_increasing: an acquisition whose epoch is not above every epoch acquired
   more than the tolerance earlier (the same member re-acquiring its own epoch is allowed).
 Failover gap: from the latest end among the earlier terms to the next term's start,
@@ -158,6 +161,21 @@ def overlaps(pairs: DataFrame) -> DataFrame:
         ts=F.col("start_ts"),
         detail=detail,
         evidence=F.array("prev.start_evidence", "prev.end_evidence", "start_evidence", "end_evidence"),
+    )
+
+
+UNDECIDED_EXAMPLES = 20
+
+
+def undecided(pairs: DataFrame) -> DataFrame:
+    """Successions whose corrected times overlap, by no more than the clocks leave uncertain
+    between the two processes: the log cannot tell a split brain from clock skew. Not
+    violations; the summary counts them and lists the first UNDECIDED_EXAMPLES by time."""
+    return pairs.filter((F.col("overlap") > 0) & (F.col("overlap") <= F.col("slack"))).select(
+        *ELECTION, F.col("prev.member").alias("first_member"), F.col("prev.epoch").alias("first_epoch"),
+        F.col("member").alias("second_member"), F.col("epoch").alias("second_epoch"), "start_ts",
+        F.round("overlap", 6).alias("overlap_seconds"), F.round("slack", 6).alias("uncertainty_seconds"),
+        F.array("prev.start_evidence", "prev.end_evidence", "start_evidence", "end_evidence").alias("evidence"),
     )
 
 

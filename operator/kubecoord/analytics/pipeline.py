@@ -104,6 +104,7 @@ def _leadership(ctx: Context) -> Findings:
         F.broadcast(leadership.lock_records(ctx.events)), on=list(leadership.ELECTION), how="left_anti"
     )
     overlaps = leadership.overlaps(pairs)
+    undecided = leadership.undecided(pairs)
     regressions = leadership.epoch_regressions(ctx.events, ctx.skew)
     queries = {
         "leadership.totals": terms.agg(F.count("*").alias("terms"),
@@ -113,6 +114,11 @@ def _leadership(ctx: Context) -> Findings:
             "namespace", "name", "cause", "from_member", "to_member", "gap",
             _utc("from_end_ts").alias("from_end"), _utc("to_start_ts").alias("to_start")),
         "leadership.leaderless": gaps.agg(F.sum(F.greatest("gap", F.lit(0.0))).alias("seconds")),
+        "leadership.undecided": undecided.agg(F.count("*").alias("count")),
+        "leadership.undecided_examples": undecided.orderBy("start_ts", "namespace", "name", "second_member")
+        .limit(leadership.UNDECIDED_EXAMPLES).select(
+            "namespace", "name", "first_member", "first_epoch", "second_member", "second_epoch",
+            _utc("start_ts").alias("ts"), "overlap_seconds", "uncertainty_seconds", "evidence"),
     }
 
     def summarize(rows: Rows) -> dict[str, Any]:
@@ -123,6 +129,8 @@ def _leadership(ctx: Context) -> Findings:
             "failover_gap_seconds": leadership.percentile_rows(rows["leadership.gaps"], by="cause"),
             "worst_failovers": [_plain(r) for r in rows["leadership.worst"]],
             "leaderless_seconds": float(rows["leadership.leaderless"][0]["seconds"] or 0.0),
+            "undecided_overlaps": int(rows["leadership.undecided"][0]["count"]),
+            "undecided_overlap_examples": [_plain(r) for r in rows["leadership.undecided_examples"]],
         }}
 
     return Findings(
