@@ -75,3 +75,4 @@ async def _through_both_paths(tmp_path: pathlib.Path, monkeypatch: pytest.Monkey
     terms = [(method, headers.get(TERM_HEADER), headers.get("Impersonate-User")) for method, headers in recorder.seen]
     assert terms == [("PATCH", "pod-a/3", ACCOUNT), ("GET", None, None), ("DELETE", "pod-a/3", ACCOUNT),
                      ("GET", None, None)]
+

@@ -108,7 +108,11 @@ async def request(configuration: kubernetes.client.Configuration, method: str, p
     """One request; the answer whatever its status (the caller decides what is an error).
     ``headers`` are sent too (the operator's term on its writes)."""
     session = _session(configuration)
-    headers = {**(headers or {}), "Accept": "application/json", "User-Agent": user_agent}
+    # identity: aiohttp would otherwise offer gzip, and the API server compresses answers
+    # above 128 KiB (a namespace's list once one resource is large), which this session
+    # does not decompress.
+    headers = {**(headers or {}), "Accept": "application/json", "Accept-Encoding": "identity",
+               "User-Agent": user_agent}
     # What the client's auth_settings() sends: the bearer token, refreshed by its hook.
     token = configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
     if token:
