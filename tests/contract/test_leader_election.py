@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -23,6 +24,22 @@ def test_single_leader_among_racing_candidates(harness: Harness, name: str) -> N
         start.wait()
         won[f"c{index}"] = elections[index].nominate(f"c{index}", data=f"data-{index}")
 
+    # Safety at every instant, not only at the end: from before the race until the test's
+    # last look, a sampler asks every candidate whether it leads, and never two may say so.
+    # (No candidate resigns or loses here, so a sweep across the five cannot straddle a
+    # handover: a takeover would wait out a whole lease.)
+    done = threading.Event()
+    both: list[list[int]] = []
+
+    def sample() -> None:
+        while not done.is_set():
+            leading = [i for i, e in enumerate(elections) if e.is_leader()]
+            if len(leading) > 1:
+                both.append(leading)
+            time.sleep(0.001)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(elections))]
     for thread in threads:
         thread.start()
@@ -30,7 +47,13 @@ def test_single_leader_among_racing_candidates(harness: Harness, name: str) -> N
         thread.join()
 
     assert sum(won.values()) <= 1, f"more than one nominate() reported leadership: {won}"
-    eventually(lambda: sum(e.is_leader() for e in elections) == 1, harness.settle)
+
+    def one_leads() -> bool:
+        leading = [i for i, e in enumerate(elections) if e.is_leader()]
+        assert len(leading) <= 1, f"more than one candidate leads in its own view: {leading}"
+        return len(leading) == 1
+
+    eventually(one_leads, harness.settle)
     holders = [i for i, e in enumerate(elections) if e.is_leader()]
     assert len(holders) == 1, f"more than one candidate leads in its own view: {holders}"
     leader = elections[holders[0]].get_leader()  # the holder's own view: its write, not a watch's
@@ -48,6 +71,9 @@ def test_single_leader_among_racing_candidates(harness: Harness, name: str) -> N
         return all(view == leader for view in views)
 
     eventually(everyone_sees_the_leader, harness.settle)
+    done.set()
+    sampler.join()
+    assert not both, f"two candidates led in their own views at once: {both[:5]}"
 
 
 def test_observer_sees_leader_without_nominating(harness: Harness, name: str) -> None:

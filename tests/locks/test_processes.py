@@ -29,10 +29,14 @@ RACER = pathlib.Path(__file__).with_name("racer.py")
 LEASE = {"lease_duration": 2.0, "renew_deadline": 1.5, "retry_period": 0.5}
 
 
-@pytest.fixture(params=["zookeeper", "kubernetes"])
+@pytest.fixture(params=["zookeeper", "cassandra", "kubernetes"])
 def backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
     if request.param == "zookeeper":
         return request.getfixturevalue("zookeeper_url"), {"lease_duration": 2.0}
+    if request.param == "cassandra":
+        # The rows' TTL (whole seconds, renew deadline (3 - 1) x 0.75 = 1.5 s): the kill and
+        # the freeze below both outlast it.
+        return request.getfixturevalue("cassandra_url"), {"lease_duration": 3, "poll_period": 0.2}
     kubeconfig = request.getfixturevalue("real_kubeconfig")
     return "kubernetes://default", {"kubeconfig": str(kubeconfig), **LEASE}
 

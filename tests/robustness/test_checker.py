@@ -281,3 +281,32 @@ def test_records_merge_into_a_history_with_pending_operations(tmp_path: pathlib.
     assert end["call"] == 1.0e9 and end["return"] is None and end["client"] == 1
     assert figures(history) == {"kv_operations": 2, "kv_pending": 1, "holds": 1, "holds_end_unknown": 1,
                                 "operations": 4, "pending": 2, "fenced_writes": 0, "fenced_refused": 0}
+
+
+def test_a_mark_set_by_a_write_of_unknown_outcome_that_a_read_saw_refuses_lower_tokens(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Token 5's write never answered, but a read saw it: it took effect before the read, so
+    the mark is 5 from then on and token 2's write after the read must be refused. Seen by
+    nobody, the same unknown write may land last, and token 2 is then accepted."""
+    pending = kv(2, 1.35, None, "update", value="c", fence=5)
+    seen = kv(0, 1.5, 1.6, "get", read="c", version=3)
+    accepted_after = kv(1, 1.7, 1.8, "update", value="d", fence=2, version=4)
+    wrongly = judge(tmp_path / "seen", kv_ops=[*FENCED, pending, seen, accepted_after])
+    unseen = judge(tmp_path / "unseen", kv_ops=[*FENCED, pending, kv(1, 1.7, 1.8, "update", value="d", fence=2,
+                                                                     version=3)])
+    assert wrongly.status == 1, "a token below a mark a read had proven was accepted"
+    assert unseen.ok, unseen.stderr
+
+
+def test_a_fenced_error_write_that_took_effect_fails_when_only_its_version_shows(tmp_path: pathlib.Path) -> None:
+    """The late write refused with FencedError bumped the version (a value rewritten equal):
+    the read's version 3 cannot be explained without it."""
+    late = kv(0, 1.4, 1.5, "update", value="b", fence=1, status="fenced")
+    verdict = judge(tmp_path, kv_ops=[*FENCED, late, kv(1, 1.6, 1.7, "get", read="b", version=3)])
+    assert verdict.status == 1
+
+
+def test_a_fenced_delete_below_the_mark_that_took_effect_fails(tmp_path: pathlib.Path) -> None:
+    gone = [*FENCED, kv(0, 1.4, 1.5, "delete", fence=1, status="fenced"), kv(1, 1.6, 1.7, "get", status="notfound")]
+    assert judge(tmp_path, kv_ops=gone).status == 1
