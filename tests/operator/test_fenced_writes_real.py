@@ -13,8 +13,9 @@ after replica 2's first, every operator write named a term, and a write naming r
 1's term is refused by the term policy (403); the RoleBinding stays as the new leader
 wrote it and the removed client's Lease patch is refused. The frozen write's own answer
 is 403 when the server judges it before the resumed replica — which notices at once that
-it lost the Lease — cancels it (about 20 ms after receipt on this loaded machine: then
-504, context canceled); measured: 403 in 6 runs, 504 in 3. Without ``--fence-writes`` the
+it lost the Lease — cancels it; on this loaded machine it was cancelled in some runs about
+20 ms after receipt (504, context canceled) and in one before it was sent; measured: 403
+in 6 runs, 504 in 3, never received in 1. Without ``--fence-writes`` the
 same write names no term and reaches the server unjudged — applied whenever the server
 is quicker than that cancellation (the late grants applied 0.65-4.4 s after a takeover in
 the two-replica storm that found the defect).
@@ -208,13 +209,13 @@ def test_a_grant_frozen_between_check_and_send_is_refused_after_the_takeover(
         print(second.text()[:3000])
     late = [w for w in writes if w.agent == "replica-1" and w.received >= takeover]
     assert not [w for w in late if w.code < 300], f"writes of the deposed replica applied after the takeover: {late}"
-    frozen = [w for w in writes if w.agent == "replica-1" and w.name == binding and w.verb == "patch"][-1]
-    assert frozen.received >= takeover and frozen.code >= 400, frozen  # it reached the server late, not applied
+    frozen = [w for w in late if w.resource == "rolebindings" and w.verb == "patch"]
+    print("the frozen write, as the API server answered it:", frozen or "never received")
     assert all(w.term for w in writes), "an operator write that names no term"
-    # What the API server does with a write of that term now (the frozen one itself may also
-    # have been cancelled by its resumed replica before its answer: 504): refused by the policy.
-    assert frozen.term == "replica-1/1"
-    assert _stale_write_status(chart, frozen.term) == 403
+    assert {w.term for w in writes if w.agent == "replica-1"} == {"replica-1/1"}
+    # What the API server does with a write of replica 1's term now (the frozen one itself may
+    # have been cancelled by its resumed replica before it was judged): refused by the policy.
+    assert _stale_write_status(chart, "replica-1/1") == 403
 
 
 def _stale_write_status(chart: Chart, stale: str) -> int:
