@@ -15,6 +15,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.real_kubernetes",
     "tests.fixtures.zookeeper",
     "tests.fixtures.cassandra",
+    "tests.fixtures.etcd",
     "tests.fixtures.spark",
     "tests.fixtures.whole_cluster",
 ]

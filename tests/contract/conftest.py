@@ -14,7 +14,7 @@ import pytest
 from .harness import Harness
 from .memory_harness import MemoryHarness
 
-BACKENDS = ["memory", "zookeeper", "cassandra", "kubernetes", "real_kubernetes"]
+BACKENDS = ["memory", "zookeeper", "cassandra", "etcd", "kubernetes", "real_kubernetes"]
 
 
 @pytest.fixture

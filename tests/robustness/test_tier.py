@@ -26,6 +26,7 @@ PLANS = {
     "emulator": Plan("emulator", duration=20, fault_every=2.0),
     "kubernetes": Plan("kubernetes", duration=20, fault_every=2.0),
     "cassandra": Plan("cassandra", duration=20, fault_every=2.0),
+    "etcd": Plan("etcd", duration=20, fault_every=2.0),
 }
 
 

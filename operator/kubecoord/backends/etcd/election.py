@@ -1,0 +1,310 @@
+"""Leader election in etcd's concurrency.Election layout: a key per candidate, lowest create
+revision leads.
+
+Status: interoperable with ``etcdctl elect NAME`` and ``etcdctl lock NAME`` (etcd's
+concurrency.Election and concurrency.Mutex). Usage::
+
+    le = coord.leader_election("billing")       # keys billing/<lease hex> (PREFIX/billing/... with a PREFIX)
+    le.nominate("pod-a", data="host=10.0.0.7")  # True if pod-a leads now
+
+Each candidate puts ``NAME/<lease hex>`` (``NAME/<lease hex>_N`` for the N-th further
+candidate of the same coordinator in that election) if absent, attached to the
+coordinator's lease, with the value ``ID + "\\n" + DATA`` (an etcdctl candidate's proposal
+reads as its id; an etcdctl lock's empty value as its lease hex). The key with the lowest
+create revision leads; the epoch is that create revision, strictly increasing across
+leaders because revisions only grow. The handle watches the prefix ``NAME/`` (watches.py)
+and re-evaluates on every change.
+
+Guarantees:
+
+- Never two leaders among working candidates: a key leads only once every key created
+  before it is gone, and a deleted key never comes back (a new one has a higher revision).
+- is_leader() is answered from the lease's keep-alive deadline (session.py): it turns
+  False before the lease, and with it the key, can expire on the server.
+- resign() deletes the leader's key (compare on its create revision, so a re-created key
+  is never touched); close() does so for every candidate of the handle.
+- A candidate whose key vanished (deleted behind its back, or its lease expired) stops
+  leading as soon as the watch shows it, and re-enters with a new key (a new epoch).
+
+Not guaranteed: that a candidate learns of its key being deleted by a third party
+before another candidate acts (the watch is a stream: it learns on the next event); a
+nominate() that raises withdraws its key when it can, and otherwise leaves it to the
+lease (until the coordinator closes).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from kubecoord._core.handles import ElectionHandle
+from kubecoord.api import Leader
+from kubecoord.backends.etcd import txn
+from kubecoord.backends.etcd.context import EtcdContext
+from kubecoord.backends.etcd.errors import translating
+from kubecoord.backends.etcd.transport import b64, prefix_end
+from kubecoord.backends.etcd.watches import Entry, PrefixView
+from kubecoord.errors import CoordinationError, MemberExistsError
+from kubecoord.wire.events import Event
+
+log = logging.getLogger("kubecoord.etcd")
+
+
+def candidate_value(candidate_id: str, data: str) -> str:
+    return f"{candidate_id}\n{data}"
+
+
+def parse_candidate(entry: Entry) -> tuple[str, str]:
+    """(id, data) of a candidate key: kubecoord's ``ID\\nDATA``, an etcdctl proposal (id),
+    or an etcdctl lock's empty value (the key's lease hex as id)."""
+    text = entry.value.decode("utf-8", errors="replace")
+    candidate_id, _, data = text.partition("\n")
+    return (candidate_id or format(entry.lease, "x")), data
+
+
+@dataclass(eq=False)
+class _Candidate:
+    id: str
+    data: str
+    slot: int
+    key: str = ""
+    create_revision: int = 0
+    generation: int = 0
+    leading: bool = False
+
+
+class EtcdElection(ElectionHandle):
+    def __init__(self, context: EtcdContext, service: str) -> None:
+        super().__init__(context, service, context.events)
+        self.service = service
+        self._context = context
+        self._prefix = f"{context.root}{service}/"
+        self._lock = threading.RLock()
+        self._candidates: dict[str, _Candidate] = {}
+        self._view: PrefixView | None = None
+        self._leader: str | None = None
+        self._leader_known = False
+        context.session.subscribe(self._on_new_lease)
+
+    # -- interface ------------------------------------------------------------------------
+    def _nominate(self, candidate_id: str, data: str) -> bool:
+        with self._lock:
+            if candidate_id in self._candidates:
+                raise MemberExistsError(f"candidate {candidate_id!r} is already nominated on this handle")
+            candidate = _Candidate(candidate_id, data, self._context.claim_slot(self.service))
+            self._candidates[candidate_id] = candidate
+        try:
+            with translating():
+                self._campaign(candidate)
+                view = self._ensure_view()
+                view.wait_for(candidate.create_revision, self._context.options.request_timeout)
+            self._evaluate()
+        except BaseException:
+            with self._lock:
+                if self._candidates.get(candidate_id) is candidate:
+                    del self._candidates[candidate_id]
+            self._withdraw(candidate)
+            raise
+        return self._holds(candidate)
+
+    def _get_leader(self) -> Leader | None:
+        with translating():
+            answer = self._context.transport.call("kv/range", {
+                "key": b64(self._prefix), "range_end": prefix_end(self._prefix),
+                "sort_order": "ASCEND", "sort_target": "CREATE", "limit": "1",
+            }, idempotent=True)
+        kvs = answer.get("kvs", [])
+        if not kvs:
+            return None
+        entry = Entry.of(kvs[0])
+        candidate_id, data = parse_candidate(entry)
+        return Leader(candidate_id, data, entry.create_revision)
+
+    def _resign(self, candidate_id: str) -> None:
+        with self._lock:
+            candidate = self._candidates.get(candidate_id)
+            if candidate is None or not candidate.leading:
+                return
+            proven = self._holds(candidate)
+            candidate.leading = False  # before the delete: the successor may lead once it lands
+            del self._candidates[candidate_id]
+        self._withdraw(candidate)
+        self._record_term(Event.RESIGNED if proven else Event.LOST, candidate)
+
+    def is_leader(self, candidate_id: str | None = None) -> bool:
+        if self._closed:
+            return False
+        candidates = list(self._candidates.values())
+        return any(self._holds(c) for c in candidates if candidate_id is None or c.id == candidate_id)
+
+    def leading_until(self, candidate_id: str | None = None) -> float | None:
+        if self._closed:
+            return None
+        before = self._context.session.alive_until
+        if not self.is_leader(candidate_id):
+            return None
+        return min(before, self._context.session.alive_until)
+
+    def _listener_added(self, first: bool) -> None:
+        if first and not self._closed:
+            with translating():
+                view = self._ensure_view()
+                # The leader the view shows once it read the range is the listeners' baseline.
+                if view.wait_for(1, self._context.options.request_timeout):
+                    self._evaluate(view)
+
+    # -- the candidate's key ---------------------------------------------------------------
+    def _holds(self, candidate: _Candidate) -> bool:
+        session = self._context.session
+        return candidate.leading and candidate.generation == session.generation and session.alive()
+
+    def _campaign(self, candidate: _Candidate) -> None:
+        """Put the candidate's key if absent (idempotent: the key is this lease's alone),
+        and learn its create revision (the epoch should it lead)."""
+        session = self._context.session
+        generation, lease = session.generation, session.lease_id
+        suffix = format(lease, "x") + (f"_{candidate.slot}" if candidate.slot else "")
+        key = self._prefix + suffix
+        value = candidate_value(candidate.id, candidate.data)
+        answer = txn.run(
+            self._context.transport, [txn.created(key, 0)], [txn.put(key, value, lease=lease)], [txn.get(key)],
+            idempotent=True,
+        )
+        if answer.succeeded:
+            revision = answer.revision
+        else:
+            existing = answer.read(0)
+            if existing is None:
+                raise CoordinationError(f"etcd election {self.service}: candidate key {key} vanished while created")
+            revision = existing.create_revision
+            if existing.value != value.encode():  # left by an earlier candidate of this lease: take it over
+                txn.run(self._context.transport, [txn.created(key, revision)], [txn.put(key, value, lease=lease)],
+                        [], idempotent=True)
+        with self._lock:
+            candidate.key, candidate.create_revision, candidate.generation = key, revision, generation
+            candidate.leading = False
+
+    def _withdraw(self, candidate: _Candidate) -> None:
+        """Delete the candidate's key (if it has one) and free its slot; failures are left to
+        the lease."""
+        try:
+            if candidate.key:
+                with translating():
+                    txn.run(self._context.transport, [txn.created(candidate.key, candidate.create_revision)],
+                            [txn.delete(candidate.key)], [], idempotent=True)
+        except CoordinationError as exc:
+            log.info("etcd candidate key not deleted; it goes with the lease",
+                     extra={"key": candidate.key, "error": str(exc)})
+        finally:
+            self._context.release_slot(self.service, candidate.slot)
+
+    # -- the view ---------------------------------------------------------------------------
+    def _ensure_view(self) -> PrefixView:
+        with self._lock:
+            if self._view is None:
+                self._view = PrefixView(
+                    self._context.transport, self._prefix, self._evaluate,
+                    read_timeout=max(5.0, float(self._context.options.session_ttl)), name=self.service,
+                )
+            return self._view
+
+    def _evaluate(self, view: PrefixView | None = None) -> None:
+        """Who leads by the view; the candidates' transitions; listeners on a change."""
+        view = view if view is not None else self._view
+        if view is None or self._closed:
+            return
+        entries = view.entries()
+        order = sorted(entries.values(), key=lambda e: e.create_revision)
+        lowest = order[0] if order else None
+        events: list[tuple[str, _Candidate]] = []
+        again: list[_Candidate] = []
+        with self._lock:
+            for candidate in self._candidates.values():
+                if not candidate.key or view.revision < candidate.create_revision:
+                    continue
+                mine = entries.get(candidate.key)
+                if mine is None or mine.create_revision != candidate.create_revision:
+                    if candidate.leading:
+                        events.append((Event.LOST, candidate))
+                    candidate.leading = False
+                    candidate.key = ""
+                    again.append(candidate)
+                    continue
+                leads = lowest is not None and lowest.key == candidate.key
+                if leads and not candidate.leading:
+                    events.append((Event.ACQUIRED, candidate))
+                elif candidate.leading and not leads:
+                    events.append((Event.LOST, candidate))
+                candidate.leading = leads
+            leader = parse_candidate(lowest)[0] if lowest is not None else None
+            changed = self._leader_known and leader != self._leader
+            self._leader, self._leader_known = leader, True
+        for event, candidate in events:
+            self._record_term(event, candidate)
+        if changed:
+            if lowest is not None:
+                self._record(Event.OBSERVED, member=leader, epoch=lowest.create_revision)
+            self._context.dispatcher.notify(self._listeners, leader)
+        for candidate in again:
+            self._reenter(candidate)
+
+    def _reenter(self, candidate: _Candidate) -> None:
+        """A candidate whose key vanished runs again with a new key, on a thread of its own
+        (the view's thread must keep reading)."""
+
+        def campaign() -> None:
+            try:
+                with translating():
+                    self._campaign(candidate)
+            except CoordinationError as exc:
+                log.info("etcd candidate could not re-enter", extra={"service": self.service, "error": str(exc)})
+                return
+            self._evaluate()
+
+        if not self._closed and self._candidates.get(candidate.id) is candidate:
+            threading.Thread(target=campaign, name=f"kubecoord-etcd-reenter-{self.service}", daemon=True).start()
+
+    def _on_new_lease(self, lease: int) -> None:
+        with self._lock:
+            candidates = list(self._candidates.values())
+        for candidate in candidates:
+            if candidate.leading:
+                self._record_term(Event.LOST, candidate)
+            candidate.leading, candidate.key = False, ""
+            self._reenter(candidate)
+
+    def _record_term(self, event: str, candidate: _Candidate) -> None:
+        self._record(event, member=candidate.id, epoch=candidate.create_revision)
+        if event == Event.ACQUIRED:
+            self._leadership(candidate.id, True)
+        elif event in (Event.LOST, Event.RESIGNED):
+            self._leadership(candidate.id, False)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._closed:
+            return
+        with self._lock:
+            candidates = list(self._candidates.values())
+            self._candidates.clear()
+        for candidate in candidates:
+            proven = self._holds(candidate)
+            was = candidate.leading
+            candidate.leading = False
+            self._withdraw(candidate)
+            if was:
+                self._record_term(Event.RESIGNED if proven else Event.LOST, candidate)
+        self._closed = True
+        self._stop()
+
+    def crash(self) -> None:
+        self._closed = True
+        self._stop()
+
+    def _stop(self) -> None:
+        self._context.session.unsubscribe(self._on_new_lease)
+        with self._lock:
+            view, self._view = self._view, None
+        if view is not None:
+            view.stop()

@@ -1,0 +1,243 @@
+"""Storage and ListenerRegistry on etcd: one etcd key per kubecoord key.
+
+Layout: the store ``NAME`` keeps key ``K`` at ``PREFIX/_kubecoord/kv/NAME/K`` (the value
+as UTF-8); its fencing marks (kubecoord.wire.fences, format 1) are the value of the store
+key ``PREFIX/_kubecoord/kv/NAME`` itself. Versions are etcd's own per-key ``version``
+(1 at create, +1 per put, gone with a delete), so compare-and-set is one transaction
+comparing it. A fenced write's transaction also compares the marks key's mod revision
+and writes the raised mark, so the check and the write are one step.
+
+Guarantees: a write reports not applied only when it was not; a lost answer is resolved
+by its marker (outcomes.py), else OutcomeUnknownError. Listeners follow a watch of the
+store's prefix (watches.py), resumed at the last revision seen, level-triggered. Not
+guaranteed: that marks outlive a deletion of the store's keys behind its clients' backs.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from kubecoord._core.handles import RegistryHandle, StorageHandle
+from kubecoord._internal.dispatch import ListenerSet
+from kubecoord.api import Fence, Versioned
+from kubecoord.backends.etcd import txn
+from kubecoord.backends.etcd.context import EtcdContext
+from kubecoord.backends.etcd.errors import translating
+from kubecoord.backends.etcd.outcomes import WriteMarkers
+from kubecoord.backends.etcd.transport import Unanswered, b64, prefix_end
+from kubecoord.backends.etcd.watches import Entry, PrefixView, read_prefix
+from kubecoord.errors import CoordinationError, KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.wire import fences
+from kubecoord.wire.events import Event
+
+_FENCE_ROUNDS = 50
+"""Writes retried after the marks changed under them (definitely not applied)."""
+_EXISTS = "exists"
+
+
+def store_root(context: EtcdContext, name: str) -> str:
+    return context.internal("kv", name)
+
+
+def _exists(key: str) -> dict[str, Any]:
+    return {"key": b64(key), "result": "GREATER", "target": "CREATE", "create_revision": "0"}
+
+
+class EtcdStorage(StorageHandle):
+    def __init__(self, context: EtcdContext, name: str, markers: WriteMarkers) -> None:
+        super().__init__(context, name, context.events)
+        self.name = name
+        self.max_value_bytes = context.options.max_value_bytes
+        self._context = context
+        self._markers = markers
+        self._root = store_root(context, name)
+
+    def _key(self, key: str) -> str:
+        return f"{self._root}/{key}"
+
+    def _fetch_versioned(self, key: str) -> Future[Versioned | None]:
+        future: Future[Versioned | None] = Future()
+        try:
+            with translating():
+                entry = txn.read(self._context.transport, self._key(key))
+            future.set_result(Versioned(entry.value.decode(), entry.version) if entry is not None else None)
+        except CoordinationError as exc:
+            future.set_exception(exc)
+        return future
+
+    def _put(self, key: str, data: str, fence: Fence | None) -> int:
+        version = self._write(key, txn.put(self._key(key), data), [txn.created(self._key(key), 0)], fence, "put")
+        self._record(Event.PUT, key=key, version=version)
+        return version
+
+    def _update(self, key: str, data: str, expected_version: int | None, fence: Fence | None) -> int:
+        path = self._key(key)
+        compare = [txn.versioned(path, expected_version) if expected_version is not None else _exists(path)]
+        version = self._write(key, txn.put(path, data), compare, fence, "update", expected=expected_version)
+        self._record(Event.UPDATED, key=key, version=version)
+        return version
+
+    def _delete(self, key: str, expected_version: int | None, fence: Fence | None) -> None:
+        path = self._key(key)
+        compare = [txn.versioned(path, expected_version) if expected_version is not None else _exists(path)]
+        version = self._write(key, txn.delete(path), compare, fence, "delete", expected=expected_version)
+        self._record(Event.DELETED, key=key, version=version)
+
+    def _write(
+        self, key: str, operation: dict[str, Any], compare: list[dict[str, Any]], fence: Fence | None, what: str,
+        *, expected: int | None = None,
+    ) -> int:
+        """One write transaction; the key's version after it (before it, for a delete)."""
+        path = self._key(key)
+        where = f"etcd store {self.name!r}"
+        with translating():
+            for _ in range(_FENCE_ROUNDS):
+                guard: list[dict[str, Any]] = []
+                raise_mark: list[dict[str, Any]] = []
+                marks_revision = 0
+                if fence is not None:
+                    marks_entry = txn.read(self._context.transport, self._root)
+                    marks_revision = marks_entry.mod_revision if marks_entry is not None else 0
+                    marks = fences.decode(marks_entry.value if marks_entry is not None else None, where=where)
+                    raised = fences.admit(marks, fence.name, fence.token, where=where)
+                    guard = [txn.modified(self._root, marks_revision)]
+                    if raised is not None:
+                        raise_mark = [txn.put(self._root, fences.encode(raised))]
+                marker = self._markers.new()
+                before = [txn.get(path)] if what == "delete" else []
+                after = [] if what == "delete" else [txn.get(path)]
+                success = [*before, operation, *after, *raise_mark, *self._markers.operations(marker)]
+                try:
+                    answer = txn.run(
+                        self._context.transport, [*compare, *guard, txn.created(marker, 0)], success,
+                        [txn.get(path), txn.get(self._root)], idempotent=False,
+                    )
+                except Unanswered:
+                    revision = self._markers.resolve(marker, f"{what} {key!r} in store {self.name!r}")
+                    return self._version_at(path, revision, what)
+                if answer.succeeded:
+                    self._markers.answered(marker)
+                    entry = answer.read(0 if what == "delete" else 1)
+                    return entry.version if entry is not None else 0
+                current, marks_now = answer.read(0), answer.read(1)
+                if fence is not None and (marks_now.mod_revision if marks_now is not None else 0) != marks_revision:
+                    continue  # the marks moved under us: nothing was written; check them again
+                self._refuse(key, what, current, expected)
+        raise CoordinationError(f"{where}: the fencing marks kept changing; {what} {key!r} not applied")
+
+    def _version_at(self, path: str, revision: int, what: str) -> int:
+        if what == "delete":
+            entry = txn.read(self._context.transport, path, revision=revision - 1)
+        else:
+            entry = txn.read(self._context.transport, path, revision=revision)
+        return entry.version if entry is not None else 0
+
+    def _refuse(self, key: str, what: str, current: Entry | None, expected: int | None) -> None:
+        if what == "put":
+            raise KeyExistsError(f"key {key!r} already exists in store {self.name!r}")
+        if current is None:
+            raise KeyNotFoundError(f"key {key!r} not found in store {self.name!r}")
+        self._record(Event.CONFLICT, key=key, version=expected)
+        raise VersionConflictError(
+            f"key {key!r} in store {self.name!r} is at version {current.version}, not {expected}"
+        )
+
+    def _children(self, namespace: str) -> set[str]:
+        base = f"{self._root}/{namespace}/" if namespace else f"{self._root}/"
+        with translating():
+            answer = self._context.transport.call(
+                "kv/range", {"key": b64(base), "range_end": prefix_end(base), "keys_only": True}, idempotent=True
+            )
+        return {Entry.of(kv).key[len(base):].split("/", 1)[0] for kv in answer.get("kvs", [])}
+
+
+def children_of(entries: dict[str, Entry], base: str) -> set[str]:
+    return {key[len(base):].split("/", 1)[0] for key in entries if key.startswith(base)}
+
+
+class EtcdListenerRegistry(RegistryHandle):
+    def __init__(self, context: EtcdContext, name: str) -> None:
+        super().__init__(context, name, context.events)
+        self.name = name
+        self._context = context
+        self._base = store_root(context, name) + "/"
+        self._lock = threading.Lock()
+        self._view: PrefixView | None = None
+        self._seen_values: dict[str, int] = {}
+        """key -> the mod revision its listeners last heard of (0: absent)."""
+        self._seen_children: dict[str, set[str]] = {}
+
+    def _ensure_view(self) -> PrefixView:
+        with self._lock:
+            if self._view is None:
+                self._view = PrefixView(self._context.transport, self._base, self._changed,
+                                        read_timeout=max(5.0, float(self._context.options.session_ttl)),
+                                        name=f"kv-{self.name}")
+            view = self._view
+        with translating():
+            if not view.wait_for(1, self._context.options.request_timeout):
+                read_prefix(self._context.transport, self._base)  # raises why the view could not read
+        return view
+
+    def _value_listener_added(self, key: str, listeners: ListenerSet[str | None], first: bool) -> None:
+        view = self._ensure_view()
+        if first:
+            entry = view.entries().get(self._base + key)
+            with self._lock:
+                self._seen_values[key] = entry.mod_revision if entry is not None else 0
+
+    def _key_set_listener_added(self, namespace: str, listeners: ListenerSet[set[str]], first: bool) -> None:
+        view = self._ensure_view()
+        if first:
+            base = self._base + namespace + "/" if namespace else self._base
+            with self._lock:
+                self._seen_children[namespace] = children_of(view.entries(), base)
+
+    def _value_listeners_gone(self, key: str) -> None:
+        with self._lock:
+            self._seen_values.pop(key, None)
+
+    def _key_set_listeners_gone(self, namespace: str) -> None:
+        with self._lock:
+            self._seen_children.pop(namespace, None)
+
+    def _changed(self, view: PrefixView) -> None:
+        if self._closed:
+            return
+        entries = view.entries()
+        calls: list[tuple[ListenerSet[Any], Any]] = []
+        with self._listeners_lock, self._lock:
+            for key, listeners in self._values.items():
+                entry = entries.get(self._base + key)
+                value = entry.value.decode() if entry is not None else None
+                revision = entry.mod_revision if entry is not None else 0
+                if self._seen_values.get(key) == revision:
+                    continue
+                self._seen_values[key] = revision
+                calls.append((listeners, value))
+            for namespace, key_listeners in self._key_sets.items():
+                base = self._base + namespace + "/" if namespace else self._base
+                names = children_of(entries, base)
+                if self._seen_children.get(namespace) == names:
+                    continue
+                self._seen_children[namespace] = names
+                calls.append((key_listeners, names))
+        for listeners, value in calls:
+            self._context.dispatcher.notify(listeners, value)
+
+    def close(self) -> None:
+        self._closed = True
+        self._clear_listeners()
+        self._stop()
+
+    def crash(self) -> None:
+        self._closed = True
+        self._stop()
+
+    def _stop(self) -> None:
+        with self._lock:
+            view, self._view = self._view, None
+        if view is not None:
+            view.stop()

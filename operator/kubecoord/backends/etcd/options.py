@@ -1,0 +1,132 @@
+"""The options of etcd:// (the table is in the package docstring), checked before any request."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kubecoord.errors import InvalidArgumentError
+
+DEFAULT_PORT = 2379
+CLOCK_MARGIN = 1.0
+"""etcd counts lease TTLs in whole seconds, from when its leader applied the keep-alive;
+a lease holder stops believing in its lease at least this long before the TTL ends."""
+_HOST = re.compile(r"^(\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(:(?P<port>\d{1,5}))?$")
+_PREFIX = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
+_TLS_KEYS = frozenset({"ca_file", "certfile", "keyfile"})
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    session_ttl: int = 10
+    renew_deadline: float | None = None
+    keepalive_period: float | None = None
+    request_timeout: float = 5.0
+    username: str | None = None
+    password: str | None = None
+    tls: dict[str, str] | None = None
+    max_value_bytes: int = 1024 * 1024
+
+    @property
+    def deadline(self) -> float:
+        """Seconds a session holder acts on its lease after the last keep-alive it *sent*
+        that was answered: strictly less than the TTL minus the clock margin."""
+        if self.renew_deadline is not None:
+            return self.renew_deadline
+        return (self.session_ttl - CLOCK_MARGIN) * 0.75
+
+    @property
+    def period(self) -> float:
+        """Seconds between keep-alives."""
+        return self.keepalive_period if self.keepalive_period is not None else self.deadline / 4
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls is not None else "http"
+
+
+def _seconds(options: dict[str, Any], name: str) -> float | None:
+    value = options.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise InvalidArgumentError(f"etcd backend: {name} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def parse(options: dict[str, Any]) -> Options:
+    """The connect() options as Options, or InvalidArgumentError naming the bad one."""
+    known = set(Options.__dataclass_fields__)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InvalidArgumentError(f"etcd backend: unknown options {unknown}; known: {sorted(known)}")
+    ttl = options.get("session_ttl", 10)
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 2:
+        raise InvalidArgumentError(f"etcd backend: session_ttl must be whole seconds >= 2, got {ttl!r}")
+    renew_deadline = _seconds(options, "renew_deadline")
+    keepalive_period = _seconds(options, "keepalive_period")
+    request_timeout = _seconds(options, "request_timeout") or 5.0
+    for name in ("username", "password"):
+        if options.get(name) is not None and not isinstance(options[name], str):
+            raise InvalidArgumentError(f"etcd backend: {name} must be a str")
+    if (options.get("username") is None) != (options.get("password") is None):
+        raise InvalidArgumentError("etcd backend: username and password go together")
+    tls = options.get("tls")
+    if tls is not None and (
+        not isinstance(tls, dict) or not set(tls) <= _TLS_KEYS or not all(isinstance(v, str) for v in tls.values())
+        or ("certfile" in tls) != ("keyfile" in tls)
+    ):
+        raise InvalidArgumentError(
+            f"etcd backend: tls must be a dict of {sorted(_TLS_KEYS)} (paths; certfile and keyfile together), "
+            f"got {tls!r}"
+        )
+    max_value_bytes = options.get("max_value_bytes", 1024 * 1024)
+    if isinstance(max_value_bytes, bool) or not isinstance(max_value_bytes, int) or not 0 < max_value_bytes <= 1024**2:
+        raise InvalidArgumentError(
+            "etcd backend: max_value_bytes must be 1 .. 1 MiB (etcd's request limit is 1.5 MiB), "
+            f"got {max_value_bytes!r}"
+        )
+    parsed = Options(
+        session_ttl=ttl, renew_deadline=renew_deadline, keepalive_period=keepalive_period,
+        request_timeout=request_timeout, username=options.get("username"), password=options.get("password"),
+        tls=dict(tls) if tls is not None else None, max_value_bytes=max_value_bytes,
+    )
+    if not parsed.deadline < ttl - CLOCK_MARGIN:
+        raise InvalidArgumentError(
+            f"etcd backend: renew_deadline ({parsed.deadline} s) must be less than session_ttl - {CLOCK_MARGIN:g} "
+            f"({ttl - CLOCK_MARGIN} s): etcd counts lease TTLs in whole seconds from its own apply"
+        )
+    if not parsed.period * 1.2 < parsed.deadline:
+        raise InvalidArgumentError(
+            f"etcd backend: keepalive_period ({parsed.period} s) must be less than renew_deadline / 1.2 "
+            f"({parsed.deadline / 1.2:.3f} s)"
+        )
+    return parsed
+
+
+def check_hosts(location: str) -> list[tuple[str, int]]:
+    """HOST[:PORT][,HOST[:PORT]...] from the URL as (host, port) pairs, or InvalidArgumentError."""
+    hosts = []
+    for part in location.split(","):
+        match = _HOST.match(part) if part else None
+        port = int(match.group("port")) if match and match.group("port") else DEFAULT_PORT
+        if match is None or not 0 < port < 65536:
+            raise InvalidArgumentError(
+                f"etcd URL hosts {location!r} must be HOST[:PORT][,HOST[:PORT]...], e.g. etcd://etcd1:2379,etcd2/app"
+            )
+        hosts.append((match.group("v6") or match.group("name"), port))
+    return hosts
+
+
+def check_prefix(path: str) -> str:
+    """The URL's PREFIX as the key root ('' or 'PREFIX/'), or InvalidArgumentError."""
+    path = path.strip("/")
+    if not path:
+        return ""
+    if not _PREFIX.match(path):
+        raise InvalidArgumentError(
+            f"etcd URL prefix {path!r} must be '/'-separated segments of [A-Za-z0-9._-], e.g. etcd://etcd1/app"
+        )
+    return path + "/"

