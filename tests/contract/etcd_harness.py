@@ -1,7 +1,7 @@
 """The contract harness for etcd://: the session's real etcd (testkit), a fresh PREFIX per
 test, short timings.
 
-Lease TTL 3 s (session_ttl; etcd's minimum is 2 s with its default election timeout),
+Lease TTL 3 s (lease_duration; etcd's minimum is 2 s with its default election timeout),
 renew deadline 1.5 s (< TTL - 1 s), keep-alives every 0.3 s. crash() is the coordinator's
 simulate_crash(): keep-alives stop without a revoke, as after kill -9; what it held goes
 with its lease's TTL, which expire() waits out.
@@ -16,8 +16,8 @@ import kubecoord
 
 from .harness import UrlHarness
 
-SESSION_TTL = 3
-TIMINGS = {"session_ttl": SESSION_TTL, "renew_deadline": 1.5, "keepalive_period": 0.3}
+LEASE_DURATION = 3
+TIMINGS = {"lease_duration": LEASE_DURATION, "renew_deadline": 1.5, "retry_period": 0.3}
 
 
 class EtcdHarness(UrlHarness):
@@ -37,4 +37,4 @@ class EtcdHarness(UrlHarness):
 
     def expire(self) -> None:
         # etcd's leader checks lease expiry every 500 ms after the TTL.
-        time.sleep(SESSION_TTL + 0.5)
+        time.sleep(LEASE_DURATION + 0.5)

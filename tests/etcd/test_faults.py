@@ -19,7 +19,7 @@ from kubecoord_testkit.servers.etcd import EtcdCluster
 
 from .timings import TIMINGS
 
-QUIET: dict[str, Any] = {"session_ttl": 10, "renew_deadline": 6.0, "keepalive_period": 4.9, "request_timeout": 5.0}
+QUIET: dict[str, Any] = {"lease_duration": 10, "renew_deadline": 6.0, "retry_period": 4.9, "request_timeout": 5.0}
 """No keep-alive for ~5 s after connect: the proxy's ``hold(after=1)`` catches the write."""
 
 
@@ -119,7 +119,7 @@ def test_a_leader_cut_off_stops_leading_before_a_successor_leads(
         time.sleep(0.01)
     assert stopped is not None and stopped < took_over
     proxy.heal()
-    time.sleep(TIMINGS["session_ttl"] + 1)  # a's lease expired: it re-enters behind b
+    time.sleep(TIMINGS["lease_duration"] + 1)  # a's lease expired: it re-enters behind b
     assert second.is_leader("b") and not first.is_leader("a")
     cut_off.close()
     other.close()

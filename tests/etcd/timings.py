@@ -2,5 +2,5 @@
 
 from typing import Any
 
-SESSION_TTL = 3
-TIMINGS: dict[str, Any] = {"session_ttl": SESSION_TTL, "renew_deadline": 1.5, "keepalive_period": 0.3}
+LEASE_DURATION = 3
+TIMINGS: dict[str, Any] = {"lease_duration": LEASE_DURATION, "renew_deadline": 1.5, "retry_period": 0.3}

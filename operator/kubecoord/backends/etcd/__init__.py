@@ -11,27 +11,30 @@ and ``etcdctl lock NAME`` use. With PREFIX (segments of ``[A-Za-z0-9._-]`` separ
 kubecoord's own data lives under ``[PREFIX/]_kubecoord/`` (no election name starts with
 '_'). Usage::
 
-    coord = kubecoord.connect("etcd://etcd1:2379,etcd2:2379,etcd3:2379/billing", session_ttl=10)
+    coord = kubecoord.connect("etcd://etcd1:2379,etcd2:2379,etcd3:2379/billing", lease_duration=10)
 
 Options (keyword arguments of connect()):
 
-================  ==========================  ================================================
-option            default                     meaning
-================  ==========================  ================================================
-session_ttl       10                          whole seconds >= 2: the TTL of the coordinator's
-                                              one lease; after a crash, what it held goes
-                                              this long after its last keep-alive
-renew_deadline    (session_ttl - 1) x 0.75    seconds a holder acts after the last answered
-                                              keep-alive it sent; < session_ttl - 1
-keepalive_period  renew_deadline / 4          seconds between keep-alives
-request_timeout   5.0                         seconds any one request may take, over all
-                                              endpoints tried
-username          None                        etcd user (with ``password``): an auth token is
-password          None                        requested at connect and renewed when refused
-tls               None                        https: {"ca_file", "certfile", "keyfile"}
-                                              (paths; a client certificate is optional)
-max_value_bytes   1 MiB                       largest value a store accepts
-================  ==========================  ================================================
+==================  ============================  ==============================================
+option              default                       meaning
+==================  ============================  ==============================================
+lease_duration      10                            whole seconds >= 2: the TTL of the
+                                                  coordinator's one lease; after a crash, what it
+                                                  held goes this long after its last keep-alive
+renew_deadline      (lease_duration - 1) x 0.75   seconds a holder acts after the last answered
+                                                  keep-alive it sent; < lease_duration - 1
+retry_period        renew_deadline / 4            seconds between keep-alives
+request_timeout     5.0                           seconds any one request may take, over all
+                                                  endpoints tried
+username            None                          etcd user (with ``password``): an auth token
+password            None                          is requested at connect, renewed when refused
+tls                 None                          https: {"ca_file", "certfile", "keyfile"}
+                                                  (paths; a client certificate is optional)
+max_value_bytes     1 MiB                         largest value a store accepts
+==================  ============================  ==============================================
+
+leader_election(name, lease_duration=, renew_deadline=, retry_period=) gives that
+election's candidates a lease of their own with those timings.
 
 The layout and the rules: election.py (etcd's concurrency.Election and Mutex: a key per
 candidate on its lease, the lowest create revision leads, the epoch is that revision),

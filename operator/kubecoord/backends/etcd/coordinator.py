@@ -19,7 +19,6 @@ from kubecoord.backends.etcd.outcomes import WriteMarkers
 from kubecoord.backends.etcd.session import LeaseSession
 from kubecoord.backends.etcd.transport import Transport, b64, prefix_end
 from kubecoord.capabilities import Purgeable
-from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import EventLog
 from kubecoord.wire.events import Primitive
 
@@ -63,9 +62,11 @@ class EtcdCoordinator(SessionCoordinator, Purgeable):
         super().__init__(handle_owner=self.context)
 
     def _open_leader_election(self, service: str, **options: Any) -> LeaderElection:
-        if options:
-            raise InvalidArgumentError(f"etcd backend: leader_election takes no options, got {sorted(options)}")
-        return EtcdElection(self.context, service)
+        if not options:
+            return EtcdElection(self.context, service)
+        timings = self.options.with_timings(**options)  # checked before any request
+        with translating():
+            return EtcdElection(self.context, service, timings=timings)
 
     def _open_group_membership(self, group: str) -> GroupMembership:
         return EtcdGroup(self.context, group)

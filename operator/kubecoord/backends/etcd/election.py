@@ -43,6 +43,8 @@ from kubecoord.api import Leader
 from kubecoord.backends.etcd import txn
 from kubecoord.backends.etcd.context import EtcdContext
 from kubecoord.backends.etcd.errors import translating
+from kubecoord.backends.etcd.options import Options
+from kubecoord.backends.etcd.session import LeaseSession
 from kubecoord.backends.etcd.transport import b64, prefix_end
 from kubecoord.backends.etcd.watches import Entry, PrefixView
 from kubecoord.errors import CoordinationError, MemberExistsError
@@ -75,10 +77,13 @@ class _Candidate:
 
 
 class EtcdElection(ElectionHandle):
-    def __init__(self, context: EtcdContext, service: str) -> None:
+    def __init__(self, context: EtcdContext, service: str, *, timings: Options | None = None) -> None:
         super().__init__(context, service, context.events)
         self.service = service
         self._context = context
+        self._own_session = timings is not None
+        """With its own timings, the handle's candidates live on a lease of their own."""
+        self._session = LeaseSession(context.transport, timings) if timings is not None else context.session
         self._prefix = f"{context.root}{service}/"
         self._lock = threading.RLock()
         self._candidates: dict[str, _Candidate] = {}
@@ -141,10 +146,10 @@ class EtcdElection(ElectionHandle):
     def leading_until(self, candidate_id: str | None = None) -> float | None:
         if self._closed:
             return None
-        before = self._context.session.alive_until
+        before = self._session.alive_until
         if not self.is_leader(candidate_id):
             return None
-        return min(before, self._context.session.alive_until)
+        return min(before, self._session.alive_until)
 
     def _listener_added(self, first: bool) -> None:
         if first and not self._closed:
@@ -156,13 +161,13 @@ class EtcdElection(ElectionHandle):
 
     # -- the candidate's key ---------------------------------------------------------------
     def _holds(self, candidate: _Candidate) -> bool:
-        session = self._context.session
+        session = self._session
         return candidate.leading and candidate.generation == session.generation and session.alive()
 
     def _campaign(self, candidate: _Candidate) -> None:
         """Put the candidate's key if absent (idempotent: the key is this lease's alone),
         and learn its create revision (the epoch should it lead)."""
-        session = self._context.session
+        session = self._session
         generation, lease = session.generation, session.lease_id
         suffix = format(lease, "x") + (f"_{candidate.slot}" if candidate.slot else "")
         key = self._prefix + suffix
@@ -205,7 +210,7 @@ class EtcdElection(ElectionHandle):
             if self._view is None:
                 self._view = PrefixView(
                     self._context.transport, self._prefix, self._evaluate,
-                    read_timeout=max(5.0, float(self._context.options.session_ttl)), name=self.service,
+                    read_timeout=max(5.0, float(self._context.options.lease_duration)), name=self.service,
                 )
             return self._view
 
@@ -296,15 +301,17 @@ class EtcdElection(ElectionHandle):
             if was:
                 self._record_term(Event.RESIGNED if proven else Event.LOST, candidate)
         self._closed = True
-        self._stop()
+        self._stop(revoke=True)
 
     def crash(self) -> None:
         self._closed = True
         self._stop()
 
-    def _stop(self) -> None:
-        self._context.session.unsubscribe(self._on_new_lease)
+    def _stop(self, *, revoke: bool = False) -> None:
+        self._session.unsubscribe(self._on_new_lease)
         with self._lock:
             view, self._view = self._view, None
         if view is not None:
             view.stop()
+        if self._own_session:
+            self._session.close(revoke=revoke)

@@ -173,7 +173,7 @@ class EtcdListenerRegistry(RegistryHandle):
         with self._lock:
             if self._view is None:
                 self._view = PrefixView(self._context.transport, self._base, self._changed,
-                                        read_timeout=max(5.0, float(self._context.options.session_ttl)),
+                                        read_timeout=max(5.0, float(self._context.options.lease_duration)),
                                         name=f"kv-{self.name}")
             view = self._view
         with translating():

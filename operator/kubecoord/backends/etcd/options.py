@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubecoord.errors import InvalidArgumentError
+from kubecoord.timings import DEFAULT_SESSION_LEASE, TIMING_NAMES
 
 DEFAULT_PORT = 2379
 CLOCK_MARGIN = 1.0
@@ -20,9 +21,9 @@ _TLS_KEYS = frozenset({"ca_file", "certfile", "keyfile"})
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    session_ttl: int = 10
+    lease_duration: int = int(DEFAULT_SESSION_LEASE)
     renew_deadline: float | None = None
-    keepalive_period: float | None = None
+    retry_period: float | None = None
     request_timeout: float = 5.0
     username: str | None = None
     password: str | None = None
@@ -35,12 +36,21 @@ class Options:
         that was answered: strictly less than the TTL minus the clock margin."""
         if self.renew_deadline is not None:
             return self.renew_deadline
-        return (self.session_ttl - CLOCK_MARGIN) * 0.75
+        return (self.lease_duration - CLOCK_MARGIN) * 0.75
 
     @property
     def period(self) -> float:
         """Seconds between keep-alives."""
-        return self.keepalive_period if self.keepalive_period is not None else self.deadline / 4
+        return self.retry_period if self.retry_period is not None else self.deadline / 4
+
+    def with_timings(self, **overrides: Any) -> Options:
+        """These options with some of lease_duration, renew_deadline, retry_period replaced
+        (a handle's own timings); checked as connect()'s are."""
+        unknown = sorted(set(overrides) - set(TIMING_NAMES))
+        if unknown:
+            raise InvalidArgumentError(f"etcd backend: a handle takes only {list(TIMING_NAMES)}, got {unknown}")
+        mine = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return parse({**mine, **{k: v for k, v in overrides.items() if v is not None}})
 
     @property
     def scheme(self) -> str:
@@ -62,11 +72,13 @@ def parse(options: dict[str, Any]) -> Options:
     unknown = sorted(set(options) - known)
     if unknown:
         raise InvalidArgumentError(f"etcd backend: unknown options {unknown}; known: {sorted(known)}")
-    ttl = options.get("session_ttl", 10)
-    if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 2:
-        raise InvalidArgumentError(f"etcd backend: session_ttl must be whole seconds >= 2, got {ttl!r}")
+    ttl = options.get("lease_duration", int(DEFAULT_SESSION_LEASE))
+    whole = isinstance(ttl, int | float) and not isinstance(ttl, bool) and math.isfinite(ttl) and ttl == int(ttl)
+    if not whole or ttl < 2:
+        raise InvalidArgumentError(f"etcd backend: lease_duration must be whole seconds >= 2, got {ttl!r}")
+    ttl = int(ttl)
     renew_deadline = _seconds(options, "renew_deadline")
-    keepalive_period = _seconds(options, "keepalive_period")
+    retry_period = _seconds(options, "retry_period")
     request_timeout = _seconds(options, "request_timeout") or 5.0
     for name in ("username", "password"):
         if options.get(name) is not None and not isinstance(options[name], str):
@@ -89,18 +101,18 @@ def parse(options: dict[str, Any]) -> Options:
             f"got {max_value_bytes!r}"
         )
     parsed = Options(
-        session_ttl=ttl, renew_deadline=renew_deadline, keepalive_period=keepalive_period,
+        lease_duration=ttl, renew_deadline=renew_deadline, retry_period=retry_period,
         request_timeout=request_timeout, username=options.get("username"), password=options.get("password"),
         tls=dict(tls) if tls is not None else None, max_value_bytes=max_value_bytes,
     )
     if not parsed.deadline < ttl - CLOCK_MARGIN:
         raise InvalidArgumentError(
-            f"etcd backend: renew_deadline ({parsed.deadline} s) must be less than session_ttl - {CLOCK_MARGIN:g} "
+            f"etcd backend: renew_deadline ({parsed.deadline} s) must be less than lease_duration - {CLOCK_MARGIN:g} "
             f"({ttl - CLOCK_MARGIN} s): etcd counts lease TTLs in whole seconds from its own apply"
         )
     if not parsed.period * 1.2 < parsed.deadline:
         raise InvalidArgumentError(
-            f"etcd backend: keepalive_period ({parsed.period} s) must be less than renew_deadline / 1.2 "
+            f"etcd backend: retry_period ({parsed.period} s) must be less than renew_deadline / 1.2 "
             f"({parsed.deadline / 1.2:.3f} s)"
         )
     return parsed

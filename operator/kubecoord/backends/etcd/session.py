@@ -73,7 +73,8 @@ class LeaseSession:
     def _grant(self) -> None:
         sent = self._clock()
         try:
-            answer = self.transport.call("lease/grant", {"TTL": self._options.session_ttl, "ID": 0}, idempotent=False)
+            grant = {"TTL": self._options.lease_duration, "ID": 0}
+            answer = self.transport.call("lease/grant", grant, idempotent=False)
         except Unanswered as exc:  # a lease granted unanswered holds no key and expires unused
             raise BackendUnavailableError(f"etcd: no answer to a lease grant ({exc})") from None
         except GatewayError as exc:

