@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 from kubecoord._core.handles import ElectionHandle
@@ -131,11 +132,11 @@ class EtcdElection(ElectionHandle):
             candidate = self._candidates.get(candidate_id)
             if candidate is None or not candidate.leading:
                 return
-            proven = self._holds(candidate)
+            proven, ended = self._holds(candidate), self._ended()
             candidate.leading = False  # before the delete: the successor may lead once it lands
             del self._candidates[candidate_id]
         self._withdraw(candidate)
-        self._record_term(Event.RESIGNED if proven else Event.LOST, candidate)
+        self._record_term(Event.RESIGNED if proven else Event.LOST, candidate, ended)
 
     def is_leader(self, candidate_id: str | None = None) -> bool:
         if self._closed:
@@ -279,8 +280,18 @@ class EtcdElection(ElectionHandle):
             candidate.leading, candidate.key = False, ""
             self._reenter(candidate)
 
-    def _record_term(self, event: str, candidate: _Candidate) -> None:
-        self._record(event, member=candidate.id, epoch=candidate.create_revision)
+    def _ended(self) -> float:
+        """When a term ending now ended (wall clock): now, or earlier when the lease's
+        keep-alive deadline ran out first (the pipeline takes it as the end of the term)."""
+        return time.time() - max(0.0, time.monotonic() - self._session.alive_until)
+
+    def _record_term(self, event: str, candidate: _Candidate, ended: float | None = None) -> None:
+        """A candidate's term began or ended; an end carries ``ended`` as valid_until: when the
+        candidate stopped believing it leads (before its delete was sent), else now or the
+        lease's deadline, whichever came first."""
+        if event != Event.ACQUIRED and ended is None:
+            ended = self._ended()
+        self._record(event, member=candidate.id, epoch=candidate.create_revision, valid_until=ended)
         if event == Event.ACQUIRED:
             self._leadership(candidate.id, True)
         elif event in (Event.LOST, Event.RESIGNED):
@@ -294,12 +305,11 @@ class EtcdElection(ElectionHandle):
             candidates = list(self._candidates.values())
             self._candidates.clear()
         for candidate in candidates:
-            proven = self._holds(candidate)
-            was = candidate.leading
+            proven, ended, was = self._holds(candidate), self._ended(), candidate.leading
             candidate.leading = False
             self._withdraw(candidate)
             if was:
-                self._record_term(Event.RESIGNED if proven else Event.LOST, candidate)
+                self._record_term(Event.RESIGNED if proven else Event.LOST, candidate, ended)
         self._closed = True
         self._stop(revoke=True)
 

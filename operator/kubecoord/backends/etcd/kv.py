@@ -16,6 +16,7 @@ guaranteed: that marks outlive a deletion of the store's keys behind its clients
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
@@ -68,28 +69,39 @@ class EtcdStorage(StorageHandle):
         return future
 
     def _put(self, key: str, data: str, fence: Fence | None) -> int:
-        version = self._write(key, txn.put(self._key(key), data), [txn.created(self._key(key), 0)], fence, "put")
-        self._record(Event.PUT, key=key, version=version)
+        sent = time.time()
+        version, incarnation = self._write(
+            key, txn.put(self._key(key), data), [txn.created(self._key(key), 0)], fence, "put"
+        )
+        self._record(Event.PUT, key=key, version=version, sent=sent, store_incarnation=incarnation)
         return version
 
     def _update(self, key: str, data: str, expected_version: int | None, fence: Fence | None) -> int:
         path = self._key(key)
         compare = [txn.versioned(path, expected_version) if expected_version is not None else _exists(path)]
-        version = self._write(key, txn.put(path, data), compare, fence, "update", expected=expected_version)
-        self._record(Event.UPDATED, key=key, version=version)
+        sent = time.time()
+        version, incarnation = self._write(
+            key, txn.put(path, data), compare, fence, "update", expected=expected_version
+        )
+        self._record(Event.UPDATED, key=key, version=version, sent=sent, store_incarnation=incarnation)
         return version
 
     def _delete(self, key: str, expected_version: int | None, fence: Fence | None) -> None:
         path = self._key(key)
         compare = [txn.versioned(path, expected_version) if expected_version is not None else _exists(path)]
-        version = self._write(key, txn.delete(path), compare, fence, "delete", expected=expected_version)
-        self._record(Event.DELETED, key=key, version=version)
+        sent = time.time()
+        version, incarnation = self._write(
+            key, txn.delete(path), compare, fence, "delete", expected=expected_version
+        )
+        self._record(Event.DELETED, key=key, version=version, sent=sent, store_incarnation=incarnation)
 
     def _write(
         self, key: str, operation: dict[str, Any], compare: list[dict[str, Any]], fence: Fence | None, what: str,
         *, expected: int | None = None,
-    ) -> int:
-        """One write transaction; the key's version after it (before it, for a delete)."""
+    ) -> tuple[int, str]:
+        """One write transaction; the key's version after it (before it, for a delete) and the
+        store's incarnation (the create revision of its root key, which every write creates
+        if absent: a store deleted behind its clients' backs comes back as a new one)."""
         path = self._key(key)
         where = f"etcd store {self.name!r}"
         with translating():
@@ -108,7 +120,9 @@ class EtcdStorage(StorageHandle):
                 marker = self._markers.new()
                 before = [txn.get(path)] if what == "delete" else []
                 after = [] if what == "delete" else [txn.get(path)]
-                success = [*before, operation, *after, *raise_mark, *self._markers.operations(marker)]
+                # etcd refuses two puts of one key in a transaction: the raised mark creates the root too.
+                root = raise_mark or [_create_if_absent(self._root)]
+                success = [*before, operation, *after, *root, txn.get(self._root), *self._markers.operations(marker)]
                 try:
                     answer = txn.run(
                         self._context.transport, [*compare, *guard, txn.created(marker, 0)], success,
@@ -116,11 +130,11 @@ class EtcdStorage(StorageHandle):
                     )
                 except Unanswered:
                     revision = self._markers.resolve(marker, f"{what} {key!r} in store {self.name!r}")
-                    return self._version_at(path, revision, what)
+                    return self._version_at(path, revision, what), self._incarnation_at(revision)
                 if answer.succeeded:
                     self._markers.answered(marker)
-                    entry = answer.read(0 if what == "delete" else 1)
-                    return entry.version if entry is not None else 0
+                    entry, root_entry = answer.read(0 if what == "delete" else 1), answer.read(3)
+                    return (entry.version if entry is not None else 0), _incarnation(root_entry)
                 current, marks_now = answer.read(0), answer.read(1)
                 if fence is not None and (marks_now.mod_revision if marks_now is not None else 0) != marks_revision:
                     continue  # the marks moved under us: nothing was written; check them again
@@ -133,6 +147,9 @@ class EtcdStorage(StorageHandle):
         else:
             entry = txn.read(self._context.transport, path, revision=revision)
         return entry.version if entry is not None else 0
+
+    def _incarnation_at(self, revision: int) -> str:
+        return _incarnation(txn.read(self._context.transport, self._root, revision=revision))
 
     def _refuse(self, key: str, what: str, current: Entry | None, expected: int | None) -> None:
         if what == "put":
@@ -151,6 +168,15 @@ class EtcdStorage(StorageHandle):
                 "kv/range", {"key": b64(base), "range_end": prefix_end(base), "keys_only": True}, idempotent=True
             )
         return {Entry.of(kv).key[len(base):].split("/", 1)[0] for kv in answer.get("kvs", [])}
+
+
+def _create_if_absent(key: str) -> dict[str, Any]:
+    """A nested transaction: put ``key`` (empty: no fencing marks) unless it exists."""
+    return {"request_txn": {"compare": [txn.created(key, 0)], "success": [txn.put(key, "")], "failure": []}}
+
+
+def _incarnation(root: Entry | None) -> str:
+    return str(root.create_revision) if root is not None else ""
 
 
 def children_of(entries: dict[str, Entry], base: str) -> set[str]:
