@@ -15,6 +15,7 @@ URL forms (``URL_FORMS``; each backend's module docstring has its options)::
                               namespace of the pod, or of the kubeconfig context)
     zookeeper://HOST:PORT[,HOST:PORT...]/CHROOT
     cassandra://HOST[:PORT][,HOST[:PORT]...]/KEYSPACE
+    etcd://HOST[:PORT][,HOST[:PORT]...][/PREFIX]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ URL_FORMS: dict[str, str] = {
     "kubernetes": "kubernetes://NAMESPACE",
     "zookeeper": "zookeeper://HOST:PORT[,...]/CHROOT",
     "cassandra": "cassandra://HOST[:PORT][,...]/KEYSPACE",
+    "etcd": "etcd://HOST[:PORT][,...][/PREFIX]",
 }
 """Scheme -> URL form of every backend kubecoord's own distribution declares, in the order
 help texts name them. The one list: ``kubecoord --help`` and ``--url`` are written from it,
