@@ -100,7 +100,7 @@ robustness: install system-deps cassandra-jars porcupine
 # memory:// and the emulator. make test runs everything else too.
 check: lint porcupine
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q tests/unit tests/emulator tests/locks tests/faults \
-		tests/robustness/test_checker.py
+		tests/robustness/test_checker.py tests/robustness/test_eventlog.py
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q tests/contract -k "memory or kubernetes and not real_kubernetes"
 
 lint: install $(ACTIONLINT)

@@ -1,18 +1,25 @@
 """The robustness tier's short form (make test): every backend's clients under every fault
 kind it can suffer, each history judged by Porcupine (kubecoord-porcupine). A violation
 fails the test with Porcupine's smallest failing window; the run's folder keeps the
-history and the visualisations.
+history and the visualisations. Then kubecoord analyze judges every history again, as a
+coordination event log, with a hand-made one of injected violations: its KV and lock
+verdicts must agree with Porcupine's (robustness.eventlog).
 """
 
 from __future__ import annotations
 
+import json
 import pathlib
+from typing import Any
 
 import pytest
 
+from kubecoord_testkit.robustness import eventlog
 from kubecoord_testkit.robustness.backends import BACKENDS
-from kubecoord_testkit.robustness.checker import find_checker, missing_reason
+from kubecoord_testkit.robustness.checker import check_history, find_checker, missing_reason
 from kubecoord_testkit.robustness.runner import Plan, run
+
+from .test_checker import hold, kv
 
 pytestmark = [
     pytest.mark.long,
@@ -53,13 +60,14 @@ def _skip_without_servers(backend: str) -> None:
             pytest.skip(f"robustness tier on Cassandra: {reason}")
 
 
-@pytest.mark.timeout(600)  # a Cassandra node starting, then killed and started again, on a loaded machine
-@pytest.mark.parametrize("backend", list(PLANS))
-def test_every_history_is_linearizable_under_faults(backend: str, tmp_path: pathlib.Path) -> None:
+def _run_and_judge(
+    backend: str, tmp_path: pathlib.Path, recorded: dict[str, tuple[pathlib.Path, list[dict[str, Any]]]],
+) -> None:
     _skip_without_servers(backend)
     plan = PLANS[backend]
     result = run(plan, tmp_path / backend)
     print(result.summary())
+    recorded[backend] = (result.folder, result.verdict.violations)
     assert result.verdict.status in (0, 1), f"the checker failed: {result.verdict.stderr}"
     assert result.ok, f"{result.summary()}\n{result.verdict.stderr}"
     figures = result.figures
@@ -67,3 +75,96 @@ def test_every_history_is_linearizable_under_faults(backend: str, tmp_path: path
     # Traffic ran (a loaded machine is slow), holders' fenced writes too.
     assert figures["kv_operations"] >= 100 and figures["holds"] >= 5 and figures["fenced_writes"] >= 5, figures
     assert not figures["client_crashes"], "a client ended with an error (see the run's stderr/)"
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, tuple[pathlib.Path, list[dict[str, Any]]]]:
+    """Per backend run by this module: its run's folder and Porcupine's violations."""
+    return {}
+
+
+def injected_history() -> dict[str, Any]:
+    """A hand-made history with one of each violation both judges check, beside correct twins:
+    a lost update (k-lost), a create race (k-race), a version going back (k-back), two
+    overlapping holders (inj-overlap), a token going back (inj-back); k-ok, inj-clean and
+    the semaphore inj-sem (two slots held at once) are correct."""
+    kv_ops = [
+        kv(0, 1.0, 1.1, "put", "k-lost", value="a", version=1),
+        kv(1, 1.2, 1.3, "update", "k-lost", value="b", expected=1, version=2),
+        kv(2, 1.25, 1.35, "update", "k-lost", value="c", expected=1, version=2),
+        kv(0, 2.0, 2.1, "put", "k-ok", value="a", version=1),
+        kv(1, 2.2, 2.3, "update", "k-ok", value="b", expected=1, version=2),
+        kv(2, 2.4, 2.5, "delete", "k-ok", expected=2),
+        kv(0, 2.6, 2.7, "put", "k-ok", value="c", version=1),
+        kv(0, 3.0, 3.1, "put", "k-race", value="a", version=1),
+        kv(1, 3.2, 3.3, "put", "k-race", value="b", version=1),
+        kv(0, 4.0, 4.1, "put", "k-back", value="a", version=1),
+        kv(1, 4.2, 4.3, "update", "k-back", value="b", version=3),
+        kv(2, 4.4, 4.5, "update", "k-back", value="c", version=2),
+    ]
+    lock_ops = [
+        *hold(3, "a", (1.0, 1.1), (1.6, 1.7), token=1, lock="inj-overlap"),
+        *hold(4, "b", (1.2, 1.3), (1.8, 1.9), token=2, lock="inj-overlap"),
+        *hold(3, "a", (2.0, 2.1), (2.2, 2.3), token=5, lock="inj-back"),
+        *hold(4, "b", (2.5, 2.6), (2.7, 2.8), token=4, lock="inj-back"),
+        *hold(3, "a", (3.0, 3.1), (3.2, 3.3), token=1, lock="inj-clean"),
+        *hold(4, "b", (3.4, 3.5), (3.6, None), token=2, lock="inj-clean"),
+        *hold(3, "a", (4.0, 4.1), (4.6, 4.7), token=1, lock="inj-sem", slots=2, slot=0),
+        *hold(4, "b", (4.2, 4.3), (4.8, 4.9), token=1, lock="inj-sem", slots=2, slot=1),
+    ]
+    return {"kv": kv_ops, "locks": lock_ops, "faults": []}
+
+
+@pytest.mark.timeout(600)  # a Cassandra node starting, then killed and started again, on a loaded machine
+@pytest.mark.parametrize("backend", list(PLANS))
+def test_every_history_is_linearizable_under_faults(
+    backend: str, tmp_path: pathlib.Path, recorded: dict[str, tuple[pathlib.Path, list[dict[str, Any]]]],
+) -> None:
+    _run_and_judge(backend, tmp_path, recorded)
+
+
+@pytest.fixture(scope="module")
+def agreements(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory,
+    recorded: dict[str, tuple[pathlib.Path, list[dict[str, Any]]]],
+) -> dict[str, eventlog.Agreement]:
+    """kubecoord analyze's verdicts beside Porcupine's on each history this module recorded,
+    and on the hand-made one with injected violations, as event logs (robustness.eventlog):
+    one analysis for all."""
+    from kubecoord.analytics.pipeline import analyze
+
+    folder = tmp_path_factory.mktemp("injected")
+    history = injected_history()
+    verdict = check_history(history, folder, timeout=60)
+    assert verdict.status == 1, verdict.stderr
+    eventlog.write(history, folder / "events", "injected")
+    judged = {**recorded, "injected": (folder, verdict.violations)}
+    # The clients of a run share one monotonic clock: no skew to tolerate.
+    analysis = analyze(spark, [str(run / "events" / "*.jsonl") for run, _ in judged.values()], skew=0.0)
+    try:
+        rows = [row.asDict() for row in analysis.tables["violations"].collect()]
+    finally:
+        analysis.close()
+    found = {backend: eventlog.compare(backend, json.loads((run / "history.json").read_text()), violations, rows)
+             for backend, (run, violations) in judged.items()}
+    print("\n".join(a.describe() for a in found.values()))
+    return found
+
+
+@pytest.mark.timeout(900)  # one analysis: ~1 min on a quiet machine, 7+ at load 12 on 2 cores
+def test_the_pipeline_finds_the_injected_violations_porcupine_finds(agreements: dict[str, eventlog.Agreement]) -> None:
+    injected = agreements["injected"]
+    assert (injected.porcupine_keys, injected.porcupine_locks) == ({"k-lost", "k-race", "k-back"},
+                                                                   {"inj-overlap", "inj-back"}), injected.describe()
+    assert (injected.pipeline_keys, injected.pipeline_locks) == (injected.porcupine_keys, injected.porcupine_locks)
+
+
+@pytest.mark.timeout(900)
+def test_the_pipeline_agrees_with_porcupine_on_every_recorded_history(
+    agreements: dict[str, eventlog.Agreement],
+) -> None:
+    recorded = {backend: a for backend, a in agreements.items() if backend != "injected"}
+    if not recorded:
+        pytest.skip("no backend's history was recorded in this run (each was deselected or skipped)")
+    for agreement in recorded.values():
+        assert agreement.agrees, agreement.describe()

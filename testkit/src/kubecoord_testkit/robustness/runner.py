@@ -3,7 +3,9 @@ merged history, Porcupine's verdict and the figures.
 
 Output folder: ``records/`` (one file per client incarnation), ``stderr/`` (the client
 processes'), ``faults.jsonl``, ``history.json`` (what the checker read), ``porcupine/``
-(only on a violation: the history again, Porcupine's HTML visualisations), ``result.json``.
+(only on a violation: the history again, Porcupine's HTML visualisations), ``events/`` (the
+history as a coordination event log, for ``kubecoord analyze``: robustness.eventlog),
+``result.json``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kubecoord_testkit import processes
-from kubecoord_testkit.robustness import recording
+from kubecoord_testkit.robustness import eventlog, recording
 from kubecoord_testkit.robustness.backends import (
     BACKENDS,
     CLIENT_KILL,
@@ -279,6 +281,7 @@ def run(plan: Plan, out: Path) -> Result:
         backend.stop()
     history = recording.merge(tier.records, tier.faults)
     verdict = check_history(history, out, timeout=plan.checker_timeout)
+    eventlog.write(history, out / "events", plan.backend)
     figures = {
         **recording.figures(history),
         "faults": len(tier.faults),
