@@ -153,7 +153,7 @@ def test_bad_input_fails_before_any_request(k8s_cli: Cli, plain_cli: Cli) -> Non
     assert bad_name.returncode == exits.USAGE and "kubecoord leader:" in bad_name.stderr
     memory = plain_cli("leader", "x", "--url", "memory://")
     assert memory.returncode == exits.USAGE and "inside one process" in memory.stderr
-    unknown = plain_cli("leader", "x", "--url", "etcd://h")
+    unknown = plain_cli("leader", "x", "--url", "consul://h")
     assert unknown.returncode == exits.USAGE and "installed backends" in unknown.stderr
     assert plain_cli("leader", "x", "--url", "zookeeper://h:1/c", "--context", "c").returncode == exits.USAGE
     assert plain_cli("kv", "get", "s").returncode == exits.USAGE  # argparse: KEY missing
