@@ -31,7 +31,7 @@ Not guaranteed: kazoo drops its watch registrations on SUSPENDED (it fires them 
 with a NONE event); handles re-arm their watches on the next CONNECTED. ``alive_until``
 reaches into kazoo's connection (its _submit, _read_header and _invoke): kazoo exposes
 neither a timestamp of the server's last answer nor the negotiated session timeout (it
-keeps the requested one in ``KazooClient._session_timeout``; kazoo issue #769).
+keeps only the requested one, in ``KazooClient._session_timeout``).
 """
 
 from __future__ import annotations
