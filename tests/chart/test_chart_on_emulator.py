@@ -24,6 +24,7 @@ from tests.chart.conftest import Render
 from tests.helpers import eventually
 
 RELEASE_NAMESPACE = "kubecoord-system"
+OURS = {"app.kubernetes.io/managed-by": "kubecoord"}
 APP_NAMESPACE = "apps"
 # Helm's install order for the kinds the chart renders.
 INSTALL_ORDER = [
@@ -144,10 +145,13 @@ def test_the_operator_account_may_do_what_the_operator_does(operator_client: Api
     custom.patch_namespaced_custom_object_status(
         "kubecoord.dev", "v1alpha1", APP_NAMESPACE, "leaderelections", name, {"status": {"leader": "pod-a", "epoch": 1}}
     )
-    # backing objects, events, and the Role/RoleBinding for spec.clients
-    leases.create_namespaced_lease(APP_NAMESPACE, {"metadata": {"name": name}, "spec": {"holderIdentity": "pod-a"}})
+    # backing objects, events, and the Role/RoleBinding for spec.clients: kubecoord's, labelled
+    # so (templates/operatorpolicy.yaml refuses the operator anything else)
+    leases.create_namespaced_lease(APP_NAMESPACE, {"metadata": {"name": name, "labels": OURS},
+                                                   "spec": {"holderIdentity": "pod-a"}})
     leases.delete_namespaced_lease(name, APP_NAMESPACE)
-    core.create_namespaced_config_map(APP_NAMESPACE, {"metadata": {"name": f"kubecoord-kv.{name}"}, "data": {}})
+    core.create_namespaced_config_map(APP_NAMESPACE, {"metadata": {"name": f"kubecoord-kv.{name}", "labels": OURS},
+                                                      "data": {}})
     core.create_namespaced_event(
         APP_NAMESPACE,
         {
@@ -159,7 +163,7 @@ def test_the_operator_account_may_do_what_the_operator_does(operator_client: Api
         },
     )
     role = {
-        "metadata": {"name": f"kubecoord-leaderelection-{name}"},
+        "metadata": {"name": f"kubecoord-leaderelection-{name}", "labels": OURS},
         "rules": [
             {
                 "apiGroups": ["kubecoord.dev"],
@@ -179,14 +183,15 @@ def test_the_operator_account_may_do_what_the_operator_does(operator_client: Api
     rbac.create_namespaced_role_binding(
         APP_NAMESPACE,
         {
-            "metadata": {"name": role["metadata"]["name"]},
+            "metadata": {"name": role["metadata"]["name"], "labels": OURS},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role["metadata"]["name"]},
             "subjects": [{"kind": "ServiceAccount", "name": "billing", "namespace": APP_NAMESPACE}],
         },
     )
     # its own high availability: the election Lease in the release namespace
     leases.create_namespaced_lease(
-        RELEASE_NAMESPACE, {"metadata": {"name": "kubecoord-operator"}, "spec": {"holderIdentity": "kc-0"}}
+        RELEASE_NAMESPACE, {"metadata": {"name": "kubecoord-operator", "labels": OURS},
+                            "spec": {"holderIdentity": "kc-0"}}
     )
     leases.patch_namespaced_lease("kubecoord-operator", RELEASE_NAMESPACE, {"spec": {"holderIdentity": "kc-1"}})
 
@@ -233,6 +238,48 @@ def test_the_operator_account_may_do_nothing_else(operator_client: ApiClient, fo
     assert caught.value.status == 403, caught.value.body
 
 
+@pytest.mark.parametrize("kind", ["Lease", "ConfigMap", "Role", "RoleBinding"])
+def test_the_operator_account_may_not_write_what_is_not_kubecoords(
+    operator_client: ApiClient, admin: ApiClient, kind: str
+) -> None:
+    """RBAC lets it (names derive from the resources'); the chart's policy refuses it: no
+    create of an unlabelled object, no update or delete of a foreign one, no relabelling."""
+    name = f"foreign-{uuid.uuid4().hex[:6]}"
+    objects = {
+        "Lease": ("coordination.k8s.io/v1", {"spec": {"holderIdentity": "someone"}}),
+        "ConfigMap": ("v1", {"data": {"k": "v"}}),
+        "Role": ("rbac.authorization.k8s.io/v1", {"rules": []}),
+        "RoleBinding": ("rbac.authorization.k8s.io/v1", {"roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"}, "subjects": []}),
+    }
+    api_version, fields = objects[kind]
+    body = {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, **fields}
+    as_admin = DynamicClient(admin).resources.get(api_version=api_version, kind=kind)
+    as_operator = DynamicClient(operator_client).resources.get(api_version=api_version, kind=kind)
+    for write in (lambda: as_operator.create(body=body, namespace=APP_NAMESPACE),
+                  lambda: as_operator.create(body={**body, "metadata": {"name": f"{name}-2", "labels": {
+                      "app.kubernetes.io/managed-by": "someone-else"}}}, namespace=APP_NAMESPACE)):
+        with pytest.raises(ApiException) as refused:
+            write()
+        assert refused.value.status == 403 and "managed-by=kubecoord" in str(refused.value.body), refused.value.body
+    as_admin.create(body=body, namespace=APP_NAMESPACE)  # somebody else's
+    for write in (lambda: as_operator.patch(name=name, namespace=APP_NAMESPACE, body={"metadata": {"labels": OURS}},
+                                            content_type="application/merge-patch+json"),
+                  lambda: as_operator.delete(name=name, namespace=APP_NAMESPACE)):
+        with pytest.raises(ApiException) as refused:
+            write()
+        assert refused.value.status == 403 and "managed-by=kubecoord" in str(refused.value.body), refused.value.body
+    assert as_admin.get(name=name, namespace=APP_NAMESPACE).metadata.labels is None  # untouched
+    as_admin.patch(name=name, namespace=APP_NAMESPACE, body={"metadata": {"labels": OURS}},
+                   content_type="application/merge-patch+json")
+    # Labelled as kubecoord's, it is the operator's to write, but not to give away.
+    with pytest.raises(ApiException) as refused:
+        as_operator.patch(name=name, namespace=APP_NAMESPACE, body={"metadata": {"labels": {
+            "app.kubernetes.io/managed-by": None}}}, content_type="application/merge-patch+json")
+    assert refused.value.status == 403
+    as_operator.delete(name=name, namespace=APP_NAMESPACE)
+
+
 def install(client: ApiClient, objects: list[dict[str, Any]]) -> None:
     for obj in sorted(objects, key=lambda o: INSTALL_ORDER.index(o["kind"])):
         resource = DynamicClient(client).resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
@@ -253,7 +300,7 @@ def test_a_namespaced_operator_is_confined_to_its_namespaces(render: Render, tmp
             core = kubernetes.client.CoreV1Api(operator)
             leases = kubernetes.client.CoordinationV1Api(operator)
             assert {n.metadata.name for n in core.list_namespace().items} >= {"apps", "other"}
-            leases.create_namespaced_lease("apps", {"metadata": {"name": "billing"}, "spec": {}})
+            leases.create_namespaced_lease("apps", {"metadata": {"name": "billing", "labels": OURS}, "spec": {}})
             kubernetes.client.CustomObjectsApi(operator).list_namespaced_custom_object(
                 "kubecoord.dev", "v1alpha1", "apps", "groups"
             )

@@ -26,7 +26,8 @@ def test_default_render_has_every_object(render: Render) -> None:
     assert kinds == sorted(
         ["ServiceAccount", "Deployment", "Service", "Role", "RoleBinding", "PodDisruptionBudget"]
         + ["ClusterRole", "ClusterRoleBinding"] * 2
-        + ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] * 2  # Group clients, operator terms
+        # Group clients, operator terms, the operator's writes
+        + ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"] * 3
         + ["CustomResourceDefinition"] * 3
     )
     for obj in objects:
@@ -60,7 +61,8 @@ def test_deployment_command_probes_ports_and_downward_api(render: Render) -> Non
     assert c["image"] == f"kubecoord/operator:{chart['appVersion']}"
     assert c["command"] == ["kubecoord", "operator"]
     assert c["args"] == ["--all-namespaces", "--lease-duration=15", "--renew-deadline=10", "--retry-period=2",
-                         "--confinement-policy=kc-kubecoord-lease-grants", "--fence-writes"]
+                         "--confinement-policy=kubecoord-lease-grants",
+                         "--confinement-binding=kc-kubecoord-lease-grants", "--fence-writes"]
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"health": 8080, "metrics": 9090}
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
@@ -169,25 +171,31 @@ def test_disruption_budget_keeps_a_standby(render: Render) -> None:
 def test_group_clients_fail_closed_unless_the_policy_is_in_force_or_accepted(render: Render) -> None:
     """The operator is told which policy confines Group clients (it grants their Lease writes
     only while that policy and its binding exist) and may read exactly those two objects;
-    accepting unconfined clients is a value of its own, off by default."""
+    accepting unconfined clients is a value of its own, off by default. The policy is one
+    per cluster (named independently of the release, kept on uninstall), the binding the
+    release's own."""
     objects = render()
     (policy,) = [p for p in by_kind(objects, "ValidatingAdmissionPolicy")
-                 if p["spec"]["paramKind"]["kind"] == "ConfigMap"]
+                 if p["spec"].get("paramKind", {}).get("kind") == "ConfigMap"]
     (binding,) = [b for b in by_kind(objects, "ValidatingAdmissionPolicyBinding")
                   if b["spec"]["policyName"] == policy["metadata"]["name"]]
     name = policy["metadata"]["name"]
-    assert binding["metadata"]["name"] == name == binding["spec"]["policyName"] == "kc-kubecoord-lease-grants"
+    assert name == binding["spec"]["policyName"] == "kubecoord-lease-grants"
+    assert binding["metadata"]["name"] == "kc-kubecoord-lease-grants"
+    assert policy["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    assert "annotations" not in binding["metadata"]  # goes with its release
     args = container(objects)["args"]
-    assert f"--confinement-policy={name}" in args
+    assert f"--confinement-policy={name}" in args and "--confinement-binding=kc-kubecoord-lease-grants" in args
     assert "--allow-unconfined-group-clients" not in args
     (discovery,) = [r for r in by_kind(objects, "ClusterRole") if r["metadata"]["name"].endswith("-discovery")]
-    assert {"apiGroups": ["admissionregistration.k8s.io"],
-            "resources": ["validatingadmissionpolicies", "validatingadmissionpolicybindings"],
+    assert {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicies"],
             "resourceNames": [name], "verbs": ["get"]} in discovery["rules"]
+    assert {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingadmissionpolicybindings"],
+            "resourceNames": ["kc-kubecoord-lease-grants"], "verbs": ["get"]} in discovery["rules"]
     # Without the policy the operator fails closed; only the explicit value opens it.
     unconfined = render("--set", "rbac.confineGroupClients=false")
     assert [p["metadata"]["name"] for p in by_kind(unconfined, "ValidatingAdmissionPolicy")] == [
-        "kc-kubecoord-operator-term"]
+        "kc-kubecoord-operator-writes", "kc-kubecoord-operator-term"]
     assert "--allow-unconfined-group-clients" not in container(unconfined)["args"]
     accepted = render("--set", "rbac.confineGroupClients=false", "--set", "rbac.allowUnconfinedGroupClients=true")
     assert "--allow-unconfined-group-clients" in container(accepted)["args"]
@@ -206,7 +214,8 @@ def test_the_operators_writes_are_fenced_by_its_lease_unless_turned_off(render: 
     judges only the chart ServiceAccount's writes that name a term; the operator is told to
     name it and may impersonate itself for it. rbac.fenceOperatorWrites=false: none of it."""
     objects = render("--set", "operator.leaseName=my-lease")
-    (policy,) = [p for p in by_kind(objects, "ValidatingAdmissionPolicy") if p["spec"]["paramKind"]["kind"] == "Lease"]
+    (policy,) = [p for p in by_kind(objects, "ValidatingAdmissionPolicy")
+                 if p["spec"].get("paramKind", {}).get("kind") == "Lease"]
     (binding,) = [b for b in by_kind(objects, "ValidatingAdmissionPolicyBinding")
                   if b["spec"]["policyName"] == policy["metadata"]["name"] == "kc-kubecoord-operator-term"]
     assert binding["spec"]["paramRef"] == {"name": "my-lease", "namespace": "kubecoord-system",
@@ -224,9 +233,48 @@ def test_the_operators_writes_are_fenced_by_its_lease_unless_turned_off(render: 
     assert {"apiGroups": ["authentication.k8s.io"], "resources": ["userextras/kubecoord.dev/term"],
             "verbs": ["impersonate"]} in discovery["rules"]
     off = render("--set", "rbac.fenceOperatorWrites=false")
-    assert [p["metadata"]["name"] for p in by_kind(off, "ValidatingAdmissionPolicy")] == ["kc-kubecoord-lease-grants"]
+    assert [p["metadata"]["name"] for p in by_kind(off, "ValidatingAdmissionPolicy")] == [
+        "kubecoord-lease-grants", "kc-kubecoord-operator-writes"]
     assert "--fence-writes" not in container(off)["args"]
     assert "impersonate" not in yaml.safe_dump(off)
+
+
+def test_the_operators_writes_are_confined_to_kubecoords_objects_unless_turned_off(render: Render) -> None:
+    """The chart ServiceAccount's Lease, ConfigMap, Role and RoleBinding writes are judged
+    (RBAC cannot narrow them): the object before and after must be labelled as kubecoord's.
+    Its RBAC has create apart from the other writes, and no update where it never PUTs."""
+    objects = render()
+    (policy,) = [p for p in by_kind(objects, "ValidatingAdmissionPolicy")
+                 if p["metadata"]["name"] == "kc-kubecoord-operator-writes"]
+    (binding,) = [b for b in by_kind(objects, "ValidatingAdmissionPolicyBinding")
+                  if b["spec"]["policyName"] == "kc-kubecoord-operator-writes"]
+    assert binding["spec"]["validationActions"] == ["Deny"] and "paramRef" not in binding["spec"]
+    assert "paramKind" not in policy["spec"]  # no ConfigMap parameters: no part in the param-informer defect
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    judged = {(g, r, tuple(rule["operations"])) for rule in policy["spec"]["matchConstraints"]["resourceRules"]
+              for g in rule["apiGroups"] for r in rule["resources"]}
+    writes = ("CREATE", "UPDATE", "DELETE")
+    assert judged == {("coordination.k8s.io", "leases", writes), ("", "configmaps", writes),
+                      ("rbac.authorization.k8s.io", "roles", writes),
+                      ("rbac.authorization.k8s.io", "rolebindings", writes)}
+    (condition,) = policy["spec"]["matchConditions"]
+    assert condition["expression"] == (
+        "request.userInfo.username == 'system:serviceaccount:kubecoord-system:kc-kubecoord'")
+    (role,) = [r for r in by_kind(objects, "ClusterRole") if r["metadata"]["name"] == "kc-kubecoord"]
+    verbs = {(rule["apiGroups"][0], rule["resources"][0]): rule["verbs"] for rule in role["rules"]
+             if rule["verbs"] != ["create"]}
+    creates = {(rule["apiGroups"][0], resource) for rule in role["rules"] if rule["verbs"] == ["create"]
+               for resource in rule["resources"]}
+    assert creates == {("coordination.k8s.io", "leases"), ("", "configmaps"),
+                       ("rbac.authorization.k8s.io", "roles"), ("rbac.authorization.k8s.io", "rolebindings")}
+    assert verbs[("rbac.authorization.k8s.io", "roles")] == ["get", "list", "watch", "patch", "delete"]
+    assert verbs[("kubecoord.dev", "leaderelections")] == ["get", "list", "watch", "patch"]
+    assert verbs[("kubecoord.dev", "leaderelections/status")] == ["get", "patch"]
+    assert not any("deletecollection" in rule["verbs"] or "escalate" in rule["verbs"] or "bind" in rule["verbs"]
+                   for rule in role["rules"])
+    off = render("--set", "rbac.confineOperatorWrites=false")
+    assert "kc-kubecoord-operator-writes" not in [p["metadata"]["name"]
+                                                  for p in by_kind(off, "ValidatingAdmissionPolicy")]
 
 
 def test_the_notes_say_what_a_group_without_confinement_gets(helm: Path) -> None:

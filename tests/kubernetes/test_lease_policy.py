@@ -100,8 +100,8 @@ def test_a_listed_service_account_writes_only_the_leases_it_is_granted(
         error = _denied(lambda: as_app.create_namespaced_lease(ns, _lease(f"{theirs}.m.x")))
         status = json.loads(error.body)
         assert (error.status, status["reason"]) == (403, "Forbidden")
-        assert f'"{theirs}.m.x" is forbidden: ValidatingAdmissionPolicy \'{policy}-kubecoord-lease-grants\'' in status[
-            "message"]
+        assert (f'"{theirs}.m.x" is forbidden: ValidatingAdmissionPolicy \'kubecoord-lease-grants\' with binding '
+                f'\'{policy}-kubecoord-lease-grants\'') in status["message"]
         assert status["message"].endswith(
             f"ServiceAccount {app} may write only the Leases of its kubecoord resources "
             f"({election}, {election}.epoch, {mine}-gc, {mine}-gc.epoch, {mine}.m.*), not {theirs}.m.x")

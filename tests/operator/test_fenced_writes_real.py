@@ -1,7 +1,8 @@
 """Fencing where the write lands, on the whole cluster: a deposed replica's write is refused
 by the API server, not applied after its successor took over.
 
-The chart's RBAC and term policy (templates/rbac.yaml, templates/termpolicy.yaml, rendered
+The chart's RBAC, term policy and policy on the operator's writes (templates/rbac.yaml,
+templates/termpolicy.yaml, templates/operatorpolicy.yaml, rendered
 for this module's release and applied), two ``kubecoord operator`` processes with a token
 of the chart's ServiceAccount and ``--fence-writes``, as the chart's Deployment runs them.
 Replica 1 runs under kubecoord_testkit.operator_freeze: at the write under test it passes
@@ -59,7 +60,8 @@ TIMINGS = (9.0, 6.0, 1.0)
 """The operators' Lease: a write may take min(6 / 2, 9 - 6) = 3 s (kubecoord.operator.fencing), so the
 frozen write, once resumed, reaches the API server and is judged there rather than abandoned by
 its own timeout on a loaded machine."""
-TEMPLATES = ("templates/serviceaccount.yaml", "templates/rbac.yaml", "templates/termpolicy.yaml")
+TEMPLATES = ("templates/serviceaccount.yaml", "templates/rbac.yaml", "templates/termpolicy.yaml",
+             "templates/operatorpolicy.yaml")
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,10 @@ pytestmark = pytest.mark.slow
 helm = chart_fixtures.helm
 
 RELEASE = f"g{uuid.uuid4().hex[:6]}"
-POLICY = f"{RELEASE}-kubecoord-lease-grants"
-"""The chart's policy under this module's release name (the operator is told to look for it)."""
+POLICY = "kubecoord-lease-grants"
+"""The chart's policy (one per cluster, whatever the release)."""
+BINDING = f"{RELEASE}-kubecoord-lease-grants"
+"""Its binding under this module's release name (the operator is told to look for both)."""
 RESYNC_SECONDS = 5
 """The operator's --resync-seconds here: a stale grant must go within this (plus a reconcile)."""
 
@@ -55,7 +57,8 @@ def namespace(real_admin_api: k8s.ApiClient, real_cluster: RealApiServer) -> str
 def operator(real_kubeconfig: pathlib.Path, namespace: str,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     running = Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "grants-a",
-                       ("--resync-seconds", str(RESYNC_SECONDS), "--confinement-policy", POLICY)).start()
+                       ("--resync-seconds", str(RESYNC_SECONDS), "--confinement-policy", POLICY,
+                        "--confinement-binding", BINDING)).start()
     try:
         yield running
     finally:
@@ -175,7 +178,7 @@ class Policy:
         rendered = run_helm(helm, "template", RELEASE, str(CHART), "--show-only", "templates/admissionpolicy.yaml")
         assert rendered.returncode == 0, rendered.stderr
         self.documents = [d for d in yaml.safe_load_all(rendered.stdout) if d]
-        assert [d["metadata"]["name"] for d in self.documents] == [POLICY, POLICY]
+        assert [d["metadata"]["name"] for d in self.documents] == [POLICY, BINDING]
         dynamic = DynamicClient(admin)
         self.resources = [dynamic.resources.get(api_version=d["apiVersion"], kind=d["kind"]) for d in self.documents]
         self.installed = False
@@ -224,7 +227,7 @@ def test_group_clients_get_lease_writes_only_while_the_policy_confines_them(
         eventually(lambda: api.condition("Group", group, "Ready").get("reason") == "Unconfined",
                    timeout=60, interval=0.3)
         message = api.condition("Group", group, "Ready")["message"]
-        assert POLICY in message and "rbac.confineGroupClients=true" in message, message
+        assert POLICY in message and BINDING in message and "rbac.confineGroupClients=true" in message, message
         assert "rbac.allowUnconfinedGroupClients=true" in message, message
         assert _lease_verbs(api, group) == {"get", "list", "watch"}
         assert _create_status(as_member, namespace, f"{group}.m.one") == 403

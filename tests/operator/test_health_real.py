@@ -5,6 +5,8 @@ server cannot be reached.
 The ServiceAccount may run the operator's election (its Lease, as the chart's
 leader-election Role allows) but not the reads kopf's watches need; the operator becomes
 the leader, kopf retries its refused requests, and the replica must say it cannot work.
+Then it gets the chart's rules (kubecoord.resourceRules, rendered) but one write, and must
+still say it cannot work, naming that write; with the chart's rules whole it is ready.
 """
 
 from __future__ import annotations
@@ -28,10 +30,14 @@ import kubecoord
 from kubecoord_testkit.faults import ThreadedFaultProxy
 from kubecoord_testkit.servers.kubernetes import RealApiServer
 from kubecoord_testkit.servers.managed import free_port
+from tests.chart import conftest as chart_fixtures
+from tests.chart.conftest import CHART, run_helm
 from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace, install_crds
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.slow
+
+helm = chart_fixtures.helm
 
 
 def _get(port: int, path: str) -> tuple[int, dict[str, Any]]:
@@ -104,7 +110,18 @@ def _binding(name: str, kind: str, namespace: str) -> dict[str, Any]:
             "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": namespace}]}
 
 
-def _grant_the_rest(admin_api: k8s.ApiClient, namespace: str) -> None:
+def _chart_rules(helm: pathlib.Path, namespace: str) -> list[dict[str, Any]]:
+    """The rules the chart gives a namespaced operator in each watched namespace."""
+    rendered = run_helm(helm, "template", "kc", str(CHART), "--namespace", namespace, "--show-only",
+                        "templates/rbac.yaml", "--set", "operator.allNamespaces=false")
+    assert rendered.returncode == 0, rendered.stderr
+    (role,) = [d for d in yaml.safe_load_all(rendered.stdout)
+               if d and d["kind"] == "Role" and d["metadata"]["name"] == "kc-kubecoord"]
+    return list(role["rules"])
+
+
+def _grant_the_rest(admin_api: k8s.ApiClient, namespace: str, rules: list[dict[str, Any]]) -> None:
+    """The discovery reads, and ``rules`` in the namespace (Role ``resources``)."""
     rbac = k8s.RbacAuthorizationV1Api(admin_api)
     cluster = f"discovery-{namespace}"
     rbac.create_cluster_role({"metadata": {"name": cluster}, "rules": [
@@ -112,10 +129,14 @@ def _grant_the_rest(admin_api: k8s.ApiClient, namespace: str) -> None:
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}]})
     binding = _binding(cluster, "ClusterRole", namespace)
     rbac.create_cluster_role_binding(binding)
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": "resources"}, "rules": [
-        {"apiGroups": ["kubecoord.dev"], "resources": ["leaderelections", "groups", "kvstores"],
-         "verbs": ["get", "list", "watch"]}]})
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": "resources"}, "rules": rules})
     rbac.create_namespaced_role_binding(namespace, _binding("resources", "Role", namespace))
+
+
+def _without(rules: list[dict[str, Any]], resource: str, verb: str) -> list[dict[str, Any]]:
+    kept = [{**rule, "verbs": [v for v in rule["verbs"] if not (resource in rule["resources"] and v == verb)]}
+            for rule in rules]
+    return [rule for rule in kept if rule["verbs"]]
 
 
 @pytest.fixture
@@ -128,7 +149,7 @@ def operators(tmp_path: pathlib.Path) -> Iterator[list[LocalOperator]]:
 
 def test_refused_by_rbac_it_is_not_ready_says_why_and_recovers(
     real_admin_api: k8s.ApiClient, lacking: tuple[str, pathlib.Path], tmp_path: pathlib.Path,
-    operators: list[LocalOperator],
+    operators: list[LocalOperator], helm: pathlib.Path,
 ) -> None:
     namespace, kubeconfig = lacking
     operator = LocalOperator(kubeconfig, namespace, tmp_path)
@@ -160,22 +181,35 @@ def test_refused_by_rbac_it_is_not_ready_says_why_and_recovers(
     assert "kubecoord_operator_reconciles_total" in metrics or "_total" in metrics
     assert "_created" not in metrics
 
-    _grant_the_rest(real_admin_api, namespace)
+    # Every read granted, and the chart's rules but one write: still not ready, saying which.
+    rules = _chart_rules(helm, namespace)
+    _grant_the_rest(real_admin_api, namespace, _without(rules, "configmaps", "delete"))
+
+    def write_refused() -> bool:
+        code, body = _get(operator.health, "/readyz")
+        return code == 503 and "may not delete configmaps (core) in namespace " + namespace in str(body.get("problem"))
+
+    eventually(write_refused, 60, interval=0.2)
+    code, body = _get(operator.health, "/healthz")
+    assert code == 200 and body["ok"] is False and "SelfSubjectAccessReview" in body["problem"], body
+    # The chart's rules whole: ready.
+    k8s.RbacAuthorizationV1Api(real_admin_api).patch_namespaced_role("resources", namespace, {"rules": rules})
     eventually(lambda: _get(operator.health, "/readyz") == (200, {"role": "leader", "ok": True, "live": True}),
                60, interval=0.2)
-    # Granted in two steps, the problem may change once on the way (a new line for a new problem).
+    # Granted in steps, the problem may change on the way (a new line for a new problem).
     lines = [line for line in operator.ours() if line["name"] == "kubecoord.operator.access"]
     assert [line["level"] for line in lines][-1] == "WARNING" and "ready" in lines[-1]["message"]
     errors = [line["message"] for line in lines[:-1]]
-    assert {line["level"] for line in lines[:-1]} == {"ERROR"} and len(set(errors)) == len(errors) <= 3, lines
+    assert {line["level"] for line in lines[:-1]} == {"ERROR"} and len(set(errors)) == len(errors) <= 4, lines
+    assert any("may not delete configmaps" in error for error in errors), errors
 
 
 def test_an_unreachable_api_server_makes_it_not_ready(
     real_api: RealApiServer, real_admin_api: k8s.ApiClient, lacking: tuple[str, pathlib.Path],
-    tmp_path: pathlib.Path, operators: list[LocalOperator],
+    tmp_path: pathlib.Path, operators: list[LocalOperator], helm: pathlib.Path,
 ) -> None:
     namespace, kubeconfig = lacking
-    _grant_the_rest(real_admin_api, namespace)
+    _grant_the_rest(real_admin_api, namespace, _chart_rules(helm, namespace))
     config = yaml.safe_load(kubeconfig.read_text())
     host, port = real_api.url.removeprefix("https://").rsplit(":", 1)
     with ThreadedFaultProxy((host, int(port))) as proxy:
@@ -185,6 +219,10 @@ def test_an_unreachable_api_server_makes_it_not_ready(
         operator = LocalOperator(proxied, namespace, tmp_path)
         operators.append(operator)
         eventually(lambda: _get(operator.health, "/readyz")[0] == 200, 60, interval=0.2)
+        # Past its start (connected, leading): an API server unreachable at start ends the
+        # process instead (a pod restarts), which is not what this test is about.
+        eventually(lambda: any(line["message"].startswith("leading") for line in operator.ours()), 60,
+                   interval=0.2)
         proxy.refuse()
         proxy.cut()
 

@@ -19,6 +19,7 @@ and a token bound to it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pathlib
@@ -119,7 +120,8 @@ def operator_process(installed: str, release_namespace: str, mint_kubeconfig: Mi
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "operator", "--all-namespaces",
-             "--kubeconfig", str(kubeconfig), "--confinement-policy", f"{RELEASE}-kubecoord-lease-grants",
+             "--kubeconfig", str(kubeconfig), "--confinement-policy", "kubecoord-lease-grants",
+             "--confinement-binding", f"{RELEASE}-kubecoord-lease-grants",
              "--lease-namespace", release_namespace, "--identity", pod or "operator-0", "--fence-writes",
              "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1",
              "--health-port", str(health_port), "--metrics-port", "0", "--bind", "127.0.0.1"],
@@ -243,6 +245,94 @@ def test_an_unlisted_service_account_is_denied_and_writes_nothing(
     user = f"system:serviceaccount:{real_namespace}:intruder"
     accepted = [w for w in real_api.writes(user=user, since=since) if w["code"] and int(str(w["code"])) < 300]
     assert accepted == []
+
+
+def _can_i(kubectl: pathlib.Path, real_api: RealApiServer, user: str, namespace: str, *request: str) -> bool:
+    done = subprocess.run([str(kubectl), "--kubeconfig", str(real_api.admin_kubeconfig), "auth", "can-i", *request,
+                           "--namespace", namespace, "--as", user], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode == 0
+
+
+FOREIGN = {
+    "ConfigMap": ("v1", {"data": {"owner": "someone-else"}}),
+    "Lease": ("coordination.k8s.io/v1", {"spec": {"holderIdentity": "someone-else"}}),
+    "Role": ("rbac.authorization.k8s.io/v1", {"rules": [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+    "RoleBinding": ("rbac.authorization.k8s.io/v1", {
+        # A Role whose rules the operator holds: RBAC refuses a binding to anything more
+        # before admission is asked.
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "someone-elses-role"},
+        "subjects": [{"kind": "ServiceAccount", "name": "someone-else"}]}),
+}
+"""What another application keeps in a namespace the operator watches (no kubecoord label)."""
+
+
+def test_the_operators_account_may_not_write_what_is_not_kubecoords(
+    operator_process: Operator, resources: dict[str, str], installed: str, release_namespace: str,
+    real_api: RealApiServer, real_admin_api: k8s.ApiClient, real_namespace: str, mint_kubeconfig: MintKubeconfig,
+    kubectl: pathlib.Path,
+) -> None:
+    """RBAC cannot narrow the operator's Lease, ConfigMap, Role and RoleBinding writes (names
+    follow the resources'; create has no name), so `kubectl auth can-i` says yes to them;
+    the chart's policy on the operator's writes refuses each real request on another
+    application's object, and nothing of it changes. What RBAC does narrow, can-i refuses."""
+    from kubernetes.dynamic import DynamicClient
+
+    account = f"{RELEASE}-kubecoord"
+    user = f"system:serviceaccount:{release_namespace}:{account}"
+    for request in (("update", "configmaps/someone-else"), ("delete", "leases/someone-else"),
+                    ("patch", "roles/someone-else"), ("create", "rolebindings")):
+        assert _can_i(kubectl, real_api, user, real_namespace, *request), request  # RBAC alone: yes
+    for request in (("update", "roles"), ("update", "rolebindings"), ("deletecollection", "configmaps"),
+                    ("deletecollection", "leases"), ("escalate", "roles"), ("bind", "roles"), ("get", "secrets"),
+                    ("update", "leaderelections.kubecoord.dev"), ("update", "groups.kubecoord.dev/status"),
+                    ("create", "pods"), ("patch", "deployments.apps")):
+        assert not _can_i(kubectl, real_api, user, real_namespace, *request), request  # narrowed by RBAC
+    admin = DynamicClient(real_admin_api)
+    operator_api = kubernetes.config.new_client_from_config(
+        config_file=str(mint_kubeconfig(release_namespace, account, create=False)))
+    as_operator = DynamicClient(operator_api)
+    suffix = uuid.uuid4().hex[:6]
+    k8s.RbacAuthorizationV1Api(real_admin_api).create_namespaced_role(real_namespace, {
+        "metadata": {"name": "someone-elses-role"}, "rules": FOREIGN["Role"][1]["rules"]})
+    since = real_api.audit_mark()
+    for kind, (api_version, fields) in FOREIGN.items():
+        name = f"someone-else-{suffix}"
+        body = {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, **fields}
+        theirs = admin.resources.get(api_version=api_version, kind=kind)
+        ours = as_operator.resources.get(api_version=api_version, kind=kind)
+        theirs.create(body=body, namespace=real_namespace)
+        before = theirs.get(name=name, namespace=real_namespace).to_dict()
+        relabel = {"metadata": {"labels": {"app.kubernetes.io/managed-by": "kubecoord"}}}
+        writes = {
+            "create": functools.partial(ours.create, body={**body, "metadata": {"name": f"{name}-new"}},
+                                        namespace=real_namespace),
+            "patch": functools.partial(ours.patch, name=name, namespace=real_namespace, body=relabel,
+                                       content_type="application/merge-patch+json"),
+            "update": functools.partial(ours.replace, name=name, namespace=real_namespace, body=before),
+            "delete": functools.partial(ours.delete, name=name, namespace=real_namespace),
+        }
+        for verb, write in writes.items():
+            with pytest.raises(ApiException) as refused:
+                write()
+            assert refused.value.status == 403, (kind, verb, refused.value.body)
+            message = json.loads(refused.value.body)["message"]
+            if kind in ("Role", "RoleBinding") and verb == "update":  # never PUT by the operator: not in its RBAC
+                assert f'cannot update resource "{kind.lower()}s"' in message, (kind, verb, message)
+            else:
+                assert f"ValidatingAdmissionPolicy '{RELEASE}-kubecoord-operator-writes'" in message, (kind, verb,
+                                                                                                       message)
+        after = theirs.get(name=name, namespace=real_namespace).to_dict()
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"], kind  # untouched
+        theirs.delete(name=name, namespace=real_namespace)
+    time.sleep(0.5)  # the audit log is written as requests complete
+    applied = [w for w in real_api.writes(user=user, since=since)
+               if w["code"] and int(str(w["code"])) < 300 and str(w["name"]).startswith("someone-else")]
+    assert applied == []
+    operator_api.close()
+    assert operator_process.process.poll() is None
 
 
 def _lease_grants(admin: k8s.ApiClient, namespace: str) -> dict[str, str]:

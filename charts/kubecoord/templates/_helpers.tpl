@@ -80,9 +80,35 @@ NOTES.txt says so.
 {{- end }}
 {{- end }}
 
-{{/* The admission policy's and its binding's name (the operator checks both exist). */}}
+{{/*
+The admission policy that confines Group clients: one per cluster, named independently of
+the release, since every release's copy would be the same (templates/admissionpolicy.yaml);
+each release binds it with a binding of its own (the operator checks both exist).
+*/}}
 {{- define "kubecoord.admissionPolicyName" -}}
+kubecoord-lease-grants
+{{- end }}
+
+{{/* This release's binding of that policy. */}}
+{{- define "kubecoord.admissionBindingName" -}}
 {{- printf "%s-lease-grants" (include "kubecoord.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Whether this release renders the shared policy: no such policy in the cluster, or this
+release's own (Helm's ownership annotations). Another release's is left to it: Helm would
+refuse to adopt it ("invalid ownership metadata"), and the two would be the same. Without
+a cluster (helm template) lookup finds nothing and the policy renders.
+*/}}
+{{- define "kubecoord.rendersAdmissionPolicy" -}}
+{{- $found := lookup (include "kubecoord.admissionPolicyApiVersion" .) "ValidatingAdmissionPolicy" "" (include "kubecoord.admissionPolicyName" .) }}
+{{- $annotations := dig "metadata" "annotations" dict $found }}
+{{- if or (not $found) (and (eq (get $annotations "meta.helm.sh/release-name") .Release.Name) (eq (get $annotations "meta.helm.sh/release-namespace") .Release.Namespace)) }}true{{ end }}
+{{- end }}
+
+{{/* The policy that confines the operator's own writes (templates/operatorpolicy.yaml). */}}
+{{- define "kubecoord.operatorWritesPolicyName" -}}
+{{- printf "%s-operator-writes" (include "kubecoord.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/* The operator's term policy and its binding (templates/termpolicy.yaml). */}}
@@ -123,30 +149,50 @@ What the operator does with the objects it watches and creates, in every watched
 namespace. charts/kubecoord/README.md explains each verb.
 */}}
 {{- define "kubecoord.resourceRules" -}}
+# kopf lists and watches the resources and merge-patches its finalizer and progress
+# annotations onto them (kopf never PUTs: no update); get is also granted to spec.clients.
 - apiGroups: [kubecoord.dev]
   resources: [leaderelections, groups, kvstores]
-  verbs: [get, list, watch, patch, update]
+  verbs: [get, list, watch, patch]
 - apiGroups: [kubecoord.dev]
   resources: [leaderelections/status, groups/status, kvstores/status]
-  verbs: [get, patch, update]
+  verbs: [get, patch]
+# blockOwnerDeletion on the backing objects' ownerReferences (OwnerReferencesPermissionEnforcement).
 - apiGroups: [kubecoord.dev]
   resources: [leaderelections/finalizers, groups/finalizers, kvstores/finalizers]
   verbs: [update]
+# create apart from the other writes: RBAC cannot limit it by name (the object does not
+# exist yet). The rest cannot be limited by name either: the Leases, ConfigMaps, Roles and
+# RoleBindings are named after each resource (kubecoord.wire.object_names), and spec.clients
+# are granted get, list, watch, update, patch on theirs by name, which the operator can grant
+# only if it holds them. templates/operatorpolicy.yaml confines all of these writes to
+# objects labelled app.kubernetes.io/managed-by=kubecoord.
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [create]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, list, watch, update, patch, delete]
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [create]
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch, update, patch, delete]
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create, patch]
+# The per-resource Role and RoleBinding: created, merge-patched (never PUT: no update),
+# deleted when spec.clients is emptied; listed by label to compute kubecoord-lease-grants.
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
-  verbs: [get, list, watch, create, update, patch, delete]
+  verbs: [create]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles, rolebindings]
+  verbs: [get, list, watch, patch, delete]
 {{- end }}
 
 {{/* Whether this release renders the CRD named by the list's second item: crds.enabled,

@@ -70,8 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "a stale grant is removed within this period (default: %(default)s)")
     parser.add_argument("--confinement-policy",
                         default="kubecoord-lease-grants",
-                        help="the ValidatingAdmissionPolicy (and binding) that confines Group clients; their Lease "
-                             "writes are granted only while it is in force (default: %(default)s)")
+                        help="the ValidatingAdmissionPolicy that confines Group clients; their Lease writes are "
+                             "granted only while it is in force (default: %(default)s)")
+    parser.add_argument("--confinement-binding", default=None,
+                        help="the binding of that policy that must exist too (default: named as the policy; the "
+                             "chart's is RELEASE-kubecoord-lease-grants)")
     parser.add_argument("--allow-unconfined-group-clients", action="store_true",
                         help="grant Group clients namespace-wide Lease writes even without the confinement policy "
                              "(they may then write every Lease of their namespace)")
@@ -81,8 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "ServiceAccount identity and --lease-namespace (or $POD_NAMESPACE)")
     parser.add_argument("--bind", default="0.0.0.0", help="address of the health and metrics endpoints")
     parser.add_argument("--access-check-seconds", type=float, default=10.0,
-                        help="how often the reads the operator needs are asked of the API server; a refusal or an "
-                             "unreachable server makes /readyz answer 503 (default: %(default)s)")
+                        help="how often the reads the operator needs are asked of the API server (its writes, by "
+                             "access review, every 6th time); a refusal or an unreachable server makes /readyz answer "
+                             "503 (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
     if args.fence_writes and not args.lease_namespace:
         raise SystemExit("--fence-writes needs --lease-namespace (or $POD_NAMESPACE)")
     controller.resync_seconds = args.resync_seconds
-    confinement.configure(policy=args.confinement_policy, allow_unconfined=args.allow_unconfined_group_clients)
+    confinement.configure(policy=args.confinement_policy, binding=args.confinement_binding,
+                          allow_unconfined=args.allow_unconfined_group_clients)
     kubeapi.USER_AGENT = f"kubecoord-operator/{args.identity}"
     state = health.HealthState()
     server = health.serve(state, args.bind, args.health_port)
@@ -134,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
                "lease": f"{args.lease_namespace}/{args.lease_name}", "identity": args.identity, "role": "standby"},
     )
     monitor = access.AccessMonitor(state, access.probes(scope.namespaces, scope.clusterwide),
+                                   access.writes(scope.namespaces, scope.clusterwide),
                                    interval=args.access_check_seconds).start()
     try:
         with kubecoord.connect(f"kubernetes://{args.lease_namespace}", **options) as coordinator:

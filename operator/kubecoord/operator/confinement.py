@@ -8,9 +8,11 @@ kubecoord.operator.lease_grants) narrows them to their own kubecoord Leases. Wit
 Group client could write any Lease of the namespace — another application's election,
 the operator's own HA Lease. So the operator grants those Lease writes only while
 the policy is in force, as far as it can see — the ValidatingAdmissionPolicy POLICY
-(``--confinement-policy``, the chart passes its name) and a binding of the same name
-that refers to it, denies (validationActions Deny) and takes its parameters from the
-namespace's ``kubecoord-lease-grants`` ConfigMap, both present (admissionregistration v1, else
+(``--confinement-policy``; the chart's is ``kubecoord-lease-grants``, one per cluster) and
+the binding BINDING (``--confinement-binding``, default POLICY; the chart's is
+``RELEASE-kubecoord-lease-grants``, one per release) that refers to it, denies
+(validationActions Deny) and takes its parameters from the namespace's
+``kubecoord-lease-grants`` ConfigMap, both present (admissionregistration v1, else
 v1beta1) — or when told that unconfined Group clients are acceptable
 (``--allow-unconfined-group-clients``, the chart's ``rbac.allowUnconfinedGroupClients``;
 default off). Otherwise a Group's clients get reads only (get, list, watch on Leases:
@@ -37,7 +39,8 @@ from dataclasses import dataclass
 from kubecoord.operator import kubeapi
 
 POLICY = "kubecoord-lease-grants"
-"""The chart's policy and binding name for the release name ``kubecoord`` (the default)."""
+"""The chart's policy name (whatever the release), and its binding's for the release name
+``kubecoord`` (the default)."""
 PARAMETERS = "kubecoord-lease-grants"
 """The binding's paramRef name: kubecoord.operator.lease_grants.CONFIGMAP."""
 CHECK_SECONDS = 10.0
@@ -55,6 +58,7 @@ class Verdict:
 @dataclass
 class _Settings:
     policy: str = POLICY
+    binding: str = POLICY
     allow_unconfined: bool = False
 
 
@@ -62,10 +66,12 @@ settings = _Settings()
 _cached: tuple[float, Verdict] | None = None
 
 
-def configure(*, policy: str = POLICY, allow_unconfined: bool = False) -> None:
-    """What ``kubecoord operator`` was told (its flags); forgets the cached verdict."""
+def configure(*, policy: str = POLICY, binding: str | None = None, allow_unconfined: bool = False) -> None:
+    """What ``kubecoord operator`` was told (its flags; ``binding`` None: named as the policy);
+    forgets the cached verdict."""
     global _cached
     settings.policy, settings.allow_unconfined = policy, allow_unconfined
+    settings.binding = binding or policy
     _cached = None
 
 
@@ -77,7 +83,7 @@ async def verdict(*, fresh: bool = False) -> Verdict:
     now = time.monotonic()
     if not fresh and _cached is not None and now - _cached[0] < CHECK_SECONDS:
         return _cached[1]
-    result = await _check(settings.policy)
+    result = await _check(settings.policy, settings.binding)
     _cached = (now, result)
     return result
 
@@ -91,12 +97,12 @@ def _missing(what: str) -> Verdict:
         "(kubecoord operator --allow-unconfined-group-clients)"))
 
 
-async def _check(name: str) -> Verdict:
+async def _check(name: str, bound_by: str) -> Verdict:
     for api_version in API_VERSIONS:
         base = f"/apis/{api_version}"
         try:
             policy = await kubeapi.acall("GET", f"{base}/validatingadmissionpolicies/{name}") or {}
-            binding = await kubeapi.acall("GET", f"{base}/validatingadmissionpolicybindings/{name}") or {}
+            binding = await kubeapi.acall("GET", f"{base}/validatingadmissionpolicybindings/{bound_by}") or {}
         except kubeapi.ApiException as error:
             if error.status == 404:
                 continue  # not there in this version (or not served): the next one
@@ -108,12 +114,12 @@ async def _check(name: str) -> Verdict:
         if (spec.get("paramKind") or {}).get("kind") != "ConfigMap":
             problems.append("its paramKind is not ConfigMap")
         if bound.get("policyName") != name:
-            problems.append(f"binding {name} does not refer to it")
+            problems.append(f"binding {bound_by} does not refer to it")
         if "Deny" not in (bound.get("validationActions") or []):
-            problems.append(f"binding {name} does not deny")
+            problems.append(f"binding {bound_by} does not deny")
         if (bound.get("paramRef") or {}).get("name") != PARAMETERS:
-            problems.append(f"binding {name} does not read the ConfigMap {PARAMETERS}")
+            problems.append(f"binding {bound_by} does not read the ConfigMap {PARAMETERS}")
         if problems:
             return _missing(f"ValidatingAdmissionPolicy {name} is not the chart's ({'; '.join(problems)})")
-        return Verdict(True, f"confined by ValidatingAdmissionPolicy {name} ({api_version})")
-    return _missing(f"no ValidatingAdmissionPolicy {name} and binding of that name")
+        return Verdict(True, f"confined by ValidatingAdmissionPolicy {name}, binding {bound_by} ({api_version})")
+    return _missing(f"no ValidatingAdmissionPolicy {name} and binding {bound_by}")

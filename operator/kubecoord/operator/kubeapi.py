@@ -132,7 +132,7 @@ def call(method: str, path: str, body: Any = None, *, content_type: str = "appli
         body=body,
         auth_settings=["BearerToken"],
     )
-    response = client.call_api(*serialized, _request_timeout=timeout_for(method))
+    response = client.call_api(*serialized, _request_timeout=timeout_for(method, path))
     response.read()  # type: ignore[no-untyped-call]
     if not 200 <= response.status < 300:
         raise RequestFailed(method, resource, response)
@@ -147,7 +147,7 @@ async def acall(method: str, path: str, body: Any = None, *, content_type: str =
         return await asyncio.to_thread(call, method, path, body, content_type=content_type)
     extra = _admitted(method, path)
     response = await loop_requests.request(configuration, method, path, body, content_type=content_type,
-                                           timeout=timeout_for(method), user_agent=api_client().user_agent,
+                                           timeout=timeout_for(method, path), user_agent=api_client().user_agent,
                                            headers=extra)
     resource = path.partition("?")[0]
     if not 200 <= response.status < 300:
@@ -155,10 +155,20 @@ async def acall(method: str, path: str, body: Any = None, *, content_type: str =
     return json.loads(response.data) if response.data else None
 
 
+QUESTIONS = "/apis/authorization.k8s.io/"
+"""Access reviews: POSTs that store nothing (kubecoord.operator.access asks them on every
+replica), sent as reads are."""
+
+
+def _is_read(method: str, path: str) -> bool:
+    return method == "GET" or (method == "POST" and path.startswith(QUESTIONS))
+
+
 def _admitted(method: str, path: str) -> dict[str, str]:
-    """What a request is sent with beyond the usual: nothing for a read; for a write, the
-    fencing's headers (its term), or NotLeading when this replica may not write."""
-    if method == "GET":
+    """What a request is sent with beyond the usual: nothing for a read (an access review
+    too); for a write, the fencing's headers (its term), or NotLeading when this replica may
+    not write."""
+    if _is_read(method, path):
         return {}
     headers = fencing.admit(method, path)
     if headers is None:
@@ -166,9 +176,9 @@ def _admitted(method: str, path: str) -> dict[str, str]:
     return headers
 
 
-def timeout_for(method: str) -> float:
+def timeout_for(method: str, path: str = "") -> float:
     """A request's timeout: a write's ends within the operator Lease's term (fencing)."""
-    return REQUEST_TIMEOUT if method == "GET" else fencing.write_timeout()
+    return REQUEST_TIMEOUT if _is_read(method, path) else fencing.write_timeout()
 
 
 async def patch_status(plural: str, namespace: str, name: str, status: dict[str, Any]) -> bool:

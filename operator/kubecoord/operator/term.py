@@ -46,6 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubecoord.operator import kubeapi
+from kubecoord.wire import object_names
 
 EXTRA = "kubecoord.dev/term"
 """The user-info extra that carries the term (what the admission policy reads)."""
@@ -111,7 +112,11 @@ def confirm(username: str, term: Term, namespace: str, *, timeout: float,
 def _probe(username: str, term: Term, namespace: str) -> str | None:
     """A dry-run create naming ``term``: None when admitted, else the policy's refusal.
     Any other refusal (RBAC, a missing namespace) raises FencingUnavailable."""
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": PROBE, "namespace": namespace}}
+    # Labelled as kubecoord's, as everything the operator writes: the chart's policy on the
+    # operator's writes (templates/operatorpolicy.yaml) refuses an unlabelled create.
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": PROBE, "namespace": namespace,
+                         "labels": {object_names.MANAGED_BY_LABEL: object_names.MANAGED_BY}}}
     path = f"{kubeapi.collection_path('v1', 'configmaps', namespace)}?dryRun=All"
     try:
         kubeapi.call("POST", path, body, headers=headers(username, term))
