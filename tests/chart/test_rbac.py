@@ -36,7 +36,7 @@ def uncovered(granted: list[dict[str, Any]], held: list[dict[str, Any]]) -> list
 
 
 @pytest.mark.parametrize("kind", ["LeaderElection", "Group", "KVStore"])
-@pytest.mark.parametrize("backend", ["kubernetes", "zookeeper", "cassandra"])
+@pytest.mark.parametrize("backend", ["kubernetes", "zookeeper", "cassandra", "etcd"])
 @pytest.mark.parametrize("all_namespaces", [True, False])
 def test_the_operator_holds_every_permission_it_grants(
     render: Render, kind: str, backend: str, all_namespaces: bool
@@ -52,7 +52,12 @@ def test_the_operator_holds_every_permission_it_grants(
         "metadata": {"name": "billing", "namespace": "apps", "uid": "u"},
         "spec": {"backend": backend, "clients": ["billing"]},
     }
+    if backend == "etcd":  # its clients are granted the Secret of its credentials
+        body["spec"]["etcd"] = {"hosts": ["etcd"], "secretName": "etcd-auth"}
     role, _ = rbac.objects(body)
+    if backend == "etcd":
+        assert {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["etcd-auth"]} in \
+            role["rules"]
     assert role["rules"], "the operator grants at least get on the resource"
     assert uncovered(role["rules"], held["rules"]) == []
 

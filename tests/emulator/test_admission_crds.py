@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from kubecoord_testkit.emulator.admission import Invalid, admit
+from tests.operator.conftest import INVALID_ETCD
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = {
@@ -128,10 +129,42 @@ def test_cassandra_settings_are_checked(cassandra: dict[str, Any], field: str) -
     assert fields == [field]
 
 
+def test_etcd_defaults_fill_the_connection_settings() -> None:
+    spec = {"backend": "etcd", "etcd": {"hosts": ["etcd-0.etcd", "etcd-1.etcd:2379"], "secretName": "etcd-auth"}}
+    for kind in CRDS:
+        stored = admit(CRDS[kind], resource(kind, spec), None, None)
+        assert stored["spec"]["etcd"] == {
+            "hosts": ["etcd-0.etcd", "etcd-1.etcd:2379"],
+            "prefix": "kubecoord",
+            "sessionTimeoutSeconds": 10,
+            "tls": False,
+            "secretName": "etcd-auth",
+        }, kind
+
+
+def test_etcd_backend_needs_its_connection_settings_and_only_with_it() -> None:
+    for kind in CRDS:
+        message, fields = refusal(kind, {"backend": "etcd"})
+        assert fields == ["spec.etcd"], kind
+        assert "spec.etcd: Required value: spec.etcd is required when spec.backend is etcd" in message
+        message, fields = refusal(kind, {"backend": "cassandra", "cassandra": {"hosts": ["db"]},
+                                         "etcd": {"hosts": ["etcd:2379"]}})
+        assert fields == ["spec.etcd"], kind
+
+
+@pytest.mark.parametrize(("etcd", "field", "message"), INVALID_ETCD)
+def test_etcd_settings_are_checked(etcd: dict[str, Any], field: str, message: str) -> None:
+    for kind in CRDS:
+        text, fields = refusal(kind, {"backend": "etcd", "etcd": etcd})
+        # (a type error also leaves rules unchecked: a cause without a field, as kube-apiserver's)
+        assert [named for named in fields if named] == [field], kind
+        assert message in text, text
+
+
 def test_unknown_backend() -> None:
-    message, fields = refusal("KVStore", {"backend": "etcd"})
+    message, fields = refusal("KVStore", {"backend": "consul"})
     assert fields == ["spec.backend"]
-    assert 'Unsupported value: "etcd": supported values: "kubernetes", "zookeeper", "cassandra"' in message
+    assert 'Unsupported value: "consul": supported values: "kubernetes", "zookeeper", "cassandra", "etcd"' in message
 
 
 def test_negative_size_limit() -> None:

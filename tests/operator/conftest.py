@@ -37,6 +37,24 @@ INVALID_ASSIGNMENTS = [
 """Group specs whose spec.assignment the CRD's rules refuse, with a part of the message;
 the same on the emulator (test_group_assignment.py) and the real server (test_group_crd_real.py)."""
 
+INVALID_ETCD = [
+    ({"hosts": ["etcd"], "sessionTimeoutSeconds": 4, "renewDeadlineSeconds": 3}, "spec.etcd.renewDeadlineSeconds",
+     "etcd.renewDeadlineSeconds must be less than sessionTimeoutSeconds - 1"),
+    ({"hosts": ["etcd:65536"]}, "spec.etcd.hosts",
+     "etcd.hosts entries must be HOST or HOST:PORT with PORT in 1..65535"),
+    ({"hosts": ["etcd:0"]}, "spec.etcd.hosts", "PORT in 1..65535"),
+    ({"hosts": []}, "spec.etcd.hosts", "should have at least 1 items"),
+    ({"hosts": ["etcd"], "prefix": "/app"}, "spec.etcd.prefix", "spec.etcd.prefix in body should match"),
+    ({"hosts": ["etcd"], "sessionTimeoutSeconds": 1}, "spec.etcd.sessionTimeoutSeconds", "greater than or equal to 2"),
+    ({"hosts": ["etcd"], "sessionTimeoutSeconds": 2.5}, "spec.etcd.sessionTimeoutSeconds", "must be of type integer"),
+    ({"hosts": ["etcd"], "secretName": "Etcd_Auth"}, "spec.etcd.secretName",
+     "spec.etcd.secretName in body should match"),
+    ({"hosts": ["etcd"], "tls": "yes"}, "spec.etcd.tls", "must be of type boolean"),
+]
+"""etcd connection settings the CRDs refuse: (spec.etcd, the field named, a part of the
+message), the same on the emulator (tests/emulator/test_admission_crds.py) and the real
+server (test_etcd_real.py)."""
+
 
 def install_crds(client: kubernetes.client.ApiClient) -> None:
     api = kubernetes.client.ApiextensionsV1Api(client)

@@ -14,10 +14,8 @@ for the generation; ``kubectl get kcg`` (the server's Table) prints it and Stabl
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -29,11 +27,10 @@ from kubernetes.client.exceptions import ApiException
 
 import kubecoord
 from kubecoord.wire.group_record import derived_name
-from kubecoord_testkit.servers.managed import free_port
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.coordinator.checks import holders, violations
 from tests.coordinator.members import Group, ProcessMember
-from tests.fixtures.real_kubernetes import install_crds
+from tests.fixtures.real_kubernetes import install_crds, running_operator
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.slow
@@ -52,25 +49,13 @@ def operator_process(
     """``kubecoord operator`` for this module's namespace, as a process (admin rights)."""
     install_crds(real_admin_api)
     log = tmp_path_factory.mktemp("operator") / "operator.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kubecoord.cli", "--log-level", "INFO", "operator",
-             "--namespace", real_namespace, "--kubeconfig", str(real_kubeconfig),
-             "--lease-namespace", real_namespace, "--identity", "gc-operator",
-             # The operator's own HA Lease at the defaults' scale: no step of the scenario
-             # depends on it, and a 2 s renew deadline was missed at load 15 (the operator
-             # lost its Lease 6 s after starting, stopped reconciling, and the Group never
-             # settled). The members' timings, which the scenario exercises, stay short.
-             "--lease-duration", "15", "--renew-deadline", "10", "--retry-period", "2",
-             "--health-port", str(free_port()), "--metrics-port", "0", "--bind", "127.0.0.1"],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUBECONFIG": str(real_kubeconfig)},
-        )  # fmt: skip
-    try:
+    # The operator's own HA Lease at the defaults' scale: no step of the scenario depends
+    # on it, and a 2 s renew deadline was missed at load 15 (the operator lost its Lease 6 s
+    # after starting, stopped reconciling, and the Group never settled). The members'
+    # timings, which the scenario exercises, stay short.
+    with running_operator(real_kubeconfig, real_namespace, "gc-operator", log,
+                          "--lease-duration", "15", "--renew-deadline", "10", "--retry-period", "2") as process:
         yield process
-    finally:
-        process.kill()  # nothing to check in its shutdown (tests/real covers that); the namespace is this module's
-        process.wait()
-        print(log.read_text(errors="replace")[-4000:])
 
 
 class Observer:

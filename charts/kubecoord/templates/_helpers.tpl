@@ -193,6 +193,14 @@ namespace. charts/kubecoord/README.md explains each verb.
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
   verbs: [get, list, watch, patch, delete]
+{{- if .Values.rbac.readBackendSecrets }}
+# The Secret a resource names for its backend's credentials (spec.etcd.secretName): read
+# when its connection opens, and granted by name to its spec.clients (RBAC lets the
+# operator grant only what it holds). get only: never list or watch.
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get]
+{{- end }}
 {{- end }}
 
 {{/* Whether this release renders the CRD named by the list's second item: crds.enabled,

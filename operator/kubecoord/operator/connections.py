@@ -4,9 +4,15 @@ Five hundred LeaderElection resources on the kubernetes backend of one namespace
 one connection; a zookeeper ensemble with one chroot shares one session. A connection
 is closed when the last resource using it lets go.
 
+A spec that names a Secret (``spec.etcd.secretName``) is connected with the credentials
+it holds (kubecoord.resources.credentials), read with the operator's identity when the
+connection is opened: a Secret changed later is used from the next connection (a spec
+change, an operator restart).
+
 Guarantee: ``acquire`` either returns a live coordinator or raises a kubecoord error
-(BackendUnavailableError when the backend cannot be reached); connect() runs off the
-event loop.
+(BackendUnavailableError when the backend cannot be reached; InvalidArgumentError naming
+the Secret when it is missing or unusable, PermissionDeniedError when the operator may not
+read it); connect() runs off the event loop.
 """
 
 from __future__ import annotations
@@ -17,10 +23,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import urllib3.exceptions
+
 import kubecoord
 from kubecoord.api import Coordinator
-from kubecoord.operator import fencing
+from kubecoord.errors import BackendUnavailableError, PermissionDeniedError
+from kubecoord.operator import fencing, kubeapi
 from kubecoord.operator.model import BackendSpec
+from kubecoord.resources.credentials import connection_options
+from kubecoord.resources.specs import Credentials
 
 DEFAULT_REQUEST_TIMEOUT = 5.0
 """The kubernetes backend's request_timeout when a spec sets none (its documented default)."""
@@ -48,7 +59,28 @@ def connect_options(spec: BackendSpec) -> dict[str, Any]:
                                          fencing.write_timeout())
         if os.environ.get("KUBECONFIG"):
             options["kubeconfig"] = os.environ["KUBECONFIG"]
+    if spec.credentials is not None:
+        options.update(connection_options(spec.credentials, read_secret(spec.credentials)))
     return options
+
+
+def read_secret(credentials: Credentials) -> dict[str, str] | None:
+    """The data of the Secret ``credentials`` names (None when it names none or it does not
+    exist), with the operator's identity; a kubecoord error when it cannot be read."""
+    if credentials.secret is None:
+        return None
+    where = f"Secret {credentials.namespace}/{credentials.secret} ({credentials.field})"
+    try:
+        secret = kubeapi.call("GET", f"/api/v1/namespaces/{credentials.namespace}/secrets/{credentials.secret}")
+    except kubeapi.ApiException as error:
+        if error.status == 404:
+            return None
+        if error.status == 403:
+            raise PermissionDeniedError(f"the operator may not read {where}: {error}") from None
+        raise BackendUnavailableError(f"cannot read {where}: {error}") from None
+    except (OSError, urllib3.exceptions.HTTPError) as error:
+        raise BackendUnavailableError(f"cannot read {where}: {error}") from None
+    return dict((secret or {}).get("data") or {})
 
 
 class Connections:

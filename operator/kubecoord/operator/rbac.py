@@ -25,8 +25,10 @@ KVStore         configmaps kubecoord-kv.NAME and its other shards kubecoord-kv.N
                 the only list/watch a grant by resourceNames authorizes
 ==============  ========================================================================
 
-On the zookeeper backend only the ``get`` on the resource is granted: ZooKeeper ACLs are
-not managed by the operator. Both objects carry an ownerReference to the resource, so
+On the other backends only the ``get`` on the resource is granted (ZooKeeper ACLs and
+etcd's users are not managed by the operator), and ``get`` on the Secret of the
+connection's credentials when the spec names one (``spec.etcd.secretName``): a client
+bound by name connects with them. Both objects carry an ownerReference to the resource, so
 they go when it goes; an empty ``spec.clients`` deletes them.
 """
 
@@ -87,7 +89,12 @@ def rules(
 def _rules(body: dict[str, Any], *, kv_shards: int | None = None, confined: bool = True) -> list[dict[str, Any]]:
     kind, name = body["kind"], body["metadata"]["name"]
     result = [_rule(GROUP, PLURALS[kind], ["get"], name)]
-    if (body.get("spec") or {}).get("backend", "kubernetes") != "kubernetes":
+    spec = dict(body.get("spec") or {})
+    backend = str(spec.get("backend", "kubernetes"))
+    if backend != "kubernetes":
+        secret = (spec.get(backend) or {}).get("secretName")
+        if secret:  # the connection's credentials (kubecoord.resources.credentials), by name
+            result.append(_rule("", "secrets", ["get"], str(secret)))
         return result
     if kind == "LeaderElection":
         lease = object_names.election_lease_name(name)

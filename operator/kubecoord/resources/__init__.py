@@ -7,7 +7,11 @@ Their group, version, kinds and plurals are wire contracts (kubecoord.wire.crd).
   resource lacks (written before the default existed, or not admitted by an API server):
   the backend and its connect() URL, election and member timings, the size limit.
 
-Pure functions of the resources' JSON: no client library, no backend, no operator.
+- ``credentials``: connect() options from the Secret a spec names for its backend's
+  credentials (``spec.etcd.secretName``), the one reading the operator and the client
+  binding share; it writes TLS material to private files, its only side effect.
+
+Functions of the resources' JSON: no client library, no backend, no operator.
 """
 
 from kubecoord.resources.quantities import human_bytes, parse_quantity

@@ -18,6 +18,18 @@ from kubecoord.timings import DEFAULT_LEASE_DURATION, DEFAULT_RENEW_INTERVAL, DE
 DEFAULT_SIZE_LIMIT = "1Mi"
 DEFAULT_ZOOKEEPER_CHROOT = "/kubecoord"
 DEFAULT_CASSANDRA_KEYSPACE = "kubecoord"
+DEFAULT_ETCD_PREFIX = "kubecoord"
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Where a connection's secrets come from: the Secret ``secret`` (None: none) of the
+    resource's namespace, named by the spec's ``field``, and whether it speaks TLS."""
+
+    namespace: str
+    secret: str | None
+    tls: bool
+    field: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +39,8 @@ class BackendSpec:
     backend: str
     url: str
     options: tuple[tuple[str, Any], ...] = field(default=())
+    credentials: Credentials | None = None
+    """Username, password and TLS files come from a Secret (kubecoord.resources.credentials)."""
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any], *, namespace: str) -> BackendSpec:
@@ -35,18 +49,12 @@ class BackendSpec:
         if backend == "kubernetes":
             return cls(backend=backend, url=f"kubernetes://{namespace}")
         if backend == "zookeeper":
-            zookeeper = spec.get("zookeeper") or {}
-            hosts = ",".join(zookeeper.get("hosts") or [])
-            if not hosts:
-                raise InvalidArgumentError("spec.zookeeper.hosts is required when spec.backend is zookeeper")
+            zookeeper, hosts = _settings(spec, "zookeeper")
             chroot = str(zookeeper.get("chroot", DEFAULT_ZOOKEEPER_CHROOT)).strip("/")
             timeout = float(zookeeper.get("sessionTimeoutSeconds", DEFAULT_SESSION_LEASE))
             return cls(backend=backend, url=f"zookeeper://{hosts}/{chroot}", options=(("lease_duration", timeout),))
         if backend == "cassandra":
-            cassandra = spec.get("cassandra") or {}
-            hosts = ",".join(cassandra.get("hosts") or [])
-            if not hosts:
-                raise InvalidArgumentError("spec.cassandra.hosts is required when spec.backend is cassandra")
+            cassandra, hosts = _settings(spec, "cassandra")
             keyspace = str(cassandra.get("keyspace", DEFAULT_CASSANDRA_KEYSPACE))
             options: list[tuple[str, Any]] = [
                 ("lease_duration", int(cassandra.get("sessionTimeoutSeconds", DEFAULT_SESSION_LEASE))),
@@ -56,7 +64,27 @@ class BackendSpec:
             if cassandra.get("renewDeadlineSeconds") is not None:
                 options.append(("renew_deadline", float(cassandra["renewDeadlineSeconds"])))
             return cls(backend=backend, url=f"cassandra://{hosts}/{keyspace}", options=tuple(options))
+        if backend == "etcd":
+            etcd, hosts = _settings(spec, "etcd")
+            prefix = str(etcd.get("prefix", DEFAULT_ETCD_PREFIX)).strip("/")
+            options = [("lease_duration", int(etcd.get("sessionTimeoutSeconds", DEFAULT_SESSION_LEASE)))]
+            if etcd.get("renewDeadlineSeconds") is not None:
+                options.append(("renew_deadline", float(etcd["renewDeadlineSeconds"])))
+            secret, tls = etcd.get("secretName"), bool(etcd.get("tls", False))
+            credentials = Credentials(namespace=namespace, secret=None if secret is None else str(secret), tls=tls,
+                                      field="spec.etcd.secretName") if secret is not None or tls else None
+            return cls(backend=backend, url=f"etcd://{hosts}" + (f"/{prefix}" if prefix else ""),
+                       options=tuple(options), credentials=credentials)
         raise InvalidArgumentError(f"spec.backend: unsupported backend {backend!r}")
+
+
+def _settings(spec: dict[str, Any], backend: str) -> tuple[dict[str, Any], str]:
+    """spec.BACKEND and its hosts joined by ',' (a URL's location); InvalidArgumentError without hosts."""
+    settings = dict(spec.get(backend) or {})
+    hosts = ",".join(settings.get("hosts") or [])
+    if not hosts:
+        raise InvalidArgumentError(f"spec.{backend}.hosts is required when spec.backend is {backend}")
+    return settings, hosts
 
 
 def election_timing_overrides(spec: dict[str, Any]) -> dict[str, float | None]:

@@ -11,7 +11,10 @@ outcome of a failed request is classified once, here:
   again to the next endpoint until the deadline; any other write raises ``Unanswered``,
   whose outcome the caller resolves by reading (outcomes.py), never by sending it again;
 - *answered with an error*: ``GatewayError`` with etcd's gRPC code and message, except an
-  expired auth token, which is renewed and the request sent again (it was refused).
+  expired auth token, which is renewed and the request sent again (it was refused), and
+  the refusals of authentication — a wrong user or password, a request without a user
+  while authentication is on, a permission the user lacks — which are
+  PermissionDeniedError.
 
 Watches are long-lived streams: ``open_stream`` posts on the same session with a read
 timeout (etcd3gw's Watcher drops etcd's cancel and compaction answers and has no read
@@ -39,6 +42,9 @@ API_PATH = "/v3/"
 """etcd >= 3.4 serves the gateway here (etcd3gw would ask /version for it on every client)."""
 UNAUTHENTICATED = 16
 PERMISSION_DENIED = 7
+INVALID_ARGUMENT = 3
+_NO_USER = "user name is empty"
+"""etcd's answer (InvalidArgument) to a request without a token when authentication is on."""
 NOT_FOUND = 5
 
 
@@ -121,9 +127,15 @@ class Transport:
             return
         with self._auth_lock:
             self.http.headers.pop("Authorization", None)
-            answer = self._attempts("auth/authenticate", {
-                "name": self._options.username, "password": self._options.password,
-            }, idempotent=True, authenticate=False)
+            try:
+                answer = self._attempts("auth/authenticate", {
+                    "name": self._options.username, "password": self._options.password,
+                }, idempotent=True, authenticate=False)
+            except GatewayError as error:
+                if error.code == INVALID_ARGUMENT:  # etcd's answer to a wrong user or password
+                    raise PermissionDeniedError(
+                        f"etcd refused user {self._options.username!r}: {error.message}") from None
+                raise
             self.http.headers["Authorization"] = str(answer["token"])
 
     def call(self, path: str, body: dict[str, Any], *, idempotent: bool) -> dict[str, Any]:
@@ -156,7 +168,8 @@ class Transport:
                         renewed = True
                         self.authenticate()
                         continue
-                    if error.code == PERMISSION_DENIED:
+                    no_user = error.code == INVALID_ARGUMENT and _NO_USER in error.message
+                    if error.code == PERMISSION_DENIED or no_user:
                         raise PermissionDeniedError(f"etcd refused {path}: {error.message}") from None
                     if error.code in (14, 4, 13) and not idempotent:  # unavailable, deadline, internal
                         raise Unanswered(f"{client.host}:{client.port}: {error.message}") from None

@@ -4,9 +4,11 @@
 ``billing`` in NS; ``group_membership("workers")`` the Group ``workers``;
 ``storage("topics")`` the KVStore ``topics``. When the resource exists its spec decides:
 
-- ``backend: zookeeper``: the handle comes from a ZooKeeper coordinator for the
-  resource's ``spec.zookeeper`` (hosts, chroot, session timeout), opened through
-  kubecoord.connect() on first use and closed with this coordinator;
+- ``backend: zookeeper``, ``cassandra`` or ``etcd``: the handle comes from a coordinator
+  of that backend for the resource's connection settings (``spec.zookeeper``,
+  ``spec.cassandra``, ``spec.etcd``; the credentials of the Secret ``spec.etcd.secretName``
+  names, read with this client's identity), opened through kubecoord.connect() on first
+  use and closed with this coordinator;
 - timings: LeaderElection leaseDurationSeconds / renewDeadlineSeconds /
   retryPeriodSeconds; Group leaseDurationSeconds / renewIntervalSeconds (a member's
   time to live and heartbeat);
@@ -38,6 +40,7 @@ from typing import Any
 from kubecoord.backends.kubernetes.client import KubeClient, Resource
 from kubecoord.errors import PermissionDeniedError
 from kubecoord.resources import BackendSpec, election_timing_overrides, member_timings, parse_quantity
+from kubecoord.resources.credentials import connection_options
 from kubecoord.timings import Timings
 from kubecoord.wire.crd import GROUP, KINDS, VERSION
 
@@ -49,6 +52,7 @@ _CUSTOM_PATH = f"/apis/{GROUP}/{VERSION}"
 LEADER_ELECTIONS = Resource("leaderelections", _CUSTOM_PATH)
 GROUPS = Resource("groups", _CUSTOM_PATH)
 KV_STORES = Resource("kvstores", _CUSTOM_PATH)
+SECRETS = Resource("secrets", "/api/v1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +65,19 @@ class Binding:
     def backend(self) -> str:
         return str(self.spec.get("backend", "kubernetes"))
 
-    def zookeeper(self) -> tuple[str, dict[str, Any]]:
-        """connect() URL and options of the resource's ZooKeeper ensemble (the resource model's)."""
-        backend = BackendSpec.from_spec({**self.spec, "backend": "zookeeper"}, namespace="")
-        return backend.url, dict(backend.options)
+    def connection(self, client: KubeClient) -> tuple[str, dict[str, Any]]:
+        """connect() URL and options of the backend the resource lives in (the resource
+        model's), with the credentials of the Secret it names, read with this client's
+        identity (the operator grants its spec.clients ``get`` on it)."""
+        backend = BackendSpec.from_spec(self.spec, namespace=client.namespace)
+        options = dict(backend.options)
+        if backend.credentials is not None:
+            data = None
+            if backend.credentials.secret is not None:
+                secret = client.get(SECRETS, backend.credentials.secret)
+                data = None if secret is None else dict(secret.get("data") or {})
+            options.update(connection_options(backend.credentials, data))
+        return backend.url, options
 
     def election_timings(self, base: Timings) -> Timings:
         return base.with_overrides(**election_timing_overrides(self.spec))

@@ -108,14 +108,15 @@ class KubernetesCoordinator(CoordinatorBase, ObjectCache, StateCache):
         """The coordinator of another backend that a bound resource lives in (closed with this one)."""
         from kubecoord.connect import connect  # through the entry points: backends never import each other
 
-        url, options = bound.zookeeper()
+        url, options = bound.connection(self._context.client)
+        key = url + "?" + repr(sorted(options.items()))
         with self._lock:
-            existing = self._delegates.get(url)
+            existing = self._delegates.get(key)
         if existing is not None:
             return existing
         coordinator = connect(url, **options)
         with self._lock:
-            existing = self._delegates.setdefault(url, coordinator)
+            existing = self._delegates.setdefault(key, coordinator)
         if existing is not coordinator:
             coordinator.close()
         return existing
