@@ -53,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="length of the fault schedule (default 90; the first round of every kind always runs)",
     )
+    parser.add_argument(
+        "--backend-duration",
+        action="append",
+        default=[],
+        metavar="NAME=SECONDS",
+        help="--duration for one backend (repeatable); a short one runs the first round of every kind only",
+    )
     parser.add_argument("--seed", type=int, default=1, help="the schedule's seed (default 1)")
     parser.add_argument("--out", type=Path, required=True, help="output folder (logs, faults, report)")
     parser.add_argument("--candidates", type=int, default=3)
@@ -94,6 +101,16 @@ def run(args: argparse.Namespace) -> int:
     named = {k for k in f"{args.kinds or ''},{args.skip_kinds}".split(",") if k}
     if named - known:
         raise UsageError(f"unknown fault kind(s) {sorted(named - known)}; known: {', '.join(sorted(known))}")
+    durations = {name: args.duration for name in backends}
+    for item in args.backend_duration:
+        name, _, seconds = item.partition("=")
+        try:
+            value = float(seconds)
+        except ValueError:
+            value = -1.0
+        if name not in durations or value <= 0:
+            raise UsageError(f"--backend-duration {item!r}: expected NAME=SECONDS for a soaked backend, SECONDS > 0")
+        durations[name] = value
     if abs(args.clock_offset) * 4 / 3 >= args.skew_tolerance:
         raise UsageError("the stepped clock offset (4/3 x --clock-offset) must stay below --skew-tolerance")
 
@@ -105,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     for name in backends:
         config = SoakConfig(
             backend=name,
-            duration=args.duration,
+            duration=durations[name],
             seed=args.seed,
             out=args.out / name,
             candidates=args.candidates,
@@ -118,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         )
         result = run_soak(config, say=say)
         runs[name] = {
+            "duration": durations[name],
             "seconds": round(result.seconds, 1),
             "processes": result.processes,
             "restarts": result.restarts,
