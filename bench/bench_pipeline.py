@@ -7,17 +7,22 @@ For each target size (default 1M and 10M events) it generates a 24-hour history 
 per process; the 1M one is ``--elections 17 --groups 3 --stores 3 --processes 8
 --seed 7``) and runs, back to back, each as a process of its own with the command's
 settings (``--master local[2]``, default 1 GiB driver, Spark start-up included):
-1. scan: a process that starts Spark as the command does, reads the files with
-   ``spark.read.schema(...).json`` and runs one aggregate over every field (every line read
-   and fully parsed): what Spark itself needs to look at the data;
+1. the two reference scans, each a process that starts Spark as the command does and reads
+   the files: the *4-field scan* (``spark.read.schema(...).json`` of ts, process, primitive
+   and event, counted) and the *full-field scan* (the lines as text, one ``from_json`` of
+   the whole event schema, one aggregate counting every field: every line read and fully
+   parsed, what Spark itself needs to look at all the data the checks read);
 2. ``kubecoord analyze LOGS --out DIR --master local[2]`` (read, check, write the tables,
    summary and report), with Spark's event log on;
-3. the scan again (neither side has a quiet or a loaded machine alone).
-It prints both times, the ratio analysis / mean scan (the target is at most 2.5), and per
-step of the command (its progress lines; each step names its Spark jobs) the wall time,
-jobs, tasks and shuffle bytes written, from the event log; the load average before and
-after. With ``--standalone`` the analysis runs on a Spark standalone master and two workers
-(1 core, 1 GiB each) on 127.0.0.1 as well (the scan is local).
+3. both scans again, in the reverse order (neither side has a quiet or a loaded machine alone).
+It prints the times, the ratio analysis / mean full-field scan (the target is at most 2.5 at
+1M events, 3 at 10M) and analysis / mean 4-field scan, and per step of the command (its
+progress lines; each step names its Spark jobs) the wall time, jobs, tasks and shuffle bytes
+written, from the event log; the load average before and after. With two or more sizes it
+ends with the marginal cost per million events of each side (the difference of two sizes'
+times over the difference of their events) and their ratio (the target is at most 3).
+With ``--standalone`` the analysis runs on a Spark standalone master and two workers
+(1 core, 1 GiB each) on 127.0.0.1 as well (the scans are local).
 With ``--golden DIR`` the verdicts are compared too (after the timed runs, in a process of
 their own): the analysis's summary.json and every table against DIR/golden-N.json, taken by
 an earlier run of the pipeline (``tests/pipeline/golden.py``; written when missing). That
@@ -67,19 +72,29 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def scan(logs: str) -> int:
-    """The scan process's body (``bench_pipeline.py --scan LOGS``)."""
+SCAN_FIELDS = ("ts", "process", "primitive", "event")
+"""The 4-field scan's fields."""
+
+
+def scan(logs: str, kind: str) -> int:
+    """A reference scan process's body (``bench_pipeline.py --scan LOGS --kind KIND``)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     from kubecoord.analytics.session import build_session
     from kubecoord.wire.events import FIELDS
 
-    spark = build_session(master="local[2]", app_name="kubecoord-scan")
+    spark = build_session(master="local[2]", app_name=f"kubecoord-scan-{kind}")
     try:
-        fields = T.StructType([T.StructField(name, T.StringType()) for name in FIELDS])
-        frame = spark.read.schema(fields).json(logs)
-        frame.select(*(F.count(name).alias(name) for name in FIELDS)).collect()
+        names = SCAN_FIELDS if kind == "4-field" else FIELDS
+        fields = T.StructType([T.StructField(name, T.StringType()) for name in names])
+        if kind == "4-field":
+            frame = spark.read.schema(fields).json(logs)
+        else:
+            # One parse per line (Spark would otherwise split the from_json into one per field).
+            spark.conf.set("spark.sql.optimizer.enableJsonExpressionOptimization", "false")
+            frame = spark.read.text(logs).select(F.from_json("value", fields).alias("j")).select("j.*")
+        frame.select(*(F.count(name).alias(name) for name in names)).collect()
     finally:
         spark.stop()
     return 0
@@ -134,7 +149,10 @@ def step_times(stderr: Path, total: float) -> dict[str, float]:
     return dict(times)
 
 
-def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str]) -> None:
+SCANS = ("full-field", "4-field")
+
+
+def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str]) -> dict[str, float]:
     me = [sys.executable, str(Path(__file__).resolve())]
     events_dir = work / f"events-{label}"
     shutil.rmtree(events_dir, ignore_errors=True)
@@ -146,19 +164,25 @@ def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str
     analyze = [sys.executable, "-m", "kubecoord.analytics", str(logs), "--out", str(out), "--master", master,
                *(x for key, value in settings.items() for x in ("--conf", f"{key}={value}"))]
     before = load()
-    first, _ = timed([*me, "--scan", str(logs)], work / "scan1.err")
+    scans: dict[str, list[float]] = {kind: [] for kind in SCANS}
+    for kind in SCANS:
+        scans[kind].append(timed([*me, "--scan", str(logs), "--kind", kind], work / f"scan-{kind}-1.err")[0])
     elapsed, status = timed(analyze, work / f"analyze-{label}.err")
-    second, _ = timed([*me, "--scan", str(logs)], work / "scan2.err")
+    for kind in reversed(SCANS):
+        scans[kind].append(timed([*me, "--scan", str(logs), "--kind", kind], work / f"scan-{kind}-2.err")[0])
     after = load()
     if status not in (0, 3):
         raise SystemExit(failure(work / f"analyze-{label}.err", status))
     summary = json.loads((out / "summary.json").read_text())
-    baseline = (first + second) / 2
+    baseline = {kind: sum(times) / len(times) for kind, times in scans.items()}
     phases = event_log_phases(events_dir)
     times = step_times(work / f"analyze-{label}.err", elapsed)
     total = {key: sum(p[key] for p in phases.values()) for key in ("jobs", "tasks", "shuffle_bytes")}
-    print(f"[{label}] {summary['inputs']['events']:,} events: analyze {elapsed:.1f} s, scan {first:.1f} s / "
-          f"{second:.1f} s, ratio {elapsed / baseline:.2f}x (target <= 2.5); {total['jobs']} jobs, "
+    events = int(summary["inputs"]["events_read"])
+    print(f"[{label}] {summary['inputs']['events']:,} events: analyze {elapsed:.1f} s; "
+          + "; ".join(f"{kind} scan {t[0]:.1f} / {t[1]:.1f} s, ratio {elapsed / baseline[kind]:.2f}x"
+                      for kind, t in scans.items())
+          + f" (target <= 2.5 at 1M, 3 at 10M against the full-field scan); {total['jobs']} jobs, "
           f"{total['tasks']:,} tasks, {total['shuffle_bytes'] / 2**20:,.1f} MiB shuffled; "
           f"violations {sum(summary['violations'].values())}; load before {before}, after {after} "
           f"({os.cpu_count()} cores)", flush=True)
@@ -167,6 +191,20 @@ def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str
         counts = phases.get(name, {"jobs": 0, "tasks": 0, "shuffle_bytes": 0})
         print(f"  {name[:40]:<40} {times.get(name, 0.0):7.1f} {counts['jobs']:5d} {counts['tasks']:6d} "
               f"{counts['shuffle_bytes'] / 2**20:11.1f}", flush=True)
+    return {"events": events, "analyze": elapsed, **baseline}
+
+
+def marginal(runs: list[dict[str, float]]) -> None:
+    """Seconds per million events of each side between the smallest and the largest run."""
+    small, large = min(runs, key=lambda r: r["events"]), max(runs, key=lambda r: r["events"])
+    millions = (large["events"] - small["events"]) / 1e6
+    if millions <= 0:
+        return
+    cost = {side: (large[side] - small[side]) / millions for side in ("analyze", *SCANS)}
+    print(f"marginal cost per million events ({small['events']:,} -> {large['events']:,}): analyze "
+          f"{cost['analyze']:.2f} s; " + "; ".join(
+              f"{kind} scan {cost[kind]:.2f} s, ratio {cost['analyze'] / cost[kind]:.2f}x" for kind in SCANS)
+          + " (target <= 3 against the full-field scan)", flush=True)
 
 
 def failure(stderr: Path, status: int) -> str:
@@ -191,6 +229,7 @@ def golden(out: Path, logs: Path, path: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scan", metavar="LOGS", help=argparse.SUPPRESS)
+    parser.add_argument("--kind", choices=SCANS, default=SCANS[0], help=argparse.SUPPRESS)
     parser.add_argument("--events", type=int, nargs="*", default=[1_000_000, 10_000_000])
     parser.add_argument("--logs", type=Path, help="generate histories here and reuse them on later runs")
     parser.add_argument("--keep", type=Path, help="keep the last analysis output (report, plots) here")
@@ -201,10 +240,11 @@ def main() -> int:
                         help="extra Spark setting for the analysis (e.g. spark.driver.memory=2g)")
     args = parser.parse_args()
     if args.scan:
-        return scan(args.scan)
+        return scan(args.scan, args.kind)
     conf = dict(item.split("=", 1) for item in args.conf)
     work = Path(tempfile.mkdtemp(prefix="kubecoord-bench-"))
     logs_root = args.logs or work
+    runs: list[dict[str, float]] = []
     try:
         for target in args.events:
             logs = logs_root / f"logs-{target}"
@@ -213,7 +253,7 @@ def main() -> int:
                                 *spec_args(target)], check=True, stdout=subprocess.DEVNULL)
             size = sum(p.stat().st_size for p in logs.iterdir())
             print(f"history of ~{target:,} events: {size / 2**20:,.0f} MiB in {logs}", flush=True)
-            compare(logs, work, f"local2-{target}", "local[2]", conf)
+            runs.append(compare(logs, work, f"local2-{target}", "local[2]", conf))
             if args.standalone:
                 from kubecoord_testkit.servers.spark import StandaloneCluster
 
@@ -224,6 +264,8 @@ def main() -> int:
             if args.keep:
                 shutil.rmtree(args.keep, ignore_errors=True)
                 shutil.copytree(work / f"out-local2-{target}", args.keep)
+        if len(runs) > 1:
+            marginal(runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -48,7 +48,8 @@ from pyspark.sql import functions as F
 
 from kubecoord.analytics import violations
 from kubecoord.analytics.clocks import Clocks
-from kubecoord.analytics.reading import evidence
+from kubecoord.analytics.frames import cut
+from kubecoord.analytics.reading import evidence, evidence_of
 from kubecoord.wire.events import HOLDER_EVENTS, TERM_ENDS, Event, Primitive
 
 ELECTION = ("namespace", "name")
@@ -59,66 +60,81 @@ SESSION_UNLESS_RENEWED = ("memory",)
 APPROX_ACCURACY = 10_000
 
 
-def intervals(events: DataFrame) -> DataFrame:
-    """One row per term: TERM, backend, start/end (seconds and timestamps), end_reason, evidence."""
-    held = events.filter((F.col("primitive") == Primitive.LEADER_ELECTION) & F.col("event").isin(*HOLDER_EVENTS))
-    held = held.withColumn("pos", F.coalesce("seq", "tu"))  # the process's own order
-    # Each event's acquisition: the latest ``acquired`` of its holder at or before it in
-    # the process's order. Acquisitions are few (one per term): they are numbered in a
-    # small window and broadcast, so the events themselves are never sorted.
-    own = Window.partitionBy(*HOLDER).orderBy("pos")
-    acquisitions = held.filter(F.col("event") == Event.ACQUIRED).select(
-        *(F.col(c).alias(f"a_{c}") for c in HOLDER),
-        F.col("pos").alias("a_pos"),
-        F.row_number().over(own).alias("acquisition"),
-        F.lead("pos").over(own).alias("a_next"),
+def held(events: DataFrame) -> DataFrame:
+    """The leader holders' own events (acquired, renewed, lost, resigned): what terms are made of."""
+    return events.filter((F.col("primitive") == Primitive.LEADER_ELECTION) & F.col("event").isin(*HOLDER_EVENTS))
+
+
+def intervals(events: DataFrame, *, persisted: list[DataFrame]) -> DataFrame:
+    """One row per term: TERM, backend, start/end (seconds and timestamps), end_reason, evidence.
+
+    One sort of the holders' events in their process's order, one window pass over it (each
+    event's place ``_n`` and its acquisition) and one hash aggregate whose buffers are
+    numbers only (the first, last and ending events are kept as row ids); the evidence of
+    the few events that start and end terms is joined back afterwards. The frames it
+    persists are appended to ``persisted`` (release them when done)."""
+    holding = held(events).withColumn("pos", F.coalesce("seq", "tu"))  # the process's own order
+    own = Window.partitionBy(*HOLDER)
+    # One sort serves both windows: the place order refines the position order, so the
+    # acquisitions' running count (peers by position included) reads the same sorted rows.
+    placed = holding.select(
+        *TERM[:-1], "backend", "event", "t", "valid_until", "rid", "pos",
+        F.row_number().over(own.orderBy("pos", "seq", "tu", "file", "line")).alias("_n"),
+    ).select(
+        "*",
+        F.sum((F.col("event") == Event.ACQUIRED).cast("int")).over(
+            own.orderBy("pos").rangeBetween(Window.unboundedPreceding, Window.currentRow)).cast("int").alias(
+            "acquisition"),
+        # A holder's backend is its process's: a grouping key here, so that no buffer holds text.
+        F.max("backend").over(own).alias("_backend"),
     )
-    matches = [F.col(c) == F.col(f"a_{c}") for c in HOLDER]
-    within = (F.col("a_pos") <= F.col("pos")) & (F.col("a_next").isNull() | (F.col("pos") < F.col("a_next")))
-    condition = matches[0]
-    for match in [*matches[1:], within]:
-        condition = condition & match
-    held = held.join(F.broadcast(acquisitions), condition, "left").select(
-        held["*"], F.coalesce("acquisition", F.lit(0)).alias("acquisition")
-    )
-    is_end = F.col("event").isin(*TERM_ENDS)
-    row = F.struct("seq", "t", evidence().alias("ev"))
-    terms = held.groupBy(*TERM).agg(
-        F.max("backend").alias("backend"),
-        F.min(F.when(F.col("event") == Event.ACQUIRED, F.col("t"))).alias("acquired_t"),
+    event = F.col("event")
+    ending = F.when(event.isin(*TERM_ENDS), F.col("_n"))
+    terms = placed.groupBy(*TERM, "_backend").agg(
+        F.min(F.when(event == Event.ACQUIRED, F.col("t"))).alias("acquired_t"),
         F.min("t").alias("first_t"),
         F.max("t").alias("last_t"),
         F.max("valid_until").alias("max_valid_until"),
-        F.min(F.when(is_end, F.struct("seq", "t", "event", "valid_until", evidence().alias("ev")))).alias("end_row"),
-        F.min(row).alias("first_row"),
-        F.max(row).alias("last_row"),
+        F.min_by("rid", "_n").alias("first_rid"),
+        F.max_by("rid", "_n").alias("last_rid"),
+        F.max_by(event == Event.RENEWED, "_n").alias("last_renewed"),
+        F.min_by("rid", ending).alias("end_rid"),
+        F.min_by("t", ending).alias("end_t"),
+        F.min_by("valid_until", ending).alias("end_valid_until"),
+        F.min_by(event == Event.RESIGNED, ending).alias("end_resigned"),
         F.count("*").alias("events"),
-        F.count(F.when(F.col("event") == Event.RENEWED, 1)).alias("renewals"),
+        F.count(F.when(event == Event.RENEWED, 1)).alias("renewals"),
     )
-    end_t = F.col("end_row.t")
+    end_t = F.col("end_t")
     vanished = F.greatest(F.coalesce("max_valid_until", "last_t"), F.col("last_t"))
-    renewed_before_last = F.col("renewals") - (F.col("last_row.ev.event") == Event.RENEWED).cast("int")
+    renewed_before_last = F.col("renewals") - F.col("last_renewed").cast("int")
     session = F.col("backend").isin(*SESSION_BACKENDS) | (
         F.col("backend").isin(*SESSION_UNLESS_RENEWED) & (renewed_before_last == 0)
     )
     # A session holder's end event may carry when its leadership really ended (a zookeeper
     # leader paused past its session logs ``lost`` late, with the end of its session's
     # proven life as valid_until).
-    ended = F.when(session, F.least(end_t, F.coalesce("end_row.valid_until", end_t))).otherwise(
+    ended = F.when(session, F.least(end_t, F.coalesce("end_valid_until", end_t))).otherwise(
         F.least(end_t, F.coalesce("max_valid_until", end_t)))
     end = F.when(end_t.isNotNull(), ended).otherwise(F.when(session, vanished).otherwise(
         F.coalesce("max_valid_until", "last_t")))
-    return terms.select(
+    reason = F.when(F.col("end_rid").isNull(), F.lit(Event.EXPIRED)).when(
+        F.col("end_resigned"), F.lit(Event.RESIGNED)).otherwise(F.lit(Event.LOST))
+    found = cut(terms.withColumnRenamed("_backend", "backend").select(
         *TERM,
         "backend",
         F.coalesce("acquired_t", "first_t").alias("start"),
         end.alias("end"),
-        F.coalesce("end_row.event", F.lit(Event.EXPIRED)).alias("end_reason"),
+        reason.alias("end_reason"),
         "events",
-        F.col("first_row.ev").alias("start_evidence"),
-        F.coalesce("end_row.ev", "last_row.ev").alias("end_evidence"),
-    ).select(
-        "*",
+        "first_rid",
+        F.coalesce("end_rid", "last_rid").alias("end_rid"),
+    ))
+    with_evidence = evidence_of(found, holding, {"first_rid": "start_evidence", "end_rid": "end_evidence"},
+                                persisted=persisted)
+    persisted.append(found)
+    return with_evidence.select(
+        *TERM, "backend", "start", "end", "end_reason", "events", "start_evidence", "end_evidence",
         F.timestamp_seconds("start").alias("start_ts"),
         F.timestamp_seconds("end").alias("end_ts"),
         (F.col("end") - F.col("start")).alias("duration"),

@@ -29,7 +29,7 @@ from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.reading import MAX_LINE_BYTES, EmptyInputError, Inputs, read_inputs
 from kubecoord.analytics.session import default_setting
 from kubecoord.history import rfc3339
-from kubecoord.wire.events import SCHEMA_VERSION, VIOLATION_TYPES
+from kubecoord.wire.events import SCHEMA_VERSION, VIOLATION_TYPES, Event, Primitive
 
 DEFAULT_SKEW = 1.0
 MALFORMED_EXAMPLES = 50
@@ -46,7 +46,10 @@ class Context:
     """What every check module gets."""
 
     events: DataFrame
-    """Valid, deduplicated events; ``t``/``tu``/``valid_until`` corrected by the clock offsets."""
+    """Valid, deduplicated events but the leader holders' renewals; ``t``/``tu``/``valid_until``
+    corrected by the clock offsets; hash-partitioned by (namespace, name) and cached."""
+    terms: DataFrame
+    """Leadership terms (leadership.intervals) of every holder event, renewals included."""
     skew: float
     clocks: clocks.Clocks
 
@@ -98,7 +101,7 @@ class Analysis:
 
 
 def _leadership(ctx: Context) -> Findings:
-    terms = cut(leadership.intervals(ctx.events))
+    terms = ctx.terms
     pairs = cut(leadership.successions(terms, ctx.clocks))
     gaps = leadership.failover_gaps(pairs).join(
         F.broadcast(leadership.lock_records(ctx.events)), on=list(leadership.ELECTION), how="left_anti"
@@ -139,7 +142,7 @@ def _leadership(ctx: Context) -> Findings:
         violations=[overlaps, regressions],
         queries=queries,
         summarize=summarize,
-        persisted=[terms, pairs],
+        persisted=[pairs],
     )
 
 
@@ -298,12 +301,18 @@ def analyze(
     placed = clocks.place(deduped)  # on each process's monotonic timeline: wall-clock steps undone
     estimated = clocks.estimate(placed, skew)
     offset = estimated.offset_column(F.col("process"))
-    events = placed.withColumns({
+    corrected = placed.withColumns({
         "t": F.col("t") - offset,
         "tu": F.col("tu") - (offset * 1e6).cast("long"),
         "valid_until": F.col("valid_until") - offset,
         "sent": F.col("sent") - offset,
     })
+    # Terms from every holder event, by one shuffle of those events on their holder (the
+    # unit of work), one sort and one hash aggregate (leadership.intervals); the renewals,
+    # most of a log's events, go no further.
+    terms = cut(leadership.intervals(corrected, persisted=persisted))
+    persisted.append(terms)
+    renewal = (F.col("primitive") == Primitive.LEADER_ELECTION) & (F.col("event") == Event.RENEWED)
     # The one shuffle of the checks: every check groups, windows or joins by keys that
     # start with (namespace, name), so with the events hash-partitioned by those two and
     # cached, no check shuffles again (Spark sees the cache's partitioning satisfies
@@ -311,11 +320,11 @@ def analyze(
     # Ordered by primitive and event within the partitions: every check filters by
     # primitive (many by event too), and the cache's per-batch statistics then let its
     # scan skip the other primitives' batches (the hash shuffle undid the read's order).
-    events = events.repartition(_partitions(spark), *ONE_SHUFFLE).sortWithinPartitions(
+    events = corrected.filter(~renewal).repartition(_partitions(spark), *ONE_SHUFFLE).sortWithinPartitions(
         "primitive", "event").persist(StorageLevel.MEMORY_AND_DISK_DESER)
     persisted.append(events)
     events = cached_leaf(events)
-    context = Context(events=events, skew=skew, clocks=estimated)
+    context = Context(events=events, terms=terms, skew=skew, clocks=estimated)
 
     progress.step("checking safety and computing metrics")
     findings = [check(context) for check in CHECKS]

@@ -38,7 +38,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from kubecoord.analytics.frames import cached_leaf, local_rows
+from kubecoord.analytics.frames import cached_leaf, cut, local_rows
 from kubecoord.analytics.progress import Progress
 from kubecoord.analytics.session import default_setting
 from kubecoord.errors import InvalidArgumentError
@@ -179,7 +179,7 @@ def read_inputs(
     numbered = lines.select(
         "file", "reason", "text", F.timestamp_micros(tu).alias("ts"), "tu", (tu / 1e6).alias("t"),
         *(c for c in lines.columns if c not in ("file", "block", "rid", "reason", "text", "tu", "vu")),
-        F.timestamp_micros(vu).alias("valid_until_ts"), (vu / 1e6).alias("valid_until"), line.alias("line"),
+        F.timestamp_micros(vu).alias("valid_until_ts"), (vu / 1e6).alias("valid_until"), line.alias("line"), "rid",
     )
     numbered = numbered.filter(F.col("reason").isNull() | (F.col("reason") != _BLANK))
     events = numbered.filter(F.col("reason").isNull()).drop("reason", "text")
@@ -334,6 +334,22 @@ def evidence(prefix: str = "") -> Column:
     """The evidence row of an event (columns optionally prefixed): where it is and what it says."""
     names = ("file", "line", "ts", "process", "event", "member", "epoch", "valid_until_ts", "key", "version")
     return F.struct(*(F.col(f"{prefix}{name}").alias(name) for name in names))
+
+
+def evidence_of(rows: DataFrame, events: DataFrame, ids: dict[str, str], *, persisted: list[DataFrame]) -> DataFrame:
+    """``rows`` with each row-id column of ``ids`` (its ``rid``: an event's identity) replaced
+    by that event's evidence (column ``ids[name]``; null for a null id). The events are
+    scanned once for the few ids ``rows`` holds (a broadcast semi-join), so a check keeps
+    only numbers in its buffers and sorts until its findings are known. The evidence found
+    is persisted (appended to ``persisted``)."""
+    wanted = rows.select(F.explode(F.array(*ids)).alias("rid")).filter(F.col("rid").isNotNull()).distinct()
+    found = cut(events.join(F.broadcast(wanted), "rid", "left_semi").select("rid", evidence().alias("ev")))
+    persisted.append(found)
+    out = rows
+    for column, name in ids.items():
+        out = out.join(F.broadcast(found.select(F.col("rid").alias(column), F.col("ev").alias(name))), column,
+                       "left").drop(column)
+    return out
 
 
 def _try_cast(column: str, type_name: str) -> Column:
