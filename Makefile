@@ -98,13 +98,20 @@ robustness: install system-deps cassandra-jars porcupine
 # need no server beyond the in-process API emulator — units, the emulator, locks, the fault
 # proxy, the robustness tier's checker on hand-made histories, and the contract suite on
 # memory:// and the emulator. make test runs everything else too.
+CHECK_TESTS := tests/_internal tests/_core tests/aio tests/capabilities tests/connect tests/examples \
+	tests/history tests/metrics tests/packaging tests/resources tests/timings tests/validation tests/wire \
+	tests/backends/memory tests/backends/zookeeper/test_session_options.py tests/locking \
+	tests/analytics/test_progress.py tests/cli/test_analytics_imports.py tests/cli/test_logs.py \
+	tests/cli/test_watchdog.py $(addprefix tests/group_coordinator/,test_assignors.py test_group_rules.py \
+	test_unreadable_metadata.py) $(addprefix tests/operator/,test_election_lease_epochs.py test_health.py \
+	test_lease_grant_rules.py test_request_errors.py) testkit/tests/emulator testkit/tests/faults \
+	testkit/tests/robustness testkit/tests/test_history_generator.py
 check: lint porcupine
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q tests/unit tests/emulator tests/locks tests/faults \
-		tests/robustness/test_checker.py tests/robustness/test_eventlog.py
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(CHECK_TESTS)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -q tests/contract -k "memory or kubernetes and not real_kubernetes"
 
 lint: install $(ACTIONLINT)
-	$(VENV)/bin/ruff check operator testkit tests bench charts/scripts
+	$(VENV)/bin/ruff check conftest.py operator testkit tests bench charts/scripts
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	@if [ -n "$(GO)" ]; then cd testkit/porcupine && unformatted=$$($(dir $(GO))gofmt -l .) && \

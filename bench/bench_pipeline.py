@@ -25,7 +25,7 @@ With ``--standalone`` the analysis runs on a Spark standalone master and two wor
 (1 core, 1 GiB each) on 127.0.0.1 as well (the scans are local).
 With ``--golden DIR`` the verdicts are compared too (after the timed runs, in a process of
 their own): the analysis's summary.json and every table against DIR/golden-N.json, taken by
-an earlier run of the pipeline (``tests/pipeline/golden.py``; written when missing). That
+an earlier run of the pipeline (``tests/analytics/golden.py``; written when missing). That
 is the old-versus-new check of a change to the pipeline on histories too large for the
 repository.
 Wall time on a shared machine is noisy: these are figures, not assertions.
@@ -221,7 +221,7 @@ def golden(out: Path, logs: Path, path: Path) -> None:
     command = "compare" if path.exists() else "capture"
     path.parent.mkdir(parents=True, exist_ok=True)
     root = Path(__file__).resolve().parent.parent
-    finished = subprocess.run([sys.executable, "-m", "tests.pipeline.golden", command, str(out), str(logs), str(path)],
+    finished = subprocess.run([sys.executable, "-m", "tests.analytics.golden", command, str(out), str(logs), str(path)],
                               cwd=root, capture_output=True, text=True, check=False)
     print(f"  verdicts against {path}: {finished.stdout.strip() or finished.stderr.strip()[-2000:]}", flush=True)
 

@@ -35,7 +35,7 @@ from kubecoord.errors import (
 )
 
 __version__ = "0.1.0"
-"""The distribution's version, as pyproject.toml says (tests/unit/test_version.py checks
+"""The distribution's version, as pyproject.toml says (tests/packaging/test_version.py checks
 they agree): ``kubecoord --version`` prints it without asking importlib.metadata."""
 
 if TYPE_CHECKING:  # for type checkers and the API reference; at run time see __getattr__

@@ -38,7 +38,7 @@ URL_FORMS: dict[str, str] = {
 }
 """Scheme -> URL form of every backend kubecoord's own distribution declares, in the order
 help texts name them. The one list: ``kubecoord --help`` and ``--url`` are written from it,
-and tests/unit/test_backend_names.py checks that it, the help texts, the package description,
+and tests/connect/test_backend_names.py checks that it, the help texts, the package description,
 README.md and docs/index.md name every entry point of pyproject.toml."""
 
 BUILTIN_SCHEMES = frozenset(URL_FORMS)

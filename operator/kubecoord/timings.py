@@ -1,7 +1,7 @@
 """Every timing's default, written once, and the lease timings' rules (client-go's).
 
 Defaults (used by the backends' connect(), the CRDs' model in kubecoord.resources, the
-operator and the command line; tests/unit/test_timings.py checks the CRDs say the same):
+operator and the command line; tests/timings/test_timings.py checks the CRDs say the same):
 
 =============================  =======  ==================================================
 constant                       seconds  what

@@ -52,7 +52,7 @@ INVALID_ETCD = [
     ({"hosts": ["etcd"], "tls": "yes"}, "spec.etcd.tls", "must be of type boolean"),
 ]
 """etcd connection settings the CRDs refuse: (spec.etcd, the field named, a part of the
-message), the same on the emulator (tests/emulator/test_admission_crds.py) and the real
+message), the same on the emulator (testkit/tests/emulator/test_admission_crds.py) and the real
 server (test_etcd_real.py)."""
 
 

@@ -1,5 +1,5 @@
 """``backend: etcd`` on the real kube-apiserver: its CEL rules and schema refuse what the
-emulator refuses (tests/emulator/test_admission_crds.py, the same cases), and
+emulator refuses (testkit/tests/emulator/test_admission_crds.py, the same cases), and
 ``kubecoord operator``, a process of its own, mirrors etcd-backed resources from a real
 etcd that requires authentication, with the credentials of the Secret the spec names, and
 purges their keys when they are deleted."""

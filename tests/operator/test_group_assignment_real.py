@@ -1,6 +1,6 @@
 """Operator-computed assignment (Group ``spec.assignment``) end to end on the real
 kube-apiserver: ``kubecoord operator`` runs as a process of its own, members run as
-processes of their own (tests/coordinator/member_process.py) and join, leave (SIGTERM)
+processes of their own (tests/group_coordinator/member_process.py) and join, leave (SIGTERM)
 and are killed with -9. On a kubernetes-backed Group and on a zookeeper-backed one (the
 real ZooKeeper server; the operator leads that group over its own session), side by side.
 
@@ -28,9 +28,9 @@ from kubernetes.client.exceptions import ApiException
 import kubecoord
 from kubecoord.wire.group_record import derived_name
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
-from tests.coordinator.checks import holders, violations
-from tests.coordinator.members import Group, ProcessMember
 from tests.fixtures.real_kubernetes import install_crds, running_operator
+from tests.group_coordinator.checks import holders, violations
+from tests.group_coordinator.members import Group, ProcessMember
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.slow

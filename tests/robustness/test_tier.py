@@ -17,9 +17,8 @@ import pytest
 from kubecoord_testkit.robustness import eventlog
 from kubecoord_testkit.robustness.backends import BACKENDS
 from kubecoord_testkit.robustness.checker import check_history, find_checker, missing_reason
+from kubecoord_testkit.robustness.handmade import hold, kv
 from kubecoord_testkit.robustness.runner import Plan, run
-
-from .test_checker import hold, kv
 
 pytestmark = [
     pytest.mark.long,

@@ -59,7 +59,7 @@ def has_active_session() -> bool:
     Not ``SparkSession.getActiveSession()``: the JVM keeps the active session per thread,
     and another Python thread, or a py4j connection re-opened after an interrupted call, is
     a JVM thread without one — the command then took its caller's session for its own and
-    stopped it (tests/pipeline/test_embedded_session.py)."""
+    stopped it (tests/analytics/test_embedded_session.py)."""
     from pyspark import SparkContext
 
     return SparkContext._active_spark_context is not None

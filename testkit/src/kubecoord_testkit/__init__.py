@@ -23,6 +23,6 @@ or ``_core`` (import-linter checks it), and kubecoord never imports the testkit.
 """
 
 __version__ = "0.1.0"
-"""The distribution's version, as testkit/pyproject.toml says (tests/unit/test_version.py
+"""The distribution's version, as testkit/pyproject.toml says (tests/packaging/test_version.py
 checks they agree): ``kubecoord-testkit --version`` prints it."""
 

@@ -8,7 +8,7 @@ Built-in kinds get Name and Age only (the real server prints more columns for so
 A column's JSONPath is read as the API server reads printer columns: fields
 (``.status.leader``), indices (``[0]``, ``[-1]``), ``[*]`` and filters on a field
 (``[?(@.type=="Ready")]``, with ``==`` or ``!=`` against a quoted string, a number or
-true/false); the cell is the first value found (tests/emulator/test_tables.py compares the
+true/false); the cell is the first value found (testkit/tests/emulator/test_tables.py compares the
 cells with the real kube-apiserver's for the kubecoord CRDs).
 """
 

@@ -5,7 +5,7 @@ A watch from a resourceVersion replays the retained events after it; without one
 the retained history answers HTTP 200 with one ERROR event (a 410 Expired Status) and
 ends, as the API server does. ``timeoutSeconds`` ends the stream; with
 ``allowWatchBookmarks`` a BOOKMARK carrying the current resourceVersion is sent when
-kube-apiserver 1.32 sends one (measured: tests/kubernetes/test_watch_bookmarks.py runs on
+kube-apiserver 1.32 sends one (measured: tests/backends/kubernetes/test_watch_bookmarks.py runs on
 both): every ``bookmark_interval`` seconds (a minute by default), events or not, and two
 seconds and one second before the ``timeoutSeconds`` deadline; and once after the
 initial events when ``sendInitialEvents=true``.

@@ -165,7 +165,7 @@ class ZooKeeperBackend(SoakBackend):
 
 
 class CassandraBackend(SoakBackend):
-    """One node (a cluster takes minutes to start here; tests/cassandra/test_cluster.py kills
+    """One node (a cluster takes minutes to start here; tests/backends/cassandra/test_cluster.py kills
     a node of one). No deletion of the election's rows: a holder row deleted behind its
     holder reads as released, and a follower may lead before the holder's renew deadline
     has passed (the README's non-guarantees) — a fault the soak would only report."""
