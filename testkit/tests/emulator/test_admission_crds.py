@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.operator.conftest import INVALID_ETCD
 
 from kubecoord_testkit.emulator.admission import Invalid, admit
-from tests.operator.conftest import INVALID_ETCD
 
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = {
