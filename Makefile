@@ -94,13 +94,15 @@ robustness: install system-deps cassandra-jars porcupine
 	$(VENV)/bin/kubecoord-testkit robustness --backend $(ROBUSTNESS_BACKENDS) --duration $(ROBUSTNESS_SECONDS) \
 		--seed $(ROBUSTNESS_SEED) --out $(ROBUSTNESS_OUT)
 
-# The inner loop (3.9 min on two cores while other work ran): lint, then the tests that
-# need no server beyond the in-process API emulator — units, the emulator, locks, the fault
-# proxy, the robustness tier's checker on hand-made histories, and the contract suite on
-# memory:// and the emulator. make test runs everything else too.
+# The inner loop: lint, then the tests that need no server beyond the in-process API
+# emulator — units, the emulator, the lock state machines, the fault proxy, the robustness
+# tier's checker on hand-made histories, and the contract suite on memory:// and the
+# emulator. make test runs everything else too (the locks' racers on ZooKeeper, Cassandra
+# and the real kube-apiserver among them).
 CHECK_TESTS := tests/_internal tests/_core tests/aio tests/capabilities tests/connect tests/examples \
 	tests/history tests/metrics tests/packaging tests/resources tests/timings tests/validation tests/wire \
-	tests/backends/memory tests/backends/zookeeper/test_session_options.py tests/locking \
+	tests/backends/memory tests/backends/zookeeper/test_session_options.py \
+	$(addprefix tests/locking/,test_lock_confirmation.py test_state_machines.py) \
 	tests/analytics/test_progress.py tests/cli/test_analytics_imports.py tests/cli/test_logs.py \
 	tests/cli/test_watchdog.py $(addprefix tests/group_coordinator/,test_assignors.py test_group_rules.py \
 	test_unreadable_metadata.py) $(addprefix tests/operator/,test_election_lease_epochs.py test_health.py \
