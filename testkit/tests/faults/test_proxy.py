@@ -200,6 +200,26 @@ async def test_cut_resets_open_connections(proxy: FaultProxy) -> None:
     writer2.close()
 
 
+async def test_cut_after_forwards_the_counted_chunk_then_resets_its_connection(
+    proxy: FaultProxy, upstream: Upstream
+) -> None:
+    reader, writer = await open_client(proxy)
+    writer.write(b"first\n")
+    assert await reader.readline() == b"echo:first\n"
+    proxy.cut_after(1, "down")
+    writer.write(b"second\n")
+    assert await reader.readline() == b"echo:second\n"  # the counted chunk arrives ...
+    with pytest.raises(ConnectionResetError):  # ... then the connection is reset
+        await asyncio.wait_for(reader.read(), 5)
+    assert proxy.stats().resets == 1
+    reader2, writer2 = await open_client(proxy)  # the count is spent: new connections flow
+    writer2.write(b"third\n")
+    writer2.write(b"fourth\n")
+    assert await reader2.readline() == b"echo:third\n"
+    assert await reader2.readline() == b"echo:fourth\n"
+    writer2.close()
+
+
 async def test_refuse_resets_new_connections(proxy: FaultProxy) -> None:
     proxy.refuse()
     reader, writer = await open_client(proxy)

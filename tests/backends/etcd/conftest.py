@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from kubecoord_testkit import processes
+from kubecoord_testkit.faults import ThreadedFaultProxy
+from kubecoord_testkit.servers.etcd import EtcdCluster
 
 from .etcdctl import Etcdctl
 
@@ -52,3 +55,20 @@ def read_line(process: subprocess.Popen[str], timeout: float) -> str | None:
             return None
     line = process.stdout.readline()
     return line.rstrip("\n") or None
+
+
+@pytest.fixture
+def proxies(etcd_server: EtcdCluster) -> Iterator[list[ThreadedFaultProxy]]:
+    """Two fault proxies to the one etcd member: the endpoints of a two-endpoint etcd:// URL."""
+    upstream = ("127.0.0.1", etcd_server.members[0].client_port)
+    with ThreadedFaultProxy(upstream) as first, ThreadedFaultProxy(upstream) as second:
+        yield [first, second]
+
+
+def eventually(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
+    """Wait until ``condition()`` holds (a watch event, a keep-alive after a fault); fails
+    with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)

@@ -44,3 +44,34 @@ class Etcdctl:
 
     def stop(self) -> None:
         processes.stop(self.process, 5.0)
+
+
+def etcdctl(etcd: EtcdCluster, *args: str) -> str:
+    """Run ``etcdctl ARGS`` once against ``etcd`` (the independent view of the keys); its
+    output. A failing command fails the test with etcdctl's error."""
+    done = subprocess.run(
+        [str(etcdctl_binary()), f"--endpoints={etcd.endpoints}", *args],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30, check=False,
+    )
+    assert done.returncode == 0, f"etcdctl {' '.join(args)}: {done.stderr.strip()}"
+    return done.stdout
+
+
+def keys(etcd: EtcdCluster, prefix: str) -> list[str]:
+    """The keys under ``prefix`` as etcdctl lists them (by key)."""
+    return [line for line in etcdctl(etcd, "get", "--prefix", prefix, "--keys-only").splitlines() if line]
+
+
+def revision(etcd: EtcdCluster) -> int:
+    """The cluster's current revision, from etcdctl's own read."""
+    import json
+
+    return int(json.loads(etcdctl(etcd, "get", "--limit", "1", "-w", "json", "x"))["header"]["revision"])
+
+
+def leases(etcd: EtcdCluster) -> set[str]:
+    """The ids (hex) of the leases etcdctl lists."""
+    import json
+
+    listed = json.loads(etcdctl(etcd, "lease", "list", "-w", "json")).get("leases") or []
+    return {format(int(lease["id"]), "x") for lease in listed}

@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kubecoord._core.handles import ElectionHandle
 from kubecoord.api import Leader
@@ -75,6 +75,11 @@ class _Candidate:
     create_revision: int = 0
     generation: int = 0
     leading: bool = False
+    withdrawn: bool = False
+    """Its candidacy ended (resign, close, a failed nominate): no key is put for it again."""
+    entering: threading.Lock = field(default_factory=threading.Lock)
+    """Held while its key is put or withdrawn: a re-entry racing the withdrawal either
+    lands before it (and is withdrawn) or sees ``withdrawn`` and puts nothing."""
 
 
 class EtcdElection(ElectionHandle):
@@ -91,7 +96,7 @@ class EtcdElection(ElectionHandle):
         self._view: PrefixView | None = None
         self._leader: str | None = None
         self._leader_known = False
-        context.session.subscribe(self._on_new_lease)
+        self._session.subscribe(self._on_new_lease)
 
     # -- interface ------------------------------------------------------------------------
     def _nominate(self, candidate_id: str, data: str) -> bool:
@@ -167,7 +172,12 @@ class EtcdElection(ElectionHandle):
 
     def _campaign(self, candidate: _Candidate) -> None:
         """Put the candidate's key if absent (idempotent: the key is this lease's alone),
-        and learn its create revision (the epoch should it lead)."""
+        and learn its create revision (the epoch should it lead); nothing once withdrawn."""
+        with candidate.entering:
+            if not candidate.withdrawn:
+                self._put_key(candidate)
+
+    def _put_key(self, candidate: _Candidate) -> None:
         session = self._session
         generation, lease = session.generation, session.lease_id
         suffix = format(lease, "x") + (f"_{candidate.slot}" if candidate.slot else "")
@@ -192,18 +202,22 @@ class EtcdElection(ElectionHandle):
             candidate.leading = False
 
     def _withdraw(self, candidate: _Candidate) -> None:
-        """Delete the candidate's key (if it has one) and free its slot; failures are left to
-        the lease."""
-        try:
-            if candidate.key:
-                with translating():
-                    txn.run(self._context.transport, [txn.created(candidate.key, candidate.create_revision)],
-                            [txn.delete(candidate.key)], [], idempotent=True)
-        except CoordinationError as exc:
-            log.info("etcd candidate key not deleted; it goes with the lease",
-                     extra={"key": candidate.key, "error": str(exc)})
-        finally:
-            self._context.release_slot(self.service, candidate.slot)
+        """End the candidacy for good: delete its key (if it has one) and free its slot;
+        failures are left to the lease."""
+        with candidate.entering:
+            already, candidate.withdrawn = candidate.withdrawn, True
+            if already:
+                return
+            try:
+                if candidate.key:
+                    with translating():
+                        txn.run(self._context.transport, [txn.created(candidate.key, candidate.create_revision)],
+                                [txn.delete(candidate.key)], [], idempotent=True)
+            except CoordinationError as exc:
+                log.info("etcd candidate key not deleted; it goes with the lease",
+                         extra={"key": candidate.key, "error": str(exc)})
+            finally:
+                self._context.release_slot(self.service, candidate.slot)
 
     # -- the view ---------------------------------------------------------------------------
     def _ensure_view(self) -> PrefixView:

@@ -27,9 +27,15 @@ from kubecoord.backends.etcd import txn
 from kubecoord.backends.etcd.context import EtcdContext
 from kubecoord.backends.etcd.errors import translating
 from kubecoord.backends.etcd.outcomes import WriteMarkers
-from kubecoord.backends.etcd.transport import Unanswered, b64, prefix_end
+from kubecoord.backends.etcd.transport import OUT_OF_RANGE, GatewayError, Unanswered, b64, prefix_end
 from kubecoord.backends.etcd.watches import Entry, PrefixView, read_prefix
-from kubecoord.errors import CoordinationError, KeyExistsError, KeyNotFoundError, VersionConflictError
+from kubecoord.errors import (
+    CoordinationError,
+    KeyExistsError,
+    KeyNotFoundError,
+    OutcomeUnknownError,
+    VersionConflictError,
+)
 from kubecoord.wire import fences
 from kubecoord.wire.events import Event
 
@@ -125,12 +131,13 @@ class EtcdStorage(StorageHandle):
                 success = [*before, operation, *after, *root, txn.get(self._root), *self._markers.operations(marker)]
                 try:
                     answer = txn.run(
-                        self._context.transport, [*compare, *guard, txn.created(marker, 0)], success,
+                        self._context.transport, [*compare, *guard, txn.created(marker.key, 0)], success,
                         [txn.get(path), txn.get(self._root)], idempotent=False,
                     )
                 except Unanswered:
-                    revision = self._markers.resolve(marker, f"{what} {key!r} in store {self.name!r}")
-                    return self._version_at(path, revision, what), self._incarnation_at(revision)
+                    described = f"{what} {key!r} in store {self.name!r}"
+                    revision = self._markers.resolve(marker, described)
+                    return self._applied_at(path, revision, what, expected, described)
                 if answer.succeeded:
                     self._markers.answered(marker)
                     entry, root_entry = answer.read(0 if what == "delete" else 1), answer.read(3)
@@ -141,12 +148,33 @@ class EtcdStorage(StorageHandle):
                 self._refuse(key, what, current, expected)
         raise CoordinationError(f"{where}: the fencing marks kept changing; {what} {key!r} not applied")
 
-    def _version_at(self, path: str, revision: int, what: str) -> int:
-        if what == "delete":
-            entry = txn.read(self._context.transport, path, revision=revision - 1)
+    def _applied_at(self, path: str, revision: int, what: str, expected: int | None, described: str) -> tuple[int, str]:
+        """The version and the store's incarnation of a write whose lost answer was resolved
+        as applied at ``revision``: read at that revision, or, when etcd compacted it away,
+        what the write itself fixes (a create makes version 1, a compare-and-set expected+1)
+        and the store key read now if it was created by then. OutcomeUnknownError when they
+        cannot be read (the write was applied: never reported otherwise)."""
+        try:
+            try:
+                entry = txn.read(self._context.transport, path, revision=revision - 1 if what == "delete" else revision)
+                return (entry.version if entry is not None else 0), self._incarnation_at(revision)
+            except GatewayError as exc:
+                if exc.code != OUT_OF_RANGE:
+                    raise
+            root = txn.read(self._context.transport, self._root)
+        except (GatewayError, CoordinationError) as exc:
+            raise OutcomeUnknownError(f"etcd: {described}: applied at revision {revision}; its version "
+                                      f"could not be read ({exc})") from None
+        if what == "put":
+            version: int | None = 1
+        elif expected is not None:
+            version = expected if what == "delete" else expected + 1
         else:
-            entry = txn.read(self._context.transport, path, revision=revision)
-        return entry.version if entry is not None else 0
+            version = None
+        if version is None or root is None or root.create_revision > revision:
+            raise OutcomeUnknownError(f"etcd: {described}: applied at revision {revision}, which etcd compacted "
+                                      "before its version could be read")
+        return version, _incarnation(root)
 
     def _incarnation_at(self, revision: int) -> str:
         return _incarnation(txn.read(self._context.transport, self._root, revision=revision))

@@ -10,8 +10,10 @@ creates the marker, and etcd applies transactions one at a time, so:
   (a plain BackendUnavailableError says so);
 - the marker reads "applied": the write was applied, at the marker's revision (the
   key's version is read at that revision);
-- nothing answers, or the lease expired meanwhile (its markers went with it):
-  OutcomeUnknownError.
+- nothing answers, or the write's lease ended meanwhile (its markers went with it):
+  OutcomeUnknownError. The abort is put on the lease the write's marker names, never
+  on a newer one: etcd refuses it once that lease is gone, so a marker that went with its
+  lease is never taken for a write that did not happen.
 
 Markers of answered writes are deleted by later writes of the same coordinator (in
 their transactions, no extra request); aborted markers stay until the lease ends, so a
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from kubecoord.backends.etcd import txn
@@ -34,6 +37,14 @@ ABORTED = "aborted"
 CLEANUP_PER_WRITE = 16
 
 
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """One write's marker key and the lease it is put on."""
+
+    key: str
+    lease: int
+
+
 class WriteMarkers:
     """The markers of one coordinator's writes."""
 
@@ -43,27 +54,29 @@ class WriteMarkers:
         self._lock = threading.Lock()
         self._answered: list[str] = []
 
-    def new(self) -> str:
-        return self._context.internal("writes", self._context.session.lease_hex, f"{next(self._numbers):016x}")
+    def new(self) -> Marker:
+        session = self._context.session
+        lease = session.lease_id
+        return Marker(self._context.internal("writes", format(lease, "x"), f"{next(self._numbers):016x}"), lease)
 
-    def operations(self, marker: str) -> list[dict[str, Any]]:
+    def operations(self, marker: Marker) -> list[dict[str, Any]]:
         """The success branch's part: put ``marker``, delete some answered writes' markers."""
         with self._lock:
             done, self._answered = self._answered[:CLEANUP_PER_WRITE], self._answered[CLEANUP_PER_WRITE:]
-        return [txn.put(marker, APPLIED, lease=self._context.session.lease_id), *(txn.delete(m) for m in done)]
+        return [txn.put(marker.key, APPLIED, lease=marker.lease), *(txn.delete(m) for m in done)]
 
-    def answered(self, marker: str) -> None:
+    def answered(self, marker: Marker) -> None:
         """``marker``'s write was answered (and applied): its marker may go."""
         with self._lock:
-            self._answered.append(marker)
+            self._answered.append(marker.key)
 
-    def resolve(self, marker: str, what: str) -> int:
+    def resolve(self, marker: Marker, what: str) -> int:
         """After a lost answer: the revision at which the write was applied; raises
         BackendUnavailableError (not applied) or OutcomeUnknownError (cannot tell)."""
-        lease = self._context.session.lease_id
         try:
-            answer = txn.run(self._context.transport, [txn.created(marker, 0)], [txn.put(marker, ABORTED, lease=lease)],
-                             [txn.get(marker)], idempotent=True)
+            answer = txn.run(self._context.transport, [txn.created(marker.key, 0)],
+                             [txn.put(marker.key, ABORTED, lease=marker.lease)], [txn.get(marker.key)],
+                             idempotent=True)
         except (CoordinationError, GatewayError) as exc:
             raise OutcomeUnknownError(
                 f"etcd: {what}: the answer was lost and its outcome could not be read back ({exc})"

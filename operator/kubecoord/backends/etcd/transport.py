@@ -6,7 +6,8 @@ outcome of a failed request is classified once, here:
 
 - *not sent* (the connection was refused or never opened): nothing reached the server;
   the next endpoint is tried, for writes too;
-- *unanswered* (a timeout or reset after the request was sent): an idempotent request
+- *unanswered* (a timeout or reset after the request was sent, or an answer that broke off
+  while its body was read): an idempotent request
   (a read, a keep-alive, a create-if-absent of a key only this session names) is sent
   again to the next endpoint until the deadline; any other write raises ``Unanswered``,
   whose outcome the caller resolves by reading (outcomes.py), never by sending it again;
@@ -15,6 +16,10 @@ outcome of a failed request is classified once, here:
   the refusals of authentication — a wrong user or password, a request without a user
   while authentication is on, a permission the user lacks — which are
   PermissionDeniedError.
+
+An endpoint that fails to answer is moved past: the next request starts at the one after
+it, so a hung member (frozen, or behind a dropping network) costs one request's timeout,
+not every request's.
 
 Watches are long-lived streams: ``open_stream`` posts on the same session with a read
 timeout (etcd3gw's Watcher drops etcd's cancel and compaction answers and has no read
@@ -46,6 +51,8 @@ INVALID_ARGUMENT = 3
 _NO_USER = "user name is empty"
 """etcd's answer (InvalidArgument) to a request without a token when authentication is on."""
 NOT_FOUND = 5
+OUT_OF_RANGE = 11
+"""etcd's code for a read at a revision it compacted away."""
 
 
 def b64(text: str | bytes) -> str:
@@ -148,17 +155,26 @@ class Transport:
         deadline = time.monotonic() + self._timeout
         last = ""
         renewed = False
+        with self._lock:
+            start = self._preferred
         for attempt in range(1000):
-            with self._lock:
-                index = (self._preferred + attempt) % len(self._clients)
+            index = (start + attempt) % len(self._clients)
             client = self._clients[index]
             try:
                 answer: dict[str, Any] = client.post(client.get_url(path), json=body)
                 with self._lock:
                     self._preferred = index
                 return answer
+            except (requests.exceptions.RequestException, ValueError) as exc:
+                # The answer broke off while its body was read (etcd3gw catches only failures
+                # before the headers): the request was sent, and maybe applied.
+                self._move_on(index)
+                if not idempotent:
+                    raise Unanswered(f"{client.host}:{client.port}: {type(exc).__name__}") from None
+                last = f"{client.host}:{client.port}: {type(exc).__name__}"
             except Etcd3Exception as exc:
                 if exc.detail_text is None or not _is_answer(exc):
+                    self._move_on(index)
                     if not _not_sent(exc) and not idempotent:
                         raise Unanswered(f"{client.host}:{client.port}: {exc.detail_text or exc}") from None
                     last = f"{client.host}:{client.port}: {exc.detail_text or type(exc).__name__}"
@@ -183,6 +199,14 @@ class Transport:
             if (attempt + 1) % len(self._clients) == 0:
                 time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
         raise BackendUnavailableError(f"etcd: no endpoint answered {path} within {self._timeout:g} s ({last})")
+
+    def _move_on(self, index: int) -> None:
+        """Endpoint ``index`` failed to answer: the next request starts at the next endpoint
+        (a hung endpoint would otherwise take every request's whole timeout, keep-alives'
+        included, while the others answer)."""
+        with self._lock:
+            if self._preferred == index:
+                self._preferred = (index + 1) % len(self._clients)
 
     def open_stream(self, path: str, body: dict[str, Any], *, read_timeout: float) -> requests.Response:
         """A streaming POST to the preferred endpoint (the watches); BackendUnavailableError

@@ -38,6 +38,9 @@ Faults, and what a client behind the proxy sees:
   stream with a hole in it.
 - ``refuse()``: new connections are reset at once (a server that is down).
 - ``cut()``: every open connection is reset (RST, buffered bytes discarded).
+- ``cut_after(N, direction)``: the connection that forwards the N-th chunk from now in
+  ``direction`` is reset 0.1 s after forwarding it (the peer has read it): an answer
+  larger than one chunk (64 KiB) arrives cut half-way, its headers and part of its body read.
 - ``heal()``: back to a transparent pipe (no delay, hold, drop or refusal).
 
 Directions: ``"up"`` is client -> server, ``"down"`` server -> client, ``"both"`` both.
@@ -68,6 +71,8 @@ _CHUNK = 65536
 _QUEUE_CHUNKS = 256
 """Chunks buffered per direction and connection before reading stops (backpressure)."""
 _EOF = b""
+CUT_AFTER_GRACE = 0.1
+"""Seconds between forwarding the chunk ``cut_after`` counted and resetting its connection."""
 T = TypeVar("T")
 
 
@@ -97,6 +102,8 @@ class _Lane:
     drop: bool = False
     hold_other_after: int = 0
     """Chunks of this direction still to arrive before the other direction is held (0: none)."""
+    cut_after: int = 0
+    """Chunks of this direction still to forward before their connection is reset (0: none)."""
     flowing: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
     """Set unless held."""
 
@@ -204,6 +211,13 @@ class FaultProxy:
         for lane in _lanes_of(direction):
             self._lanes[lane].flowing.set()
 
+    def cut_after(self, chunks: int, direction: Literal["up", "down"] = "down") -> None:
+        """Reset the connection that forwards the ``chunks``-th chunk from now in
+        ``direction``, 0.1 s after forwarding it (an answer cut half-way)."""
+        if chunks < 1:
+            raise ValueError(f"chunks must be >= 1, not {chunks}")
+        self._lanes[direction].cut_after = chunks
+
     def drop(self, direction: Direction = "both") -> None:
         for lane in _lanes_of(direction):
             self._lanes[lane].drop = True
@@ -227,6 +241,7 @@ class FaultProxy:
             lane.delay = 0.0
             lane.drop = False
             lane.hold_other_after = 0
+            lane.cut_after = 0
             lane.flowing.set()
         self._refuse = False
         dark = [connection for connection in self._connections if connection.dark]
@@ -346,6 +361,15 @@ class FaultProxy:
                 self._stats.bytes_up += len(data)
             else:
                 self._stats.bytes_down += len(data)
+            if state.cut_after:
+                state.cut_after -= 1
+                if not state.cut_after:
+                    await asyncio.sleep(CUT_AFTER_GRACE)  # the peer reads what was forwarded
+                    self._connections.discard(connection)
+                    self._stats.resets += 1
+                    self._stats.open = len(self._connections)
+                    connection.reset()
+                    return
 
 
 class ThreadedFaultProxy:
@@ -403,6 +427,9 @@ class ThreadedFaultProxy:
 
     def release(self, direction: Direction = "both") -> None:
         self._call(self._proxy.release, direction)
+
+    def cut_after(self, chunks: int, direction: Literal["up", "down"] = "down") -> None:
+        self._call(self._proxy.cut_after, chunks, direction)
 
     def drop(self, direction: Direction = "both") -> None:
         self._call(self._proxy.drop, direction)
