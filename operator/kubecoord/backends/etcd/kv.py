@@ -267,14 +267,15 @@ class EtcdListenerRegistry(RegistryHandle):
                 entry = entries.get(self._base + key)
                 value = entry.value.decode() if entry is not None else None
                 revision = entry.mod_revision if entry is not None else 0
-                if self._seen_values.get(key) == revision:
+                # No baseline yet: the listener is being added (its baseline is this view).
+                if self._seen_values.get(key, revision) == revision:
                     continue
                 self._seen_values[key] = revision
                 calls.append((listeners, value))
             for namespace, key_listeners in self._key_sets.items():
                 base = self._base + namespace + "/" if namespace else self._base
                 names = children_of(entries, base)
-                if self._seen_children.get(namespace) == names:
+                if self._seen_children.get(namespace, names) == names:
                     continue
                 self._seen_children[namespace] = names
                 calls.append((key_listeners, names))
