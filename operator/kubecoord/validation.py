@@ -144,6 +144,53 @@ def check_seconds(value: object, what: str, *, zero: bool = False) -> float:
     return float(value)
 
 
+def check_ttl(value: object, what: str) -> int:
+    """A lease or row TTL: a whole number of seconds >= 2 (the servers count TTLs in whole
+    seconds, and a holder must stop believing at least one second before the TTL ends)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value != int(value) or value < 2:
+        raise InvalidArgumentError(f"{what} must be a whole number of seconds >= 2 (a TTL), got {value!r}")
+    return int(value)
+
+
+# -- a backend URL's hosts and connect()'s options (the backends that take them) --
+
+_HOST = re.compile(r"^(\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(:(?P<port>\d{1,5}))?$")
+
+
+def check_hosts(location: str, *, default_port: int, example: str) -> list[tuple[str, int]]:
+    """A URL's HOST[:PORT][,HOST[:PORT]...] as (host, port) pairs, PORT ``default_port``
+    where absent (an IPv6 HOST in brackets); InvalidArgumentError naming the form and
+    ``example`` (a URL of the scheme, which also names it)."""
+    hosts = []
+    scheme = example.partition("://")[0]
+    for part in location.split(","):
+        match = _HOST.match(part) if part else None
+        port = int(match.group("port")) if match and match.group("port") else default_port
+        if match is None or not 0 < port < 65536:
+            raise InvalidArgumentError(
+                f"{scheme} URL hosts {location!r} must be HOST[:PORT][,HOST[:PORT]...], e.g. {example}"
+            )
+        hosts.append((match.group("v6") or match.group("name"), port))
+    return hosts
+
+
+def check_option_names(options: dict[str, object], known: set[str], backend: str) -> None:
+    """InvalidArgumentError naming the options a backend does not know."""
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InvalidArgumentError(f"{backend} backend: unknown options {unknown}; known: {sorted(known)}")
+
+
+def check_credentials(options: dict[str, object], backend: str) -> None:
+    """``username`` and ``password``: both str or both absent (None)."""
+    for name in ("username", "password"):
+        if options.get(name) is not None and not isinstance(options[name], str):
+            raise InvalidArgumentError(f"{backend} backend: {name} must be a str")
+    if (options.get("username") is None) != (options.get("password") is None):
+        raise InvalidArgumentError(f"{backend} backend: username and password go together")
+
+
 def parent_of(key: str) -> str:
     """The namespace a key lives in: 'a/b/c' -> 'a/b', 'a' -> ''."""
     head, _, _ = key.rpartition("/")

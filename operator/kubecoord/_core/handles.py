@@ -160,6 +160,53 @@ class ElectionHandle(_Listened[str | None], Handle, LeaderElection):
 
 
 
+class _AliveUntil(Protocol):
+    @property
+    def alive_until(self) -> float: ...
+
+
+class _Candidate(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_C = TypeVar("_C", bound=_Candidate)
+_S = TypeVar("_S", bound=_AliveUntil)
+
+
+class SessionLeadership(Generic[_C, _S]):
+    """is_leader() and leading_until() of an election whose candidates lead while one
+    session lives (ZooKeeper's session, etcd's lease): ``_holds(candidate)`` judges one
+    candidate (its leading flag, the session's generation, the session alive).
+
+    Answered from local state at once and lock-free (a worker may hold the election's lock
+    through a slow read; ``list()`` of a dict view is atomic in CPython). leading_until()
+    reads the session's ``alive_until`` before and after the check: it grows with answers
+    and shrinks only when a new session is granted a shorter life, so the lesser of the
+    two is never later than the deadline ``_holds`` answered from."""
+
+    _closed: bool
+    _candidates: dict[str, _C]
+    _session: _S
+
+    @abc.abstractmethod
+    def _holds(self, candidate: _C) -> bool: ...
+
+    def is_leader(self, candidate_id: str | None = None) -> bool:
+        if self._closed:
+            return False
+        candidates = list(self._candidates.values())
+        return any(self._holds(c) for c in candidates if candidate_id is None or c.id == candidate_id)
+
+    def leading_until(self, candidate_id: str | None = None) -> float | None:
+        if self._closed:
+            return None
+        before = self._session.alive_until
+        if not self.is_leader(candidate_id):
+            return None
+        return min(before, self._session.alive_until)
+
+
 class GroupHandle(_Listened[set[str]], Handle, GroupMembership):
     kind = "group membership"
     name_field = "group"

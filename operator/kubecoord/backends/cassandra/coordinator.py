@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Any
 
 from kubecoord import validation
@@ -18,28 +17,16 @@ from kubecoord.backends.cassandra.membership import CassandraGroup
 from kubecoord.backends.cassandra.options import Options
 from kubecoord.backends.cassandra.session import Session
 from kubecoord.capabilities import Purgeable
-from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import EventLog
 from kubecoord.wire.events import Primitive
 
 DEFAULT_PORT = 9042
-_HOST = re.compile(r"^(\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(:(?P<port>\d{1,5}))?$")
 _numbers = itertools.count(1)
 
 
 def check_hosts(location: str) -> list[tuple[str, int]]:
     """HOST[:PORT][,HOST[:PORT]...] from the URL as (host, port) pairs, or InvalidArgumentError."""
-    hosts = []
-    for part in location.split(","):
-        match = _HOST.match(part) if part else None
-        port = int(match.group("port")) if match and match.group("port") else DEFAULT_PORT
-        if match is None or not 0 < port < 65536:
-            raise InvalidArgumentError(
-                f"cassandra URL hosts {location!r} must be HOST[:PORT][,HOST[:PORT]...], "
-                "e.g. cassandra://db1:9042,db2/coordination"
-            )
-        hosts.append((match.group("v6") or match.group("name"), port))
-    return hosts
+    return validation.check_hosts(location, default_port=DEFAULT_PORT, example="cassandra://db1:9042,db2/coordination")
 
 
 class CassandraCoordinator(ContextHandles, SessionCoordinator, Purgeable):

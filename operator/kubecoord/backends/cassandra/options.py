@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from kubecoord import validation
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.timings import DEFAULT_SESSION_LEASE, TIMING_NAMES, Timings
 
@@ -84,11 +85,7 @@ def lease_timings(ttl: int, renew_deadline: float | None, retry_period: float | 
 
 
 def _ttl(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 2:
-        raise InvalidArgumentError(
-            f"cassandra backend: lease_duration must be a whole number of seconds >= 2 (a TTL), got {value!r}"
-        )
-    return int(value)
+    return validation.check_ttl(value, "cassandra backend: lease_duration")
 
 
 def _number(name: str, value: Any, *, minimum: float) -> float:
@@ -99,10 +96,7 @@ def _number(name: str, value: Any, *, minimum: float) -> float:
 
 def parse(options: dict[str, Any]) -> Options:
     """Options from connect()'s keyword arguments; InvalidArgumentError on anything wrong."""
-    known = set(Options.__dataclass_fields__)
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise InvalidArgumentError(f"cassandra backend: unknown options {unknown}; known: {sorted(known)}")
+    validation.check_option_names(options, set(Options.__dataclass_fields__), "cassandra")
     values = dict(options)
     if "lease_duration" in values:
         values["lease_duration"] = _ttl(values["lease_duration"])
@@ -132,11 +126,7 @@ def parse(options: dict[str, Any]) -> Options:
         for key, value in replication.items():
             if not isinstance(key, str) or not isinstance(value, str | int) or "'" in str(value) or "'" in key:
                 raise InvalidArgumentError(f"cassandra backend: replication entry {key!r}: {value!r} is not valid")
-    for name in ("username", "password"):
-        if values.get(name) is not None and not isinstance(values[name], str):
-            raise InvalidArgumentError(f"cassandra backend: {name} must be a str")
-    if (values.get("username") is None) != (values.get("password") is None):
-        raise InvalidArgumentError("cassandra backend: username and password go together")
+    validation.check_credentials(values, "cassandra")
     if values.get("ssl") is not None:
         ssl = values["ssl"]
         allowed_ssl = {"ca_file", "certfile", "keyfile", "check_hostname"}

@@ -39,7 +39,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from kubecoord._core.handles import ElectionHandle
+from kubecoord._core.handles import ElectionHandle, SessionLeadership
 from kubecoord.api import Leader
 from kubecoord.backends.etcd import txn
 from kubecoord.backends.etcd.context import EtcdContext
@@ -82,7 +82,7 @@ class _Candidate:
     lands before it (and is withdrawn) or sees ``withdrawn`` and puts nothing."""
 
 
-class EtcdElection(ElectionHandle):
+class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
     def __init__(self, context: EtcdContext, service: str, *, timings: Options | None = None) -> None:
         super().__init__(context, service, context.events)
         self.service = service
@@ -142,20 +142,6 @@ class EtcdElection(ElectionHandle):
             del self._candidates[candidate_id]
         self._withdraw(candidate)
         self._record_term(Event.RESIGNED if proven else Event.LOST, candidate, ended)
-
-    def is_leader(self, candidate_id: str | None = None) -> bool:
-        if self._closed:
-            return False
-        candidates = list(self._candidates.values())
-        return any(self._holds(c) for c in candidates if candidate_id is None or c.id == candidate_id)
-
-    def leading_until(self, candidate_id: str | None = None) -> float | None:
-        if self._closed:
-            return None
-        before = self._session.alive_until
-        if not self.is_leader(candidate_id):
-            return None
-        return min(before, self._session.alive_until)
 
     def _listener_added(self, first: bool) -> None:
         if first and not self._closed:

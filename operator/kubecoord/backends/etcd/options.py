@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from kubecoord import validation
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.timings import DEFAULT_SESSION_LEASE, TIMING_NAMES
 
@@ -14,7 +14,6 @@ DEFAULT_PORT = 2379
 CLOCK_MARGIN = 1.0
 """etcd counts lease TTLs in whole seconds, from when its leader applied the keep-alive;
 a lease holder stops believing in its lease at least this long before the TTL ends."""
-_HOST = re.compile(r"^(\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(:(?P<port>\d{1,5}))?$")
 _PREFIX = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 _TLS_KEYS = frozenset({"ca_file", "certfile", "keyfile"})
 
@@ -59,32 +58,18 @@ class Options:
 
 def _seconds(options: dict[str, Any], name: str) -> float | None:
     value = options.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise InvalidArgumentError(f"etcd backend: {name} must be a positive number of seconds, got {value!r}")
-    return float(value)
+    return None if value is None else validation.check_seconds(value, f"etcd backend: {name}")
 
 
 def parse(options: dict[str, Any]) -> Options:
     """The connect() options as Options, or InvalidArgumentError naming the bad one."""
-    known = set(Options.__dataclass_fields__)
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise InvalidArgumentError(f"etcd backend: unknown options {unknown}; known: {sorted(known)}")
-    ttl = options.get("lease_duration", int(DEFAULT_SESSION_LEASE))
-    whole = isinstance(ttl, int | float) and not isinstance(ttl, bool) and math.isfinite(ttl) and ttl == int(ttl)
-    if not whole or ttl < 2:
-        raise InvalidArgumentError(f"etcd backend: lease_duration must be whole seconds >= 2, got {ttl!r}")
-    ttl = int(ttl)
+    validation.check_option_names(options, set(Options.__dataclass_fields__), "etcd")
+    ttl = validation.check_ttl(options.get("lease_duration", int(DEFAULT_SESSION_LEASE)),
+                               "etcd backend: lease_duration")
     renew_deadline = _seconds(options, "renew_deadline")
     retry_period = _seconds(options, "retry_period")
     request_timeout = _seconds(options, "request_timeout") or 5.0
-    for name in ("username", "password"):
-        if options.get(name) is not None and not isinstance(options[name], str):
-            raise InvalidArgumentError(f"etcd backend: {name} must be a str")
-    if (options.get("username") is None) != (options.get("password") is None):
-        raise InvalidArgumentError("etcd backend: username and password go together")
+    validation.check_credentials(options, "etcd")
     tls = options.get("tls")
     if tls is not None and (
         not isinstance(tls, dict) or not set(tls) <= _TLS_KEYS or not all(isinstance(v, str) for v in tls.values())
@@ -120,16 +105,7 @@ def parse(options: dict[str, Any]) -> Options:
 
 def check_hosts(location: str) -> list[tuple[str, int]]:
     """HOST[:PORT][,HOST[:PORT]...] from the URL as (host, port) pairs, or InvalidArgumentError."""
-    hosts = []
-    for part in location.split(","):
-        match = _HOST.match(part) if part else None
-        port = int(match.group("port")) if match and match.group("port") else DEFAULT_PORT
-        if match is None or not 0 < port < 65536:
-            raise InvalidArgumentError(
-                f"etcd URL hosts {location!r} must be HOST[:PORT][,HOST[:PORT]...], e.g. etcd://etcd1:2379,etcd2/app"
-            )
-        hosts.append((match.group("v6") or match.group("name"), port))
-    return hosts
+    return validation.check_hosts(location, default_port=DEFAULT_PORT, example="etcd://etcd1:2379,etcd2/app")
 
 
 def check_prefix(path: str) -> str:

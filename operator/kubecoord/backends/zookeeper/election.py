@@ -53,12 +53,12 @@ from dataclasses import dataclass, field
 from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from kubecoord._core.handles import ElectionHandle
+from kubecoord._core.handles import ElectionHandle, SessionLeadership
 from kubecoord.api import Leader
 from kubecoord.backends.zookeeper.context import ZooKeeperContext
 from kubecoord.backends.zookeeper.errors import translating
 from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
-from kubecoord.backends.zookeeper.session import CONNECTED, LOST
+from kubecoord.backends.zookeeper.session import CONNECTED, LOST, Session
 from kubecoord.backends.zookeeper.watches import read_children
 from kubecoord.errors import MemberExistsError
 from kubecoord.wire.events import TERM_ENDS, Event
@@ -107,7 +107,7 @@ class _Candidate:
     ``acquired`` is stamped, never before this)."""
 
 
-class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
+class ZooKeeperElection(SessionLeadership[_Candidate, Session], ZooKeeperHandle, ElectionHandle):
     folder = "elections"
 
     def __init__(self, context: ZooKeeperContext, service: str) -> None:
@@ -176,25 +176,6 @@ class ZooKeeperElection(ZooKeeperHandle, ElectionHandle):
             self._delete_node(candidate)
             del self._candidates[candidate_id]
         self._record_end(candidate, proven, ended)
-
-    def is_leader(self, candidate_id: str | None = None) -> bool:
-        if self._closed:
-            return False
-        # Lock-free on purpose: the worker may hold the lock through a slow read, and this
-        # answer must come from local state at once. list() of a dict view is atomic in CPython.
-        candidates = list(self._candidates.values())
-        return any(self._holds(c) for c in candidates if candidate_id is None or c.id == candidate_id)
-
-    def leading_until(self, candidate_id: str | None = None) -> float | None:
-        if self._closed:
-            return None
-        # Read before and after the check: alive_until grows with answers and shrinks only
-        # when a reconnect is granted a shorter session, so the lesser of the two is never
-        # later than the deadline _holds() answered from.
-        before = self._session.alive_until
-        candidates = list(self._candidates.values())
-        holds = any(self._holds(c) for c in candidates if candidate_id is None or c.id == candidate_id)
-        return min(before, self._session.alive_until) if holds else None
 
     def _listener_added(self, first: bool) -> None:
         if first and not self._closed:
