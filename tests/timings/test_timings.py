@@ -21,6 +21,7 @@ EXPECTED = {
     (None, "renewIntervalSeconds"): timings.DEFAULT_RENEW_INTERVAL,
     ("zookeeper", "sessionTimeoutSeconds"): timings.DEFAULT_SESSION_LEASE,
     ("cassandra", "sessionTimeoutSeconds"): timings.DEFAULT_SESSION_LEASE,
+    ("etcd", "sessionTimeoutSeconds"): timings.DEFAULT_SESSION_LEASE,
     ("assignment", "sessionTimeoutSeconds"): timings.DEFAULT_GROUP_SESSION_TIMEOUT,
     ("assignment", "rebalanceTimeoutSeconds"): timings.DEFAULT_REBALANCE_TIMEOUT,
 }
