@@ -13,7 +13,7 @@ PROMTOOL := $(VENV)/bin/promtool
 PORCUPINE := $(VENV)/bin/kubecoord-porcupine
 GO ?= $(or $(shell command -v go),$(wildcard /usr/local/go/bin/go))
 
-.PHONY: install system-deps cassandra-jars porcupine test robustness check lint docs demo soak bench chart-lint chart-crds helm e2e image dist actionlint promtool clean
+.PHONY: install system-deps cassandra-jars porcupine test robustness check lint docs demo soak storm bench chart-lint chart-crds helm e2e image dist actionlint promtool clean
 
 install: $(INSTALLED)
 
@@ -160,6 +160,19 @@ SOAK_BACKENDS ?= $(shell $(PY) -c 'from kubecoord_testkit.servers.kubernetes imp
 SOAK_OUT ?= soak-out
 soak: install system-deps cassandra-jars
 	$(VENV)/bin/kubecoord-testkit soak --backend $(SOAK_BACKENDS) --duration $(SOAK_SECONDS) --seed $(SOAK_SEED) --out $(SOAK_OUT)
+
+# The operator's two-replica HA storm, long form (tests/operator/test_ha_storm_real.py is the
+# short one): a whole cluster of its own, the chart's RBAC and term policy, kill -9, SIGSTOP,
+# held connections, freezes between check and send, replayed deposed writes and kube-apiserver
+# restarts, every operator write judged against the operator Lease (kubecoord_testkit.storm). Exit 3 on a
+# violation or an end state that did not converge. STORM_FLAGS=--unfenced for the baseline.
+STORM_SECONDS ?= 600
+STORM_SEED ?= 1
+STORM_FAULTS ?= kill,freeze,hold,send-freeze,replay,restart
+STORM_OUT ?= storm-out
+storm: install $(HELM)
+	nice -n 10 $(VENV)/bin/kubecoord-testkit storm --seconds $(STORM_SECONDS) --seed $(STORM_SEED) --names 6 \
+		--faults $(STORM_FAULTS) --fault-every 8 --helm $(HELM) --out $(STORM_OUT) $(STORM_FLAGS)
 
 bench: install system-deps
 	@for script in bench/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

@@ -238,3 +238,58 @@ def _stale_write_status(chart: Chart, stale: str) -> int:
     finally:
         client.close()  # type: ignore[no-untyped-call]
     return 201
+
+
+def _write_as(kubeconfig: pathlib.Path, namespace: str, headers: dict[str, str]) -> tuple[int, str]:
+    """A dry-run ConfigMap create in ``namespace`` by ``kubeconfig``'s identity with
+    ``headers`` (impersonation): the status and the Status message."""
+    configuration = k8s.Configuration()
+    k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
+    client = k8s.ApiClient(configuration)
+    for name, value in headers.items():
+        client.set_default_header(name, value)
+    try:
+        k8s.CoreV1Api(client).create_namespaced_config_map(
+            namespace, {"metadata": {"name": "forged-term"}}, dry_run="All")  # type: ignore[arg-type]
+    except ApiException as error:
+        return int(error.status), str(json.loads(error.body or "{}").get("message") or "")
+    finally:
+        client.close()  # type: ignore[no-untyped-call]
+    return 201, ""
+
+
+@pytest.mark.timeout(120)
+def test_no_identity_but_the_operators_own_can_name_a_term_or_reach_past_its_grant(
+    chart: Chart, real_cluster: RealApiServer, mint_kubeconfig: MintKubeconfig,
+) -> None:
+    """A forged term needs impersonation, and the chart's RBAC gives it to the operator's
+    ServiceAccount only, for itself and the term extra alone: a client ServiceAccount (one a
+    spec.clients grant may name) cannot pose as the operator nor give itself a term; a user
+    with no rights cannot either; and the operator cannot impersonate a client, a group
+    (system:masters) or another user. Each refusal is the impersonation's own (403 naming
+    impersonate), before any admission policy, so it holds while no operator Lease exists
+    (then the term policy admits everything: parameterNotFoundAction Allow)."""
+    operator = f"system:serviceaccount:{chart.release_namespace}:{ACCOUNT}"
+    client = mint_kubeconfig(chart.namespace, "forger")
+    forged = term.Term("replica-9", 99)
+    as_operator = term.headers(operator, forged)
+    extra_header = next(name for name in as_operator if name.startswith("Impersonate-Extra-"))
+    attempts = {
+        "client as the operator": (client, as_operator),
+        "client naming a term for itself": (client, term.headers(f"system:serviceaccount:{chart.namespace}:forger",
+                                                                 forged)),
+        "user dev as the operator": (real_cluster.dev_kubeconfig, as_operator),
+        "operator as a client": (chart.kubeconfig, term.headers(f"system:serviceaccount:{chart.namespace}:forger",
+                                                                forged)),
+        "operator as itself in system:masters": (chart.kubeconfig, {**as_operator,
+                                                                    "Impersonate-Group": "system:masters"}),
+        "operator as user admin": (chart.kubeconfig, {"Impersonate-User": "admin", extra_header: str(forged)}),
+    }
+    answers = {what: _write_as(kubeconfig, chart.namespace, headers)
+               for what, (kubeconfig, headers) in attempts.items()}
+    for what, answer in answers.items():
+        print(what, answer)
+    assert all(code == 403 and "impersonate" in message for code, message in answers.values()), answers
+    # The one impersonation the chart grants still works (the refusals above are not a broken setup).
+    code, message = _write_as(chart.kubeconfig, chart.release_namespace, as_operator)
+    assert code != 403 or "operator-term" in message, message

@@ -10,9 +10,11 @@ ships its API mock as kmock.
   between clients and a server (``FaultProxy`` on asyncio, ``ThreadedFaultProxy``).
 - ``history_generator``: synthetic coordination event logs with known answers.
 - ``soak``: many client processes under a seeded fault schedule, judged by the pipeline.
+- ``storm``: two operator replicas under faults on a whole cluster, every write judged
+  against the operator Lease (``make storm``).
 - ``demos``: what ``make demo`` runs.
 - ``pytest_plugin``: the servers as fixtures (entry point ``pytest11``).
-- ``cli``: the ``kubecoord-testkit`` command (soak, demo, emulator, generate-history).
+- ``cli``: the ``kubecoord-testkit`` command (soak, robustness, storm, demo, emulator, generate-history).
 - ``processes``, ``checkout``: stopping child processes; finding the repository's crds/.
 
 What belongs here: servers and fault injectors a test starts, generators of test input,

@@ -27,6 +27,7 @@ examples:
   kubecoord-testkit demo
   kubecoord-testkit soak --backend zookeeper,emulator --duration 300 --seed 1 --out soak-out
   kubecoord-testkit robustness --backend memory,zookeeper --duration 60 --out robustness-out
+  kubecoord-testkit storm --seconds 600 --faults kill,freeze,hold,send-freeze,restart --out storm-out
   kubecoord-testkit emulator --port 0 --kubeconfig /tmp/kubeconfig
   kubecoord-testkit generate-history --out /tmp/logs --elections 20
 """
@@ -40,12 +41,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubecoord_testkit.robustness.cli",
         "client traffic under faults, histories judged by Porcupine; exit 3 on a violation",
     ),
+    "storm": (
+        "kubecoord_testkit.storm.cli",
+        "two operator replicas under kill -9, freezes, held connections on a whole cluster; exit 3 on a violation",
+    ),
     "demo": ("kubecoord_testkit.demos.cli", "run the demo scenario"),
     "emulator": ("kubecoord_testkit.emulator.cli", "run the Kubernetes API emulator in the foreground"),
     "generate-history": ("kubecoord_testkit.history_generator", "write synthetic coordination event logs"),
 }
 
-QUIET_COMMANDS = frozenset({"soak", "robustness"})
+QUIET_COMMANDS = frozenset({"soak", "robustness", "storm"})
 """The soak's own output says what failed: the clients' warnings would only repeat it."""
 
 TESTKIT = CommandLine(

@@ -11,6 +11,10 @@ file (the time, for the test to wait on) and stops itself with SIGSTOP — the f
 GC pause or a stalled node at the worst moment. On SIGCONT the write goes out as it was
 built, in the term it was checked in: what the API server does with it is the test.
 
+With ``KUBECOORD_TESTKIT_FREEZE_ARM=PATH`` as well, the hook is armed only while that file
+exists (a stat per write): a driver that starts every replica this way chooses the moment
+of the freeze (the operator storm, kubecoord_testkit.storm).
+
 Only this wrapper reads the variables; the operator itself has a seam
 (``fencing.set_before_send``) and nothing else.
 """
@@ -30,10 +34,12 @@ from kubecoord.operator import fencing
 
 PATTERN = "KUBECOORD_TESTKIT_FREEZE_WRITE"
 MARK = "KUBECOORD_TESTKIT_FREEZE_MARK"
+ARM = "KUBECOORD_TESTKIT_FREEZE_ARM"
 
 
-def freezer(pattern: str, mark: pathlib.Path) -> fencing.SendHook:
-    """A before-send hook that stops the process at the first write matching ``pattern``."""
+def freezer(pattern: str, mark: pathlib.Path, arm: pathlib.Path | None = None) -> fencing.SendHook:
+    """A before-send hook that stops the process at the first write matching ``pattern``
+    (with ``arm``: the first one sent while that file exists)."""
     matcher = re.compile(pattern)
     lock = threading.Lock()
     fired = [False]
@@ -41,6 +47,8 @@ def freezer(pattern: str, mark: pathlib.Path) -> fencing.SendHook:
     def hook(method: str, path: str) -> None:
         with lock:
             if fired[0] or not matcher.search(f"{method} {path}"):
+                return
+            if arm is not None and not arm.exists():
                 return
             fired[0] = True
         mark.write_text(f"{time.time()} {method} {path}\n")
@@ -52,7 +60,9 @@ def freezer(pattern: str, mark: pathlib.Path) -> fencing.SendHook:
 def main() -> int:
     pattern = os.environ.get(PATTERN)
     if pattern:
-        fencing.set_before_send(freezer(pattern, pathlib.Path(os.environ[MARK])))
+        arm = os.environ.get(ARM)
+        fencing.set_before_send(freezer(pattern, pathlib.Path(os.environ[MARK]),
+                                        pathlib.Path(arm) if arm else None))
     return kubecoord_main(sys.argv[1:])
 
 
