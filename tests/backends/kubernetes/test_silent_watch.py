@@ -58,9 +58,7 @@ class FreezingProxy:
             pass
         finally:
             if not flow["frozen"]:
-                for sock in flow["sockets"]:  # type: ignore[attr-defined]
-                    with contextlib.suppress(OSError):
-                        sock.close()
+                _reset(flow)
 
     def freeze(self) -> int:
         frozen = 0
@@ -71,18 +69,25 @@ class FreezingProxy:
                     flow["frozen"] = True
                     frozen += 1
                 else:
-                    for sock in flow["sockets"]:  # type: ignore[attr-defined]
-                        with contextlib.suppress(OSError):
-                            sock.close()
+                    _reset(flow)
         return frozen
 
     def close(self) -> None:
         self._server.close()
         with self._lock:
             for flow in self._flows:
-                for sock in flow["sockets"]:  # type: ignore[attr-defined]
-                    with contextlib.suppress(OSError):
-                        sock.close()
+                _reset(flow)
+
+
+def _reset(flow: dict[str, object]) -> None:
+    """Close both ends of ``flow`` so that each peer sees it end: shut down first, as a bare
+    close() leaves a socket open (no FIN) while another thread is still blocked reading it,
+    and a client would then send its next request into a flow nobody forwards."""
+    for sock in flow["sockets"]:  # type: ignore[attr-defined]
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            sock.close()
 
 
 def through_freezing_proxy(api_emulator: ApiEmulator, tmp_path: pathlib.Path) -> tuple[FreezingProxy, pathlib.Path]:
