@@ -1,7 +1,9 @@
 """Group members for the multi-process tests: what they report, one member per process.
 
 - ``Group``: the members of one test, their reports (Worker lines, tests/group_coordinator/worker.py),
-  who was killed when, and ``settled()``: every unit held once, by live members, balanced;
+  who was killed when, ``settled()``: every unit held once, by live members, balanced, and
+  ``working()``: settled, and every live member's ensure_generation() passed since its
+  latest assignment (a work tick);
 - ``ProcessMember``: python -m tests.group_coordinator.member_process in a process of its own;
   ``kill()`` is kill -9, ``leave()`` is SIGTERM (a graceful leave) and waits for the exit.
 """
@@ -54,6 +56,27 @@ class Group:
         return sorted(owner) == sorted(self.units) and set(owner.values()) <= set(self.alive) and (
             max(counts) - min(counts) <= 1
         )
+
+    def working(self) -> bool:
+        """settled(), and each live member reported a work tick, since its latest
+        assignment, on that generation or a later one: the group is not only assigned but
+        acting on it. (A test that acts again as soon as the group is settled leaves the
+        members a few milliseconds between an assignment and the next rebalance, too few
+        for a tick on a loaded machine.)"""
+        if not self.settled():
+            return False
+        assigned: dict[str, int] = {}
+        worked: set[str] = set()
+        for line in sorted(self.snapshot(), key=lambda line: line.get("t", 0.0)):
+            member = line.get("member")
+            if not isinstance(member, str):
+                continue
+            if line.get("e") == "assigned":
+                assigned[member] = line["gen"]
+                worked.discard(member)
+            elif line.get("e") == "work" and member in assigned and line["gen"] >= assigned[member]:
+                worked.add(member)  # cooperative: a generation that adds no unit logs no assignment
+        return set(self.alive) <= worked
 
 
 class ProcessMember:
