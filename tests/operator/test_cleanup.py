@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import socket
 
-from kubecoord.operator.controller.status import CLEANUP_RETRIES
+from kubecoord.operator.controller.finalizer import CLEANUP_RETRIES
 from tests.helpers import eventually
 from tests.operator.conftest import Resources
 

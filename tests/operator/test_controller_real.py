@@ -36,7 +36,7 @@ from kubernetes.client.exceptions import ApiException
 
 import kubecoord
 from kubecoord.group_coordinator import GroupMember, UnitsProtocol
-from kubecoord.operator.controller.status import WORKERS
+from kubecoord.operator.controller.reconciler import WORKERS
 from kubecoord.wire.group_record import STABLE, STATE_KEY, GroupState, derived_name, encode_state
 from kubecoord_testkit import processes
 from kubecoord_testkit.servers.kubernetes import RealApiServer

@@ -34,7 +34,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 import kubecoord
-from kubecoord.operator.controller.status import CLEANUP_RETRIES, CLEANUP_SECONDS
+from kubecoord.operator.controller.finalizer import CLEANUP_RETRIES, CLEANUP_SECONDS
 from kubecoord_testkit.faults.proxy import ThreadedFaultProxy
 from kubecoord_testkit.servers.cassandra import CassandraServer
 from kubecoord_testkit.servers.kubernetes import RealApiServer

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubecoord.operator.controller.status import StatusController
+from kubecoord.operator.controller.reconciler import StatusController
 
 
 def _body(**changes: Any) -> dict[str, Any]:
@@ -29,7 +29,8 @@ def _body(**changes: Any) -> dict[str, Any]:
 def test_the_echoed_conditions_are_kept_once() -> None:
     """The cached body's conditions are the very list the controller wrote (one copy a
     resource, not two), and only when they are equal to it."""
-    from kubecoord.operator.controller.status import _Entry, _StatusWriter
+    from kubecoord.operator.controller.cache import Entry
+    from kubecoord.operator.controller.status import StatusWriter
     from kubecoord.operator.model import BackendSpec
 
     key = ("groups", "ns", "g")
@@ -37,8 +38,8 @@ def test_the_echoed_conditions_are_kept_once() -> None:
                 "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1}]
     controller = StatusController()
     controller.observe("ADDED", _body())
-    controller._entries[key] = _Entry({}, 1, BackendSpec.from_spec({}, namespace="ns"),
-                                      _StatusWriter("Group", key), written)
+    controller._entries[key] = Entry({}, 1, BackendSpec.from_spec({}, namespace="ns"),
+                                     StatusWriter("Group", key), written)
     controller.observe("MODIFIED", _body(**{"metadata.resourceVersion": "11",
                                             "status": {"conditions": copy.deepcopy(written)}}))
     assert controller.bodies[key]["status"]["conditions"] is written

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
     import kubecoord
     from kubecoord.operator import access, confinement, health, kubeapi
-    from kubecoord.operator.controller.status import controller
+    from kubecoord.operator.controller.reconciler import controller
     from kubecoord.operator.ha import Scope, run_when_leading
     from kubecoord.operator.handlers._history import History
 

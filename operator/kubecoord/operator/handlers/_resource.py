@@ -1,7 +1,7 @@
 """The life cycle every kubecoord resource shares, registered once per kind.
 
 kopf watches each kind (one watch per kind) and hands every event to the status
-controller (kubecoord.operator.controller.status); nothing else of kopf runs per
+controller (kubecoord.operator.controller.reconciler); nothing else of kopf runs per
 resource: no create/update/resume/delete handler, so kopf writes no progress or
 last-handled annotation and adds no finalizer of its own. The controller's workers do
 the rest from the work queue:
@@ -26,7 +26,7 @@ from typing import Any
 
 import kopf
 
-from kubecoord.operator.controller.status import AfterSnapshot, KindHooks, LiveResource, MirrorFactory, controller
+from kubecoord.operator.controller.reconciler import AfterSnapshot, KindHooks, LiveResource, MirrorFactory, controller
 from kubecoord.operator.handlers._history import History
 from kubecoord.wire.crd import GROUP, VERSION
 

@@ -18,7 +18,7 @@ from typing import Any
 import kopf
 
 from kubecoord.operator import kubeapi
-from kubecoord.operator.controller.status import controller
+from kubecoord.operator.controller.reconciler import controller
 from kubecoord.wire import object_names
 from kubecoord.wire.crd import GROUP
 from kubecoord.wire.kube_credentials import kubeconfig_to_read
