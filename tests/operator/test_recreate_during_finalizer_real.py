@@ -1,8 +1,8 @@
 """A ZooKeeper- or Cassandra-backed KVStore re-created under its name while its finalizer
 still runs, on the whole cluster: ``kubecoord operator`` as a process, the backend behind
 a fault proxy that stalls the operator's connection (hold, both ways) from the deletion on
-— the purge's requests wait in the proxy, each try times out (CLEANUP_SECONDS), the
-finalizer gives up after CLEANUP_RETRIES tries and lets the old resource go — while a user
+— the purge's requests wait in the proxy until the backend client gives them up, and
+after CLEANUP_RETRIES tries that ended so the finalizer lets the old resource go — while a user
 keeps re-creating the resource (409 until the old one is gone). The new resource's client
 writes its key directly to the backend while the old purge's requests are still held;
 then the proxy delivers them. What must hold: the new resource comes up Ready, its key
@@ -10,14 +10,9 @@ survives the old purge's late requests, and its status counts the keys the backe
 What the old resource's keys do is printed: a purge that gave up may leave them
 (docs/operator.md says so), a late one may still remove them.
 
-Known defect (xfail, not strict: on Cassandra it does not always show): the new
-incarnation's key is gone once the proxy delivers — a purge try that
-timed out is not stopped (``asyncio.wait_for`` over ``asyncio.to_thread`` abandons the
-thread, which goes on once its connection heals), so the old resource's purge runs
-after its finalizer was released and empties the store the new resource now serves.
-Measured: ZooKeeper, 2 runs of 2: e.g. 114 re-creates refused over 37.6 s, keys ['new',
-'old'] after the re-create, [] at the end; Cassandra, 1 run of 2: 103 over 36.7 s, the
-same keys, [] at the end (the other: 96 over 31.3 s, both keys kept).
+A purge try that has not ended is never abandoned (its thread would go on once the
+connection heals and empty the store the new resource serves): the finalizer stays until
+it ends, by the backend client's own timeouts, and only tries that ended count.
 """
 
 from __future__ import annotations
@@ -84,7 +79,6 @@ def _keys(store: Any) -> list[str]:
 
 
 @pytest.mark.timeout(420)
-@pytest.mark.xfail(strict=False, reason="a timed-out purge try's thread may empty the re-created store later")
 @pytest.mark.parametrize("which", ["zookeeper", "cassandra"])
 def test_a_kvstore_recreated_while_its_finalizer_runs_keeps_the_new_incarnations_data(
     operator: Operator, namespace: str, real_admin_api: k8s.ApiClient, request: pytest.FixtureRequest, which: str,

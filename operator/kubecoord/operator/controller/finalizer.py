@@ -19,13 +19,16 @@ from kubecoord.operator.controller import spec as spec_writer
 from kubecoord.operator.controller.owners import Key
 from kubecoord.operator.model import BackendSpec
 from kubecoord.operator.purge import purge
-from kubecoord.wire.crd import PLURALS
+from kubecoord.wire.crd import GROUP, PLURALS, VERSION
 
 log = logging.getLogger("kubecoord.operator")
 
 CLEANUP_SECONDS = 10.0
-"""One try at purging a deleted resource's objects off Kubernetes (ZooKeeper znodes)."""
+"""How long the finalizer's work waits for a try at purging a deleted resource's objects
+off Kubernetes (ZooKeeper znodes, Cassandra rows, etcd keys) before it is requeued; the
+try itself goes on until it ends."""
 CLEANUP_RETRIES = 3
+"""Purge tries that ended in a failure before the finalizer is removed anyway."""
 
 
 class Finalizer:
@@ -34,6 +37,9 @@ class Finalizer:
     def __init__(self) -> None:
         self._purges: dict[Key, int] = {}
         """Failed purges of a deleted resource's backend objects (its finalizer's tries)."""
+        self._purging: dict[Key, asyncio.Task[int]] = {}
+        """A purge try that has not ended: its thread cannot be stopped, so it is waited for
+        again, never run twice at once and never left behind by a released finalizer."""
 
     async def clean_up(self, final: dict[str, Any], *, running: bool) -> None:
         """After a deletion: revoke the clients' RBAC first, then lift their confinement;
@@ -56,17 +62,40 @@ class Finalizer:
             await lease_grants.reconcile(final["metadata"]["namespace"])
 
     async def _purge(self, final: dict[str, Any]) -> None:
-        """Purge a deleted resource's backend objects, bounded (CLEANUP_SECONDS a try,
-        CLEANUP_RETRIES tries: then the failure is logged and the finalizer removed anyway,
-        so a dead ensemble never blocks a deletion forever), then remove the finalizer. The
-        way out of a finalizer that must not wait:
-        ``kubectl patch KIND NAME --type=merge -p '{"metadata":{"finalizers":null}}'``."""
+        """Purge a deleted resource's backend objects, bounded (CLEANUP_RETRIES tries that
+        ended in a failure: then the failure is logged and the finalizer removed anyway, so a
+        dead ensemble never blocks a deletion forever), then remove the finalizer. The way
+        out of a finalizer that must not wait:
+        ``kubectl patch KIND NAME --type=merge -p '{"metadata":{"finalizers":null}}'``.
+
+        A try that has not ended after CLEANUP_SECONDS is not abandoned: its thread may be
+        waiting on a stalled connection and would go on deleting once it heals, emptying
+        the objects of a resource re-created under the same name. The finalizer stays
+        until that try ends (the backend client's own timeouts end it), and a retry waits
+        for it rather than starting a second one. A try starts only while the resource (its
+        uid) still holds the finalizer."""
         metadata = final["metadata"]
         key = (PLURALS[final["kind"]], metadata["namespace"], metadata["name"])
         backend = BackendSpec.from_spec(dict(final.get("spec") or {}), namespace=metadata["namespace"])
         kind, resource = final["kind"], f"{metadata['namespace']}/{metadata['name']}"
+        running = self._purging.get(key)
+        if running is None:
+            # A retry queued before the finalizer went (or a second deletion event) must not
+            # purge what a resource re-created under this name has written since.
+            if not await _held_by_finalizer(key, metadata.get("uid")):
+                self._purges.pop(key, None)
+                log.info("not purging: the resource's finalizer is gone", extra={"kind": kind, "resource": resource})
+                return
+            running = self._purging[key] = asyncio.ensure_future(purge(backend, kind, metadata["name"]))
+        await asyncio.wait({running}, timeout=CLEANUP_SECONDS)
+        if not running.done():
+            metrics.ERRORS.labels(kind, "delete").inc()
+            log.info("cleanup still running; the finalizer stays until it ends",
+                     extra={"kind": kind, "resource": resource, "seconds": CLEANUP_SECONDS})
+            raise kubeapi.ApiException(status=0, reason="purge still running")
+        del self._purging[key]
         try:
-            deleted = await asyncio.wait_for(purge(backend, kind, metadata["name"]), timeout=CLEANUP_SECONDS)
+            deleted = running.result()
         except Exception as error:
             metrics.ERRORS.labels(kind, "delete").inc()
             tries = self._purges[key] = self._purges.get(key, 0) + 1
@@ -82,3 +111,25 @@ class Finalizer:
         await spec_writer.remove_finalizer(final)
         metrics.forget(metadata["namespace"], metadata["name"])
         log.info("cleaned up", extra={"kind": kind, "resource": resource, "deleted": deleted})
+
+
+async def live_metadata(key: Key) -> dict[str, Any] | None:
+    """The API's metadata of the resource ``key`` now (one GET; None: there is none)."""
+    plural, namespace, name = key
+    path = f"{kubeapi.collection_path(f'{GROUP}/{VERSION}', plural, namespace)}/{name}"
+    try:
+        current = await kubeapi.acall("GET", path)
+    except kubeapi.ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    return dict((current or {}).get("metadata") or {})
+
+
+async def _held_by_finalizer(key: Key, uid: str | None) -> bool:
+    """Whether the resource ``key`` with ``uid`` still waits for the operator's finalizer:
+    only then may its backend objects be purged. While it waits, no resource of the same
+    name can be created; once the finalizer is gone, the name's objects may be a new
+    resource's."""
+    metadata = await live_metadata(key) or {}
+    return metadata.get("uid") == uid and spec_writer.FINALIZER in (metadata.get("finalizers") or [])

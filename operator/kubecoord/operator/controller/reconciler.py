@@ -74,13 +74,13 @@ from kubecoord.operator import (
 from kubecoord.operator.connections import connections
 from kubecoord.operator.controller import spec as spec_writer
 from kubecoord.operator.controller.cache import Entry, plural_of, trimmed
-from kubecoord.operator.controller.finalizer import Finalizer
+from kubecoord.operator.controller.finalizer import Finalizer, live_metadata
 from kubecoord.operator.controller.owners import Key, RouteIndex
 from kubecoord.operator.controller.status import StatusWriter, compose, unreachable
 from kubecoord.operator.controller.workqueue import ShutDown, WorkQueue
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
 from kubecoord.operator.model import BackendSpec
-from kubecoord.wire.crd import GROUP, KINDS, VERSION
+from kubecoord.wire.crd import KINDS
 
 log = logging.getLogger("kubecoord.operator")
 
@@ -618,16 +618,8 @@ class StatusController:
 
 
 async def _exists(key: Key, uid: str | None) -> bool:
-    """Whether the API still has the resource ``key`` with ``uid`` (one GET)."""
-    plural, namespace, name = key
-    path = f"{kubeapi.collection_path(f'{GROUP}/{VERSION}', plural, namespace)}/{name}"
-    try:
-        current = await kubeapi.acall("GET", path)
-    except kubeapi.ApiException as error:
-        if error.status == 404:
-            return False
-        raise
-    metadata = (current or {}).get("metadata") or {}
+    """Whether the API still has the resource ``key`` with ``uid``, not being deleted."""
+    metadata = await live_metadata(key) or {}
     return bool(metadata.get("uid") == uid and not metadata.get("deletionTimestamp"))
 
 
