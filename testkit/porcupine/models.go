@@ -41,7 +41,7 @@ type kvInput struct {
 type kvOutput struct {
 	Status  string // get: ok (present) or notfound (absent)
 	Value   string // get: the value read
-	Version int64  // get: the version read; put/update: the version returned
+	Version int64  // get: the version read; put/update: the version returned; delete: the version removed (0: unknown)
 }
 
 type kvState struct {
@@ -124,6 +124,9 @@ func kvStep(s, i, o interface{}) (bool, interface{}) {
 		return out.Value == state.Value && out.Version == state.Version, state
 	case (in.Op == "put" || in.Op == "update") && status == statusOK:
 		return out.Version == next.Version, next
+	case in.Op == "delete" && status == statusOK:
+		// The version it removed, when the client learned it (0: not recorded).
+		return out.Version == 0 || out.Version == state.Version, next
 	}
 	return true, next
 }
@@ -144,6 +147,8 @@ func describeKV(i, o interface{}) string {
 		return fmt.Sprintf("%s -> %q v%d", call, out.Value, out.Version)
 	case out.Status == statusOK && (in.Op == "put" || in.Op == "update"):
 		return fmt.Sprintf("%s -> v%d", call, out.Version)
+	case out.Status == statusOK && in.Op == "delete" && out.Version != 0:
+		return fmt.Sprintf("%s -> removed v%d", call, out.Version)
 	}
 	return fmt.Sprintf("%s -> %s", call, out.Status)
 }

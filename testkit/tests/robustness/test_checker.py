@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import pathlib
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+import kubecoord
 from kubecoord_testkit.robustness.checker import Verdict, check_history, find_checker, missing_reason
 from kubecoord_testkit.robustness.handmade import hold, kv
 from kubecoord_testkit.robustness.recording import Recorder, figures, merge
@@ -63,6 +65,16 @@ def test_a_lost_update_fails(tmp_path: pathlib.Path) -> None:
         kv(2, 1.2, 1.35, "update", value="c", expected=1, version=2),
     ])
     assert verdict.status == 1 and verdict.violations[0]["until"] == 1.35
+
+
+def test_a_delete_answers_the_version_it_removed_or_fails(tmp_path: pathlib.Path) -> None:
+    """The version a blind delete removed (from its client's own event log) is judged:
+    the version the key had where the delete is placed, or the history has no linearization."""
+    ops = [*WRITES, kv(2, 1.4, 1.5, "delete", version=2)]
+    assert judge(tmp_path / "right", kv_ops=ops).ok
+    assert judge(tmp_path / "unrecorded", kv_ops=[*ops[:2], kv(2, 1.4, 1.5, "delete")]).ok
+    wrong = judge(tmp_path / "wrong", kv_ops=[*ops[:2], kv(2, 1.4, 1.5, "delete", version=1)])
+    assert wrong.status == 1 and wrong.violations[0]["window"][-1].endswith("delete(k) -> removed v1")
 
 
 def test_a_blind_update_applied_twice_fails(tmp_path: pathlib.Path) -> None:
@@ -285,3 +297,48 @@ def test_a_fenced_error_write_that_took_effect_fails_when_only_its_version_shows
 def test_a_fenced_delete_below_the_mark_that_took_effect_fails(tmp_path: pathlib.Path) -> None:
     gone = [*FENCED, kv(0, 1.4, 1.5, "delete", fence=1, status="fenced"), kv(1, 1.6, 1.7, "get", status="notfound")]
     assert judge(tmp_path, kv_ops=gone).status == 1
+
+
+def test_acknowledged_deletes_take_the_version_their_clients_own_log_names(tmp_path: pathlib.Path) -> None:
+    """The tier's KV clients log kubecoord's own events (connect(history=...)); merge gives
+    each acknowledged delete the version its ``deleted`` event names."""
+    records, own = tmp_path / "records", tmp_path / "own"
+    records.mkdir()
+    own.mkdir()
+    coord = kubecoord.connect("memory://own-log", history=str(own / "kv-0-1.jsonl"))
+    store = coord.storage("robust")
+    recorder = Recorder(records / "kv-0-1.jsonl", "kv-0-1")
+    writes: list[tuple[str, Callable[[], int | None]]] = [
+        ("put", lambda: store.put("k", "a")), ("update", lambda: store.update("k", "b")),
+        ("delete", lambda: store.delete("k")), ("put", lambda: store.put("k", "c")),
+        ("delete", lambda: store.delete("k", expected_version=1)),
+    ]
+    for kind, write in writes:
+        op, _ = recorder.call({"op": kind, "key": "k"})
+        version = write()
+        recorder.returned(op, {"status": "ok"} if version is None else {"status": "ok", "version": version})
+    miss, _ = recorder.call({"op": "delete", "key": "k"})
+    recorder.returned(miss, {"status": "notfound"})
+    recorder.close()
+    coord.close()
+    deletes = [op["output"] for op in merge(records, own=own)["kv"] if op["input"]["op"] == "delete"]
+    assert deletes == [{"status": "ok", "version": 2}, {"status": "ok", "version": 1}, {"status": "notfound"}]
+
+
+def test_a_logged_event_belongs_to_the_delete_whose_interval_holds_it() -> None:
+    from kubecoord_testkit.robustness.recording import attach_deleted_versions
+
+    ops = [kv(0, 1.0, 1.1, "delete"), kv(0, 2.0, None, "delete"), kv(0, 3.0, 3.1, "delete"),
+           kv(0, 4.0, 4.1, "delete")]
+    for op in ops:
+        if op["output"] is not None:
+            op["output"] = {"status": "ok"}
+    # The pending delete's event is there, the last one's is not (dropped with its killed client).
+    attach_deleted_versions(ops, {"k": [(1.05, 4), (2.5, 2), (3.05, 7)]})
+    assert [(op["output"] or {}).get("version") for op in ops] == [4, None, 7, None]
+    unstamped = [kv(0, 1.0, 1.1, "delete"), kv(0, 2.0, None, "delete"), kv(0, 3.0, 3.1, "delete")]
+    for op in unstamped:
+        if op["output"] is not None:
+            op["output"] = {"status": "ok"}
+    attach_deleted_versions(unstamped, {"k": [(None, 4), (None, 2)]})  # no mono: by order, until an unknown
+    assert [(op["output"] or {}).get("version") for op in unstamped] == [4, None, None]

@@ -82,10 +82,13 @@ class Recorder:
             self._file.close()
 
 
-def merge(records: Path, faults: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def merge(records: Path, faults: list[dict[str, Any]] | None = None, *, own: Path | None = None) -> dict[str, Any]:
     """Every client's file under ``records`` (``CLIENT.jsonl``) as one checker history:
     ``{"kv": [...], "locks": [...], "faults": [...]}``, client ids numbered from 0 in the
-    order of the files' names. A line cut short by kill -9 is ignored."""
+    order of the files' names. A line cut short by kill -9 is ignored. ``own``: the folder
+    of the clients' own event logs (``CLIENT.jsonl``, kubecoord.history), whose ``deleted``
+    events give each acknowledged delete the version it removed (``output.version``,
+    deleted_versions)."""
     kv: list[dict[str, Any]] = []
     locks: list[dict[str, Any]] = []
     for number, path in enumerate(sorted(records.glob("*.jsonl"))):
@@ -110,6 +113,8 @@ def merge(records: Path, faults: list[dict[str, Any]] | None = None) -> dict[str
                 holds[event["hold"]]["last"] = max(holds[event["hold"]]["last"], event["at"])
             elif kind == "ended" and event["hold"] in holds:
                 holds[event["hold"]].update({"end": event["at"], "ended": True})
+        if own is not None and (own / path.name).is_file():
+            attach_deleted_versions(list(calls.values()), deleted_events(own / path.name))
         kv.extend(calls.values())
         for hold in holds.values():
             common = {"lock": hold["lock"], "max_holders": hold["max_holders"], "holder": path.stem,
@@ -121,6 +126,53 @@ def merge(records: Path, faults: list[dict[str, Any]] | None = None) -> dict[str
                           "input": {"op": "end", **common},
                           "output": {"status": "ok"} if end is not None else None})
     return {"kv": kv, "locks": locks, "faults": faults or []}
+
+
+MONO_ROUNDING = 1e-6
+"""The event log writes ``mono`` rounded to microseconds."""
+
+
+def deleted_events(path: Path) -> dict[str, list[tuple[float | None, int]]]:
+    """Per key, the ``deleted`` KV events of one client's own event log, in its order:
+    (``mono``, the client's monotonic clock at the event, when logged; the version removed).
+    A torn last line (kill -9) is ignored."""
+    found: dict[str, list[tuple[int, float | None, int]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("primitive") == "kv" and event.get("event") == "deleted" and isinstance(event.get("version"), int):
+            found.setdefault(event["key"], []).append((event["seq"], event.get("mono"), event["version"]))
+    return {key: [(mono, version) for _, mono, version in sorted(rows)] for key, rows in found.items()}
+
+
+def attach_deleted_versions(ops: list[dict[str, Any]], logged: dict[str, list[tuple[float | None, int]]]) -> None:
+    """Gives each acknowledged delete of one client (``ops``: its KV operations) the version
+    its own log says it removed. The client makes one call at a time, so a logged event
+    belongs to the delete whose interval holds its ``mono``; an event without ``mono``
+    (memory:// stamps its own times) to the next acknowledged delete of its key, in order,
+    until a delete of unknown outcome (whose event may or may not be there) makes the
+    order ambiguous. A delete left without a version is one the log cannot hold."""
+    for key, queue in logged.items():
+        deletes = sorted((op for op in ops if op["input"]["op"] == "delete" and op["input"]["key"] == key
+                          and (op["return"] is None or op["output"]["status"] == "ok")), key=lambda op: op["call"])
+        events = list(queue)
+        for op in deletes:
+            if events and events[0][0] is not None:
+                while events and events[0][0] is not None and events[0][0] < op["call"] - MONO_ROUNDING:
+                    events.pop(0)  # a delete of unknown outcome's event
+            if not events:
+                break
+            mono, version = events[0]
+            if op["return"] is None:
+                if mono is None:
+                    break
+                continue
+            if mono is not None and mono > op["return"] + MONO_ROUNDING:
+                continue  # this delete's event is not in the log
+            events.pop(0)
+            op["output"]["version"] = version
 
 
 def figures(history: dict[str, Any]) -> dict[str, int]:

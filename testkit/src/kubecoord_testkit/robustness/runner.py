@@ -1,7 +1,8 @@
 """One robustness run: a backend, its clients' traffic under a seeded schedule of faults, the
 merged history, Porcupine's verdict and the figures.
 
-Output folder: ``records/`` (one file per client incarnation), ``stderr/`` (the client
+Output folder: ``records/`` (one file per client incarnation), ``own/`` (kubecoord's own
+event log of each KV client incarnation: the versions its deletes removed), ``stderr/`` (the client
 processes'), ``faults.jsonl``, ``history.json`` (what the checker read), ``porcupine/``
 (only on a violation: the history again, Porcupine's HTML visualisations), ``events/`` (the
 history as a coordination event log, for ``kubecoord analyze``: robustness.eventlog),
@@ -97,6 +98,8 @@ class Run:
         self.records = out / "records"
         self.records.mkdir(parents=True, exist_ok=True)
         (out / "stderr").mkdir(exist_ok=True)
+        self.own = out / "own"
+        self.own.mkdir(exist_ok=True)
         self.rng = random.Random(plan.seed)
         self.slots: dict[str, _Client] = {}
         self.incarnations: dict[str, int] = {}
@@ -122,7 +125,7 @@ class Run:
             from kubecoord_testkit.robustness.traffic import run_client
 
             client.recorder = recording.Recorder(self.records / f"{client.name}.jsonl", client.name)
-            client.coord = kubecoord.connect(self.backend.url, **self.backend.options())
+            client.coord = kubecoord.connect(self.backend.url, history=self._own_log(client), **self.backend.options())
             def traffic() -> None:
                 assert client.recorder is not None
                 try:
@@ -138,13 +141,18 @@ class Run:
                 client.process = subprocess.Popen(
                     [sys.executable, "-m", "kubecoord_testkit.robustness.traffic", role, "--url", self.backend.url,
                      "--options", json.dumps(self.backend.options()), "--records", str(self.records),
-                     "--client", client.name, "--seed", seed],
+                     "--client", client.name, "--seed", seed,
+                     *(["--history", str(path)] if (path := self._own_log(client)) is not None else [])],
                     stdin=subprocess.DEVNULL, stdout=errors, stderr=errors,
                 )
             finally:
                 errors.close()
         self.slots[slot] = client
         return client
+
+    def _own_log(self, client: _Client) -> Path | None:
+        """Where a KV client writes kubecoord's own event log (the versions its deletes removed)."""
+        return self.own / f"{client.name}.jsonl" if client.role == "kv" else None
 
     def wait_ready(self, timeout: float = 120.0) -> None:
         """Until every client process has connected (a loaded machine takes seconds to start
@@ -279,7 +287,7 @@ def run(plan: Plan, out: Path) -> Result:
             tier.stop_clients()
     finally:
         backend.stop()
-    history = recording.merge(tier.records, tier.faults)
+    history = recording.merge(tier.records, tier.faults, own=tier.own)
     verdict = check_history(history, out, timeout=plan.checker_timeout)
     eventlog.write(history, out / "events", plan.backend)
     figures = {

@@ -10,7 +10,10 @@ updates, and deletes (half of them conditional). Every value written is unique
 definite failure (KeyExistsError, VersionConflictError, KeyNotFoundError; a
 BackendUnavailableError of that class itself, which says the write was not applied), or
 unknown (OutcomeUnknownError and the other subclasses, a timeout, any other error): an
-unknown outcome stays in the history without a return. After one, the client reads until the
+unknown outcome stays in the history without a return. A KV client writes kubecoord's own
+event log (``connect(history=...)``, the runner's ``own/`` folder): the version a delete
+removed, which Storage.delete does not return, is the one its ``deleted`` event names
+(recording.merge puts it in the history, where Porcupine checks it). After one, the client reads until the
 backend answers again before it writes anything else: a client that keeps writing while
 its server is down would fill the history with pending writes, which blow up the
 checker's search. A read that fails claims nothing and is left out.
@@ -295,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=Path, required=True, help="folder of the clients' record files")
     parser.add_argument("--client", required=True, help="this client's name (its record file's)")
     parser.add_argument("--seed", default="0")
+    parser.add_argument("--history", type=Path, default=None,
+                        help="kubecoord's own event log of this client (connect(history=...)): recording.merge "
+                             "takes from it the versions this client's deletes removed")
     args = parser.parse_args(argv)
 
     stop = threading.Event()
@@ -307,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     coord = None
     while coord is None and not stop.is_set():
         try:
-            coord = kubecoord.connect(args.url, **json.loads(args.options))
+            coord = kubecoord.connect(args.url, history=args.history, **json.loads(args.options))
         except CoordinationError as exc:  # the server may be down for a restart
             print(f"{args.client}: connect failed: {exc}", file=sys.stderr, flush=True)
             stop.wait(0.5)
