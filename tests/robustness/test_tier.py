@@ -31,6 +31,7 @@ PLANS = {
     "zookeeper": Plan("zookeeper", duration=25, fault_every=2.0),
     "emulator": Plan("emulator", duration=20, fault_every=2.0),
     "kubernetes": Plan("kubernetes", duration=20, fault_every=2.0),
+    "kubernetes-cluster": Plan("kubernetes-cluster", duration=15, fault_every=2.0),
     "cassandra": Plan("cassandra", duration=20, fault_every=2.0),
     "etcd": Plan("etcd", duration=20, fault_every=2.0),
 }
@@ -44,13 +45,16 @@ def _skip_without_servers(backend: str) -> None:
             classpath()
         except FileNotFoundError as exc:
             pytest.skip(f"robustness tier on ZooKeeper: {exc}")
-    if backend == "kubernetes":
-        from kubecoord_testkit.servers.kubernetes import BinariesNotFound, find_binaries
+    if backend.startswith("kubernetes"):
+        from kubecoord_testkit.servers.kubernetes import CLUSTER_COMPONENTS, BinariesNotFound, find_binaries
 
         try:
-            find_binaries()
+            binaries = find_binaries()
         except BinariesNotFound as exc:
             pytest.skip(f"robustness tier on the real kube-apiserver: {exc}")
+        missing = [name for name in CLUSTER_COMPONENTS if binaries.component(name) is None]
+        if backend == "kubernetes-cluster" and missing:
+            pytest.skip(f"robustness tier on the whole cluster: no {', '.join(missing)} beside {binaries.apiserver}")
     if backend == "cassandra":
         from kubecoord_testkit.servers.cassandra import jars_missing
 
