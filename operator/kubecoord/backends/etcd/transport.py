@@ -95,13 +95,26 @@ def _not_sent(exc: BaseException) -> bool:
     return False
 
 
+class _Session(requests.Session):
+    """A requests session whose own ``verify`` (the ``tls`` option's CA) wins over
+    ``REQUESTS_CA_BUNDLE`` and ``CURL_CA_BUNDLE``: plain requests lets those variables
+    replace a session's CA, so an environment that sets them for its own services would
+    make every request to an etcd with a private CA fail verification."""
+
+    def merge_environment_settings(self, url: str, proxies: Any, stream: Any, verify: Any,
+                                   cert: Any) -> dict[str, Any]:
+        settings: dict[str, Any] = super().merge_environment_settings(
+            url, proxies, stream, self.verify if verify is None else verify, cert)
+        return settings
+
+
 class Transport:
     """One session's HTTP access to the cluster's endpoints."""
 
     def __init__(self, hosts: list[tuple[str, int]], options: Options, *, timeout: float | None = None) -> None:
         self._options = options
         self._timeout = timeout if timeout is not None else options.request_timeout
-        self.http = requests.Session()
+        self.http = _Session()
         if options.tls is not None:
             self.http.verify = options.tls.get("ca_file", True)
             if "certfile" in options.tls:

