@@ -9,7 +9,9 @@ causally ordered whatever the clocks say (x on process A happened before y on B)
   others may see the record before that (a producer without ``sent`` is taken to stamp
   ``acquired`` when the write took effect);
 - a KV write of version v before the write of version v + 1 of the same key in the same
-  store incarnation (the nearest one in time, so that a key's incarnations are not mixed up).
+  store incarnation, when the log holds one write of version v of that key within the
+  pairing window (a key deleted and re-created writes each version once per incarnation,
+  and the nearest of several may be another incarnation's: no pair is made then).
 Each such pair bounds the clock offset between A and B: offset(B) - offset(A) <=
 ts_B(y) - ts_A(x). Bounds from both directions bracket the offset, as NTP does. The
 bounds are closed transitively (A-C and C-B bound A-B) on the driver: there are at most
@@ -186,10 +188,15 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
     after = writes.select("namespace", "name", "key", "life", "version", F.col("process").alias("b"),
                           F.col("t").alias("tb"),
                           "file", "line", F.explode(F.array(here, here - 1)).alias("bucket"))
+    # A key deleted and re-created writes each version once per incarnation of the key:
+    # with two candidates for version v, the nearest may be another incarnation's (which
+    # can even come after this write), so only a write with one candidate is paired.
     nearest = (
         after.join(before, ["namespace", "name", "key", "life", "version", "bucket"])
         .groupBy("file", "line", "b", "tb")
-        .agg(F.min_by(F.struct("a", "ta"), F.abs(F.col("tb") - F.col("ta"))).alias("p"))
+        .agg(F.min_by(F.struct("a", "ta"), F.abs(F.col("tb") - F.col("ta"))).alias("p"),
+             F.count("*").alias("candidates"))
+        .filter(F.col("candidates") == 1)
         .select(F.col("p.a").alias("a"), F.col("p.ta").alias("ta"), "b", "tb")
     )
     pairs = seen.select("a", "ta", "b", "tb").unionByName(following).unionByName(nearest)
