@@ -16,7 +16,9 @@ without the field (memory://, older logs) form one store incarnation.
   writer logs when the write's request went out, so a writer paused before stamping ts is
   no false alarm; else its ts) in the same incarnation;
 - create_race: a ``put`` (which creates version 1) while the key exists: an earlier
-  ``put`` of the key with no ``deleted`` logged between them (give or take ``skew``);
+  ``put`` of the key with no ``deleted`` logged between them (give or take ``skew``; a
+  delete counts from when it began, its ``sent``, so a delete whose call overlaps the put
+  may have come first);
 - stale_epoch_write: a write carrying a leader's fencing epoch (``epoch``) after a write
   with a newer epoch — in the key's version order (exact, no clocks), or to any key of
   the store more than ``skew`` seconds after the newer epoch's first write.
@@ -163,11 +165,14 @@ def _create_races(writes: DataFrame, skew: float) -> DataFrame:
         "*",
         F.last(F.when(event == Event.PUT, F.struct("t", evidence().alias("ev"))), True).over(before).alias("prev_put"),
         F.last(F.when(event == Event.DELETED, t), True).over(before).alias("prev_delete_t"),
-        F.last(F.when(event == Event.DELETED, t), True).over(after).alias("next_delete_t"),
+        # The next delete from when it began: one whose call began before this put
+        # returned may have taken effect before it (its answer came later).
+        F.last(F.when(event == Event.DELETED, F.least(F.coalesce("sent", "t"), t)), True).over(after)
+        .alias("next_delete_began"),
     )
     no_delete_between = (
         (F.col("prev_delete_t").isNull() | (F.col("prev_delete_t") < F.col("prev_put.t") - skew))
-        & (F.col("next_delete_t").isNull() | (F.col("next_delete_t") > t + skew))
+        & (F.col("next_delete_began").isNull() | (F.col("next_delete_began") > t + skew))
     )
     found = enriched.filter((event == Event.PUT) & F.col("prev_put").isNotNull() & no_delete_between)
     return violations.shape(
