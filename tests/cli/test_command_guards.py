@@ -2,7 +2,7 @@
 to the kubecoord process — killed (kill -9), hung up (SIGHUP), frozen (SIGSTOP) past its
 lease — on ZooKeeper and the real kube-apiserver, with short leases (--ttl 2).
 
-Each test runs holder A, whose CMD (``sh -c``) runs a stamper (tests/locking/stamper.py:
+Each test runs holder A, whose CMD (``sh -c``) runs a stamper (tests/cli/stamper.py:
 CMD's child, in CMD's process group), and holder B waiting for the same lock with a
 stamper of its own; it strikes A, waits until B's stamper has written, and checks: A's
 stamper is dead, and its last stamp comes before B's first (the stampers write every
