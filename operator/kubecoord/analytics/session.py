@@ -28,8 +28,8 @@ FAST_START_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 without the optimizing compiler, so the command does not use them."""
 CODEGEN_CACHE_ENTRIES = 2000
 """Compiled query classes kept (Spark keeps 100): one analysis compiles ~630 distinct
-classes, so with Spark's cache it compiled ~90 of them twice, and a second analysis in the
-same JVM (tests, a notebook) all ~715 again; with this one it compiles 3."""
+classes; with Spark's 100 about 90 of them are compiled twice and a second analysis in the
+same JVM (tests, a notebook) compiles all ~715 again, with 2,000 it compiles 3."""
 CALL_SITES = "spark.python.sql.dataFrameDebugging.enabled"
 """Off: PySpark otherwise hands the JVM the Python call site of every DataFrame function
 call, for its error messages, at five more py4j round trips per call — 18,600 of the
@@ -58,8 +58,8 @@ def has_active_session() -> bool:
 
     Not ``SparkSession.getActiveSession()``: the JVM keeps the active session per thread,
     and another Python thread, or a py4j connection re-opened after an interrupted call, is
-    a JVM thread without one — the command then took its caller's session for its own and
-    stopped it (tests/analytics/test_embedded_session.py)."""
+    a JVM thread without one, and the command would take its caller's session for its own
+    and stop it (tests/analytics/test_embedded_session.py)."""
     from pyspark import SparkContext
 
     return SparkContext._active_spark_context is not None
