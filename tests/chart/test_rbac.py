@@ -79,6 +79,14 @@ def test_the_readme_explains_every_rule(render: Render) -> None:
             assert any(all(verb in line for verb in rule["verbs"]) for line in lines), f"{resource}: {rule['verbs']}"
 
 
+@pytest.mark.parametrize("read_secrets", [True, False])
+def test_secrets_are_read_by_get_only_and_only_when_the_value_allows(render: Render, read_secrets: bool) -> None:
+    objects = render("--set", f"rbac.readBackendSecrets={str(read_secrets).lower()}")
+    (held,) = [r for r in by_kind(objects, "ClusterRole") if r["metadata"]["name"] == "kc-kubecoord"]
+    assert allows(held["rules"], "", "secrets", "get", "etcd-auth") is read_secrets
+    assert not any(allows(held["rules"], "", "secrets", verb, None) for verb in ("list", "watch", "create", "patch"))
+
+
 @pytest.mark.parametrize("all_namespaces", [True, False])
 def test_the_readiness_reviews_ask_only_what_the_chart_grants(render: Render, all_namespaces: bool) -> None:
     """kubecoord.operator.access asks each write its work needs of the API server; with the

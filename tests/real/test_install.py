@@ -286,7 +286,8 @@ def test_the_operators_account_may_not_write_what_is_not_kubecoords(
                     ("patch", "roles/someone-else"), ("create", "rolebindings")):
         assert _can_i(kubectl, real_api, user, real_namespace, *request), request  # RBAC alone: yes
     for request in (("update", "roles"), ("update", "rolebindings"), ("deletecollection", "configmaps"),
-                    ("deletecollection", "leases"), ("escalate", "roles"), ("bind", "roles"), ("get", "secrets"),
+                    ("deletecollection", "leases"), ("escalate", "roles"), ("bind", "roles"), ("list", "secrets"),
+                    ("watch", "secrets"), ("create", "secrets"),
                     ("update", "leaderelections.kubecoord.dev"), ("update", "groups.kubecoord.dev/status"),
                     ("create", "pods"), ("patch", "deployments.apps")):
         assert not _can_i(kubectl, real_api, user, real_namespace, *request), request  # narrowed by RBAC

@@ -95,8 +95,8 @@ def test_negative_size_limit(custom: kubernetes.client.CustomObjectsApi, namespa
 
 
 def test_unknown_backend(custom: kubernetes.client.CustomObjectsApi, namespace: str) -> None:
-    status = refused(custom, namespace, "kvstores", "KVStore", {"backend": "etcd"})
-    assert 'spec.backend: Unsupported value: "etcd"' in status["message"]
+    status = refused(custom, namespace, "kvstores", "KVStore", {"backend": "consul"})
+    assert 'spec.backend: Unsupported value: "consul"' in status["message"]
 
 
 def test_unknown_fields_are_pruned(custom: kubernetes.client.CustomObjectsApi, namespace: str) -> None:
