@@ -23,10 +23,11 @@ kubecoord.api's docstrings.
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar, Unpack
 
@@ -594,6 +595,11 @@ class _SessionContext(Protocol):
     closed: bool
 
 
+class _CrashableContext(Protocol):
+    closed: bool
+    crashed: bool
+
+
 class _Closable(Protocol):
     def close(self) -> None: ...
 
@@ -609,6 +615,7 @@ class SessionCoordinator(CoordinatorBase):
     context: _SessionContext
     session: _Closable
     dispatcher: Dispatcher
+    crashed: bool
 
     def __init__(self, handle_owner: Owner | None = None) -> None:
         super().__init__(handle_owner=handle_owner)
@@ -628,3 +635,33 @@ class SessionCoordinator(CoordinatorBase):
         self.session.close()
         self.dispatcher.close()
         self.events.close()
+
+    @contextlib.contextmanager
+    def _unwound_on_failure(self, *closers: Callable[[], None]) -> Iterator[None]:
+        """For a constructor's connecting steps: should one raise, ``closers`` run (in order),
+        then the dispatcher and the event log are closed, before the error goes on — the
+        caller gets no coordinator to close, so nothing it started may outlive the error."""
+        try:
+            yield
+        except BaseException:
+            for close in closers:
+                close()
+            self.dispatcher.close()
+            self.events.close()
+            raise
+
+    def _crash_handles(self, context: _CrashableContext) -> bool:
+        """The part of a simulated kill -9 that lease-backed backends share: ``context``
+        (this coordinator's) marked closed and crashed, every handle stopped without a request
+        (``crash()``: no resign, no leave), the dispatcher closed without waiting for what is
+        queued. False when the coordinator was closed already (nothing done). The caller then
+        drops its session without a goodbye and closes the event log."""
+        with self._lock:
+            if context.closed:
+                return False
+            context.closed = True
+            context.crashed = self.crashed = True
+        for handle in self._tracked():
+            handle.crash()
+        self.dispatcher.close(timeout=0)
+        return True

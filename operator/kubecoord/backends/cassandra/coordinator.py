@@ -42,17 +42,10 @@ class CassandraCoordinator(ContextHandles, SessionCoordinator, Purgeable):
         self.options = options
         self.events = events
         self.dispatcher = Dispatcher(f"cassandra-{next(_numbers)}")
-        try:
+        with self._unwound_on_failure():
             self.session = Session(hosts, keyspace, options)
-            try:
-                schema.ensure(self.session, options)
-            except BaseException:
-                self.session.close()
-                raise
-        except BaseException:
-            self.dispatcher.close()
-            self.events.close()
-            raise
+        with self._unwound_on_failure(self.session.close):
+            schema.ensure(self.session, options)
         self.context = CassandraContext(self.session, self.dispatcher, events, options, options.timings)
         super().__init__(handle_owner=self.context)
 
@@ -88,13 +81,6 @@ class CassandraCoordinator(ContextHandles, SessionCoordinator, Purgeable):
     def simulate_crash(self) -> None:
         """Stop as a process killed with -9 would: no resign, no leave, no callbacks. What it
         held (leadership, memberships) expires by its TTL. Used by kubecoord.testing.crash()."""
-        with self._lock:
-            if self.context.closed:
-                return
-            self.context.closed = True
-            self.context.crashed = self.crashed = True
-        for handle in self._tracked():
-            handle.crash()
-        self.dispatcher.close(timeout=0)
-        self.session.close()
-        self.events.close()
+        if self._crash_handles(self.context):
+            self.session.close()
+            self.events.close()

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import logging
 
-from kubecoord._core.lease import Loop, Observation
+from kubecoord._core.lease import Observation
 from kubecoord._core.lease.election import Candidate, LeaseElection
 from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.backends.cassandra.election_rows import ElectionRows
+from kubecoord.backends.cassandra.poller import Poller
 from kubecoord.errors import CoordinationError
 from kubecoord.timings import Timings
 
@@ -44,7 +45,7 @@ class CassandraElection(LeaseElection):
         self._context = context
         self._rows = ElectionRows(context.session, service, ttl=int(timings.lease_duration), clock=context.clock)
         self._poll_period = context.options.poll_period
-        self._poller: Loop | None = None
+        self._poller = Poller(f"kubecoord-cassandra-election-{service}", self._poll, closed=lambda: self._closed)
 
     # -- polling (Cassandra's watch) -----------------------------------------------------
     def _poll(self) -> float:
@@ -59,19 +60,12 @@ class CassandraElection(LeaseElection):
             self._changed(step=True)
         return self._poll_period
 
-    def _ensure_polling(self) -> None:
-        with self._lock:
-            if self._poller is not None or self._closed:
-                return
-            self._poller = Loop(f"kubecoord-cassandra-election-{self.service}", self._poll)
-        self._poller.start()
-
     # -- lease core hooks ---------------------------------------------------------------
     def _store(self, candidate_id: str) -> ElectionRows:
         return self._rows
 
     def _started(self, candidate: Candidate) -> None:
-        self._ensure_polling()
+        self._poller.ensure()
 
     def _withdrawn(self, candidate: Candidate) -> None:
         pass
@@ -81,7 +75,7 @@ class CassandraElection(LeaseElection):
             # get_leader(): read now (a poll may be up to poll_period old; errors are the caller's).
             if self._rows.poll():
                 self._changed(step=False)
-            self._ensure_polling()
+            self._poller.ensure()
         return self._rows.observed()
 
     def _notify(self, leader: str | None) -> None:
@@ -92,14 +86,11 @@ class CassandraElection(LeaseElection):
 
     def _listener_added(self, first: bool) -> None:
         if not self._closed and not self._context.crashed:
-            self._ensure_polling()
+            self._poller.ensure()
 
     # -- lifecycle ----------------------------------------------------------------------
     def _stop_observing(self) -> None:
-        with self._lock:
-            poller, self._poller = self._poller, None
-        if poller is not None:
-            poller.stop()
+        self._poller.stop()
 
     def crash(self) -> None:
         self._closed = True

@@ -57,10 +57,10 @@ from typing import Any
 
 from kubecoord import validation
 from kubecoord._core.handles import RegistryHandle, StorageHandle
-from kubecoord._core.lease import Loop
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Fence, Versioned
 from kubecoord.backends.cassandra.context import CassandraContext
+from kubecoord.backends.cassandra.poller import Poller
 from kubecoord.errors import (
     CoordinationError,
     KeyExistsError,
@@ -394,7 +394,7 @@ class CassandraListenerRegistry(RegistryHandle):
         self._context = context
         self._session = context.session
         self._poll_lock = threading.Lock()
-        self._poller: Loop | None = None
+        self._poller = Poller(f"kubecoord-cassandra-kv-{name}", self._poll, closed=lambda: self._closed)
         self._marker: tuple[Any, Any] | None = None
         self._values_seen: dict[str, tuple[str | None, int | None]] = {}
         self._sets_seen: dict[str, frozenset[str]] = {}
@@ -404,14 +404,14 @@ class CassandraListenerRegistry(RegistryHandle):
             seen = self._read_values([key]).get(key, (None, None))
             with self._poll_lock:
                 self._values_seen[key] = seen
-        self._ensure_polling()
+        self._poller.ensure()
 
     def _key_set_listener_added(self, namespace: str, listeners: ListenerSet[set[str]], first: bool) -> None:
         if first:
             names = frozenset(_children(namespace, self._all_keys()))
             with self._poll_lock:
                 self._sets_seen[namespace] = names
-        self._ensure_polling()
+        self._poller.ensure()
 
     def _value_listeners_gone(self, key: str) -> None:
         with self._poll_lock:
@@ -420,13 +420,6 @@ class CassandraListenerRegistry(RegistryHandle):
     def _key_set_listeners_gone(self, namespace: str) -> None:
         with self._poll_lock:
             self._sets_seen.pop(namespace, None)
-
-    def _ensure_polling(self) -> None:
-        with self._poll_lock:
-            if self._poller is not None or self._closed:
-                return
-            self._poller = Loop(f"kubecoord-cassandra-kv-{self.name}", self._poll)
-        self._poller.start()
 
     def _read_values(self, keys: list[str]) -> dict[str, tuple[str | None, int | None]]:
         rows = self._session.execute(_READ_KEYS, [self.name, keys])
@@ -477,18 +470,12 @@ class CassandraListenerRegistry(RegistryHandle):
         if self._closed:
             return
         self._clear_listeners()
-        with self._poll_lock:
-            poller, self._poller = self._poller, None
-        if poller is not None:
-            poller.stop()
+        self._poller.stop()
         super().close()
 
     def crash(self) -> None:
         self._closed = True
-        with self._poll_lock:
-            poller, self._poller = self._poller, None
-        if poller is not None:
-            poller.stop()
+        self._poller.stop()
 
 
 def _children(namespace: str, keys: list[str]) -> set[str]:

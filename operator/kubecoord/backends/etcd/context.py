@@ -8,12 +8,14 @@ The handles take this, not the coordinator, as the other backends' handles take 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.backends.etcd.options import Options
 from kubecoord.backends.etcd.session import LeaseSession
 from kubecoord.backends.etcd.transport import Transport
+from kubecoord.backends.etcd.watches import PrefixView
 from kubecoord.errors import ClosedError
 from kubecoord.history import EventLog
 
@@ -53,3 +55,9 @@ class EtcdContext:
     def internal(self, *parts: str) -> str:
         """A key under this root's ``_kubecoord/`` (no election name can start with '_')."""
         return self.root + "_kubecoord/" + "/".join(parts)
+
+    def watch_prefix(self, prefix: str, changed: Callable[[PrefixView], None], name: str) -> PrefixView:
+        """A started PrefixView of ``prefix``, the one way every handle watches: a stream
+        silent for the lease duration (at least 5 s) is taken for stalled and resumed."""
+        return PrefixView(self.transport, prefix, changed, read_timeout=max(5.0, float(self.options.lease_duration)),
+                          name=name)

@@ -47,15 +47,9 @@ class EtcdCoordinator(SessionCoordinator, Purgeable):
         self.events = events
         self.dispatcher = Dispatcher(f"etcd-{next(_numbers)}")
         transport = Transport(hosts, options)
-        try:
-            with translating():
-                transport.authenticate()
-                lease = LeaseSession(transport, options)
-        except BaseException:
-            transport.close()
-            self.dispatcher.close()
-            self.events.close()
-            raise
+        with self._unwound_on_failure(transport.close), translating():
+            transport.authenticate()
+            lease = LeaseSession(transport, options)
         self.session = _Closing(lease, transport)
         self.context = EtcdContext(transport, lease, self.dispatcher, events, options, root)
         self._markers = WriteMarkers(self.context)
@@ -104,14 +98,7 @@ class EtcdCoordinator(SessionCoordinator, Purgeable):
     def simulate_crash(self) -> None:
         """Stop as a process killed with -9 would: no resign, no leave, no revoke, no
         callbacks. What it held goes when its lease's TTL runs out. kubecoord.testing.crash()."""
-        with self._lock:
-            if self.context.closed:
-                return
-            self.context.closed = True
-            self.context.crashed = self.crashed = True
-        for handle in self._tracked():
-            handle.crash()
-        self.dispatcher.close(timeout=0)
-        self.context.session.close(revoke=False)
-        self.context.transport.close()
-        self.events.close()
+        if self._crash_handles(self.context):
+            self.context.session.close(revoke=False)
+            self.context.transport.close()
+            self.events.close()

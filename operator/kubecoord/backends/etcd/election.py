@@ -209,10 +209,7 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
     def _ensure_view(self) -> PrefixView:
         with self._lock:
             if self._view is None:
-                self._view = PrefixView(
-                    self._context.transport, self._prefix, self._evaluate,
-                    read_timeout=max(5.0, float(self._context.options.lease_duration)), name=self.service,
-                )
+                self._view = self._context.watch_prefix(self._prefix, self._evaluate, self.service)
             return self._view
 
     def _evaluate(self, view: PrefixView | None = None) -> None:

@@ -226,9 +226,7 @@ class EtcdListenerRegistry(RegistryHandle):
     def _ensure_view(self) -> PrefixView:
         with self._lock:
             if self._view is None:
-                self._view = PrefixView(self._context.transport, self._base, self._changed,
-                                        read_timeout=max(5.0, float(self._context.options.lease_duration)),
-                                        name=f"kv-{self.name}")
+                self._view = self._context.watch_prefix(self._base, self._changed, f"kv-{self.name}")
             view = self._view
         with translating():
             if not view.wait_for(1, self._context.options.request_timeout):

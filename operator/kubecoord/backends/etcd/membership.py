@@ -97,9 +97,7 @@ class EtcdGroup(GroupHandle):
             return
         with self._lock:
             if self._view is None:
-                self._view = PrefixView(self._context.transport, self._prefix, self._changed,
-                                        read_timeout=max(5.0, float(self._context.options.lease_duration)),
-                                        name=f"group-{self.group}")
+                self._view = self._context.watch_prefix(self._prefix, self._changed, f"group-{self.group}")
             view = self._view
         view.wait_for(1, self._context.options.request_timeout)
 

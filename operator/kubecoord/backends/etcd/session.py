@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from kubecoord._internal.subscribers import Subscribers
 from kubecoord.backends.etcd.options import Options
 from kubecoord.backends.etcd.transport import GatewayError, Transport, Unanswered
 from kubecoord.errors import BackendUnavailableError, CoordinationError
@@ -42,7 +43,7 @@ class LeaseSession:
         self._options = options
         self._clock = clock
         self._lock = threading.Lock()
-        self._listeners: list[LeaseListener] = []
+        self._subscribers: Subscribers[int] = Subscribers(log, "etcd new-lease subscriber failed")
         self._stop = threading.Event()
         self.lease_id = 0
         self.alive_until = 0.0
@@ -62,13 +63,10 @@ class LeaseSession:
         return not self._stop.is_set() and self._clock() < self.alive_until
 
     def subscribe(self, listener: LeaseListener) -> None:
-        with self._lock:
-            self._listeners.append(listener)
+        self._subscribers.add(listener)
 
     def unsubscribe(self, listener: LeaseListener) -> None:
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+        self._subscribers.discard(listener)
 
     def _grant(self) -> None:
         sent = self._clock()
@@ -125,13 +123,7 @@ class LeaseSession:
                     return
         else:
             return
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            try:
-                listener(self.lease_id)
-            except Exception:
-                log.exception("etcd new-lease subscriber failed")
+        self._subscribers.tell(self.lease_id)
 
     def close(self, *, revoke: bool) -> None:
         """Stop keeping the lease alive; ``revoke``: delete it (and every key on it) now."""

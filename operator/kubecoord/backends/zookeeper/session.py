@@ -63,6 +63,7 @@ from kazoo.protocol.serialization import Connect
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
+from kubecoord._internal.subscribers import Subscribers
 from kubecoord.backends.zookeeper.errors import translating
 from kubecoord.backends.zookeeper.options import Options
 from kubecoord.backends.zookeeper.worker import Worker
@@ -97,7 +98,7 @@ class Session:
         )
         self._worker = Worker(name)
         self._lock = threading.Lock()
-        self._listeners: list[StateListener] = []
+        self._subscribers: Subscribers[str] = Subscribers(log, "zookeeper session-state handler failed")
         self._orphans: dict[str, int] = {}
         """Ephemeral nodes of closed handles that could not be deleted: path -> owning session id."""
         self._orphan_prefixes: dict[tuple[str, str], int] = {}
@@ -202,7 +203,7 @@ class Session:
         """
         with self._lock:
             self._crashed = True
-            self._listeners.clear()
+        self._subscribers.clear()
         self._worker.close(timeout=0)
         self.client._stopped.set()  # keeps kazoo's connection loop from reconnecting
         sock = getattr(self.client._connection, "_socket", None)
@@ -243,13 +244,10 @@ class Session:
         return self._ended.get(generation, self.alive_until)
 
     def subscribe(self, listener: StateListener) -> None:
-        with self._lock:
-            self._listeners.append(listener)
+        self._subscribers.add(listener)
 
     def unsubscribe(self, listener: StateListener) -> None:
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+        self._subscribers.discard(listener)
 
     def post(self, key: Hashable | None, task: Callable[[], None]) -> None:
         self._worker.post(key, task)
@@ -333,13 +331,7 @@ class Session:
                 self._delete_orphans()
             except Exception:  # never keep the handles from hearing of the state
                 log.exception("deleting closed handles' nodes failed")
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            try:
-                listener(state)
-            except Exception:
-                log.exception("zookeeper session-state handler failed", extra={"state": state})
+        self._subscribers.tell(state)
 
     # -- requests -----------------------------------------------------------------
     def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
