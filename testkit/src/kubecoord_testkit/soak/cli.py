@@ -189,8 +189,20 @@ def run(args: argparse.Namespace) -> int:
             f"kubecoord-testkit soak: client processes exited abnormally: {crashed} (see {args.out}/*/stderr)",
             file=sys.stderr,
         )
+        for process in crashed:
+            name, _, worker = process.partition("/")
+            print(_tail(args.out / name / "stderr" / f"{worker}.txt"), file=sys.stderr)
         return ERROR
     return OK
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    """The end of a client process's stderr (where it hung, when it did not exit)."""
+    try:
+        text = path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError as exc:
+        return f"--- {path}: {exc}"
+    return "\n".join([f"--- the last {len(text)} lines of {path}", *text])
 
 
 def _print(document: dict[str, Any], figures: dict[str, Any]) -> None:

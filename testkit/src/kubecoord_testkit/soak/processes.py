@@ -132,7 +132,9 @@ class WorkerPool:
             worker.process.send_signal(signum)
 
     def stop(self, timeout: float = 30.0) -> dict[str, int | None]:
-        """SIGCONT + SIGTERM every live process, wait (SIGKILL after ``timeout``); exit codes by id."""
+        """SIGCONT + SIGTERM every live process, wait; exit codes by id. One still running
+        after ``timeout`` gets SIGABRT (the worker's faulthandler writes every thread's stack
+        to its stderr), then SIGKILL; its code is None (it did not exit when asked)."""
         for worker in self.workers.values():
             self.resume(worker)
             # One still starting has no SIGTERM handler yet and nothing to clean up.
@@ -142,7 +144,11 @@ class WorkerPool:
             try:
                 codes[worker.id] = worker.process.wait(timeout)
             except subprocess.TimeoutExpired:
-                worker.process.kill()
-                worker.process.wait()
+                self.signal(worker, signal.SIGABRT)
+                try:
+                    worker.process.wait(5)
+                except subprocess.TimeoutExpired:
+                    worker.process.kill()
+                    worker.process.wait()
                 codes[worker.id] = None
         return codes

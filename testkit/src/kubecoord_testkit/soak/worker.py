@@ -15,6 +15,9 @@ Roles:
 
 Every process writes its own event log (kubecoord.history) to ``--history``. SIGTERM
 closes the coordinator (resign, leave) and exits 0; kill -9 and SIGSTOP are the faults.
+SIGABRT writes every thread's stack to stderr before the process dies (faulthandler): the
+pool sends it to a process that has not exited 30 s after SIGTERM, so its stderr says
+where it hung.
 
 ``--clock-offset SECONDS`` shifts this process's wall clock (time.time, hence every
 timestamp of its log and every valid_until it reports) as a skewed host's clock would
@@ -25,6 +28,7 @@ moves the offset to the next value of ``--clock-jumps`` (a clock stepped by NTP)
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import random
 import signal
@@ -71,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         if jumps:
             _offset[0] = jumps.pop(0)
 
+    faulthandler.enable(all_threads=True)
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.set())
