@@ -45,8 +45,10 @@ import yaml
 
 import kubecoord
 from kubecoord.capabilities import StateCache, require
-from kubecoord.operator.cached import CachedGroupMirror, CachedLeaderMirror, CachedStoreMirror
 from kubecoord.operator.controller.owners import RouteIndex
+from kubecoord.operator.kinds.group.cached import CachedGroupMirror
+from kubecoord.operator.kinds.kvstore import CachedStoreMirror
+from kubecoord.operator.kinds.leaderelection import CachedLeaderMirror
 from kubecoord.wire.kv_shards import SHARD_BYTES, shard_count_for
 from kubecoord_testkit import processes
 from kubecoord_testkit.servers.kubernetes import RealApiServer
@@ -322,7 +324,7 @@ def bench_memory(server: RealApiServer, count: int) -> None:
             return storage, registry
 
         # What the operator holds per resource instead since status comes from the caches
-        # (kubecoord.operator.cached): a mirror with the previous status's counters, no handle.
+        # (kubecoord.operator.kinds): a mirror with the previous status's counters, no handle.
         # mypy#4717: a Protocol is a fine type[C] here
         cache = require(coordinator, StateCache)  # type: ignore[type-abstract]
         routes = RouteIndex()

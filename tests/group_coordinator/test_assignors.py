@@ -115,7 +115,7 @@ def test_eager_members_stay_sticky_through_their_revocation() -> None:
 
 def test_the_operator_withholds_only_what_is_still_owned() -> None:
     from kubecoord.group_coordinator import decode_units, encode_units
-    from kubecoord.operator.assignment import AssignmentSpec, assign_units
+    from kubecoord.operator.kinds.group.assignment import AssignmentSpec, assign_units
 
     spec = AssignmentSpec(units=tuple(UNITS), assignor="sticky")
     eager = {"a": encode_units([], 1, previous=UNITS), "b": encode_units([], -1)}

@@ -10,7 +10,7 @@ import uuid
 import kubecoord
 from kubecoord.group_coordinator import UnitsProtocol, decode_units, encode_units
 from kubecoord.group_coordinator.record import publish
-from kubecoord.operator.assignment import AssignmentSpec, GroupCoordinatorView
+from kubecoord.operator.kinds.group.assignment import AssignmentSpec, GroupCoordinatorView
 from kubecoord.wire.group_record import REBALANCING, STABLE, STATE_KEY, decode_state, derived_name, encode_join_data
 
 

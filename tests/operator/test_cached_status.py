@@ -1,4 +1,4 @@
-"""Status from the informer caches (kubecoord.operator.cached): on the kubernetes backend the
+"""Status from the informer caches (kubecoord.operator.kinds): on the kubernetes backend the
 operator holds no election, membership or storage handle per resource, and the status it
 computes from the namespace's shared watches is the live state, on the emulator.
 

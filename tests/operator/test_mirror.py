@@ -10,7 +10,9 @@ import pytest
 
 import kubecoord
 from kubecoord.api import Coordinator
-from kubecoord.operator.mirror import GroupMirror, LeaderMirror, StoreMirror
+from kubecoord.operator.kinds.group.status import GroupMirror
+from kubecoord.operator.kinds.kvstore import StoreMirror
+from kubecoord.operator.kinds.leaderelection import LeaderMirror
 from tests.helpers import eventually
 
 

@@ -8,7 +8,7 @@ the backend names them (kubecoord.wire.object_names).
 - Group NAME: one Lease per member, created by the members themselves; the operator
   adopts each (adds the ownerReference). The group coordinator's election Lease NAME-gc
   and its mark NAME-gc.epoch, created up front. Expired members' Leases are reaped by the
-  backend's observers, the operator among them (kubecoord.operator.cached). Also the
+  backend's observers, the operator among them (kubecoord.operator.kinds). Also the
   ConfigMap kubecoord-kv.NAME-gc (one shard) that holds the group coordinator's
   generation record, created up front so that clients granted it by name never need
   ``create``; one that members made before the Group existed is used as it is.

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     from kubecoord.operator import access, confinement, health, kubeapi
     from kubecoord.operator.controller.reconciler import controller
     from kubecoord.operator.ha import Scope, run_when_leading
-    from kubecoord.operator.handlers._history import History
+    from kubecoord.operator.kinds.history import History
 
     if os.environ.get("KUBECOORD_LOG_LEVEL"):
         logging.getLogger().setLevel(os.environ["KUBECOORD_LOG_LEVEL"].upper())

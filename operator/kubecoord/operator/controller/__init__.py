@@ -11,6 +11,7 @@ Events never do work: the CRD watch (kopf's, one per kind) and the backend's sha
 informers (one per kind and namespace, behind the status mirrors' listeners) only put the
 owning resource's key on the queue. Nothing runs per resource while nothing changes.
 
-What does not: the create/update/delete handlers (``kubecoord.operator.handlers``), which
-stay kopf's, and the coordination protocols themselves.
+What does not: each kind's status mirrors and hooks (``kubecoord.operator.kinds``), kopf's
+registration of the watches (``kubecoord.operator.handlers``), and the coordination
+protocols themselves.
 """

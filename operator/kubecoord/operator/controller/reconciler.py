@@ -10,7 +10,7 @@ Inputs (events never do work, they only enqueue the owning resource's key):
   kind and namespace, kubecoord.capabilities.StateCache): each event is mapped to the
   resources that read the object (controller.owners: controller-runtime's "watch owned
   objects, enqueue the owner") and those are enqueued; their status is then computed
-  from the caches, with no handle per resource (kubecoord.operator.cached);
+  from the caches, with no handle per resource (kubecoord.operator.kinds);
 - elsewhere (zookeeper, cassandra, memory, and Groups whose assignment the operator
   leads) the status mirrors' listeners on their handles enqueue the resource whose
   election, group or store changed;

@@ -26,12 +26,10 @@ from typing import Any
 
 import kopf
 
-from kubecoord.operator.controller.reconciler import AfterSnapshot, KindHooks, LiveResource, MirrorFactory, controller
-from kubecoord.operator.handlers._history import History
+from kubecoord.operator.controller.reconciler import AfterSnapshot, KindHooks, MirrorFactory, controller
 from kubecoord.wire.crd import GROUP, VERSION
 
-__all__ = ["AfterSnapshot", "History", "LiveResource", "MirrorFactory", "register"]
-"""What the kind modules use; History lives in _history.py."""
+__all__ = ["register"]
 
 
 def register(plural: str, factory: MirrorFactory, after_snapshot: AfterSnapshot | None = None) -> None:

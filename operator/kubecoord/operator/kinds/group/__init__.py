@@ -3,12 +3,12 @@
 Status: members (id, data), memberCount, generation. Events MemberJoined, MemberLeft and
 MemberExpired. Groups whose members use the group coordinator also show its generation,
 phase, protocol, leader and each member's units, with RebalanceStarted/Completed Events;
-with spec.assignment the operator computes the assignment (kubecoord.operator.assignment).
+with spec.assignment the operator computes the assignment (group/assignment.py).
 
 Expired members are deleted by the operator: on kubernetes every observer of a group
 reaps a member whose Lease was not renewed within its duration (with a resourceVersion
 precondition, so a late renewal wins), and the operator always observes every group —
-from its Lease cache, with no handle (kubecoord.operator.cached), or through its
+from its Lease cache, with no handle (group/cached.py), or through its
 membership handle where it leads the assignment — so an expired member goes even when
 no client is left to notice.
 The operator also watches member Leases to tell an expiry from a leave for the Events
@@ -22,33 +22,31 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import kopf
-
 from kubecoord.api import Coordinator
 from kubecoord.operator import backing, metrics
-from kubecoord.operator.assignment import AssignmentSpec, CoordinatedGroupMirror
-from kubecoord.operator.cached import CachedGroupMirror, caches
+from kubecoord.operator.controller.reconciler import LiveResource
 from kubecoord.operator.departures import departures
-from kubecoord.operator.handlers._resource import History, LiveResource, register
-from kubecoord.operator.mirror import Mirror, Notice, Snapshot
-from kubecoord.wire import object_names
+from kubecoord.operator.kinds.group.assignment import AssignmentSpec, CoordinatedGroupMirror
+from kubecoord.operator.kinds.group.cached import CachedGroupMirror
+from kubecoord.operator.kinds.history import History
+from kubecoord.operator.mirror import Mirror, Notice, Snapshot, caches
 from kubecoord.wire.events import Event, Primitive
 
 VERDICT_WAIT_SECONDS = 5.0
 """How long to wait for the member Lease's deletion to be seen before calling it a leave."""
 
 
-def _mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> Mirror:
+def mirror(coordinator: Coordinator, body: dict[str, Any], wake: Callable[[], None]) -> Mirror:
     # The membership plus the group coordinator's generation record: from the namespace
-    # caches (kubecoord.operator.cached), or through handles where the operator leads the
-    # group's assignment or the backend has no such cache (kubecoord.operator.assignment).
+    # caches (group/cached.py), or through handles where the operator leads the
+    # group's assignment or the backend has no such cache (group/assignment.py).
     cache = caches(coordinator)
     if cache is not None and AssignmentSpec.from_spec(dict(body.get("spec") or {})) is None:
         return CachedGroupMirror(coordinator, cache, body)
     return CoordinatedGroupMirror(coordinator, body, wake)
 
 
-async def _after(resource: LiveResource, snapshot: Snapshot) -> None:
+async def after_snapshot(resource: LiveResource, snapshot: Snapshot) -> None:
     metrics.GROUP_MEMBERS.labels(resource.namespace, resource.name).set(snapshot.status["memberCount"])
     kubernetes = resource.backend.backend == "kubernetes"
     for member in sorted(snapshot.joined):
@@ -73,9 +71,6 @@ def _record(resource: LiveResource, event: str, member: str) -> None:
     )
 
 
-@kopf.on.event("coordination.k8s.io", "v1", "leases", labels={object_names.GROUP_LABEL: kopf.PRESENT})
-def member_lease_event(type: str | None, body: kopf.Body, **_: Any) -> None:
-    departures.observe(type, dict(body))
-
-
-register("groups", _mirror, _after)
+def member_lease_event(type: str | None, body: dict[str, Any]) -> None:
+    """A member Lease's watch event (kopf's watch of the Leases labelled as members)."""
+    departures.observe(type, body)

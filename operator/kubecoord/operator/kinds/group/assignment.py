@@ -42,7 +42,8 @@ from kubecoord.group_coordinator import (
     publish,
     withhold_owned,
 )
-from kubecoord.operator.mirror import GroupMirror, Notice, Snapshot
+from kubecoord.operator.kinds.group.status import GroupMirror
+from kubecoord.operator.mirror import Notice, Snapshot
 from kubecoord.timings import DEFAULT_GROUP_SESSION_TIMEOUT, DEFAULT_REBALANCE_TIMEOUT
 from kubecoord.wire.group_record import (
     REBALANCING,
