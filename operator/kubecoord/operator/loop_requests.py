@@ -9,11 +9,12 @@ resources no faster than its few workers' round trips allowed, whatever the API 
 could take. On the loop, a request costs no thread and the number in flight is the
 number of workers.
 
-Credentials are the kubernetes client's configuration (kubecoord.operator.kubeapi's, by the
-kubernetes backend's one credential rule), read per request, so a
-rotated service-account token (the configuration's refresh hook) is used as soon as the
-client would use it. A configuration this module cannot honour — an HTTP proxy, basic
-auth — is reported by ``supported`` and the caller keeps the blocking client for it.
+Where and as whom a request goes is the backend's Endpoint (kubecoord.backends.kubernetes:
+the one place that turns the kubernetes client's configuration — kubecoord.operator.kubeapi's,
+by the one credential rule — into a TLS context and headers), its credentials read per
+request, so a rotated service-account token (the configuration's refresh hook) is used as
+soon as the client would use it. A configuration this module does not send through — an
+HTTP proxy — is reported by ``supported`` and the caller keeps the blocking client for it.
 
 Guarantees: one aiohttp session (one connection pool) per event loop, closed by
 ``close``; every request bounded by ``timeout`` in total; a transport failure (refused,
@@ -26,13 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 import kubernetes.client
+
+from kubecoord.backends.kubernetes import Endpoint
 
 
 @dataclass(frozen=True)
@@ -49,39 +51,23 @@ class Response:
 
 
 def supported(configuration: kubernetes.client.Configuration) -> bool:
-    """Whether requests per ``configuration`` can be made here (no proxy, no basic auth)."""
-    return not (configuration.proxy or configuration.username or configuration.password)
-
-
-def _ssl_context(configuration: kubernetes.client.Configuration) -> ssl.SSLContext | bool:
-    if not str(configuration.host).startswith("https"):
-        return False
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert, cadata=configuration.ca_cert_data)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    elif configuration.assert_hostname is False:
-        context.check_hostname = False
-    return context
+    """Whether requests per ``configuration`` can be made here (no proxy)."""
+    return not configuration.proxy
 
 
 class _Session:
     def __init__(self, configuration: kubernetes.client.Configuration) -> None:
         self.configuration = configuration
-        context = _ssl_context(configuration)
-        server_name = configuration.tls_server_name or None
+        self.endpoint = Endpoint.from_configuration(configuration, user_agent="")
         self.host = str(configuration.host).rstrip("/")
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=context, limit=64),
+            connector=aiohttp.TCPConnector(ssl=self.endpoint.tls or False, limit=64),
             # No cookie jar: the API server sets none, and aiohttp's jar would parse every
             # answer's headers for them.
             cookie_jar=aiohttp.DummyCookieJar(),
             # Bodies are JSON already serialised here: no aiohttp compression negotiation.
             auto_decompress=False,
         )
-        self.server_hostname = server_name
 
 
 _closing: set[asyncio.Task[None]] = set()
@@ -111,12 +97,8 @@ async def request(configuration: kubernetes.client.Configuration, method: str, p
     # identity: aiohttp would otherwise offer gzip, and the API server compresses answers
     # above 128 KiB (a namespace's list once one resource is large), which this session
     # does not decompress.
-    headers = {**(headers or {}), "Accept": "application/json", "Accept-Encoding": "identity",
+    headers = {**(headers or {}), **session.endpoint.request_headers(), "Accept-Encoding": "identity",
                "User-Agent": user_agent}
-    # What the client's auth_settings() sends: the bearer token, refreshed by its hook.
-    token = configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
-    if token:
-        headers["Authorization"] = str(token)
     data = None
     if body is not None:
         data = json.dumps(body).encode()
@@ -124,7 +106,7 @@ async def request(configuration: kubernetes.client.Configuration, method: str, p
     try:
         async with session.session.request(
             method, f"{session.host}{path}", data=data, headers=headers,
-            timeout=aiohttp.ClientTimeout(total=timeout), server_hostname=session.server_hostname,
+            timeout=aiohttp.ClientTimeout(total=timeout), server_hostname=session.endpoint.server_hostname,
         ) as answer:
             payload = await answer.read()
             return Response(answer.status, answer.reason or "", payload, dict(answer.headers))

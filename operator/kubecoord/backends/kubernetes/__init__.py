@@ -67,6 +67,7 @@ from kubecoord.backends.kubernetes.client import KubeClient, translate_status
 from kubecoord.backends.kubernetes.config import ClusterConfig
 from kubecoord.backends.kubernetes.context import KubernetesContext
 from kubecoord.backends.kubernetes.coordinator import KubernetesCoordinator
+from kubecoord.backends.kubernetes.endpoint import Endpoint
 from kubecoord.backends.kubernetes.informers import InformerPool, check_scope
 from kubecoord.backends.kubernetes.kv import DEFAULT_MAX_VALUE_BYTES, MAX_STORE_BYTES
 from kubecoord.connect import BackendURL
@@ -83,9 +84,12 @@ from kubecoord.wire.kv_shards import check_shards
 DEFAULT_REQUEST_TIMEOUT = 5.0
 _ENVELOPE = 4096
 
-__all__ = ["ClusterConfig", "KubernetesCoordinator", "Timings", "connect", "load_config", "translate_status"]
+__all__ = ["ClusterConfig", "Endpoint", "KubernetesCoordinator", "Timings", "connect", "load_config",
+           "translate_status"]
 """Public. Besides connect() and the coordinator: ``load_config`` (the configuration
-kubernetes:// resolves — in-cluster, kubeconfig, context, namespace) and
+kubernetes:// resolves — in-cluster, kubeconfig, context, namespace), ``Endpoint`` (where
+and as whom a request of that configuration goes, for requests made on an event loop:
+the operator's) and
 ``translate_status`` (an API server's error status as a kubecoord error), for kubecoord's
 own tools that read other objects of the same API server with the kubernetes client
 (``kubecoord status`` reads the kubecoord.dev resources): a second loader there would

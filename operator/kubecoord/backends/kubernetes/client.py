@@ -54,7 +54,8 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes.config.config_exception import ConfigException
 
-from kubecoord.backends.kubernetes.watch_stream import HttpWatch, WatchEndpoint, decode_event, open_watch
+from kubecoord.backends.kubernetes.endpoint import Endpoint
+from kubecoord.backends.kubernetes.watch_stream import HttpWatch, decode_event, open_watch
 from kubecoord.errors import (
     BackendUnavailableError,
     CoordinationError,
@@ -111,7 +112,7 @@ class KubeClient:
         self.request_timeout = request_timeout
         self._api_client = api_client
         self._lock = threading.Lock()
-        self._watch_endpoint: WatchEndpoint | None = None
+        self._watch_endpoint: Endpoint | None = None
 
     def close(self) -> None:
         self._api_client.rest_client.pool_manager.clear()
@@ -190,7 +191,7 @@ class KubeClient:
                 query[key] = value
         with self._lock:
             if self._watch_endpoint is None:
-                self._watch_endpoint = WatchEndpoint.from_api_client(self._api_client)
+                self._watch_endpoint = Endpoint.from_api_client(self._api_client)
             endpoint = self._watch_endpoint
         try:
             headers = endpoint.request_headers()

@@ -2,14 +2,11 @@
 
 The multiplexer (watch_mux.py) runs every watch of the process on one event loop, so a
 watch cannot be read by the official client (urllib3 blocks a thread per stream). This
-module is the small HTTP client it needs, configured from the same
-``kubernetes.client.Configuration`` as every other request of the backend, so that a
-watch goes where and as whom they go: the server URL (with any path prefix), the CA and
-client certificates, ``verify_ssl``, ``tls_server_name``, the bearer token (read through
-the configuration, so the in-cluster token refresh hook runs for each watch) and the
-user agent and default headers of the ``ApiClient``. An HTTP(S) proxy from the
-configuration is used through CONNECT (``no_proxy`` honoured); a SOCKS proxy is not
-supported (the watch fails with BackendUnavailableError saying so).
+module is the small HTTP client it needs, going where and as whom every other request of
+the backend goes (endpoint.py: server, TLS, credentials read per watch, the ``ApiClient``'s
+user agent and default headers). An HTTP(S) proxy from the configuration is used through
+CONNECT; a SOCKS proxy is not supported (the watch fails with BackendUnavailableError
+saying so).
 
 Errors are those of client.py: a status other than 200 is translated by
 ``translate_status`` (403 -> PermissionDeniedError, 410 -> Gone, ...); an ERROR event
@@ -25,84 +22,13 @@ import json
 import ssl
 import urllib.parse
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
+from kubecoord.backends.kubernetes.endpoint import Endpoint
 from kubecoord.errors import BackendUnavailableError
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_ERROR_BODY = 64 * 1024
-
-
-@dataclass(frozen=True)
-class WatchEndpoint:
-    """Where and as whom watches connect: taken once from a client's configuration."""
-
-    host: str
-    port: int
-    prefix: str
-    tls: ssl.SSLContext | None
-    server_hostname: str | None
-    configuration: Any = field(repr=False)
-    headers: dict[str, str] = field(default_factory=dict)
-    proxy: tuple[str, int] | None = None
-    proxy_headers: dict[str, str] = field(default_factory=dict)
-    unsupported: str | None = None
-
-    @classmethod
-    def from_api_client(cls, api_client: Any) -> WatchEndpoint:
-        configuration = api_client.configuration
-        url = urllib.parse.urlsplit(str(configuration.host))
-        secure = url.scheme == "https"
-        tls = _tls_context(configuration) if secure else None
-        server_hostname = (configuration.tls_server_name or url.hostname) if secure else None
-        headers = {"Accept": "application/json", "User-Agent": str(api_client.user_agent)}
-        headers.update({str(k): str(v) for k, v in (api_client.default_headers or {}).items()})
-        proxy, proxy_headers, unsupported = None, {}, None
-        if configuration.proxy and not _bypass_proxy(str(configuration.host), configuration.no_proxy or ""):
-            proxy_url = urllib.parse.urlsplit(str(configuration.proxy))
-            if proxy_url.scheme not in ("http", "https"):
-                unsupported = f"watches cannot go through the {proxy_url.scheme} proxy {configuration.proxy!r}"
-            else:
-                proxy = (proxy_url.hostname or "", proxy_url.port or (443 if proxy_url.scheme == "https" else 80))
-                proxy_headers = {str(k): str(v) for k, v in (configuration.proxy_headers or {}).items()}
-        return cls(
-            host=url.hostname or "localhost", port=url.port or (443 if secure else 80),
-            prefix=url.path.rstrip("/"), tls=tls, server_hostname=server_hostname,
-            configuration=configuration, headers=headers, proxy=proxy, proxy_headers=proxy_headers,
-            unsupported=unsupported,
-        )
-
-    def request_headers(self) -> dict[str, str]:
-        """The headers of one request, with credentials as the configuration has them now."""
-        headers = dict(self.headers)
-        for setting in self.configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[str(setting["key"])] = str(setting["value"])
-        if self.configuration.username and self.configuration.password:
-            headers["Authorization"] = str(self.configuration.get_basic_auth_token())
-        return headers
-
-
-def _tls_context(configuration: Any) -> ssl.SSLContext:
-    context = ssl.create_default_context(
-        cafile=configuration.ssl_ca_cert or None, cadata=getattr(configuration, "ca_cert_data", None) or None
-    )
-    if not configuration.verify_ssl or configuration.assert_hostname is False:
-        context.check_hostname = False
-    if not configuration.verify_ssl:
-        context.verify_mode = ssl.CERT_NONE
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
-    return context
-
-
-def _bypass_proxy(url: str, no_proxy: str) -> bool:
-    host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    for entry in (e.strip().lower().lstrip(".") for e in no_proxy.split(",")):
-        if entry and (entry == "*" or host == entry or host.endswith("." + entry)):
-            return True
-    return False
 
 
 class HttpWatch:
@@ -169,7 +95,7 @@ class HttpWatch:
 
 
 async def open_watch(
-    endpoint: WatchEndpoint, path: str, query: dict[str, str], headers: dict[str, str], *, connect_timeout: float,
+    endpoint: Endpoint, path: str, query: dict[str, str], headers: dict[str, str], *, connect_timeout: float,
     header_timeout: float, read_timeout: float, what: str,
 ) -> tuple[int, HttpWatch | bytes]:
     """GET ``path?query`` with ``headers`` (endpoint.request_headers()) as a watch:
@@ -212,13 +138,13 @@ async def _capped(lines: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         yield line
 
 
-def _host_header(endpoint: WatchEndpoint) -> str:
+def _host_header(endpoint: Endpoint) -> str:
     default = 443 if endpoint.tls is not None else 80
     host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
     return host if endpoint.port == default else f"{host}:{endpoint.port}"
 
 
-async def _connect(endpoint: WatchEndpoint) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def _connect(endpoint: Endpoint) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     limit = MAX_HEADER_BYTES
     if endpoint.proxy is None:
         return await asyncio.open_connection(

@@ -1,0 +1,100 @@
+"""Where and as whom a request goes, taken from the kubernetes client's Configuration:
+the server (host, port, any path prefix), the TLS context (CA, client certificate,
+``verify_ssl``, ``tls_server_name``), an HTTP(S) proxy (``no_proxy`` honoured) and each
+request's headers with the credentials as the configuration has them at that moment
+(the bearer token through its refresh hook, so a rotated in-cluster token is used at
+once; basic auth).
+
+Why hand-written: the official client's requests block a thread each (urllib3), and two
+request paths run on an event loop instead — the backend's watches (watch_stream.py, all
+of a process's on the one thread of watch_mux.py) and the operator's requests
+(kubecoord.operator.loop_requests). No library turns a kubernetes Configuration into what
+an asyncio connection needs (kubernetes_asyncio re-implements the whole client); this is
+the one place that does, so both go where and as whom the client's own requests go.
+"""
+
+from __future__ import annotations
+
+import ssl
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and as whom watches connect: taken once from a client's configuration."""
+
+    host: str
+    port: int
+    prefix: str
+    tls: ssl.SSLContext | None
+    server_hostname: str | None
+    configuration: Any = field(repr=False)
+    headers: dict[str, str] = field(default_factory=dict)
+    proxy: tuple[str, int] | None = None
+    proxy_headers: dict[str, str] = field(default_factory=dict)
+    unsupported: str | None = None
+
+    @classmethod
+    def from_api_client(cls, api_client: Any) -> Endpoint:
+        """From an ApiClient: its configuration, user agent and default headers."""
+        return cls.from_configuration(
+            api_client.configuration, user_agent=str(api_client.user_agent), default_headers=api_client.default_headers
+        )
+
+    @classmethod
+    def from_configuration(
+        cls, configuration: Any, *, user_agent: str, default_headers: dict[str, Any] | None = None
+    ) -> Endpoint:
+        url = urllib.parse.urlsplit(str(configuration.host))
+        secure = url.scheme == "https"
+        tls = _tls_context(configuration) if secure else None
+        server_hostname = (configuration.tls_server_name or url.hostname) if secure else None
+        headers = {"Accept": "application/json", "User-Agent": user_agent}
+        headers.update({str(k): str(v) for k, v in (default_headers or {}).items()})
+        proxy, proxy_headers, unsupported = None, {}, None
+        if configuration.proxy and not _bypass_proxy(str(configuration.host), configuration.no_proxy or ""):
+            proxy_url = urllib.parse.urlsplit(str(configuration.proxy))
+            if proxy_url.scheme not in ("http", "https"):
+                unsupported = f"watches cannot go through the {proxy_url.scheme} proxy {configuration.proxy!r}"
+            else:
+                proxy = (proxy_url.hostname or "", proxy_url.port or (443 if proxy_url.scheme == "https" else 80))
+                proxy_headers = {str(k): str(v) for k, v in (configuration.proxy_headers or {}).items()}
+        return cls(
+            host=url.hostname or "localhost", port=url.port or (443 if secure else 80),
+            prefix=url.path.rstrip("/"), tls=tls, server_hostname=server_hostname,
+            configuration=configuration, headers=headers, proxy=proxy, proxy_headers=proxy_headers,
+            unsupported=unsupported,
+        )
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers of one request, with credentials as the configuration has them now."""
+        headers = dict(self.headers)
+        for setting in self.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[str(setting["key"])] = str(setting["value"])
+        if self.configuration.username and self.configuration.password:
+            headers["Authorization"] = str(self.configuration.get_basic_auth_token())
+        return headers
+
+
+def _tls_context(configuration: Any) -> ssl.SSLContext:
+    context = ssl.create_default_context(
+        cafile=configuration.ssl_ca_cert or None, cadata=getattr(configuration, "ca_cert_data", None) or None
+    )
+    if not configuration.verify_ssl or configuration.assert_hostname is False:
+        context.check_hostname = False
+    if not configuration.verify_ssl:
+        context.verify_mode = ssl.CERT_NONE
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
+    return context
+
+
+def _bypass_proxy(url: str, no_proxy: str) -> bool:
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    for entry in (e.strip().lower().lstrip(".") for e in no_proxy.split(",")):
+        if entry and (entry == "*" or host == entry or host.endswith("." + entry)):
+            return True
+    return False
