@@ -12,6 +12,7 @@ import time
 
 import yaml
 
+from kubecoord.api import GroupMembership
 from kubecoord_testkit.emulator import ApiEmulator
 from tests.helpers import Recorder
 
@@ -102,24 +103,30 @@ def through_freezing_proxy(api_emulator: ApiEmulator, tmp_path: pathlib.Path) ->
     return proxy, proxied
 
 
+def observed_member(
+    connect: Connect, proxied: pathlib.Path, name: str, timings: dict[str, float]
+) -> tuple[GroupMembership, Recorder[set[str]]]:
+    """Member "alive" joins group ``name`` directly; an observer, through the proxy, has heard it."""
+    connect(**timings).group_membership(name).join("alive", data="1")
+    observer = connect(kubeconfig=str(proxied), **timings).group_membership(name)
+    seen: Recorder[set[str]] = Recorder()
+    observer.add_listener(seen)
+    seen.wait_last({"alive"})
+    return observer, seen
+
+
 def test_an_observer_whose_watch_goes_silent_keeps_live_members(
     api_emulator: ApiEmulator, connect: Connect, name: str, tmp_path: pathlib.Path
 ) -> None:
     timings = {"lease_duration": 8.0, "renew_deadline": 6.0, "retry_period": 0.5}
     proxy, proxied = through_freezing_proxy(api_emulator, tmp_path)
     try:
-        member = connect(**timings)
-        member.group_membership(name).join("alive", data="1")
-        observer = connect(kubeconfig=str(proxied), **timings).group_membership(name)
-        seen: Recorder[set[str]] = Recorder()
-        observer.add_listener(seen)
-        seen.wait_last({"alive"})
+        observer, seen = observed_member(connect, proxied, name, timings)
         time.sleep(2)  # the watch has a steady rhythm of renewals
         assert proxy.freeze() >= 1
         time.sleep(2 * timings["lease_duration"])  # two lease durations of silence on that flow
         assert observer.membership_list() == {"alive"}
-        after = seen.calls[seen.calls.index({"alive"}):]
-        assert set() not in after, seen.calls  # never told the live member was gone
+        assert set() not in seen.calls[seen.calls.index({"alive"}):], seen.calls  # never told the member was gone
     finally:
         proxy.close()
 
@@ -135,12 +142,7 @@ def test_a_failed_reap_is_re_read_at_once(
     timings = {"lease_duration": 3.0, "renew_deadline": 2.5, "retry_period": 1.0}
     proxy, proxied = through_freezing_proxy(api_emulator, tmp_path)
     try:
-        member = connect(**timings)
-        member.group_membership(name).join("alive", data="1")
-        observer = connect(kubeconfig=str(proxied), **timings).group_membership(name)
-        seen: Recorder[set[str]] = Recorder()
-        observer.add_listener(seen)
-        seen.wait_last({"alive"})
+        observer, seen = observed_member(connect, proxied, name, timings)
         time.sleep(3)  # the watch has a steady rhythm of renewals
         api_emulator.reset_requests()
         assert proxy.freeze() >= 1
@@ -152,7 +154,6 @@ def test_a_failed_reap_is_re_read_at_once(
         assert any(r.verb == "delete" and r.status == 409 for r in api_emulator.requests), "no reap was tried"
         time.sleep(1.0)
         assert observer.membership_list() == {"alive"}
-        after = seen.calls[seen.calls.index({"alive"}):]
-        assert set() not in after, seen.calls  # never told the live member was gone
+        assert set() not in seen.calls[seen.calls.index({"alive"}):], seen.calls  # never told the member was gone
     finally:
         proxy.close()

@@ -95,17 +95,9 @@ def test_a_holder_frozen_past_the_negotiated_session_stops_holding_before_anothe
             first = Holder(f"zookeeper://{proxy.address}/{chroot}", kind, "work", "h1", tmp_path)
             holders.append(first)
             (first_start,) = first.expect("held")
-            second = Holder(f"zookeeper://{capped_zookeeper.hosts}/{chroot}", kind, "work", "h2", tmp_path)
-            holders.append(second)
-            second.expect("connected")
-            first.send("quiet")
-            first.expect("quiet")
-            proxy.hold("down")
-            first.process.send_signal(signal.SIGSTOP)
-            (second_start,) = second.expect("held")  # the server expired the first one's session
-            first.process.send_signal(signal.SIGCONT)
-            first.send("go")
-            first_last_true, first_false = first.expect("ended")
+            second_start, first_last_true, first_false = _frozen_until_taken_over(
+                first, f"zookeeper://{capped_zookeeper.hosts}/{chroot}", kind, tmp_path, holders, proxy
+            )
         finally:
             proxy.heal()
             for holder in holders:
@@ -157,17 +149,9 @@ def test_a_reconnect_that_negotiates_a_shorter_session_shortens_the_leaders_dead
             first.expect("ended")
             first.send("again")
             (first_start,) = first.expect("held")
-            second = Holder(f"zookeeper://{server.hosts}/{chroot}", "election", "work", "h2", tmp_path)
-            holders.append(second)
-            second.expect("connected")
-            first.send("quiet")
-            first.expect("quiet")
-            proxy.hold("down")
-            first.process.send_signal(signal.SIGSTOP)
-            (second_start,) = second.expect("held")  # the server expired the first one's session
-            first.process.send_signal(signal.SIGCONT)
-            first.send("go")
-            first_last_true, first_false = first.expect("ended")
+            second_start, first_last_true, first_false = _frozen_until_taken_over(
+                first, f"zookeeper://{server.hosts}/{chroot}", "election", tmp_path, holders, proxy
+            )
         finally:
             proxy.heal()
             for holder in holders:
@@ -178,3 +162,23 @@ def test_a_reconnect_that_negotiates_a_shorter_session_shortens_the_leaders_dead
         f"two leaders for {first_last_true - second_start:.3f} s: {intervals};"
         f" h1 first said not held at {first_false:.3f}"
     )
+
+
+def _frozen_until_taken_over(
+    first: Holder, second_url: str, kind: str, tmp_path: Path, holders: list[Holder], proxy: ThreadedFaultProxy
+) -> tuple[float, float, float]:
+    """A second holder (h2, at ``second_url``) waits; the first goes quiet, its traffic is held
+    and it is frozen (SIGSTOP) until the server has expired its session and h2 holds, then
+    resumed. Returns h2's start, h1's last time held and when h1 first said it was not."""
+    second = Holder(second_url, kind, "work", "h2", tmp_path)
+    holders.append(second)
+    second.expect("connected")
+    first.send("quiet")
+    first.expect("quiet")
+    proxy.hold("down")
+    first.process.send_signal(signal.SIGSTOP)
+    (second_start,) = second.expect("held")  # the server expired the first one's session
+    first.process.send_signal(signal.SIGCONT)
+    first.send("go")
+    first_last_true, first_false = first.expect("ended")
+    return second_start, first_last_true, first_false
