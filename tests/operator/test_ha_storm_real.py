@@ -54,6 +54,8 @@ def test_the_fenced_storm_applies_no_write_of_a_deposed_replica_and_converges(
     assert report.verdict.checked > 0
     assert not report.verdict.violations, "a deposed replica's write was applied after its successor's first"
     assert not report.verdict.term_mismatches
+    assert not report.verdict.unattributable and not report.verdict.unrecorded_lease_writes, \
+        "the audit log does not say who held the operator Lease at every write"
     assert not report.problems, "the end state did not converge"
     assert report.ok
     replayed = [note for note in report.notes if note.startswith("replayed write")]

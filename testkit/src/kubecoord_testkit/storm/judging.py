@@ -2,13 +2,15 @@
 held the operator Lease when the server received it.
 
 Input: the audit log (JSON lines) of a kube-apiserver whose policy records the operator
-Lease's writes at level RequestResponse (``lease_audit_rule``), so each change of holder
-is in the log with the Lease as the server stored it, on the server's clock — the clock
-of every other event. Only stage ``ResponseComplete`` is read.
+Lease's writes at level RequestResponse (``lease_audit_rule``), its create included, so
+each change of holder is in the log with the Lease as the server stored it, on the
+server's clock — the clock of every other event. Only stage ``ResponseComplete`` is read.
 
-- A *Lease state* is a 2xx write of the operator Lease: its holder and leaseTransitions,
-  in force from the moment the server answered it (``stageTimestamp``). Every state with
-  another holder than the one before is a *takeover* (a release to no holder is not).
+- A *Lease state* is a 2xx write of the operator Lease: its holder and leaseTransitions
+  (none after a delete), in force from the moment the server answered it
+  (``stageTimestamp``). Every state with another holder than the one before is a
+  *takeover* (a release to no holder is not). A 2xx write of the Lease logged without
+  the Lease as stored is *unrecorded*: the log does not say who held it from then on.
 - An *operator write* is a write request (create, update, patch, delete; dry runs left
   out: nothing is stored) whose user agent is ``kubecoord-operator/IDENTITY`` — what
   ``kubecoord operator --identity`` sends on its write path (kubecoord.operator.kubeapi).
@@ -25,6 +27,11 @@ of every other event. Only stage ``ResponseComplete`` is read.
   replica reaching the API server after its successor's first write is applied
   (docs/operator.md, "High availability"); a write of a replica that never held the Lease
   is a violation at any time.
+- A write received before the first Lease state, when that state is not the Lease's
+  create (the log began later, or lacks the create), is *unattributable*: the log does
+  not say who held the Lease then. The judge fails closed: unattributable writes and
+  unrecorded Lease writes fail the verdict like violations, reported apart from them.
+  Before a recorded create the Lease did not exist: no writer held it.
 - With fencing, an in-term write must name the term it was sent in
   (``HOLDER/TRANSITIONS`` in the user extra ``kubecoord.dev/term``): one naming none, or
   another, is a ``term mismatch``.
@@ -34,6 +41,7 @@ Pure functions over parsed JSON: no server, no clock of its own.
 
 from __future__ import annotations
 
+import bisect
 import calendar
 import json
 import pathlib
@@ -47,11 +55,15 @@ TERM_EXTRA = "kubecoord.dev/term"
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
 
-def lease_audit_rule(namespace: str, lease: str) -> dict[str, object]:
-    """The audit policy rule that records the operator Lease's writes with their bodies
-    (kubecoord_testkit.servers.kubernetes.RealApiServer's ``audit_rules``)."""
+def lease_audit_rule(namespace: str) -> dict[str, object]:
+    """The audit policy rule that records the writes of the Leases in ``namespace`` (the
+    operator Lease's among them) with their bodies
+    (kubecoord_testkit.servers.kubernetes.RealApiServer's ``audit_rules``). Not by
+    ``resourceNames``: the policy is matched on the request's URL, and a create's has no
+    name, so such a rule logs the Lease's create — the first holder's term — at the
+    default level, without the Lease."""
     return {"level": "RequestResponse", "verbs": list(WRITE_VERBS), "namespaces": [namespace],
-            "resources": [{"group": "coordination.k8s.io", "resources": ["leases"], "resourceNames": [lease]}]}
+            "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}]}
 
 
 def moment(stamp: str) -> float:
@@ -67,6 +79,8 @@ class LeaseState:
     answered: float
     holder: str
     transitions: int
+    created: bool = False
+    """The Lease's create: there was no Lease before it."""
 
     @property
     def term(self) -> str:
@@ -100,6 +114,8 @@ class AuditLog:
     writes: list[Write]
     unattributed: int
     """Writes by the operator's ServiceAccount without the operator's agent (backend handles)."""
+    unrecorded_lease_writes: int = 0
+    """2xx writes of the operator Lease logged without the Lease as stored."""
 
 
 def read_audit(lines: Iterable[str], *, lease_namespace: str, lease: str, account: str) -> AuditLog:
@@ -107,7 +123,7 @@ def read_audit(lines: Iterable[str], *, lease_namespace: str, lease: str, accoun
     operator's username (``system:serviceaccount:NS:SA``)."""
     states: list[LeaseState] = []
     writes: list[Write] = []
-    unattributed = 0
+    unattributed = unrecorded = 0
     for line in lines:
         if not line.strip():
             continue
@@ -117,10 +133,16 @@ def read_audit(lines: Iterable[str], *, lease_namespace: str, lease: str, accoun
         ref = event.get("objectRef") or {}
         code = int((event.get("responseStatus") or {}).get("code") or 0)
         if ref.get("resource") == "leases" and ref.get("namespace") == lease_namespace and ref.get("name") == lease:
-            spec = (event.get("responseObject") or {}).get("spec") or {}
-            if 200 <= code < 300 and event.get("responseObject"):
-                states.append(LeaseState(moment(event["requestReceivedTimestamp"]), moment(event["stageTimestamp"]),
-                                         str(spec.get("holderIdentity") or ""), int(spec.get("leaseTransitions") or 0)))
+            if not 200 <= code < 300:
+                continue
+            stored = event.get("responseObject")
+            if not stored:
+                unrecorded += 1
+                continue
+            spec = stored.get("spec") or {}
+            holder = "" if event["verb"] in ("delete", "deletecollection") else str(spec.get("holderIdentity") or "")
+            states.append(LeaseState(moment(event["requestReceivedTimestamp"]), moment(event["stageTimestamp"]),
+                                     holder, int(spec.get("leaseTransitions") or 0), event["verb"] == "create"))
             continue
         write = operator_write(event)
         if write is not None:
@@ -130,7 +152,7 @@ def read_audit(lines: Iterable[str], *, lease_namespace: str, lease: str, accoun
             unattributed += 1
     states.sort(key=lambda s: s.answered)
     writes.sort(key=lambda w: w.received)
-    return AuditLog(states, writes, unattributed)
+    return AuditLog(states, writes, unattributed, unrecorded)
 
 
 def _stores_nothing(event: dict[str, Any]) -> bool:
@@ -171,31 +193,40 @@ class Verdict:
     """Applied after the Lease moved on, received before the successor's first write."""
     violations: list[Write] = field(default_factory=list)
     term_mismatches: list[Write] = field(default_factory=list)
+    unattributable: list[Write] = field(default_factory=list)
+    """Received when the log does not say who held the Lease: before its first state, when
+    that is not the Lease's create."""
     unattributed: int = 0
+    unrecorded_lease_writes: int = 0
     origin: float = 0.0
     """The first Lease state's moment: what ``Write.describe`` counts from."""
 
     @property
     def ok(self) -> bool:
-        return not self.violations and not self.term_mismatches
+        return not (self.violations or self.term_mismatches or self.unattributable or self.unrecorded_lease_writes)
 
 
 def judge(log: AuditLog, *, fenced: bool) -> Verdict:
     states = log.states
-    verdict = Verdict(unattributed=log.unattributed, origin=states[0].answered if states else 0.0)
+    verdict = Verdict(unattributed=log.unattributed, unrecorded_lease_writes=log.unrecorded_lease_writes,
+                      origin=states[0].answered if states else 0.0)
     previous = ""
     for state in states:
         if state.holder and state.holder != previous:
             verdict.takeovers += 1
         if state.holder:
             previous = state.holder
-    first_write: dict[str, float] = {}
+    receipts: dict[str, list[float]] = {}
     for write in log.writes:
-        first_write.setdefault(write.identity, write.received)
+        receipts.setdefault(write.identity, []).append(write.received)
     for write in log.writes:
         verdict.checked += 1
         current = _state_at(states, write.received)
-        if (current is not None and current.holder == write.identity) or _becoming(states, write):
+        becoming = _becoming(states, write)
+        if current is None and not becoming and not (states and states[0].created):
+            verdict.unattributable.append(write)
+            continue
+        if (current is not None and current.holder == write.identity) or becoming:
             verdict.in_term += 1
             if fenced and write.applied and current is not None and current.holder == write.identity \
                     and write.term != current.term:
@@ -204,7 +235,7 @@ def judge(log: AuditLog, *, fenced: bool) -> Verdict:
         if not write.applied:
             verdict.refused_late.append(write)
             continue
-        successor = _successor_first_write(states, write, first_write)
+        successor = _successor_first_write(states, write, receipts)
         if successor is not None and write.received < successor:
             verdict.window.append(write)
         else:
@@ -227,9 +258,10 @@ def _becoming(states: list[LeaseState], write: Write) -> bool:
     return any(s.holder == write.identity and s.received <= write.received <= s.answered for s in states)
 
 
-def _successor_first_write(states: list[LeaseState], write: Write, first_write: dict[str, float]) -> float | None:
-    """When the first holder after ``write``'s identity's last term wrote first (None: the
-    identity never held the Lease before this write, or nobody took over)."""
+def _successor_first_write(states: list[LeaseState], write: Write, receipts: dict[str, list[float]]) -> float | None:
+    """When a holder after ``write``'s identity's last term first wrote in its term (None:
+    the identity never held the Lease before this write, or no later holder wrote);
+    ``receipts``: each identity's writes, received in order."""
     held_until = None
     for index, state in enumerate(states):
         if state.answered > write.received:
@@ -238,8 +270,12 @@ def _successor_first_write(states: list[LeaseState], write: Write, first_write: 
             held_until = index
     if held_until is None:
         return None
+    firsts = []
     for state in states[held_until + 1:]:
         if state.holder and state.holder != write.identity:
-            first = [w for w in (first_write.get(state.holder),) if w is not None and w >= state.received]
-            return first[0] if first else None
-    return None
+            # From the start of that term: the same identity's earlier terms (restarted) do not count.
+            theirs = receipts.get(state.holder, [])
+            index = bisect.bisect_left(theirs, state.received)
+            if index < len(theirs):
+                firsts.append(theirs[index])
+    return min(firsts, default=None)

@@ -141,6 +141,8 @@ class Report:
             "late_unanswered": sum(1 for w in verdict.refused_late if w.code != 403),
             "applied_in_window": len(verdict.window),
             "violations": len(verdict.violations), "term_mismatches": len(verdict.term_mismatches),
+            "unattributable_writes": len(verdict.unattributable),
+            "unrecorded_lease_writes": verdict.unrecorded_lease_writes,
             "unattributed_writes": verdict.unattributed, "end_state_problems": len(self.problems),
             "settled_after_s": None if self.settled_after is None else round(self.settled_after, 1),
             "server_ms_per_write_p50": round(self.write_ms[0], 2),
@@ -150,6 +152,7 @@ class Report:
     def render(self) -> str:
         lines = [f"{key}: {value}" for key, value in self.figures().items()]
         for title, writes in (("violation", self.verdict.violations), ("term mismatch", self.verdict.term_mismatches),
+                              ("unattributable", self.verdict.unattributable),
                               ("applied in the window", self.verdict.window),
                               ("late, not applied", self.verdict.refused_late)):
             lines += [f"{title}: {w.describe(self.verdict.origin)}" for w in writes[:20]]
@@ -292,7 +295,7 @@ class _Storm:
     def __init__(self, options: StormOptions, workdir: pathlib.Path, report: Report) -> None:
         self.options, self.workdir, self.report = options, workdir, report
         self.server = RealApiServer(find_binaries(), workdir / "cluster", cluster=True,
-                                    audit_rules=(judging.lease_audit_rule(RELEASE_NAMESPACE, LEASE),))
+                                    audit_rules=(judging.lease_audit_rule(RELEASE_NAMESPACE),))
         self.replicas: list[Replica] = []
         self.control: ThreadedFaultProxy | None = None
         self.admin: _Admin | None = None
