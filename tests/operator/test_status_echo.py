@@ -38,7 +38,7 @@ def test_the_echoed_conditions_are_kept_once() -> None:
                 "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1}]
     controller = StatusController()
     controller.observe("ADDED", _body())
-    controller._entries[key] = Entry({}, 1, BackendSpec.from_spec({}, namespace="ns"),
+    controller.entries[key] = Entry({}, 1, BackendSpec.from_spec({}, namespace="ns"),
                                      StatusWriter("Group", key), written)
     controller.observe("MODIFIED", _body(**{"metadata.resourceVersion": "11",
                                             "status": {"conditions": copy.deepcopy(written)}}))

@@ -3,7 +3,8 @@ out as controller-runtime lays one out: one job per module.
 
 What belongs here: the rate-limited, de-duplicating work queue (``workqueue``); the
 reconciler that drains it with a bounded pool of workers (``reconciler``: inputs, workers,
-one reconcile, drift repair, resync, routing of owned objects' events); what it keeps per
+one reconcile, drift repair); the periodic resync (``resync``); the routing of owned
+objects' events to the resources that read them (``routing``); what it keeps per
 resource and the informer cache of the three kinds (``cache``); the status it writes and
 how (``status``); what a spec asks to be written (``spec``); the finalizer's clean-up
 after a deletion (``finalizer``); which resources an object's event wakes (``owners``).

@@ -1,14 +1,15 @@
 """The reconciler: one work queue, a few workers, no task or thread per resource. Its
 parts live beside it: the per-resource state and the body cache (controller.cache), the
 status and its conditions (controller.status), the finalizer's clean-up
-(controller.finalizer), what a spec writes (controller.spec).
+(controller.finalizer), what a spec writes (controller.spec), the routing of owned
+objects' events (controller.routing) and the periodic resync (controller.resync).
 
 Inputs (events never do work, they only enqueue the owning resource's key):
 - the CRD watch — kopf's one watch per kind, fed in through ``observe`` — keeps the cache
   of resource bodies (the informer of the three kinds) and enqueues the resource;
 - on kubernetes, the namespace's shared Lease and ConfigMap watches (one list+watch per
   kind and namespace, kubecoord.capabilities.StateCache): each event is mapped to the
-  resources that read the object (controller.owners: controller-runtime's "watch owned
+  resources that read the object (controller.routing: controller-runtime's "watch owned
   objects, enqueue the owner") and those are enqueued; their status is then computed
   from the caches, with no handle per resource (kubecoord.operator.kinds);
 - elsewhere (zookeeper, cassandra, memory, and Groups whose assignment the operator
@@ -16,13 +17,9 @@ Inputs (events never do work, they only enqueue the owning resource's key):
   election, group or store changed;
 - the create/update handlers enqueue the resource once its backing objects and client
   access are written (``reconciled``);
-- a resync every RESYNC_SECONDS enqueues the resources whose backing objects the
-  informer cache shows missing or foreign (a dict lookup each: no request), and those
-  whose Role or RoleBinding differs from what their spec implies (one list of the
-  operator's Roles and one of its RoleBindings per namespace): a stale grant — a subject
-  not in spec.clients, written by a deposed replica's late request or by hand — is
-  removed within one resync period; the namespace's Lease-grants ConfigMap is checked
-  in the same pass (lease_grants.check_drift).
+- a resync every RESYNC_SECONDS (controller.resync) enqueues what drifted from its spec
+  with no event saying so: missing or foreign backing objects, stale grants, a changed
+  confinement verdict.
 
 A worker's reconcile is level-based: it reads the cached body and the mirror's current
 state, computes the status and conditions, writes them only when they differ from what it
@@ -59,23 +56,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubecoord.api import Coordinator
-from kubecoord.capabilities import ObjectCache, ObjectChange, StateCache
+from kubecoord.capabilities import ObjectCache
 from kubecoord.errors import CoordinationError
-from kubecoord.operator import (
-    backing,
-    confinement,
-    events,
-    kubeapi,
-    lease_grants,
-    loop_requests,
-    metrics,
-    rbac,
-)
+from kubecoord.operator import backing, events, kubeapi, loop_requests, metrics
 from kubecoord.operator.connections import connections
+from kubecoord.operator.controller import resync
 from kubecoord.operator.controller import spec as spec_writer
 from kubecoord.operator.controller.cache import Entry, plural_of, trimmed
 from kubecoord.operator.controller.finalizer import Finalizer, live_metadata
-from kubecoord.operator.controller.owners import Key, RouteIndex
+from kubecoord.operator.controller.owners import Key
+from kubecoord.operator.controller.resync import RESYNC_SECONDS
+from kubecoord.operator.controller.routing import ObjectRouting
 from kubecoord.operator.controller.status import StatusWriter, compose, unreachable
 from kubecoord.operator.controller.workqueue import ShutDown, WorkQueue
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
@@ -90,9 +81,6 @@ kubecoord.operator.loop_requests: a worker costs no thread). A reconcile is most
 waiting for the API server's answers (a backing object or two, a status write), so the
 drain rate is workers / round trip: four workers drained about 20 resources a second at
 10,000 while the bench created 48 a second."""
-RESYNC_SECONDS = 60.0
-"""How often every resource's backing objects (informer cache) and grants (a list per
-namespace) are checked against its spec (``kubecoord operator --resync-seconds``)."""
 REPAIR_SECONDS = 0.5
 """Least time between two repairs of one resource's backing objects."""
 REPAIR_GRACE_SECONDS = 5.0
@@ -145,7 +133,7 @@ class StatusController:
         """The informer cache of the three kinds (kopf's watch feeds it)."""
         self.reconciled: dict[Key, int | None] = {}
         """The generation whose backing objects and client Role were last written."""
-        self._entries: dict[Key, Entry] = {}
+        self.entries: dict[Key, Entry] = {}
         self._gone: dict[Key, dict[str, Any]] = {}
         """Deleted resources' final bodies until their clean-up ran."""
         self._handler_foreign: dict[Key, list[str]] = {}
@@ -153,23 +141,19 @@ class StatusController:
         self._failed: dict[Key, str] = {}
         """Why writing the spec last failed (until it succeeds)."""
         self.resync_seconds = RESYNC_SECONDS
-        self._granted: dict[Key, dict[str, Any] | None] = {}
-        self._unconfined: dict[Key, str] = {}
+        self.granted: dict[Key, dict[str, Any] | None] = {}
+        """The clients' Role last written for the spec in ``applied`` (None: none granted)."""
+        self.unconfined: dict[Key, str] = {}
         """Groups whose clients got no Lease writes, and why (kubecoord.operator.confinement)."""
-        """The clients' Role last written for the spec in _applied (None: none granted)."""
-        self._applied: dict[Key, dict[str, Any]] = {}
+        self.applied: dict[Key, dict[str, Any]] = {}
         """The spec last written (controller.spec): a change's removed clients come from it."""
         self._finalizer = Finalizer()
         self._ensured_at: dict[Key, float] = {}
         """When the create/update handler last wrote the backing objects (monotonic)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
-        self._routes = RouteIndex()
-        """Which resources read which Lease or ConfigMap (cached mirrors)."""
-        self._watches: dict[int, tuple[Callable[[], None], int]] = {}
-        """id(coordinator) -> (the unsubscribe of its object watch, cached mirrors using it)."""
-        self._changed: dict[Key, float] = {}
-        """When an object event first woke a resource since its last reconcile (monotonic)."""
+        self._routing = ObjectRouting(self.queue)
+        """Which resources an owned object's event wakes (cached mirrors)."""
 
     def register(self, hooks: KindHooks) -> None:
         self.hooks[hooks.plural] = hooks
@@ -191,7 +175,7 @@ class StatusController:
         else:
             self._gone.pop(key, None)
             kept = trimmed(body)
-            entry = self._entries.get(key)
+            entry = self.entries.get(key)
             if entry is not None and kept["status"].get("conditions") == entry.conditions:
                 # The conditions this controller wrote, back from the API: keep one copy, not
                 # two (about 2 KiB a resource, 20 MiB at 10,000 resources).
@@ -205,7 +189,7 @@ class StatusController:
         kind = KINDS[key[0]]
         spec = dict(body.get("spec") or {})
         try:
-            written = await spec_writer.write(body, self._applied.get(key))
+            written = await spec_writer.write(body, self.applied.get(key))
         except Exception as error:  # refused writes, timeouts, NotLeading: retried with backoff
             metrics.RECONCILES.labels(kind, "error").inc()
             metrics.ERRORS.labels(kind, "reconcile").inc()
@@ -217,17 +201,17 @@ class StatusController:
         # One line per create or spec change (what kopf's "Handler succeeded" said before).
         log.info("reconciled", extra={"object": f"{kind} {key[1]}/{key[2]}", "generation": generation})
         self.reconciled[key] = generation
-        self._applied[key] = spec
-        self._granted[key] = written.role
+        self.applied[key] = spec
+        self.granted[key] = written.role
         if written.unconfined:
-            self._unconfined[key] = written.unconfined
+            self.unconfined[key] = written.unconfined
         else:
-            self._unconfined.pop(key, None)
+            self.unconfined.pop(key, None)
         self._failed.pop(key, None)
         self._ensured_at[key] = time.monotonic()
         self._handler_foreign[key] = list(written.foreign)
         self._handler_pending[key] = list(written.pending)
-        entry = self._entries.get(key)
+        entry = self.entries.get(key)
         if entry is not None:
             entry.foreign = list(written.foreign)
             entry.pending = list(written.pending)
@@ -240,7 +224,7 @@ class StatusController:
             return
         self._running = True
         self._tasks = [asyncio.create_task(self._work(), name=f"kubecoord-status-{i}") for i in range(self.workers)]
-        self._tasks.append(asyncio.create_task(self._resync(), name="kubecoord-status-resync"))
+        self._tasks.append(asyncio.create_task(resync.run(self), name="kubecoord-status-resync"))
 
     async def stop(self) -> None:
         """Stop the workers and close every mirror (their handles, their connections)."""
@@ -252,13 +236,14 @@ class StatusController:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        for key in list(self._entries):
+        for key in list(self.entries):
             await self._drop(key)
         await loop_requests.close()
         self.bodies.clear()
         self.reconciled.clear()
-        self._granted.clear()
+        self.granted.clear()
         self.queue = WorkQueue(base_delay=RETRY_SECONDS[0], max_delay=RETRY_SECONDS[-1])
+        self._routing.queue = self.queue
 
     async def _work(self) -> None:
         while True:
@@ -284,83 +269,6 @@ class StatusController:
                 self.queue.forget(key)
                 self.queue.add_after(key, again)
 
-    async def _resync(self) -> None:
-        """Enqueue the resources whose backing objects the informer cache shows missing."""
-        while True:
-            await asyncio.sleep(self.resync_seconds)
-            checked: set[str] = set()
-            await self._check_confinement()
-            await self._check_grants()
-            for key, entry in list(self._entries.items()):
-                if entry.backend.backend != "kubernetes" or key not in self.bodies:
-                    continue
-                if entry.foreign or not self._all_cached(key, entry):
-                    self.queue.add(key)
-                if KINDS[key[0]] in lease_grants.KINDS and key[1] not in checked:
-                    checked.add(key[1])
-                    try:
-                        await lease_grants.check_drift(key[1])
-                    except (kubeapi.ApiException, OSError) as error:
-                        log.info("lease grants check failed", extra={"namespace": key[1], "error": str(error)[:300]})
-                await asyncio.sleep(0)  # thousands of resources: let the workers run between them
-
-    async def _check_confinement(self) -> None:
-        """Read whether Group clients are confined; on a change, write every Group's grants again."""
-        try:
-            verdict = await confinement.verdict(fresh=True)
-        except (kubeapi.ApiException, OSError) as error:
-            log.info("confinement check failed", extra={"error": str(error)[:300]})
-            return
-        stale = []
-        for key, body in list(self.bodies.items()):
-            spec = body.get("spec") or {}
-            if key[0] != "groups" or not spec.get("clients") or not spec_writer.on_kubernetes(spec):
-                continue
-            if key in self._granted and (key in self._unconfined) == verdict.confined:
-                stale.append(key)  # written under the other verdict
-        if stale:
-            log.warning("Group clients' confinement changed: writing those Groups' grants again",
-                        extra={"confined": verdict.confined, "groups": len(stale), "why": verdict.reason[:300]})
-        for key in stale:
-            self.reconciled.pop(key, None)
-            self.queue.add(key)
-
-    async def _check_grants(self) -> None:
-        """Re-write the spec of every resource whose Role or RoleBinding differs from what
-        its spec implies (rbac.drifted): one list of each kind per namespace."""
-        namespaces: dict[str, list[Key]] = {}
-        for key in list(self._granted):
-            if key in self.bodies and self.reconciled.get(key, -1) == self.bodies[key]["metadata"].get("generation"):
-                namespaces.setdefault(key[1], []).append(key)
-        for namespace, keys in sorted(namespaces.items()):
-            try:
-                roles = await kubeapi.list_objects(rbac.RBAC_API, "roles", namespace, lease_grants.MANAGED_SELECTOR)
-                bindings = await kubeapi.list_objects(rbac.RBAC_API, "rolebindings", namespace,
-                                                      lease_grants.MANAGED_SELECTOR)
-            except (kubeapi.ApiException, OSError) as error:
-                log.info("grants check failed", extra={"namespace": namespace, "error": str(error)[:300]})
-                continue
-            by_name = {obj["metadata"]["name"]: obj for obj in roles}
-            bound = {obj["metadata"]["name"]: obj for obj in bindings}
-            for key in keys:
-                body = self.bodies.get(key)
-                if body is None or key not in self._granted:
-                    continue
-                name = rbac.role_name(body)
-                why = rbac.drifted(body, self._granted[key], by_name.get(name), bound.get(name))
-                if why is None:
-                    continue
-                metrics.ERRORS.labels(KINDS[key[0]], "grants").inc()
-                log.warning("grants differ from the spec: writing them again",
-                            extra={"resource": f"{namespace}/{key[2]}", "why": why})
-                # Written again as after a restart: the RoleBinding's subjects are read as
-                # the old clients, so a removed subject's confinement is lifted only after.
-                self.reconciled.pop(key, None)
-                self._applied.pop(key, None)
-                self._granted.pop(key, None)
-                self.queue.add(key)
-            await asyncio.sleep(0)
-
     # -- one reconcile ------------------------------------------------------------------
     async def _reconcile(self, key: Key) -> float | None:
         """Returns None (done), a delay to look again after, or -1 (retry with backoff)."""
@@ -382,7 +290,7 @@ class StatusController:
         hooks = self.hooks[plural]
         spec = dict(body.get("spec") or {})
         generation = body["metadata"].get("generation")
-        entry = self._entries.get(key)
+        entry = self.entries.get(key)
         if entry is not None and (entry.spec != spec or entry.generation != generation):
             if entry.spec != spec:  # a new backend, timings or limit: re-open the mirror
                 await self._close(entry, key)
@@ -393,7 +301,7 @@ class StatusController:
             entry = Entry(spec, generation, BackendSpec.from_spec(spec, namespace=namespace),
                            StatusWriter(kind, key), conditions, foreign=list(self._handler_foreign.get(key, [])),
                            pending=list(self._handler_pending.get(key, [])))
-            self._entries[key] = entry
+            self.entries[key] = entry
             metrics.MIRRORED.labels(kind).inc()
         reconciled = self.reconciled.get(key, -1) == generation
         if not reconciled:
@@ -412,12 +320,12 @@ class StatusController:
                 return await self._unreachable(key, entry, error)
             try:
                 entry.mirror = await asyncio.to_thread(hooks.factory, entry.coordinator, body, self._waker(key))
-                await self._route(key, entry)
+                entry.routes = await self._routing.route(key, entry.mirror, entry.coordinator)
             except CoordinationError as error:
                 await self._close(entry, key)
                 return await self._unreachable(key, entry, error)
         assert entry.mirror is not None and entry.coordinator is not None
-        changed_at = self._changed.pop(key, None)
+        changed_at = self._routing.take_changed(key)
         try:
             if entry.mirror.blocking:
                 snapshot = await asyncio.to_thread(entry.mirror.snapshot)
@@ -433,7 +341,7 @@ class StatusController:
             return None
         again: float | None = None
         if entry.backend.backend == "kubernetes" and reconciled:
-            missing = not self._all_cached(key, entry)
+            missing = not self.all_cached(key, entry)
             entry.cached_once = entry.cached_once or not missing
             if missing or entry.foreign or entry.pending:
                 ensured = float("-inf") if entry.cached_once else self._ensured_at.get(key, float("-inf"))
@@ -455,7 +363,7 @@ class StatusController:
         if snapshot.recheck_in is not None:
             again = snapshot.recheck_in if again is None else min(again, snapshot.recheck_in)
         status = compose(kind, entry, snapshot, reconciled, generation, failure=self._failed.get(key),
-                         unconfined=self._unconfined.get(key))
+                         unconfined=self.unconfined.get(key))
         if key not in self.bodies:
             await self._drop(key)
             return None
@@ -490,7 +398,7 @@ class StatusController:
         entry.failures += 1
         return delay
 
-    def _all_cached(self, key: Key, entry: Entry) -> bool:
+    def all_cached(self, key: Key, entry: Entry) -> bool:
         body = self.bodies.get(key)
         coordinator = entry.coordinator
         return body is not None and isinstance(coordinator, ObjectCache) and backing.cached_and_owned(
@@ -525,7 +433,7 @@ class StatusController:
 
     def foreign(self, key: Key) -> list[str]:
         """Same-named backing objects the operator did not create (as the last check found)."""
-        entry = self._entries.get(key)
+        entry = self.entries.get(key)
         return list(entry.foreign) if entry is not None else []
 
     def _waker(self, key: Key) -> Callable[[], None]:
@@ -536,55 +444,12 @@ class StatusController:
 
         return wake
 
-    async def _route(self, key: Key, entry: Entry) -> None:
-        """Wake ``key`` on the events of the objects its (cached) mirror reads: register its
-        routes and, once per coordinator, subscribe to that coordinator's object watch."""
-        assert entry.mirror is not None and entry.coordinator is not None
-        routes = entry.mirror.routes()
-        if not routes:
-            return
-        coordinator = entry.coordinator
-        assert isinstance(coordinator, StateCache)
-        watch = self._watches.get(id(coordinator))
-        if watch is None:
-            on_change = self._on_object_change(key[1])
-            unsubscribe = await asyncio.to_thread(coordinator.watch_objects, on_change)
-            watch = self._watches.get(id(coordinator))
-            if watch is not None:  # another worker subscribed meanwhile
-                unsubscribe()
-            else:
-                watch = (unsubscribe, 0)
-        self._watches[id(coordinator)] = (watch[0], watch[1] + 1)
-        entry.routes = routes
-        self._routes.add(key, routes)
-
-    def _on_object_change(self, namespace: str) -> ObjectChange:
-        routes, changed, queue = self._routes, self._changed, self.queue
-
-        def on_change(plural: str, name: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-            # The watch thread: dict lookups and a hand-over to the loop, nothing more.
-            keys = routes.lookup(namespace, plural, name, old, new)
-            if keys:
-                now = time.monotonic()
-                for key in keys:
-                    changed.setdefault(key, now)
-                    queue.add_threadsafe(key)
-
-        return on_change
-
     async def _close(self, entry: Entry, key: Key | None = None) -> None:
         mirror, entry.mirror = entry.mirror, None
         coordinator = entry.coordinator
         if entry.routes and coordinator is not None:
-            if key is not None:
-                self._routes.remove(key, entry.routes)
+            self._routing.unroute(key, entry.routes, coordinator)
             entry.routes = []
-            watch = self._watches.get(id(coordinator))
-            if watch is not None and watch[1] > 1:
-                self._watches[id(coordinator)] = (watch[0], watch[1] - 1)
-            elif watch is not None:
-                del self._watches[id(coordinator)]
-                watch[0]()
         try:
             if mirror is not None and mirror.blocking:
                 await asyncio.to_thread(mirror.close)
@@ -596,16 +461,16 @@ class StatusController:
             entry.coordinator = None
 
     async def _drop(self, key: Key) -> None:
-        entry = self._entries.pop(key, None)
+        entry = self.entries.pop(key, None)
         self.reconciled.pop(key, None)
         self._handler_foreign.pop(key, None)
         self._handler_pending.pop(key, None)
-        self._applied.pop(key, None)
-        self._granted.pop(key, None)
-        self._unconfined.pop(key, None)
+        self.applied.pop(key, None)
+        self.granted.pop(key, None)
+        self.unconfined.pop(key, None)
         self._ensured_at.pop(key, None)
         self._failed.pop(key, None)
-        self._changed.pop(key, None)
+        self._routing.take_changed(key)
         self.queue.discard(key)
         if entry is None:
             return
@@ -614,7 +479,7 @@ class StatusController:
         await self._close(entry, key)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.entries)
 
 
 async def _exists(key: Key, uid: str | None) -> bool:
