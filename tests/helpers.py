@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from kubecoord import BackendUnavailableError, OutcomeUnknownError
+from kubecoord import BackendUnavailableError, Fence, FencedError, OutcomeUnknownError, Storage
 from kubecoord._core.lease import LeaderRecord
 from kubecoord.backends.memory.records import RecordTable
 
@@ -155,3 +155,35 @@ class ScriptedTable(RecordTable):
         if fault.kind == "slow":
             self._move(fault.delay)
         return version
+
+
+class FencedWrites:
+    """The state machines' fenced-write rule over one fencing domain: a write fenced with a
+    token is refused exactly when a higher token was accepted before, and never while its
+    writer still holds (leads, or holds the lock) with that token."""
+
+    def __init__(self) -> None:
+        self.accepted = 0  # the highest fencing token the storage accepted
+        self.writes = 0
+
+    def write(self, storage: Storage, op: str, writer: str, fence: Fence, *, holding: bool) -> None:
+        """One ``op`` (put, update or delete) by ``writer``; ``holding``: whether it held
+        with ``fence``'s token just before."""
+        self.writes += 1
+        key = f"k{self.writes}"
+        try:
+            if op == "put":
+                storage.put(key, writer, fence=fence)
+            elif op == "update":
+                storage.update("k", writer, fence=fence)
+            else:
+                storage.put(key, "")
+                storage.delete(key, fence=fence)
+        except FencedError:
+            assert fence.token < self.accepted, (
+                f"fenced with {fence.token} although the highest accepted is {self.accepted}"
+            )
+            assert not holding, f"{writer} holds with token {fence.token} and its write was fenced"
+            return
+        assert fence.token >= self.accepted, f"token {fence.token} accepted after {self.accepted}"
+        self.accepted = fence.token

@@ -28,12 +28,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import kubecoord
-from kubecoord import Fence, FencedError
+from kubecoord import Fence
 from kubecoord._core.lease import Elector, LeaderRecord, Timings
 from kubecoord._internal.clock import ManualClock
 from kubecoord.backends.memory.records import RecordTable, TableView
 
-from ..helpers import Fault, ScriptedTable
+from ..helpers import Fault, FencedWrites, ScriptedTable
 
 NAME = "elections/billing"
 TIMINGS = Timings(lease_duration=3.0, renew_deadline=2.0, retry_period=1.0)
@@ -91,8 +91,7 @@ class ElectorMachine(RuleBasedStateMachine):
         self.coord = kubecoord.connect("memory://")
         self.storage = self.coord.storage("guarded")
         self.storage.put("k", "0")
-        self.accepted = 0  # the highest fencing token the storage accepted
-        self.writes = 0
+        self.fenced = FencedWrites()
 
     def teardown(self) -> None:
         event(f"acquisitions: {min(len(self.acquisitions), 5)}{'+' if len(self.acquisitions) > 5 else ''}")
@@ -169,24 +168,8 @@ class ElectorMachine(RuleBasedStateMachine):
         token = participant.last_epoch
         if token is None:
             return
-        leading = participant.elector.is_leader()
-        fence = Fence("billing", token)
-        self.writes += 1
-        key = f"k{self.writes}"
-        try:
-            if op == "put":
-                self.storage.put(key, participant.name, fence=fence)
-            elif op == "update":
-                self.storage.update("k", participant.name, fence=fence)
-            else:
-                self.storage.put(key, "")
-                self.storage.delete(key, fence=fence)
-        except FencedError:
-            assert token < self.accepted, f"fenced with {token} although the highest accepted is {self.accepted}"
-            assert not leading, f"{participant.name} leads at epoch {token} and its write was fenced"
-            return
-        assert token >= self.accepted, f"token {token} accepted after {self.accepted}"
-        self.accepted = token
+        self.fenced.write(self.storage, op, participant.name, Fence("billing", token),
+                          holding=participant.elector.is_leader())
 
     # -- invariants ----------------------------------------------------------------------
     @invariant()

@@ -32,13 +32,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 import kubecoord
-from kubecoord import CoordinationError, Fence, FencedError, LockHeldError, LockNotHeldError
+from kubecoord import CoordinationError, Fence, LockHeldError, LockNotHeldError
 from kubecoord.aio import AsyncLock, AsyncSemaphore
 from kubecoord.backends.memory.coordinator import MemoryCoordinator
 from kubecoord.backends.memory.records import RecordTable
 from kubecoord.testing import ManualClock, crash
 
-from ..helpers import Fault, ScriptedTable
+from ..helpers import Fault, FencedWrites, ScriptedTable
 
 SESSION_TIMEOUT = 3.0
 PROCESSES = 3
@@ -77,8 +77,7 @@ class LockMachine(RuleBasedStateMachine):
         self.processes = [Process(i, 0, self) for i in range(PROCESSES)]
         self.gone: list[Process] = []
         self.tokens: dict[int, list[int]] = {}  # per slot, every token acquire() reported
-        self.accepted = 0
-        self.writes = 0
+        self.fenced = FencedWrites()
 
     def open(self, coord: kubecoord.Coordinator, holder: str) -> Any:
         raise NotImplementedError
@@ -172,24 +171,8 @@ class LockMachine(RuleBasedStateMachine):
         token = process.last_token
         if token is None or self.slots > 1:
             return  # a semaphore's tokens are per slot: fencing domains are per lock name
-        holding = process.lock.is_held()
-        fence = Fence(process.lock.name, token)
-        self.writes += 1
-        key = f"k{self.writes}"
-        try:
-            if op == "put":
-                process.storage.put(key, process.id, fence=fence)
-            elif op == "update":
-                process.storage.update("k", process.id, fence=fence)
-            else:
-                process.storage.put(key, "")
-                process.storage.delete(key, fence=fence)
-        except FencedError:
-            assert token < self.accepted, f"fenced with {token} although the highest accepted is {self.accepted}"
-            assert not holding, f"{process.id} holds with token {token} and its write was fenced"
-            return
-        assert token >= self.accepted, f"token {token} accepted after {self.accepted}"
-        self.accepted = token
+        self.fenced.write(process.storage, op, process.id, Fence(process.lock.name, token),
+                          holding=process.lock.is_held())
 
     # -- invariants ----------------------------------------------------------------------
     @invariant()
