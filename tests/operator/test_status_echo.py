@@ -30,7 +30,7 @@ def test_the_echoed_conditions_are_kept_once() -> None:
     """The cached body's conditions are the very list the controller wrote (one copy a
     resource, not two), and only when they are equal to it."""
     from kubecoord.operator.controller.cache import Entry
-    from kubecoord.operator.controller.status import StatusWriter
+    from kubecoord.operator.controller.status_writer import StatusWriter
     from kubecoord.operator.model import BackendSpec
 
     key = ("groups", "ns", "g")

@@ -1,5 +1,5 @@
 """Status writes the API refuses (422, 413, 429, 5xx) are retried with backoff and never
-stop the resource's status work (kubecoord.operator.controller.status, StatusWriter): faults injected on the
+stop the resource's status work (kubecoord.operator.controller.status_writer, StatusWriter): faults injected on the
 emulator (ApiEmulator.fail). The size side — a Group too large to list whole in its
 status — runs on the real server (tests/real/test_install.py), whose object size limit is
 the one that matters."""

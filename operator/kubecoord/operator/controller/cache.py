@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubecoord.api import Coordinator
-from kubecoord.operator.controller.status import StatusWriter
+from kubecoord.operator.controller.status_writer import StatusWriter
 from kubecoord.operator.mirror import Mirror, Route
 from kubecoord.operator.model import BackendSpec
 from kubecoord.wire.crd import KINDS

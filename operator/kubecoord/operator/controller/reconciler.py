@@ -1,6 +1,6 @@
 """The reconciler: one work queue, a few workers, no task or thread per resource. Its
 parts live beside it: the per-resource state and the body cache (controller.cache), the
-status and its conditions (controller.status), the finalizer's clean-up
+status and its conditions (controller.status, written by controller.status_writer), the finalizer's clean-up
 (controller.finalizer), what a spec writes (controller.spec), the routing of owned
 objects' events (controller.routing) and the periodic resync (controller.resync).
 
@@ -67,7 +67,8 @@ from kubecoord.operator.controller.finalizer import Finalizer, live_metadata
 from kubecoord.operator.controller.owners import Key
 from kubecoord.operator.controller.resync import RESYNC_SECONDS
 from kubecoord.operator.controller.routing import ObjectRouting
-from kubecoord.operator.controller.status import StatusWriter, compose, unreachable
+from kubecoord.operator.controller.status import compose, unreachable
+from kubecoord.operator.controller.status_writer import StatusWriter
 from kubecoord.operator.controller.workqueue import ShutDown, WorkQueue
 from kubecoord.operator.mirror import Mirror, Notice, Snapshot
 from kubecoord.operator.model import BackendSpec
