@@ -40,6 +40,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from kubecoord.operator import term
+from kubecoord.wire import object_names
 from kubecoord_testkit import operator_freeze
 from kubecoord_testkit.servers.kubernetes import RealApiServer
 from tests.chart import conftest as chart_fixtures
@@ -98,9 +99,12 @@ def chart(real_cluster: RealApiServer, real_admin_api: k8s.ApiClient, helm: path
 
 
 def _replica(chart: Chart, folder: pathlib.Path, identity: str, *, freeze: str | None = None) -> Operator:
+    """With ``freeze``, armed by the file ``IDENTITY.armed`` in ``folder``: the first matching
+    write sent while it exists freezes the replica."""
     env = {}
     if freeze is not None:
-        env = {operator_freeze.PATTERN: freeze, operator_freeze.MARK: str(folder / f"{identity}.frozen")}
+        env = {operator_freeze.PATTERN: freeze, operator_freeze.MARK: str(folder / f"{identity}.frozen"),
+               operator_freeze.ARM: str(folder / f"{identity}.armed")}
     return Operator(chart.kubeconfig, chart.namespace, folder, identity,
                     ("--fence-writes", "--lease-name", LEASE),
                     lease_namespace=chart.release_namespace, program="kubecoord_testkit.operator_freeze", env=env,
@@ -137,6 +141,19 @@ def _writes(real_api: RealApiServer, namespace: str) -> list[Write]:
                             int((event.get("responseStatus") or {}).get("code") or 0),
                             ",".join(extra.get(term.EXTRA) or [])))
     return result
+
+
+def _await_frozen_write(real_api: RealApiServer, namespace: str, binding: str, within: float = 30.0) -> None:
+    """Until the audit log holds replica 1's binding PATCH after its freeze (its answer is
+    logged as the server completes it, which may be after replica 1 exited), for at most
+    ``within`` seconds: the resumed replica may cancel it before it is sent, and then it
+    never comes."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if sum(1 for w in _writes(real_api, namespace)
+               if w.agent == "replica-1" and w.name == binding and w.verb == "patch") >= 1:
+            return
+        time.sleep(0.2)
 
 
 def _lease_patch_status(kubeconfig: pathlib.Path, namespace: str, name: str) -> int:
@@ -185,15 +202,22 @@ def test_a_grant_frozen_between_check_and_send_is_refused_after_the_takeover(
                                             "retryPeriodSeconds": 0.5, "clients": ["keeper"]})
         eventually(lambda: api.ready("LeaderElection", name), timeout=60, interval=0.3)
         assert _subjects(api, binding) == ["keeper"]
+        # Armed only now: under load the first reconcile's own PATCH of the binding (a retry
+        # after a write timed out) would otherwise freeze replica 1 with [keeper] instead.
+        (tmp_path / "replica-1.armed").touch()
         _clients(api, name, ["keeper", "victim"])
-        eventually(lambda: (tmp_path / "replica-1.frozen").exists(), timeout=30, interval=0.1)
+        eventually(lambda: (tmp_path / "replica-1.frozen").exists(), timeout=60, interval=0.1)
         _clients(api, name, ["keeper"])  # victim removed while replica 1 is frozen with its grant
+        # Replica 2 binds what the spec says: if the removal above reached it only after its
+        # takeover (a slow API server), its first binding write is [keeper, victim] and a
+        # later one [keeper], so wait for the binding as the spec says, written by replica 2.
         eventually(lambda: any(w.agent == "replica-2" and w.name == binding and w.code < 300
-                               for w in _writes(real_cluster, chart.namespace)), timeout=60, interval=0.3)
+                               for w in _writes(real_cluster, chart.namespace))
+                   and _subjects(api, binding) == ["keeper"], timeout=120, interval=0.3)
         assert first.process is not None
         first.process.send_signal(signal.SIGCONT)
-        eventually(lambda: first.process is not None and first.process.poll() is not None, timeout=30, interval=0.2)
-        time.sleep(1.0)  # the audit log is written as requests complete
+        eventually(lambda: first.process is not None and first.process.poll() is not None, timeout=60, interval=0.2)
+        _await_frozen_write(real_cluster, chart.namespace, binding)
         assert _subjects(api, binding) == ["keeper"], "the deposed replica's grant was applied"
         assert _lease_patch_status(as_victim, chart.namespace, name) == 403
     finally:
@@ -221,7 +245,9 @@ def test_a_grant_frozen_between_check_and_send_is_refused_after_the_takeover(
 
 
 def _stale_write_status(chart: Chart, stale: str) -> int:
-    """A dry-run ConfigMap create by the chart's ServiceAccount naming ``stale`` as its term."""
+    """A dry-run ConfigMap create by the chart's ServiceAccount naming ``stale`` as its term,
+    labelled as kubecoord's: the chart's policy on the operator's writes refuses an
+    unlabelled one too, and which of two refusing policies the answer names varies."""
     configuration = k8s.Configuration()
     k8s_config.load_kube_config(config_file=str(chart.kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
     client = k8s.ApiClient(configuration)
@@ -231,7 +257,9 @@ def _stale_write_status(chart: Chart, stale: str) -> int:
         client.set_default_header(name, value)
     try:
         k8s.CoreV1Api(client).create_namespaced_config_map(
-            chart.namespace, {"metadata": {"name": "stale-term"}}, dry_run="All")  # type: ignore[arg-type]
+            chart.namespace, {"metadata": {"name": "stale-term", "labels": {object_names.MANAGED_BY_LABEL:
+                                                                            object_names.MANAGED_BY}}},
+            dry_run="All")  # type: ignore[arg-type]
     except ApiException as error:
         assert error.status != 403 or "operator-term" in str(error.body), error.body
         return int(error.status)
