@@ -18,6 +18,8 @@ DEFAULT_GROUP_SESSION_TIMEOUT  10       a group coordinator member's session (KI
                                         session.timeout.ms; the CRD's sessionTimeoutSeconds
                                         of spec.coordinator)
 DEFAULT_REBALANCE_TIMEOUT      30       how long a group leader waits for members to join
+DEFAULT_REQUEST_TIMEOUT        5        how long one request of a client may take
+                                        (request_timeout of kubernetes:// and etcd://)
 =============================  =======  ==================================================
 
 The lease timings' rule:
@@ -51,6 +53,7 @@ DEFAULT_SESSION_LEASE = 10.0
 DEFAULT_RENEW_INTERVAL = 5.0
 DEFAULT_GROUP_SESSION_TIMEOUT = 10.0
 DEFAULT_REBALANCE_TIMEOUT = 30.0
+DEFAULT_REQUEST_TIMEOUT = 5.0
 
 
 TIMING_NAMES = ("lease_duration", "renew_deadline", "retry_period")

@@ -32,9 +32,7 @@ from kubecoord.operator import fencing, kubeapi
 from kubecoord.operator.model import BackendSpec
 from kubecoord.resources.credentials import connection_options
 from kubecoord.resources.specs import Credentials
-
-DEFAULT_REQUEST_TIMEOUT = 5.0
-"""The kubernetes backend's request_timeout when a spec sets none (its documented default)."""
+from kubecoord.timings import DEFAULT_REQUEST_TIMEOUT
 
 Connector = Callable[[BackendSpec], Coordinator]
 

@@ -34,7 +34,7 @@ from kubecoord._internal.clock import Clock
 from kubecoord.api import Leader
 from kubecoord.errors import MemberExistsError
 from kubecoord.history import EventLog
-from kubecoord.timings import Timings
+from kubecoord.timings import DEFAULT_REQUEST_TIMEOUT, Timings
 from kubecoord.wire.events import Event
 from kubecoord.wire.leader_record import Observation, expires_at
 
@@ -119,7 +119,7 @@ class LeaseElection(ElectionHandle):
         timings: Timings,
         clock: Clock,
         wall: Callable[[], float] = time.time,
-        request_timeout: float = 5.0,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         super().__init__(owner, service, events)
         self.timings = timings

@@ -75,7 +75,7 @@ from kubecoord._core.lease.store import RecordConflict, RecordStore
 from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord.errors import CoordinationError
 from kubecoord.history import EventLog
-from kubecoord.timings import Timings
+from kubecoord.timings import DEFAULT_REQUEST_TIMEOUT, Timings
 from kubecoord.wire.events import Event, Primitive
 from kubecoord.wire.leader_record import LeaderRecord, Observation, expires_at, from_unix, released
 
@@ -117,7 +117,7 @@ class Elector:
         backend: str,
         metrics: LeaseMetrics = client_metrics,
         wall: Callable[[], float] = time.time,
-        request_timeout: float = 5.0,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         creates_record: bool = True,
     ) -> None:
         self.service = service

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubecoord import validation
 from kubecoord.errors import InvalidArgumentError
-from kubecoord.timings import DEFAULT_SESSION_LEASE, TIMING_NAMES
+from kubecoord.timings import DEFAULT_REQUEST_TIMEOUT, DEFAULT_SESSION_LEASE, TIMING_NAMES
 
 DEFAULT_PORT = 2379
 CLOCK_MARGIN = 1.0
@@ -23,7 +23,7 @@ class Options:
     lease_duration: int = int(DEFAULT_SESSION_LEASE)
     renew_deadline: float | None = None
     retry_period: float | None = None
-    request_timeout: float = 5.0
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     username: str | None = None
     password: str | None = None
     tls: dict[str, str] | None = None
@@ -68,7 +68,7 @@ def parse(options: dict[str, Any]) -> Options:
                                "etcd backend: lease_duration")
     renew_deadline = _seconds(options, "renew_deadline")
     retry_period = _seconds(options, "retry_period")
-    request_timeout = _seconds(options, "request_timeout") or 5.0
+    request_timeout = _seconds(options, "request_timeout") or DEFAULT_REQUEST_TIMEOUT
     validation.check_credentials(options, "etcd")
     tls = options.get("tls")
     if tls is not None and (

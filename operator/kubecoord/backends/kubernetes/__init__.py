@@ -76,12 +76,12 @@ from kubecoord.history import HistoryTarget, open_event_log
 from kubecoord.timings import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
+    DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_RETRY_PERIOD,
     Timings,
 )
 from kubecoord.wire.kv_shards import check_shards
 
-DEFAULT_REQUEST_TIMEOUT = 5.0
 _ENVELOPE = 4096
 
 __all__ = ["ClusterConfig", "Endpoint", "KubernetesCoordinator", "Timings", "connect", "load_config",
