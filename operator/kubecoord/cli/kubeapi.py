@@ -37,7 +37,7 @@ from kubecoord.cli.exits import UsageError
 from kubecoord.cli.http_get import Connection, Deadline
 from kubecoord.errors import BackendUnavailableError, InvalidArgumentError, PermissionDeniedError
 from kubecoord.wire.api_status import translate_status
-from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, kubeconfig_to_read
+from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, kubeconfig_to_read, pod_namespace
 
 EXEC_TIMEOUT = 30.0
 
@@ -82,12 +82,9 @@ def load_credentials(
     if path is None:
         host = os.environ["KUBERNETES_SERVICE_HOST"]
         host = f"[{host}]" if ":" in host else host
-        if not namespace:
-            namespace_file = service_account_dir / "namespace"
-            namespace = namespace_file.read_text().strip() if namespace_file.exists() else "default"
         return Credentials(
             server=f"https://{host}:{os.environ['KUBERNETES_SERVICE_PORT']}",
-            namespace=namespace,
+            namespace=namespace or pod_namespace(service_account_dir),
             source="in-cluster",
             ca_file=str(service_account_dir / "ca.crt"),
             token_file=str(service_account_dir / "token"),

@@ -36,6 +36,12 @@ def kubeconfig_to_read(explicit: str | None, service_account_dir: Path = SERVICE
     return None if in_cluster(service_account_dir) else default_kubeconfig()
 
 
+def pod_namespace(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> str:
+    """The pod's namespace (the service account's namespace file), else "default"."""
+    namespace_file = service_account_dir / "namespace"
+    return namespace_file.read_text().strip() if namespace_file.exists() else "default"
+
+
 def default_kubeconfig() -> str:
     """The kubeconfig used without an explicit path: the first of $KUBECONFIG, else ~/.kube/config."""
     first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]

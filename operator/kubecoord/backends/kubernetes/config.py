@@ -26,7 +26,7 @@ from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
 
 from kubecoord.errors import InvalidArgumentError
-from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, kubeconfig_to_read
+from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, kubeconfig_to_read, pod_namespace
 
 POOL_SIZE = 32
 
@@ -58,10 +58,7 @@ def load(
             loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
         except ConfigException as exc:
             raise InvalidArgumentError(f"kubernetes backend: bad in-cluster configuration: {exc}") from None
-        if not namespace:
-            namespace_file = service_account_dir / "namespace"
-            namespace = namespace_file.read_text().strip() if namespace_file.exists() else "default"
-        return ClusterConfig(_tuned(configuration), namespace, "in-cluster")
+        return ClusterConfig(_tuned(configuration), namespace or pod_namespace(service_account_dir), "in-cluster")
 
     configuration = k8s.Configuration()
     try:
