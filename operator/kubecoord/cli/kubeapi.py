@@ -1,10 +1,14 @@
 """A one-shot reader of the Kubernetes API on the standard library (ssl, http_get.py).
 
 The state commands answer from a few GETs (``kubectl get`` does the same), so this module
-reads instead of a client library: the kubernetes client's import alone takes longer than
-the whole command's budget (0.3 s), and pykube-ng's (requests and requests-oauthlib: 0.2 s
-of import time measured with ``python -X importtime`` on a loaded 2-core machine) runs an
-exec plugin again for every request and reads no ``tokenFile``. So: no watch, no
+reads instead of a client library. Neither library fits the command's budget (0.3 s):
+importing ``kubernetes.config`` costs ~470 ms of CPU and ``pykube`` (with requests and
+requests-oauthlib) ~290 ms, against ~10 ms for ``python -c pass`` and ~125 ms for a whole
+``kubecoord leader NAME`` (CPU medians: ``/usr/bin/time -f %U+%S python -c "import
+pykube"``, and bench/bench_cli.py). pykube-ng's credentials fall short too: it reads the
+service-account token once (no rotation), no ``tokenFile``, exec plugins of
+client.authentication.k8s.io v1alpha1 and v1beta1 only (not v1), run again for every
+request. So: no watch, no
 informer, one keep-alive connection, every request bounded by ``--timeout`` in total
 (connect, TLS, headers and body: a hung or trickling server is exit 6, never a hang).
 

@@ -18,7 +18,6 @@ read it); connect() runs off the event loop.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -55,8 +54,8 @@ def connect_options(spec: BackendSpec) -> dict[str, Any]:
         # Lease's term, as kubeapi's do (kubecoord.operator.fencing).
         options["request_timeout"] = min(float(options.get("request_timeout", DEFAULT_REQUEST_TIMEOUT)),
                                          fencing.write_timeout())
-        if os.environ.get("KUBECONFIG"):
-            options["kubeconfig"] = os.environ["KUBECONFIG"]
+        if kubeapi.kubeconfig() is not None:
+            options["kubeconfig"] = kubeapi.kubeconfig()
     if spec.credentials is not None:
         options.update(connection_options(spec.credentials, read_secret(spec.credentials)))
     return options
