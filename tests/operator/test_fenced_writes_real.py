@@ -16,7 +16,8 @@ wrote it and the removed client's Lease patch is refused. The frozen write's own
 is 403 when the server judges it before the resumed replica — which notices at once that
 it lost the Lease — cancels it; on this loaded machine it was cancelled in some runs about
 20 ms after receipt (504, context canceled) and in one before it was sent; measured: 403
-in 6 runs, 504 in 3, never received in 1. Without ``--fence-writes`` the
+in 6 runs, 504 in 3, never received in 1; at load 12-23 with a storm running beside it, 403
+in 1 of 7, 504 in 4, never received in 2. Without ``--fence-writes`` the
 same write names no term and reaches the server unjudged — applied whenever the server
 is quicker than that cancellation (the late grants applied 0.65-4.4 s after a takeover in
 the two-replica storm that found the defect).

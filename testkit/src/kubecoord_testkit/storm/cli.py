@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--op-interval", type=float, default=0.25, help="seconds between operations (default 0.25)")
     parser.add_argument("--unfenced", action="store_true",
                         help="the chart with rbac.fenceOperatorWrites=false, replicas without --fence-writes")
-    parser.add_argument("--settle", type=float, default=180.0, help="seconds the end state may take (default 180)")
+    parser.add_argument("--settle", type=float, default=180.0,
+                        help="seconds the end state may take (default 180; scaled with the Lease timings "
+                             "on a loaded machine)")
     parser.add_argument("--helm", type=pathlib.Path, help="helm binary (default: beside python, .venv/bin, PATH)")
     parser.add_argument("--out", type=pathlib.Path, help="folder for logs and report.json (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's logs and audit log even when ok")

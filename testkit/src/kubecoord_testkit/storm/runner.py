@@ -61,6 +61,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
+from kubecoord.operator import fencing
 from kubecoord.operator import term as operator_term
 from kubecoord.wire import object_names
 from kubecoord.wire.group_record import derived_name
@@ -97,8 +98,11 @@ class StormOptions:
     fault_every: float = 12.0
     op_interval: float = 0.25
     timings: tuple[float, float, float] = (6.0, 4.0, 0.5)
-    """The operator Lease's duration, renew deadline, retry period (writes may take 2 s)."""
+    """The operator Lease's duration, renew deadline, retry period (writes may take 2 s) on a
+    machine whose API writes are quick; scaled up with the measured write latency
+    (``scaled_timings``)."""
     settle: float = 180.0
+    """Seconds the end state may take, scaled by the same factor as the timings."""
     helm: pathlib.Path | None = None
     keep: bool = False
     """Leave the cluster's folder (logs, audit log) in place."""
@@ -123,6 +127,10 @@ class Report:
     """Server time per applied operator write, p50 and p99 (audit received -> answered)."""
     seconds: float = 0.0
     workdir: pathlib.Path | None = None
+    timings: tuple[float, float, float] | None = None
+    """The operator Lease's timings as run (``scaled_timings``)."""
+    write_probe_s: float = 0.0
+    """The driver's write round trip before the storm, p90 of WRITE_PROBES, seconds."""
 
     @property
     def ok(self) -> bool:
@@ -147,6 +155,8 @@ class Report:
             "settled_after_s": None if self.settled_after is None else round(self.settled_after, 1),
             "server_ms_per_write_p50": round(self.write_ms[0], 2),
             "server_ms_per_write_p99": round(self.write_ms[1], 2),
+            "write_probe_p90_s": round(self.write_probe_s, 3),
+            "lease_timings_s": list(self.timings or self.options.timings),
         }
 
     def render(self) -> str:
@@ -297,6 +307,8 @@ class _Storm:
         self.server = RealApiServer(find_binaries(), workdir / "cluster", cluster=True,
                                     audit_rules=(judging.lease_audit_rule(RELEASE_NAMESPACE),))
         self.replicas: list[Replica] = []
+        self.timings = options.timings
+        """The operator Lease's timings as run (set in ``start``)."""
         self.control: ThreadedFaultProxy | None = None
         self.admin: _Admin | None = None
 
@@ -311,7 +323,10 @@ class _Storm:
             self.server.url, f"https://127.0.0.1:{self.control.port}"))
         self.admin = _Admin(admin_config)
         policy, binding = _install(self.admin, _render(_find_helm(self.options.helm), self.options.fenced))
-        config = ReplicaConfig(NAMESPACE, RELEASE_NAMESPACE, LEASE, self.options.timings, self.options.fenced, policy,
+        self.report.write_probe_s = _write_round_trip(self.admin)
+        self.timings = scaled_timings(self.options.timings, self.report.write_probe_s)
+        self.report.timings = self.timings
+        config = ReplicaConfig(NAMESPACE, RELEASE_NAMESPACE, LEASE, self.timings, self.options.fenced, policy,
                                binding)
         replicas = self.workdir / "replicas"
         replicas.mkdir(exist_ok=True)
@@ -379,7 +394,7 @@ class _Storm:
     def _taken_over(self, other: Replica) -> bool:
         assert self.admin is not None
         return self._wait(lambda: self.admin is not None and self.admin.holder() == other.identity,
-                          self.options.timings[0] * 4 + 30, f"{other.identity} to take over")
+                          self.timings[0] * 4 + 30, f"{other.identity} to take over")
 
     def _successor_wrote(self, other: Replica) -> bool:
         return self._wait(lambda: "leading: starting reconciliation" in other.log_text(), 60,
@@ -599,7 +614,7 @@ def run(options: StormOptions, workdir: pathlib.Path) -> Report:
         traffic.join(30)
         storm.heal()
         settling = time.monotonic()
-        deadline = settling + options.settle
+        deadline = settling + options.settle * storm.timings[0] / options.timings[0]
         problems = storm.end_state()
         while problems and time.monotonic() < deadline:
             storm._respawn()
@@ -620,6 +635,37 @@ def run(options: StormOptions, workdir: pathlib.Path) -> Report:
         if not options.keep and report.ok:
             shutil.rmtree(workdir / "cluster", ignore_errors=True)
     return report
+
+
+WRITE_HEADROOM = 4.0
+"""An operator write request may take this many times the measured write round trip."""
+WRITE_PROBES = 20
+
+
+def scaled_timings(timings: tuple[float, float, float], write_round_trip: float) -> tuple[float, float, float]:
+    """``timings`` (lease duration, renew deadline, retry period) as given while the write
+    timeout they imply (kubecoord.operator.fencing.term_write_timeout) is at least
+    WRITE_HEADROOM times ``write_round_trip``, else all three scaled by the factor that
+    makes it so: on a loaded machine the operator's writes must not all time out, or
+    nothing converges (and neither renewals nor takeovers keep to quick timings)."""
+    timeout = fencing.term_write_timeout(timings[0], timings[1])
+    factor = max(1.0, WRITE_HEADROOM * write_round_trip / timeout)
+    return (round(timings[0] * factor, 2), round(timings[1] * factor, 2), round(timings[2] * factor, 2))
+
+
+def _write_round_trip(admin: _Admin) -> float:
+    """p90 of WRITE_PROBES ConfigMap patches' round trips, in seconds, from this process (run
+    at the replicas' priority): what a write takes on this machine now."""
+    name = "storm-write-probe"
+    admin.core.create_namespaced_config_map(RELEASE_NAMESPACE, {"metadata": {"name": name}})  # type: ignore[arg-type]
+    spans = []
+    for probe in range(WRITE_PROBES):
+        began = time.monotonic()
+        admin.core.patch_namespaced_config_map(name, RELEASE_NAMESPACE, {"data": {"probe": str(probe)}})
+        spans.append(time.monotonic() - began)
+    admin.core.delete_namespaced_config_map(name, RELEASE_NAMESPACE)
+    spans.sort()
+    return spans[int(len(spans) * 0.9)]
 
 
 def _server_times(audit: pathlib.Path) -> tuple[float, float]:
