@@ -91,6 +91,15 @@ class Handle:
             raise ClosedError(f"this {self._owner.backend} {self.kind} handle was closed")
         self._owner.check_open()
 
+    def _check_call(self, member: str, field: str, data: str | None = None) -> None:
+        """A member's call checked in one order on every handle: its id (named ``field`` in
+        the error), its ``data`` when it carries some, then that the handle is open — a bad
+        argument is reported as such even on a closed handle."""
+        validation.check_id(member, field)
+        if data is not None:
+            validation.check_data(data)
+        self._check_open()
+
     def _record(self, event: str, **fields: Any) -> None:
         """One history event of this handle's primitive and name."""
         self._history.record(primitive=self.primitive, name=self._name, event=event, **fields)
@@ -136,9 +145,7 @@ class ElectionHandle(_Listened[str | None], Handle, LeaderElection):
     primitive = Primitive.LEADER_ELECTION
 
     def nominate(self, candidate_id: str, data: str = "") -> bool:
-        validation.check_id(candidate_id, "candidate_id")
-        validation.check_data(data)
-        self._check_open()
+        self._check_call(candidate_id, "candidate_id", data)
         return self._nominate(candidate_id, data)
 
     def get_leader(self) -> Leader | None:
@@ -146,8 +153,7 @@ class ElectionHandle(_Listened[str | None], Handle, LeaderElection):
         return self._get_leader()
 
     def resign(self, candidate_id: str) -> None:
-        validation.check_id(candidate_id, "candidate_id")
-        self._check_open()
+        self._check_call(candidate_id, "candidate_id")
         self._resign(candidate_id)
 
     @abc.abstractmethod
@@ -214,14 +220,11 @@ class GroupHandle(_Listened[set[str]], Handle, GroupMembership):
     primitive = Primitive.GROUP
 
     def join(self, member_id: str, data: str = "") -> None:
-        validation.check_id(member_id, "member_id")
-        validation.check_data(data)
-        self._check_open()
+        self._check_call(member_id, "member_id", data)
         self._join(member_id, data)
 
     def leave(self, member_id: str) -> None:
-        validation.check_id(member_id, "member_id")
-        self._check_open()
+        self._check_call(member_id, "member_id")
         self._leave(member_id)
 
     def membership(self) -> dict[str, str]:
