@@ -44,7 +44,7 @@ from kubecoord_testkit.servers.managed import free_port
 from tests.fixtures.real_kubernetes import MintKubeconfig, create_namespace, install_crds
 from tests.helpers import eventually
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 GROUP, VERSION = "kubecoord.dev", "v1alpha1"
 PLURALS = {"LeaderElection": "leaderelections", "Group": "groups", "KVStore": "kvstores"}
@@ -95,6 +95,16 @@ class Operator:
             processes.stop(self.process, 30)
             self.process = None
 
+    def serving(self) -> Iterator[Operator]:
+        """For a module fixture (``yield from Operator(...).serving()``): started, then
+        stopped, its log's tail printed (pytest shows it when a test of the module failed)."""
+        self.start()
+        try:
+            yield self
+        finally:
+            self.stop()
+            print(self.text()[-4000:])
+
     def text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
@@ -110,13 +120,8 @@ def operator(real_kubeconfig: pathlib.Path, namespace: str,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     # No admission policy on this server: Group clients are accepted unconfined (the
     # confinement itself: test_grants_real.py).
-    running = Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "operator-a",
-                       ("--allow-unconfined-group-clients",)).start()
-    try:
-        yield running
-    finally:
-        running.stop()
-        print(running.text()[-4000:])
+    yield from Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "operator-a",
+                        ("--allow-unconfined-group-clients",)).serving()
 
 
 class Api:

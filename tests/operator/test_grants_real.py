@@ -56,14 +56,9 @@ def namespace(real_admin_api: k8s.ApiClient, real_cluster: RealApiServer) -> str
 @pytest.fixture(scope="module")
 def operator(real_kubeconfig: pathlib.Path, namespace: str,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
-    running = Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "grants-a",
-                       ("--resync-seconds", str(RESYNC_SECONDS), "--confinement-policy", POLICY,
-                        "--confinement-binding", BINDING)).start()
-    try:
-        yield running
-    finally:
-        running.stop()
-        print(running.text()[-4000:])
+    yield from Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "grants-a",
+                        ("--resync-seconds", str(RESYNC_SECONDS), "--confinement-policy", POLICY,
+                         "--confinement-binding", BINDING)).serving()
 
 
 @pytest.fixture(scope="module")

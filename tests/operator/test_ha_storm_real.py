@@ -26,7 +26,7 @@ from kubecoord_testkit.servers.kubernetes import CLUSTER_COMPONENTS, BinariesNot
 from kubecoord_testkit.storm.runner import StormOptions, run
 from tests.chart import conftest as chart_fixtures
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 helm = chart_fixtures.helm
 

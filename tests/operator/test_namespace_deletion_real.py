@@ -37,13 +37,8 @@ def namespaces(real_admin_api: k8s.ApiClient, real_cluster: RealApiServer) -> tu
 def operator(real_kubeconfig: pathlib.Path, namespaces: tuple[str, str],
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     doomed, kept = namespaces  # both watched; its Lease in the kept one
-    running = Operator(real_kubeconfig, kept, tmp_path_factory.mktemp("operator"), "nsdel-a",
-                       ("--namespace", doomed, "--allow-unconfined-group-clients")).start()
-    try:
-        yield running
-    finally:
-        running.stop()
-        print(running.text()[-4000:])
+    yield from Operator(real_kubeconfig, kept, tmp_path_factory.mktemp("operator"), "nsdel-a",
+                        ("--namespace", doomed, "--allow-unconfined-group-clients")).serving()
 
 
 def _count_ready(custom: k8s.CustomObjectsApi, namespace: str) -> int:

@@ -52,12 +52,7 @@ def namespace(real_admin_api: k8s.ApiClient, real_cluster: RealApiServer) -> str
 @pytest.fixture(scope="module")
 def operator(real_kubeconfig: pathlib.Path, namespace: str, tmp_path_factory: pytest.TempPathFactory,
              ) -> Iterator[Operator]:
-    running = Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "refinal-operator").start()
-    try:
-        yield running
-    finally:
-        running.stop()
-        print(running.text()[-4000:])
+    yield from Operator(real_kubeconfig, namespace, tmp_path_factory.mktemp("operator"), "refinal-operator").serving()
 
 
 def _backend(request: pytest.FixtureRequest, which: str) -> tuple[str, str, dict[str, Any]]:
