@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kubecoord.analytics.pipeline import Analysis, analyze
 from kubecoord.history import rfc3339
 from kubecoord.wire.events import SCHEMA_VERSION
 
@@ -81,3 +83,16 @@ def where(log: Log, line: int, *, reversed_file: bool = False) -> tuple[str, int
     """(file URI, line number) as the pipeline reports them."""
     number = len(log.lines) + 1 - line if reversed_file else line
     return log.path.as_uri().replace("file:///", "file:/"), number
+
+
+def analyzed(spark: Any, root: Path, logs: Iterable[Log], *, skew: float) -> Iterator[Analysis]:
+    """For a module fixture (``yield from analyzed(...)``): ``logs`` written, every
+    ``*.jsonl`` of ``root`` analyzed with clock tolerance ``skew``, the analysis closed at
+    the module's end."""
+    for each in logs:
+        each.write()
+    result = analyze(spark, [str(root / "*.jsonl")], skew=skew)
+    try:
+        yield result
+    finally:
+        result.close()

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from kubecoord.analytics.pipeline import Analysis, analyze
+from kubecoord.analytics.pipeline import Analysis
 
-from .histories import Log
+from .histories import Log, analyzed
 
 TOLERANCE = 0.1
 """Below the 0.3 s skew of the two-clock histories: only the evidence can explain it."""
@@ -102,11 +102,7 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
 
             b.add = stepping  # type: ignore[method-assign]
         _two_clocks(a, b, overlap=overlap)
-    for each in logs:
-        each.write()
-    result = analyze(spark, [str(root / "*.jsonl")], skew=TOLERANCE)
-    yield result
-    result.close()
+    yield from analyzed(spark, root, logs, skew=TOLERANCE)
 
 
 def _violations(analysis: Analysis, namespace: str) -> list[tuple[str, str]]:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from kubecoord.analytics.pipeline import Analysis, analyze
+from kubecoord.analytics.pipeline import Analysis
 
-from .histories import Log
+from .histories import Log, analyzed
 
 
 @pytest.fixture(scope="module")
@@ -28,11 +28,7 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     a.add(1.30, "kv", "store", "updated", key="k", version=2, sent=1.02)
     a.add(1.32, "kv", "store", "deleted", key="k", version=2, sent=1.31)
     b.add(1.34, "kv", "store", "put", key="k", version=1, sent=1.33)
-    a.write()
-    b.write()
-    result = analyze(spark, [str(root / "*.jsonl")], skew=0.0)
-    yield result
-    result.close()
+    yield from analyzed(spark, root, (a, b), skew=0.0)
 
 
 def test_another_incarnations_version_proves_no_skew(analysis: Analysis) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kubecoord.analytics.pipeline import Analysis, analyze
+from kubecoord.analytics.pipeline import Analysis
 
-from .histories import Log
+from .histories import Log, analyzed
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +31,7 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     a.add(2.01, "kv", "store", "put", key="race", version=1, sent=2.00)
     a.add(2.30, "kv", "store", "put", key="race", version=1, sent=2.20)
     b.add(2.40, "kv", "store", "deleted", key="race", version=1, sent=2.35)
-    a.write()
-    b.write()
-    result = analyze(spark, [str(root / "*.jsonl")], skew=0.0)
-    yield result
-    result.close()
+    yield from analyzed(spark, root, (a, b), skew=0.0)
 
 
 def test_a_delete_that_overlaps_the_put_may_come_first_and_a_later_one_cannot(analysis: Analysis) -> None:

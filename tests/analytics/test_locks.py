@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from kubecoord.analytics.pipeline import Analysis, analyze
+from kubecoord.analytics.pipeline import Analysis
 
-from .histories import Log
+from .histories import Log, analyzed
 
 """The module's analysis runs in its first test's set-up: ~40 s at load 5, past the
 default 180 s at load 18 (a fresh-clone run beside two engineers' Spark jobs)."""
@@ -68,11 +68,7 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     p.leader(1.0, "handed", "resigned", "p", 2)
     q.add(1.011, "leader_election", "handed", "acquired", member="q", epoch=3, valid_until=2.5, sent=1.001)
     q.leader(2.0, "handed", "resigned", "q", 3)
-    for each in logs:
-        each.write()
-    result = analyze(spark, [str(root / "*.jsonl")], skew=0.5)
-    yield result
-    result.close()
+    yield from analyzed(spark, root, logs, skew=0.5)
 
 
 def _violations(analysis: Analysis, namespace: str) -> list[tuple[str, str]]:
