@@ -25,7 +25,7 @@ _URL_LINES = "\n".join("  " + form for form in REACHABLE_URL_FORMS)
 
 DESCRIPTION = f"""\
 kubecoord: leader election, group membership and a key-value store for distributed
-applications, over Kubernetes (Leases, ConfigMaps), ZooKeeper, Cassandra or memory.
+applications, over Kubernetes (Leases, ConfigMaps), ZooKeeper, Cassandra, etcd or memory.
 Applications use the Python library (kubecoord.connect); this command lets a person or a
 script see and change the same state: who leads, who is in a group, what a store holds, live.
 
