@@ -436,8 +436,9 @@ class Storage(_Closeable):
     accepted (the same holder writes many times); a higher one raises the mark. The check
     and the write are one compare-and-set on the object that holds the key, so the rule
     holds across processes and restarts. The marks' scope is that object: the whole store
-    on memory://, zookeeper:// (the store's root znode) and cassandra:// (the store's
-    partition); the key's ConfigMap shard on kubernetes:// (one shard per 512 KiB of a
+    on memory://, zookeeper:// (the store's root znode), cassandra:// (the store's
+    partition) and etcd:// (the store's key, ``[PREFIX/]_kubecoord/kv/STORE``); the key's
+    ConfigMap shard on kubernetes:// (one shard per 512 KiB of a
     KVStore's sizeLimit — two for the default 1Mi — or the ``kv_shards`` option, 1 by
     default, without one). A key's own writes are always in one scope. Writes without a
     fence are never refused by the marks and leave them alone. Not guaranteed: that marks

@@ -11,8 +11,9 @@ DEFAULT_LEASE_DURATION         15       a Lease's duration on kubernetes:// (cli
 DEFAULT_RENEW_DEADLINE         10       how long a leader acts without a renewal
 DEFAULT_RETRY_PERIOD           2        between renewals and member heartbeats
 DEFAULT_SESSION_LEASE          10       lease_duration of the session backends (memory://,
-                                        zookeeper://, cassandra://: kazoo's session
-                                        default); the CRDs' ``sessionTimeoutSeconds``
+                                        zookeeper://, cassandra://, etcd://: kazoo's
+                                        session default); the CRDs'
+                                        ``sessionTimeoutSeconds``
 DEFAULT_RENEW_INTERVAL         5        a Group member Lease's renewal (renewIntervalSeconds)
 DEFAULT_GROUP_SESSION_TIMEOUT  10       a group coordinator member's session (KIP-795's
                                         session.timeout.ms; the CRD's sessionTimeoutSeconds

@@ -62,7 +62,8 @@ def add_command_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long the hold outlives a holder that stopped renewing: the Lease duration (kubernetes://; "
         "renew deadline and retry period in client-go's 15:10:2 proportion), the session timeout "
-        f"(zookeeper://, cassandra://); default the backend's ({DEFAULT_LEASE_DURATION:g} s, "
+        f"(zookeeper://, cassandra://), the lease's TTL (etcd://; whole seconds, at least 4: renew deadline "
+        f"and retry period in the same proportion); default the backend's ({DEFAULT_LEASE_DURATION:g} s, "
         f"{DEFAULT_SESSION_LEASE:g} s); a LeaderElection resource's timings win over it",
     )
     parser.set_defaults(cmd=[])  # the command after --: kubecoord.cli's main() splits it off

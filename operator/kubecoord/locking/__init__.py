@@ -8,7 +8,7 @@ with them), so this package sits above the interface and below the core.
 What does not: anything backend-specific, and the runners behind
 ``LeaderElection.run()`` and ``Lock.run()`` (kubecoord.running, below the interface).
 These classes use only kubecoord.api, so every backend that implements LeaderElection
-(memory, kubernetes, zookeeper, cassandra, and any added later) gets locks and
+(memory, kubernetes, zookeeper, cassandra, etcd, and any added later) gets locks and
 semaphores with the election's safety rules and epochs.
 """
 

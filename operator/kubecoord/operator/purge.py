@@ -1,5 +1,5 @@
 """What a deleted resource leaves on a backend that Kubernetes cannot clean up (ZooKeeper,
-Cassandra): the finalizer's work (the status controller runs it, then removes the
+Cassandra, etcd): the finalizer's work (the status controller runs it, then removes the
 finalizer; kubecoord.operator.controller.spec).
 
 A Purgeable backend (kubecoord.capabilities) deletes the resource's objects, and for a

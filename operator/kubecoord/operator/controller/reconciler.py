@@ -12,7 +12,7 @@ Inputs (events never do work, they only enqueue the owning resource's key):
   resources that read the object (controller.routing: controller-runtime's "watch owned
   objects, enqueue the owner") and those are enqueued; their status is then computed
   from the caches, with no handle per resource (kubecoord.operator.kinds);
-- elsewhere (zookeeper, cassandra, memory, and Groups whose assignment the operator
+- elsewhere (zookeeper, cassandra, etcd, memory, and Groups whose assignment the operator
   leads) the status mirrors' listeners on their handles enqueue the resource whose
   election, group or store changed;
 - the create/update handlers enqueue the resource once its backing objects and client

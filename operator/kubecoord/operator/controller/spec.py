@@ -37,7 +37,7 @@ from kubecoord.operator import backing, confinement, kubeapi, lease_grants, rbac
 from kubecoord.wire.crd import GROUP, PLURALS
 
 FINALIZER = f"{GROUP}/cleanup"
-"""On resources whose backend Kubernetes cannot clean up (ZooKeeper, Cassandra): removed by
+"""On resources whose backend Kubernetes cannot clean up (ZooKeeper, Cassandra, etcd): removed by
 the controller once their objects are purged (kubecoord.operator.purge)."""
 
 

@@ -13,7 +13,7 @@ the rest from the work queue:
 - delete: the kubernetes backend needs no finalizer (ownerReferences let the garbage
   collector remove the backing objects); on the DELETED event the controller revokes the
   clients' RBAC first and then recomputes the Lease grants (the admission confinement
-  goes last). On zookeeper and cassandra the controller's finalizer purges the backend's
+  goes last). On zookeeper, cassandra and etcd the controller's finalizer purges the backend's
   objects, bounded, then lets the resource go.
 
 Not guaranteed: status while the operator is down (a standby takes over within the
