@@ -9,8 +9,8 @@ naming the feature and the backend, as tooz does for its drivers' characteristic
 protocol             backends      what it is for
 ===================  ============  ===========================================================
 Purgeable            zookeeper,    delete everything one election, group or store left behind
-                     cassandra     (the operator's finalizer: znodes and rows have no owner
-                                   references)
+                     cassandra,    (the operator's finalizer: znodes, rows and keys have no
+                     etcd          owner references)
 Crashable            every backend stop as kill -9 would, in process (kubecoord.testing.crash)
 ObjectCache          kubernetes    the Leases and ConfigMaps as the coordinator's shared watch
                                    last saw them, deleted ones included (the operator's drift
