@@ -131,25 +131,29 @@ def agreements(
     spark: Any, tmp_path_factory: pytest.TempPathFactory,
     recorded: dict[str, tuple[pathlib.Path, list[dict[str, Any]]]],
 ) -> dict[str, eventlog.Agreement]:
-    """kubecoord analyze's verdicts beside Porcupine's on each history this module recorded,
-    and on the hand-made one with injected violations, as event logs (robustness.eventlog):
-    one analysis for all."""
+    """kubecoord analyze's verdicts beside Porcupine's, on the whole history and on the log's
+    view of it, for each history this module recorded and the hand-made one with injected
+    violations, as event logs (robustness.eventlog): one analysis for all."""
     from kubecoord.analytics.pipeline import analyze
 
-    folder = tmp_path_factory.mktemp("injected")
-    history = injected_history()
-    verdict = check_history(history, folder, timeout=60)
-    assert verdict.status == 1, verdict.stderr
-    eventlog.write(history, folder / "events", "injected")
-    judged = {**recorded, "injected": (folder, verdict.violations)}
+    histories = {backend: json.loads((run / "history.json").read_text()) for backend, (run, _) in recorded.items()}
+    histories["injected"] = injected_history()
+    judged = {}
+    for name, history in histories.items():
+        folder = tmp_path_factory.mktemp(name)
+        whole = recorded[name][1] if name in recorded else check_history(history, folder, timeout=60).violations
+        view = check_history(eventlog.log_view(history), folder / "log-view", timeout=60)
+        assert view.status in (0, 1), view.stderr
+        eventlog.write(history, folder / "events", name)
+        judged[name] = (folder, history, whole, view.violations)
     # The clients of a run share one monotonic clock: no skew to tolerate.
-    analysis = analyze(spark, [str(run / "events" / "*.jsonl") for run, _ in judged.values()], skew=0.0)
+    analysis = analyze(spark, [str(folder / "events" / "*.jsonl") for folder, *_ in judged.values()], skew=0.0)
     try:
         rows = [row.asDict() for row in analysis.tables["violations"].collect()]
     finally:
         analysis.close()
-    found = {backend: eventlog.compare(backend, json.loads((run / "history.json").read_text()), violations, rows)
-             for backend, (run, violations) in judged.items()}
+    found = {name: eventlog.compare(name, history, whole, rows, log_view=view)
+             for name, (_, history, whole, view) in judged.items()}
     print("\n".join(a.describe() for a in found.values()))
     return found
 
@@ -160,6 +164,7 @@ def test_the_pipeline_finds_the_injected_violations_porcupine_finds(agreements: 
     assert (injected.porcupine_keys, injected.porcupine_locks) == ({"k-lost", "k-race", "k-back"},
                                                                    {"inj-overlap", "inj-back"}), injected.describe()
     assert (injected.pipeline_keys, injected.pipeline_locks) == (injected.porcupine_keys, injected.porcupine_locks)
+    assert injected.agrees, injected.describe()
 
 
 @pytest.mark.timeout(900)
