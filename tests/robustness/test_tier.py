@@ -2,8 +2,10 @@
 kind it can suffer, each history judged by Porcupine (kubecoord-porcupine). A violation
 fails the test with Porcupine's smallest failing window; the run's folder keeps the
 history and the visualisations. Then kubecoord analyze judges every history again, as a
-coordination event log, with a hand-made one of injected violations: its KV and lock
-verdicts must agree with Porcupine's (robustness.eventlog).
+coordination event log, with a copy of each with a lost update, two overlapping holders
+and a token going back injected (handmade.inject) and a hand-made history of injected
+violations: on each, its KV and lock verdicts must agree with Porcupine's, by the rules of
+robustness.eventlog, and both must flag every injection.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pytest
 from kubecoord_testkit.robustness import eventlog
 from kubecoord_testkit.robustness.backends import BACKENDS
 from kubecoord_testkit.robustness.checker import check_history, find_checker, missing_reason
-from kubecoord_testkit.robustness.handmade import hold, kv
+from kubecoord_testkit.robustness.handmade import Injected, hold, inject, kv
 from kubecoord_testkit.robustness.runner import Plan, run
 
 pytestmark = [
@@ -126,18 +128,31 @@ def test_every_history_is_linearizable_under_faults(
     _run_and_judge(backend, tmp_path, recorded)
 
 
+INJECTED = "injected"
+"""The hand-made history's name, and the suffix of a recorded history's injected copy."""
+
+
+@pytest.fixture(scope="module")
+def injections(recorded: dict[str, tuple[pathlib.Path, list[dict[str, Any]]]]) -> dict[str, Injected]:
+    """Per recorded history, a copy with violations injected (handmade.inject): the copy's
+    name -> the injection."""
+    return {f"{backend}-{INJECTED}": inject(json.loads((run / "history.json").read_text()))
+            for backend, (run, _) in recorded.items()}
+
+
 @pytest.fixture(scope="module")
 def agreements(
     spark: Any, tmp_path_factory: pytest.TempPathFactory,
-    recorded: dict[str, tuple[pathlib.Path, list[dict[str, Any]]]],
+    recorded: dict[str, tuple[pathlib.Path, list[dict[str, Any]]]], injections: dict[str, Injected],
 ) -> dict[str, eventlog.Agreement]:
     """kubecoord analyze's verdicts beside Porcupine's, on the whole history and on the log's
-    view of it, for each history this module recorded and the hand-made one with injected
-    violations, as event logs (robustness.eventlog): one analysis for all."""
+    view of it, for each history this module recorded, its injected copy and the hand-made
+    history, as event logs (robustness.eventlog): one analysis for all."""
     from kubecoord.analytics.pipeline import analyze
 
     histories = {backend: json.loads((run / "history.json").read_text()) for backend, (run, _) in recorded.items()}
-    histories["injected"] = injected_history()
+    histories.update({name: injected.history for name, injected in injections.items()})
+    histories[INJECTED] = injected_history()
     judged = {}
     for name, history in histories.items():
         folder = tmp_path_factory.mktemp(name)
@@ -160,7 +175,7 @@ def agreements(
 
 @pytest.mark.timeout(900)  # one analysis: ~1 min on a quiet machine, 7+ at load 12 on 2 cores
 def test_the_pipeline_finds_the_injected_violations_porcupine_finds(agreements: dict[str, eventlog.Agreement]) -> None:
-    injected = agreements["injected"]
+    injected = agreements[INJECTED]
     assert (injected.porcupine_keys, injected.porcupine_locks) == ({"k-lost", "k-race", "k-back"},
                                                                    {"inj-overlap", "inj-back"}), injected.describe()
     assert (injected.pipeline_keys, injected.pipeline_locks) == (injected.porcupine_keys, injected.porcupine_locks)
@@ -168,10 +183,27 @@ def test_the_pipeline_finds_the_injected_violations_porcupine_finds(agreements: 
 
 
 @pytest.mark.timeout(900)
+def test_both_judges_find_the_violations_injected_into_every_recorded_history(
+    agreements: dict[str, eventlog.Agreement], injections: dict[str, Injected],
+) -> None:
+    if not injections:
+        pytest.skip("no backend's history was recorded in this run (each was deselected or skipped)")
+    for name, injected in injections.items():
+        agreement = agreements[name]
+        locks = {injected.overlap, injected.token_back}
+        # The recorded history is linearizable (its own test): the injections are all Porcupine finds.
+        assert (agreement.porcupine_keys, agreement.porcupine_locks) == ({injected.lost_update}, locks), \
+            agreement.describe()
+        assert injected.lost_update in agreement.pipeline_keys and agreement.pipeline_locks == locks, \
+            agreement.describe()
+        assert agreement.agrees, agreement.describe()
+
+
+@pytest.mark.timeout(900)
 def test_the_pipeline_agrees_with_porcupine_on_every_recorded_history(
     agreements: dict[str, eventlog.Agreement],
 ) -> None:
-    recorded = {backend: a for backend, a in agreements.items() if backend != "injected"}
+    recorded = {backend: a for backend, a in agreements.items() if not backend.endswith(INJECTED)}
     if not recorded:
         pytest.skip("no backend's history was recorded in this run (each was deselected or skipped)")
     for agreement in recorded.values():
