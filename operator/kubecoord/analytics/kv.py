@@ -17,8 +17,8 @@ without the field (memory://, older logs) form one store incarnation.
   no false alarm; else its ts) in the same incarnation;
 - create_race: a ``put`` (which creates version 1) while the key exists: an earlier
   ``put`` of the key with no ``deleted`` logged between them (give or take ``skew``; a
-  delete counts from when it began, its ``sent``, so a delete whose call overlaps the put
-  may have come first);
+  delete counts from when it began, its ``sent``, to its answer, and each put likewise, so
+  a delete whose call overlaps either put may lie between them);
 - stale_epoch_write: a write carrying a leader's fencing epoch (``epoch``) after a write
   with a newer epoch — in the key's version order (exact, no clocks), or to any key of
   the store more than ``skew`` seconds after the newer epoch's first write.
@@ -161,17 +161,20 @@ def _create_races(writes: DataFrame, skew: float) -> DataFrame:
     after = Window.partitionBy(*KEY_LIFE).orderBy(*(F.col(c).desc() for c in ORDER)).rowsBetween(
         Window.unboundedPreceding, -1)
     event, t = F.col("event"), F.col("t")
+    began = F.least(F.coalesce("sent", "t"), t)
     enriched = writes.select(
         "*",
-        F.last(F.when(event == Event.PUT, F.struct("t", evidence().alias("ev"))), True).over(before).alias("prev_put"),
+        # The earlier creation from when it began: a delete answered after its call began
+        # may have taken effect after it (the creation's answer came later).
+        F.last(F.when(event == Event.PUT, F.struct("t", began.alias("began"), evidence().alias("ev"))), True)
+        .over(before).alias("prev_put"),
         F.last(F.when(event == Event.DELETED, t), True).over(before).alias("prev_delete_t"),
         # The next delete from when it began: one whose call began before this put
         # returned may have taken effect before it (its answer came later).
-        F.last(F.when(event == Event.DELETED, F.least(F.coalesce("sent", "t"), t)), True).over(after)
-        .alias("next_delete_began"),
+        F.last(F.when(event == Event.DELETED, began), True).over(after).alias("next_delete_began"),
     )
     no_delete_between = (
-        (F.col("prev_delete_t").isNull() | (F.col("prev_delete_t") < F.col("prev_put.t") - skew))
+        (F.col("prev_delete_t").isNull() | (F.col("prev_delete_t") < F.col("prev_put.began") - skew))
         & (F.col("next_delete_began").isNull() | (F.col("next_delete_began") > t + skew))
     )
     found = enriched.filter((event == Event.PUT) & F.col("prev_put").isNotNull() & no_delete_between)
