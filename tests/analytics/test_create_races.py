@@ -3,7 +3,8 @@ and the key's earlier creation: a delete whose call began before the put returne
 taken effect first, though its answer came later, and one answered before the earlier
 creation was answered may have taken effect after it, when its answer came after that
 creation began (calls that overlap, as a linearizability checker such as Porcupine orders
-them). One shared clock, no skew tolerance."""
+them). Likewise an update answered after a re-creating put began may have followed it: it
+is of the put's incarnation. One shared clock, no skew tolerance."""
 
 from __future__ import annotations
 
@@ -46,6 +47,15 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     c.add(2.95, "kv", "store", "deleted", key="early-delete", version=1, sent=2.90)
     a.add(3.31, "kv", "store", "put", key="early-delete", version=1, sent=3.00)
     c.add(3.61, "kv", "store", "put", key="early-delete", version=1, sent=3.50)
+    # Key "recreated": versions 1-3, deleted; c creates it again, sent at 4.10, answered at
+    # 4.20; a's update answered version 2 at 4.15, inside that put's call: it followed the
+    # put (the robustness tier's ZooKeeper history), no lost update, no version going back.
+    a.add(4.01, "kv", "store", "put", key="recreated", version=1, sent=4.00)
+    a.add(4.03, "kv", "store", "updated", key="recreated", version=2, sent=4.02)
+    a.add(4.05, "kv", "store", "updated", key="recreated", version=3, sent=4.04)
+    b.add(4.07, "kv", "store", "deleted", key="recreated", version=3, sent=4.06)
+    a.add(4.15, "kv", "store", "updated", key="recreated", version=2, sent=4.12)
+    c.add(4.20, "kv", "store", "put", key="recreated", version=1, sent=4.10)
     yield from analyzed(spark, root, (a, b, c), skew=0.0)
 
 

@@ -5,7 +5,8 @@ kubernetes store's key lives in, the czxid of a zookeeper store's root znode; a 
 deleted and re-created behind its clients' backs is a new incarnation whose keys start
 again at version 1), events in time order (ties by
 seq, file, line) are split into incarnations: each ``put`` (which creates the key at
-version 1) starts a new one. Writes acknowledged in a store incarnation that was later
+version 1) starts a new one, from when it began (its ``sent``, else its ts): a write
+answered after a put's call began may have followed the put. Writes acknowledged in a store incarnation that was later
 replaced were lost with the deletion: counted per key (``writes_lost_to_store_deletion``)
 and in the summary, not a kubecoord safety violation (someone deleted the store). Events
 without the field (memory://, older logs) form one store incarnation.
@@ -24,8 +25,10 @@ without the field (memory://, older logs) form one store incarnation.
   the store more than ``skew`` seconds after the newer epoch's first write.
 Conflict rate = conflicts / (puts + updates + deletes + conflicts).
 Not guaranteed: an update logged (through clock skew) before the put of its own
-incarnation is compared with the previous incarnation, so a put and an update of one
-key within the skew tolerance of each other can be misjudged.
+incarnation began is compared with the previous incarnation, and an update of the previous
+incarnation answered after a re-creating put began (a delete between them, all three
+calls overlapping) with the new one, so a put and an update of one key within the skew
+tolerance or the put's latency of each other can be misjudged.
 """
 
 from __future__ import annotations
@@ -83,10 +86,14 @@ def analyze(events: DataFrame, skew: float) -> KvStores:
         )
     )
 
-    in_order = Window.partitionBy(*KEY_LIFE).orderBy(*ORDER).rowsBetween(Window.unboundedPreceding, 0)
-    writes = ops.filter(F.col("event").isin(*KV_WRITES)).withColumn(
+    # A put starts its incarnation from when it began (its ``sent``): a write answered after
+    # a put's call began may have followed it, as the put's answer can come later.
+    began_us = F.least(F.coalesce(F.round(F.col("sent") * 1e6).cast("long"), F.col("tu")), F.col("tu"))
+    placed = F.when(F.col("event") == Event.PUT, began_us).otherwise(F.col("tu"))
+    in_order = Window.partitionBy(*KEY_LIFE).orderBy("_placed", *ORDER).rowsBetween(Window.unboundedPreceding, 0)
+    writes = ops.filter(F.col("event").isin(*KV_WRITES)).withColumn("_placed", placed).withColumn(
         "incarnation", F.sum(F.when(F.col("event") == Event.PUT, 1).otherwise(0)).over(in_order)
-    )
+    ).drop("_placed")
 
     acked = writes.filter(F.col("event") == Event.UPDATED).groupBy(*KEY_LIFE, "incarnation", "version").agg(
         F.count("*").alias("acks"),
