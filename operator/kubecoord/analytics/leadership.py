@@ -12,10 +12,10 @@ acquisition 0). A term starts at ``acquired`` (else its first event) and ends at
   valid_until is until when the holder may act without renewing, so a term ends at the
   earlier of its end event and its last valid_until, and at its last valid_until when
   the process vanished;
-- zookeeper, and memory terms without logged renewals (memory histories written before
-  the memory backend ran the lease core): a session kept alive without logged
-  renewals; valid_until is now + session timeout when the event was logged, the
-  earliest end if the process died then. It bounds a term only when the process
+- zookeeper, etcd (its lease), and memory terms without logged renewals (memory
+  histories written before the memory backend ran the lease core): a session kept
+  alive without logged renewals; valid_until is the session's (or lease's) proven life
+  when the event was logged, the earliest end if the process died then. It bounds a term only when the process
   vanished (no end event); a 100 s term with valid_until 5 s after its start lasts
   100 s. (A single ``renewed`` as a term's last event is the heartbeat such a process
   logs when it crashes, not a renewal.) Memory terms that renew are leases. An end
@@ -55,7 +55,7 @@ from kubecoord.wire.events import HOLDER_EVENTS, TERM_ENDS, Event, Primitive
 ELECTION = ("namespace", "name")
 HOLDER = ("namespace", "name", "process", "member", "epoch")
 TERM = (*HOLDER, "acquisition")
-SESSION_BACKENDS = ("zookeeper",)
+SESSION_BACKENDS = ("zookeeper", "etcd")
 SESSION_UNLESS_RENEWED = ("memory",)
 APPROX_ACCURACY = 10_000
 

@@ -282,11 +282,20 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
         keep-alive deadline ran out first (the pipeline takes it as the end of the term)."""
         return time.time() - max(0.0, time.monotonic() - self._session.alive_until)
 
+    def _proven(self) -> float:
+        """Until when the server keeps this coordinator's lease, hence a leader's key, at least
+        (wall clock): a process killed now still leads until then."""
+        return time.time() + (self._session.proven_until - time.monotonic())
+
     def _record_term(self, event: str, candidate: _Candidate, ended: float | None = None) -> None:
-        """A candidate's term began or ended; an end carries ``ended`` as valid_until: when the
-        candidate stopped believing it leads (before its delete was sent), else now or the
-        lease's deadline, whichever came first."""
-        if event != Event.ACQUIRED and ended is None:
+        """A candidate's term began or ended. ``acquired`` carries as valid_until the lease's
+        proven life (the earliest end of the term if the process died then: renewals are
+        not logged, as on ZooKeeper); an end carries ``ended``: when the candidate stopped
+        believing it leads (before its delete was sent), else now or the lease's deadline,
+        whichever came first."""
+        if event == Event.ACQUIRED:
+            ended = self._proven()
+        elif ended is None:
             ended = self._ended()
         self._record(event, member=candidate.id, epoch=candidate.create_revision, valid_until=ended)
         if event == Event.ACQUIRED:

@@ -47,6 +47,9 @@ class LeaseSession:
         self._stop = threading.Event()
         self.lease_id = 0
         self.alive_until = 0.0
+        self.proven_until = 0.0
+        """``t + TTL`` of the latest answered keep-alive (or the grant) sent at ``t``: the server
+        keeps the lease, and every key on it, at least until then (monotonic clock)."""
         self.generation = 0
         """Bumped with every new lease (a lost lease's keys are gone)."""
         self.granted_ttl = 0
@@ -86,6 +89,7 @@ class LeaseSession:
             self.lease_id = int(answer["ID"])
             self.granted_ttl = ttl
             self.alive_until = sent + self._options.deadline
+            self.proven_until = sent + ttl
             self.generation += 1
 
     def _run(self) -> None:
@@ -105,6 +109,7 @@ class LeaseSession:
                 with self._lock:
                     if self.lease_id == lease:
                         self.alive_until = max(self.alive_until, sent + self._options.deadline)
+                        self.proven_until = max(self.proven_until, sent + ttl)
                 continue
             self._replace(lease)
 
