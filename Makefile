@@ -88,7 +88,7 @@ ROBUSTNESS_SECONDS ?= 120
 ROBUSTNESS_SEED ?= 1
 ROBUSTNESS_BACKENDS ?= $(shell $(PY) -c 'from kubecoord_testkit.servers.kubernetes import CLUSTER_COMPONENTS as c, \
 	find_binaries as f; b = f(); assert all(b.component(n) for n in c)' 2>/dev/null \
-	&& echo memory,zookeeper,emulator,kubernetes,kubernetes-cluster,cassandra || echo memory,zookeeper,emulator,cassandra)
+	&& echo memory,zookeeper,emulator,kubernetes,kubernetes-cluster,cassandra,etcd || echo memory,zookeeper,emulator,cassandra,etcd)
 ROBUSTNESS_OUT ?= robustness-out
 robustness: install system-deps cassandra-jars porcupine
 	$(VENV)/bin/kubecoord-testkit robustness --backend $(ROBUSTNESS_BACKENDS) --duration $(ROBUSTNESS_SECONDS) \

@@ -159,7 +159,7 @@ def test_sigstop_of_kubecoord_past_its_lease_the_watchdog_stops_cmd(
     first, _ = _strike_and_check(kind, backend, holders, lambda process: os.kill(process.pid, signal.SIGSTOP))
     os.kill(first.process.pid, signal.SIGCONT)
     # Resumed, it finds its hold lost and its command ended by the watchdog's SIGTERM.
-    assert first.process.wait(60) == 128 + signal.SIGTERM
+    assert first.process.wait(60) == 128 + signal.SIGTERM, f"kubecoord said {first.err.read_text()}"
 
 
 def _kubecoord(*args: str) -> subprocess.Popen[bytes]:

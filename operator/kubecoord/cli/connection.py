@@ -85,6 +85,8 @@ def backend_options(url: BackendURL, args: argparse.Namespace) -> dict[str, Any]
         return options
     if url.scheme == "zookeeper":
         return {"connect_timeout": args.timeout, "request_timeout": args.timeout}
+    if url.scheme == "etcd":
+        return {"request_timeout": args.timeout}
     return {}
 
 

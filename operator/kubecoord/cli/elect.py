@@ -4,6 +4,8 @@ Runs for election; once leading, runs CMD with KUBECOORD_TOKEN (the epoch),
 KUBECOORD_NAME (NAME) and KUBECOORD_HOLDER (the id) in its environment. When CMD exits, resigns and exits with
 CMD's status. If leadership is lost, CMD's process group gets SIGTERM at once (before
 another candidate can lead; SIGKILL after --grace) and kubecoord exits with CMD's status.
+Once CMD ran, its status is the exit status even when resigning fails (the backend
+unreachable after a loss): that is logged, and the term ends when its lease expires.
 SIGTERM/SIGINT/SIGHUP to kubecoord: CMD gets SIGTERM, then kubecoord resigns and exits
 with CMD's status. If kubecoord dies or freezes, the kernel and a watchdog process stop
 CMD before another candidate can lead (cli/holding.py says how).
@@ -15,7 +17,15 @@ import argparse
 import threading
 
 from kubecoord.cli.connection import add_connection_arguments, open_coordinator
-from kubecoord.cli.holding import Child, add_command_arguments, command_of, stopping_on_hangup, ttl_options
+from kubecoord.cli.holding import (
+    Child,
+    add_command_arguments,
+    after_cmd_ran,
+    command_of,
+    stopping_on_hangup,
+    ttl_options,
+)
+from kubecoord.errors import CoordinationError
 from kubecoord.running.identity import default_id
 
 NOT_LED = 1
@@ -32,9 +42,13 @@ def run(args: argparse.Namespace) -> int:
     command = command_of(args)
     candidate = args.id or default_id()
     stop = threading.Event()
-    with open_coordinator(args, **ttl_options(args)) as coord, stopping_on_hangup(stop):
-        election = coord.leader_election(args.name)
-        child = Child(command, args.grace, args.name, candidate, lambda: election.leading_until(candidate))
-        # A loss ends the command and kubecoord with it: stop the runner from re-entering.
-        election.run(child.run, stop.set, candidate_id=candidate, data=args.data, stop=stop)
-    return NOT_LED if child.status is None else child.status
+    child: Child | None = None
+    try:
+        with open_coordinator(args, **ttl_options(args)) as coord, stopping_on_hangup(stop):
+            election = coord.leader_election(args.name)
+            child = Child(command, args.grace, args.name, candidate, lambda: election.leading_until(candidate))
+            # A loss ends the command and kubecoord with it: stop the runner from re-entering.
+            election.run(child.run, stop.set, candidate_id=candidate, data=args.data, stop=stop)
+    except CoordinationError as error:
+        after_cmd_ran(child, error)
+    return NOT_LED if child is None or child.status is None else child.status

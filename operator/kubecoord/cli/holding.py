@@ -36,6 +36,7 @@ from typing import Any
 from kubecoord.cli.connection import resolve_url
 from kubecoord.cli.exits import UsageError
 from kubecoord.cli.supervising import Watchdog, exited, signal_group, start_command
+from kubecoord.errors import CoordinationError
 from kubecoord.timings import DEFAULT_LEASE_DURATION, DEFAULT_SESSION_LEASE
 
 log = logging.getLogger("kubecoord.cli")
@@ -62,8 +63,8 @@ def add_command_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long the hold outlives a holder that stopped renewing: the Lease duration (kubernetes://; "
         "renew deadline and retry period in client-go's 15:10:2 proportion), the session timeout "
-        f"(zookeeper://, cassandra://), the lease's TTL (etcd://; whole seconds, at least 4: renew deadline "
-        f"and retry period in the same proportion); default the backend's ({DEFAULT_LEASE_DURATION:g} s, "
+        f"(zookeeper://, cassandra://), the lease's TTL (etcd://; whole seconds, at least 2, rounded up; "
+        f"the backend derives renew deadline and retry period); default the backend's ({DEFAULT_LEASE_DURATION:g} s, "
         f"{DEFAULT_SESSION_LEASE:g} s); a LeaderElection resource's timings win over it",
     )
     parser.set_defaults(cmd=[])  # the command after --: kubecoord.cli's main() splits it off
@@ -87,8 +88,9 @@ def ttl_options(args: argparse.Namespace) -> dict[str, Any]:
     scheme = resolve_url(args).scheme
     if scheme == "zookeeper":
         return {"lease_duration": ttl}  # a session has no renew deadline of its own
-    if scheme == "cassandra":
-        return {"lease_duration": math.ceil(ttl)}  # row TTLs are whole seconds; the backend derives the rest
+    if scheme in ("cassandra", "etcd"):
+        # Row and lease TTLs are whole seconds (at least 2); the backend derives the rest.
+        return {"lease_duration": max(2, math.ceil(ttl))}
     return {"lease_duration": ttl, "renew_deadline": ttl * 2 / 3, "retry_period": ttl * 2 / 15}
 
 
@@ -108,6 +110,17 @@ def stopping_on_hangup(stop: threading.Event) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+def after_cmd_ran(child: Child | None, error: CoordinationError) -> None:
+    """A backend error while a hold ends (resigning, releasing, closing the connection):
+    raised when CMD never ran; once it ran, CMD's status is the command's result and the
+    error is logged — the hold ends when its lease or session expires at the latest (after
+    a loss there is nothing left to release)."""
+    if child is None or child.status is None:
+        raise error
+    log.warning("could not end the hold on the backend; it ends when its lease or session expires",
+                extra={"name": child.name, "holder": child.holder, "error": f"{type(error).__name__}: {error}"})
 
 
 class Child:

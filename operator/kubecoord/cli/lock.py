@@ -3,8 +3,9 @@
 Waits for the lock (--wait SECONDS: give up, exit 5, saying who holds it), runs CMD with KUBECOORD_TOKEN (the
 fencing token), KUBECOORD_NAME (NAME) and KUBECOORD_HOLDER in its environment, releases when CMD exits and exits
 with CMD's status. If the lock is lost, or kubecoord gets SIGTERM/SIGINT/SIGHUP, CMD's
-process group gets SIGTERM (SIGKILL after --grace) and kubecoord exits with CMD's status.
-If kubecoord dies or freezes, the kernel and a watchdog process stop CMD before anybody
+process group gets SIGTERM (SIGKILL after --grace) and kubecoord exits with CMD's status,
+also when releasing fails (the backend unreachable after a loss: logged; the hold ends
+when its lease or session expires). If kubecoord dies or freezes, the kernel and a watchdog process stop CMD before anybody
 else can hold the lock (cli/holding.py says how). --ttl: the lease/session the hold
 outlives a stopped holder by.
 
@@ -23,8 +24,16 @@ import threading
 from kubecoord.cli import snapshot
 from kubecoord.cli.connection import add_connection_arguments, one_shot, open_coordinator
 from kubecoord.cli.exits import CONFLICT, CommandError, UsageError
-from kubecoord.cli.holding import Child, add_command_arguments, command_of, stopping_on_hangup, ttl_options
+from kubecoord.cli.holding import (
+    Child,
+    add_command_arguments,
+    after_cmd_ran,
+    command_of,
+    stopping_on_hangup,
+    ttl_options,
+)
 from kubecoord.cli.output import add_output_argument, show
+from kubecoord.errors import CoordinationError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,16 +52,21 @@ def run(args: argparse.Namespace) -> int:
         return _status(args)
     command = command_of(args)
     stop = threading.Event()
-    with open_coordinator(args, **ttl_options(args)) as coord, stopping_on_hangup(stop):
-        lock = coord.lock(args.name, id=args.id, data=args.data)
-        child = Child(command, args.grace, args.name, lock.id, lock.held_until)
-        lock.run(child.run, timeout=args.wait, stop=stop)
-        if child.status is None:  # not acquired within --wait, or stopped while waiting
-            holders = ", ".join(f"{h.id} (token {h.token})" for h in lock.holders()) or "nobody now"
-            waited = f"within --wait {args.wait:g} s" if not stop.is_set() else "before it was stopped"
-            raise CommandError(f"lock {args.name!r} not acquired {waited}; held by {holders}; CMD not run",
-                               CONFLICT)
-        return child.status
+    child: Child | None = None
+    try:
+        with open_coordinator(args, **ttl_options(args)) as coord, stopping_on_hangup(stop):
+            lock = coord.lock(args.name, id=args.id, data=args.data)
+            child = Child(command, args.grace, args.name, lock.id, lock.held_until)
+            lock.run(child.run, timeout=args.wait, stop=stop)
+            if child.status is None:  # not acquired within --wait, or stopped while waiting
+                holders = ", ".join(f"{h.id} (token {h.token})" for h in lock.holders()) or "nobody now"
+                waited = f"within --wait {args.wait:g} s" if not stop.is_set() else "before it was stopped"
+                raise CommandError(f"lock {args.name!r} not acquired {waited}; held by {holders}; CMD not run",
+                                   CONFLICT)
+    except CoordinationError as error:
+        after_cmd_ran(child, error)
+    assert child is not None and child.status is not None  # else raised above
+    return child.status
 
 
 def _status(args: argparse.Namespace) -> int:
