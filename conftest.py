@@ -5,6 +5,7 @@ standalone) come from the kubecoord-testkit pytest plugin; this suite's glue ove
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 
@@ -85,3 +86,18 @@ def _timeout(item: pytest.Item) -> float:
         return float(marker.kwargs["timeout"])
     option = item.config.getoption("timeout", None)
     return float(option if option is not None else item.config.getini("timeout") or 0)
+
+
+@pytest.fixture(autouse=True)
+def _root_log_handlers_as_they_were() -> Iterator[None]:
+    """In-process command runs (kubecoord.cli.logs.configure) and kopf's runner bind root
+    log handlers to the stderr of their moment — a test's captured stream, click's runner
+    buffer — which is closed once the test ends; left in place, any later record of any
+    thread writes to a closed stream (``--- Logging error ---`` in the next kopf run's
+    output, or at exit). Drop the handlers a test added (pytest's own capture handlers
+    excepted, which pytest removes itself) and put the root level back."""
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = [h for h in root.handlers if h in before or type(h).__module__ == "_pytest.logging"]
+    root.setLevel(level)
