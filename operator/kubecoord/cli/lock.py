@@ -5,8 +5,8 @@ fencing token), KUBECOORD_NAME (NAME) and KUBECOORD_HOLDER in its environment, r
 with CMD's status. If the lock is lost, or kubecoord gets SIGTERM/SIGINT/SIGHUP, CMD's
 process group gets SIGTERM (SIGKILL after --grace) and kubecoord exits with CMD's status,
 also when releasing fails (the backend unreachable after a loss: logged; the hold ends
-when its lease or session expires). If kubecoord dies or freezes, the kernel and a watchdog process stop CMD before anybody
-else can hold the lock (cli/holding.py says how). --ttl: the lease/session the hold
+when its lease or session expires). If kubecoord dies or freezes, the kernel and a
+watchdog process stop CMD before anybody else can hold the lock (cli/holding.py says how). --ttl: the lease/session the hold
 outlives a stopped holder by.
 
 ``kubecoord lock NAME --status``: who holds it (id, token, data); exit 0 held or free. A
