@@ -6,8 +6,8 @@ with CMD's status. If the lock is lost, or kubecoord gets SIGTERM/SIGINT/SIGHUP,
 process group gets SIGTERM (SIGKILL after --grace) and kubecoord exits with CMD's status,
 also when releasing fails (the backend unreachable after a loss: logged; the hold ends
 when its lease or session expires). If kubecoord dies or freezes, the kernel and a
-watchdog process stop CMD before anybody else can hold the lock (cli/holding.py says how). --ttl: the lease/session the hold
-outlives a stopped holder by.
+watchdog process stop CMD before anybody else can hold the lock (cli/holding.py says
+how). --ttl: the lease/session the hold outlives a stopped holder by.
 
 ``kubecoord lock NAME --status``: who holds it (id, token, data); exit 0 held or free. A
 lock is an election record (coord.lock(NAME) holds the election NAME), so it is not found
