@@ -33,8 +33,9 @@ same JVM (tests, a notebook) compiles all ~715 again, with 2,000 it compiles 3."
 CALL_SITES = "spark.python.sql.dataFrameDebugging.enabled"
 """Off: PySpark otherwise hands the JVM the Python call site of every DataFrame function
 call, for its error messages, at five more py4j round trips per call — 18,600 of the
-35,900 an analysis made (a 364-event history). PySpark reads it once per process, from
-the first session its functions see, so a session the command is embedded in keeps its own."""
+35,900 an analysis makes (a 364-event history). PySpark reads it once per process, from
+the earliest SparkSession its functions see, so a SparkSession the command is embedded in
+keeps its own."""
 BASE_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",

@@ -23,7 +23,7 @@ lease_duration    10.0                            the session timeout, in second
                                                   crash, what the session held (leadership,
                                                   memberships) goes this long after the last
                                                   contact
-connect_timeout   15.0                            seconds connect() waits for the first session
+connect_timeout   15.0                            seconds connect() waits for its ZooKeeper session
 request_timeout   lease_duration                  seconds any one request may take
 connection_retry  {max_tries: -1, delay: 0.1,     kazoo KazooRetry arguments for reconnecting
                   max_delay: 2}                   (-1: forever)
