@@ -153,7 +153,11 @@ def test_a_group_recreated_at_once_gets_its_own_backing_objects(operator: Operat
     # The old objects go with the old Group; the new Group's own take their place.
     eventually(lambda: all(_owner_uids(api, name) == ({new[name]}, {new[name]}) for name in names),
                timeout=90, interval=0.3)
-    eventually(lambda: all(api.ready("Group", name) for name in names), timeout=60, interval=0.3)
+    try:
+        eventually(lambda: all(api.ready("Group", name) for name in names), timeout=60, interval=0.3)
+    except AssertionError as error:
+        unready = {name: api.condition("Group", name, "Ready") for name in names if not api.ready("Group", name)}
+        raise AssertionError(f"{error}; not Ready: {unready}") from None
 
 
 def _absent(api: Api, name: str) -> bool:
