@@ -40,6 +40,8 @@ class Entry:
     failures: int = 0
     routes: list[Route] = field(default_factory=list)
     """The objects whose events wake this resource (a cached mirror's; none for a handle's)."""
+    uid: str | None = None
+    """The resource's uid: a body of another uid is a new resource of the same name."""
 
 
 KEPT_METADATA = ("name", "namespace", "uid", "generation", "resourceVersion", "deletionTimestamp", "labels",

@@ -174,7 +174,10 @@ class StatusController:
             if self.bodies.pop(key, None) is not None or event_type == "DELETED" or key in self._gone:
                 self._gone[key] = body
         else:
-            self._gone.pop(key, None)
+            if _uid(self._gone.get(key)) == _uid(body):
+                self._gone.pop(key, None)
+            # A final body of another uid stays: the resource was deleted and created again
+            # before a reconcile ran, and the old one's clean-up still has to run first.
             kept = trimmed(body)
             entry = self.entries.get(key)
             if entry is not None and kept["status"].get("conditions") == entry.conditions:
@@ -275,23 +278,31 @@ class StatusController:
         """Returns None (done), a delay to look again after, or -1 (retry with backoff)."""
         plural, namespace, name = key
         body = self.bodies.get(key)
+        final = self._gone.get(key)
+        if final is not None and (body is None or _uid(final) != _uid(body)):
+            # Deleted (and perhaps created again since, under another uid): what is known of
+            # the old resource goes, and its clean-up runs before anything of a new one.
+            await self._drop(key)
+            try:
+                await self._finalizer.clean_up(final, running=self._running)
+            except (kubeapi.ApiException, OSError) as error:
+                log.info("clean-up after deletion failed; will retry",
+                         extra={"resource": f"{namespace}/{name}", "error": str(error)[:300]})
+                return -1.0
+            if _uid(self._gone.get(key)) == _uid(final):
+                self._gone.pop(key, None)
+            body = self.bodies.get(key)
         if body is None:
             await self._drop(key)
-            final = self._gone.get(key)
-            if final is not None:
-                try:
-                    await self._finalizer.clean_up(final, running=self._running)
-                except (kubeapi.ApiException, OSError) as error:
-                    log.info("clean-up after deletion failed; will retry",
-                             extra={"resource": f"{namespace}/{name}", "error": str(error)[:300]})
-                    return -1.0
-                self._gone.pop(key, None)
             return None
         kind = KINDS[plural]
         hooks = self.hooks[plural]
         spec = dict(body.get("spec") or {})
         generation = body["metadata"].get("generation")
         entry = self.entries.get(key)
+        if entry is not None and entry.uid != _uid(body):  # a deletion the watch never showed
+            await self._drop(key)
+            entry = None
         if entry is not None and (entry.spec != spec or entry.generation != generation):
             if entry.spec != spec:  # a new backend, timings or limit: re-open the mirror
                 await self._close(entry, key)
@@ -301,7 +312,7 @@ class StatusController:
             conditions = list((body.get("status") or {}).get("conditions") or [])
             entry = Entry(spec, generation, BackendSpec.from_spec(spec, namespace=namespace),
                            StatusWriter(kind, key), conditions, foreign=list(self._handler_foreign.get(key, [])),
-                           pending=list(self._handler_pending.get(key, [])))
+                           pending=list(self._handler_pending.get(key, [])), uid=_uid(body))
             self.entries[key] = entry
             metrics.MIRRORED.labels(kind).inc()
         reconciled = self.reconciled.get(key, -1) == generation
@@ -491,3 +502,9 @@ async def _exists(key: Key, uid: str | None) -> bool:
 
 controller = StatusController()
 """The operator process's controller (started and stopped by kopf's startup and cleanup)."""
+
+
+def _uid(body: dict[str, Any] | None) -> str | None:
+    """A resource body's uid (None: no body): what tells a re-created resource from the old one."""
+    uid = None if body is None else (body.get("metadata") or {}).get("uid")
+    return None if uid is None else str(uid)
