@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from kubecoord.operator.controller.reconciler import StatusController, controller
 from kubecoord.wire.group_record import derived_name
@@ -34,7 +35,6 @@ class HeldReconcile:
         if key == self.key and self.held.is_set():
             self.waiting.set()
             while self.held.is_set():
-                await asyncio.to_thread(self.held.wait, 0)
                 await asyncio.sleep(0.02)
         return await self._reconcile(key)
 
@@ -56,7 +56,7 @@ def _uid(resources: Resources, name: str) -> str:
 
 def _owner_uids(resources: Resources, name: str) -> list[set[str]]:
     """The ownerReference uids of the Group's coordinator Lease, its ConfigMap and its client Role."""
-    lease = resources.coordination.read_namespaced_lease(f"{derived_name(name)}", NAMESPACE)
+    lease = resources.coordination.read_namespaced_lease(derived_name(name), NAMESPACE)
     configmap = resources.core.read_namespaced_config_map(f"kubecoord-kv.{derived_name(name)}", NAMESPACE)
     role = resources.rbac.read_namespaced_role(f"kubecoord-group-{name}", NAMESPACE)
     return [{ref.uid for ref in obj.metadata.owner_references or []} for obj in (lease, configmap, role)]
@@ -65,7 +65,9 @@ def _owner_uids(resources: Resources, name: str) -> list[set[str]]:
 def _has_owners(resources: Resources, name: str, uid: str) -> bool:
     try:
         return _owner_uids(resources, name) == [{uid}] * 3
-    except Exception:  # one not there (yet): 404
+    except ApiException as error:
+        if error.status != 404:  # one not there (yet)
+            raise
         return False
 
 
