@@ -33,6 +33,9 @@ Guarantees:
   mirror closes, nothing of it is written or re-created afterwards — the backing objects
   go with their ownerReferences (Kubernetes' garbage collector), never back. A reconcile
   already running re-checks the cache before every write.
+- A resource is known by its uid: one deleted and created again under its name before a
+  reconcile ran is a new resource — the old one's clean-up runs first, then the new one's
+  backing objects, client access and status are written as for any create.
 - Status is written only when it changed (no write while nothing changes); a refused
   write (422, 413, 429, 5xx, timeouts) is logged and retried with the key's backoff.
 - A backend that cannot be reached turns BackendReachable and Ready False (with the error)
