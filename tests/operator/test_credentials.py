@@ -49,7 +49,7 @@ def test_service_host_without_a_token_file_is_not_in_cluster(
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     monkeypatch.setenv("HOME", str(_home_with_kubeconfig(tmp_path, kubeconfig_path)))
-    assert kubeapi.api_client().configuration.host == _server(kubeconfig_path)
+    assert kubeapi.client().configuration.host == _server(kubeconfig_path)
     assert kubeapi.call("GET", "/api/v1/namespaces/default")["metadata"]["name"] == "default"
 
 
@@ -60,7 +60,7 @@ def test_the_operators_kubeconfig_wins_for_its_requests_and_for_kopf(
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     assert kubeapi.kubeconfig() == str(kubeconfig_path)
-    assert kubeapi.api_client().configuration.host == _server(kubeconfig_path)
+    assert kubeapi.client().configuration.host == _server(kubeconfig_path)
     operator_settings = kopf.OperatorSettings()
     logger = kopf.LocalObjectLogger(body={}, settings=operator_settings)
     info = settings.login(logger=logger, settings=operator_settings)

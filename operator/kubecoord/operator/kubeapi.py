@@ -1,20 +1,30 @@
-"""The operator's own Kubernetes API calls (status, owned objects, RBAC), through the
-official client, with the kubernetes backend's one credential rule
+"""The operator's own Kubernetes API calls (status, owned objects, RBAC): on the event loop
+through kubecoord.operator.loop_requests, and the blocking one-shot calls (start-up checks,
+access reviews, term probes, connection Secrets) through pykube-ng's HTTPClient — its
+requests session and kubeconfig adapter (TLS: CA, client certificate, server name) — both
+with the kubernetes backend's one credential rule
 (kubecoord.backends.kubernetes.load_config): the operator's kubeconfig (``--kubeconfig``,
 else $KUBECONFIG) when it has one, else the pod's service account (its token re-read when
 it rotates), else ~/.kube/config. kopf's login (handlers/settings.py) and every backend
 connection the operator opens (connections.py) follow the same rule.
 
-Guarantees: every call runs off the event loop (the client is blocking) with a request
-timeout — a write's is kubecoord.operator.fencing's ``write_timeout`` (within the operator
-Lease's term), a read's REQUEST_TIMEOUT — and no transport-level retry (a retry is the
-work queue's, and asks the fencing check again); a write carries the fencing's headers
+The pykube client is built from that rule's result, not from a kubeconfig of its own: its
+KubeConfig names the server and the TLS files, and each request carries the credentials as
+the configuration has them at that moment (the backend's Endpoint, the same headers
+loop_requests sends), so a rotated service-account token is used at once.
+
+Guarantees: no call blocks the event loop (a blocking call runs in a thread) and every
+call has a request timeout — a write's is kubecoord.operator.fencing's ``write_timeout`` (within the operator
+Lease's term), a read's REQUEST_TIMEOUT — and no transport-level retry (requests' adapter is
+left at no retries, and pykube's re-send on 401 applies only to auth providers that set no
+Authorization header, which these requests always carry; a retry is the work queue's, and
+asks the fencing check again); a write carries the fencing's headers
 (with ``--fence-writes``, this replica's term: kubecoord.operator.term), a read none; ``apply`` creates an object or
 merge-patches the fields the operator owns, so reconciling twice is a no-op; 404 on
-delete counts as done. Errors are the client's ApiException with ``status`` set
+delete counts as done. Errors are the official client's ApiException type with ``status`` set
 (RequestFailed for an answer outside 2xx, which says in one line what was asked — verb
-and path — and what the API answered, without the response headers the client's own
-message dumps).
+and path — and what the API answered, without the response headers); a transport failure
+is an OSError (requests' RequestException is one).
 """
 
 from __future__ import annotations
@@ -27,10 +37,10 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-import kubernetes.client
+import pykube
 from kubernetes.client.exceptions import ApiException
 
-from kubecoord.backends.kubernetes import load_config
+from kubecoord.backends.kubernetes import Endpoint, load_config
 from kubecoord.operator import fencing, loop_requests
 from kubecoord.wire.crd import GROUP, VERSION
 
@@ -41,7 +51,7 @@ REQUEST_TIMEOUT = fencing.REQUEST_TIMEOUT
 MERGE_PATCH = "application/merge-patch+json"
 
 _lock = threading.Lock()
-_client: kubernetes.client.ApiClient | None = None
+_client: _Client | None = None
 USER_AGENT = "kubecoord-operator"
 """What the operator's requests say they are; ``kubecoord operator`` appends its identity
 (``kubecoord-operator/POD``), so the API server's audit log tells the replicas apart."""
@@ -72,15 +82,52 @@ def kubeconfig() -> str | None:
     return os.environ.get("KUBECONFIG") or None
 
 
-def api_client() -> kubernetes.client.ApiClient:
-    """One shared ApiClient for the process. Its configuration has no retry inside urllib3
-    (which re-sends an idempotent PUT or DELETE after a read timeout): a write is re-sent
-    only by the work queue, after the fencing check."""
+@dataclass(frozen=True)
+class _Client:
+    """The one credential rule's configuration (what loop_requests sends with), the pykube
+    HTTPClient built from it, and the Endpoint whose headers carry its credentials."""
+
+    configuration: Any
+    http: pykube.HTTPClient
+    endpoint: Endpoint
+
+
+def _pykube_config(configuration: Any) -> pykube.KubeConfig:
+    """A pykube KubeConfig for where ``configuration`` goes: server, CA, TLS server name,
+    client certificate (files the official loader wrote). No credentials: each request
+    carries them (``call``)."""
+    cluster: dict[str, Any] = {"server": str(configuration.host).rstrip("/")}
+    if configuration.ssl_ca_cert:
+        cluster["certificate-authority"] = str(configuration.ssl_ca_cert)
+    if not configuration.verify_ssl:
+        cluster["insecure-skip-tls-verify"] = True
+    if configuration.tls_server_name:
+        cluster["tls-server-name"] = str(configuration.tls_server_name)
+    user: dict[str, Any] = {}
+    if configuration.cert_file:
+        user["client-certificate"] = str(configuration.cert_file)
+        user["client-key"] = str(configuration.key_file or configuration.cert_file)
+    return pykube.KubeConfig({
+        "apiVersion": "v1", "kind": "Config", "current-context": "operator",
+        "clusters": [{"name": "operator", "cluster": cluster}],
+        "users": [{"name": "operator", "user": user}],
+        "contexts": [{"name": "operator", "context": {"cluster": "operator", "user": "operator"}}],
+    })
+
+
+def client() -> _Client:
+    """The process's one client, built once from load_config's result."""
     global _client
     with _lock:
         if _client is None:
-            _client = kubernetes.client.ApiClient(load_config(kubeconfig=kubeconfig()).configuration)
-            _client.user_agent = USER_AGENT
+            configuration = load_config(kubeconfig=kubeconfig()).configuration
+            http = pykube.HTTPClient(_pykube_config(configuration), timeout=REQUEST_TIMEOUT)
+            # Where the official client's requests would go: the kubeconfig's proxy, not
+            # the environment's (requests would read HTTP(S)_PROXY and netrc).
+            http.session.trust_env = False
+            if configuration.proxy:
+                http.session.proxies = {"http": str(configuration.proxy), "https": str(configuration.proxy)}
+            _client = _Client(configuration, http, Endpoint.from_configuration(configuration, user_agent=""))
         return _client
 
 
@@ -88,6 +135,8 @@ def reset() -> None:
     """Forget the shared client (tests that switch clusters)."""
     global _client
     with _lock:
+        if _client is not None:
+            _client.http.session.close()
         _client = None
 
 
@@ -122,32 +171,32 @@ def call(method: str, path: str, body: Any = None, *, content_type: str = "appli
     extra = _admitted(method, path)
     if headers is not None:
         extra = headers
-    client = api_client()
-    resource, _, query = path.partition("?")
-    serialized = client.param_serialize(
-        method=method,
-        resource_path=resource,
-        query_params=urllib.parse.parse_qsl(query),
-        header_params={"Content-Type": content_type, "Accept": "application/json", **extra},
-        body=body,
-        auth_settings=["BearerToken"],
+    current = client()
+    answer = current.http.session.request(
+        method, f"{current.http.url.rstrip('/')}{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        headers={**current.endpoint.request_headers(), "Content-Type": content_type, "User-Agent": USER_AGENT,
+                 **extra},
+        timeout=timeout_for(method, path),
+        # No redirect is followed: the official client followed none.
+        allow_redirects=False,
     )
-    response = client.call_api(*serialized, _request_timeout=timeout_for(method, path))
-    response.read()  # type: ignore[no-untyped-call]
+    response = loop_requests.Response(answer.status_code, answer.reason or "", answer.content,
+                                      dict(answer.headers))
     if not 200 <= response.status < 300:
-        raise RequestFailed(method, resource, response)
+        raise RequestFailed(method, path.partition("?")[0], response)
     return json.loads(response.data) if response.data else None
 
 
 async def acall(method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> Any:
     """``call`` on the event loop (kubecoord.operator.loop_requests): no executor thread per
     request, so the controller's workers each keep a request in flight."""
-    configuration = api_client().configuration
+    configuration = client().configuration
     if not loop_requests.supported(configuration):
         return await asyncio.to_thread(call, method, path, body, content_type=content_type)
     extra = _admitted(method, path)
     response = await loop_requests.request(configuration, method, path, body, content_type=content_type,
-                                           timeout=timeout_for(method, path), user_agent=api_client().user_agent,
+                                           timeout=timeout_for(method, path), user_agent=USER_AGENT,
                                            headers=extra)
     resource = path.partition("?")[0]
     if not 200 <= response.status < 300:

@@ -196,7 +196,7 @@ def _worker(role: str, name: str, identity: str, namespace: str, kubeconfig: str
 
 
 def _where(kubeconfig: str, embedded: bool) -> str:
-    server = kubeapi.api_client().configuration.host
+    server = kubeapi.client().configuration.host
     if embedded:
         return f"the embedded API emulator at {server} (no cluster of yours is touched; set KUBECONFIG to use one)"
     return f"the cluster of $KUBECONFIG ({kubeconfig}), server {server}"

@@ -1,0 +1,75 @@
+"""The operator's blocking one-shot calls (kubecoord.operator.kubeapi.call) go through
+pykube-ng's HTTPClient with the one credential rule's credentials: what they carry, how
+their errors read, and that a write whose answer was lost is not sent again."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from kubecoord.operator import kubeapi
+from tests.operator.local_api import local_api
+
+PATH = "/api/v1/namespaces/default/configmaps"
+
+
+def test_a_call_carries_the_credentials_user_agent_and_given_headers(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[dict[str, str]] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        seen.append({**request.headers, "method": request.method, "body": await request.text()})
+        return web.json_response({"kind": "ConfigMap", "metadata": {"name": "x"}}, status=201)
+
+    async def main() -> Any:
+        async with local_api(handle, tmp_path, monkeypatch):
+            return await asyncio.to_thread(kubeapi.call, "POST", f"{PATH}?dryRun=All", {"metadata": {"name": "x"}},
+                                           headers={"Impersonate-Extra-Term": "7"})
+
+    assert asyncio.run(main()) == {"kind": "ConfigMap", "metadata": {"name": "x"}}
+    [request] = seen
+    assert request["Authorization"] == "Bearer t"  # local_api's kubeconfig user
+    assert request["User-Agent"] == kubeapi.USER_AGENT
+    assert request["Impersonate-Extra-Term"] == "7"
+    assert request["Content-Type"] == "application/json" and request["body"] == '{"metadata": {"name": "x"}}'
+
+
+def test_an_error_answer_is_the_request_failed_it_was(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def handle(request: web.Request) -> web.Response:
+        return web.json_response({"kind": "Status", "message": "configmaps \"x\" already exists"}, status=409,
+                                 reason="Conflict")
+
+    async def main() -> kubeapi.RequestFailed:
+        async with local_api(handle, tmp_path, monkeypatch):
+            with pytest.raises(kubeapi.RequestFailed) as caught:
+                await asyncio.to_thread(kubeapi.call, "POST", PATH, {"metadata": {"name": "x"}}, headers={})
+            return caught.value
+
+    error = asyncio.run(main())
+    assert error.status == 409 and isinstance(error, kubeapi.ApiException)
+    assert str(error) == f'POST {PATH}: HTTP 409 Conflict: configmaps "x" already exists'
+
+
+def test_a_write_whose_answer_was_lost_is_an_os_error_and_sent_once(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    received: list[str] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        received.append(request.method)
+        assert request.transport is not None
+        request.transport.abort()  # the connection breaks before any answer
+        return web.Response()
+
+    async def main() -> None:
+        async with local_api(handle, tmp_path, monkeypatch):
+            with pytest.raises(OSError):
+                await asyncio.to_thread(kubeapi.call, "PUT", f"{PATH}/x", {"metadata": {"name": "x"}}, headers={})
+
+    asyncio.run(main())
+    assert received == ["PUT"]
