@@ -14,7 +14,15 @@ the one place that turns the kubernetes client's configuration — kubecoord.ope
 by the one credential rule — into a TLS context and headers), its credentials read per
 request, so a rotated service-account token (the configuration's refresh hook) is used as
 soon as the client would use it. A configuration this module does not send through — an
-HTTP proxy — is reported by ``supported`` and the caller keeps the blocking client for it.
+HTTP proxy — is reported by ``supported`` and the caller sends it through the blocking
+client (kubeapi.call, pykube-ng's HTTPClient) instead.
+
+Why hand-written: no library makes these requests on an asyncio loop from the one
+credential rule's configuration. pykube-ng (the operator's blocking calls) and the official
+client send through requests and urllib3, a thread per request in flight; kopf's own
+aiohttp client is private to kopf (``kopf._cogs``); kubernetes_asyncio is a second whole
+client with its own configuration loader. This module is the operator's one asynchronous
+request path, over aiohttp, which kopf already brings.
 
 Guarantees: one aiohttp session (one connection pool) per event loop, closed by
 ``close``; every request bounded by ``timeout`` in total; a transport failure (refused,
