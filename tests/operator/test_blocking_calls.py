@@ -5,10 +5,12 @@ their errors read, and that a write whose answer was lost is not sent again."""
 from __future__ import annotations
 
 import asyncio
+import os
 import pathlib
 from typing import Any
 
 import pytest
+import yaml
 from aiohttp import web
 
 from kubecoord.operator import kubeapi
@@ -73,3 +75,26 @@ def test_a_write_whose_answer_was_lost_is_an_os_error_and_sent_once(
 
     asyncio.run(main())
     assert received == ["PUT"]
+
+
+def test_a_kubeconfig_proxy_is_where_the_call_goes(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kubeconfig's proxy-url: the loop cannot send through it (loop_requests.supported),
+    so acall hands the request to the blocking call, which goes through the proxy."""
+    targets: list[str] = []
+
+    async def proxy(request: web.Request) -> web.Response:
+        targets.append(str(request.url))
+        return web.json_response({"kind": "ConfigMapList", "items": []})
+
+    async def main() -> Any:
+        async with local_api(proxy, tmp_path, monkeypatch):
+            kubeconfig = pathlib.Path(os.environ["KUBECONFIG"])
+            doc = yaml.safe_load(kubeconfig.read_text())
+            proxy_url = doc["clusters"][0]["cluster"]["server"]
+            doc["clusters"][0]["cluster"] = {"server": "http://api.invalid:6443", "proxy-url": proxy_url}
+            kubeconfig.write_text(yaml.safe_dump(doc))
+            kubeapi.reset()
+            return await kubeapi.acall("GET", PATH)
+
+    assert asyncio.run(main()) == {"kind": "ConfigMapList", "items": []}
+    assert targets == [f"http://api.invalid:6443{PATH}"]  # the absolute form a proxy is sent
