@@ -271,7 +271,10 @@ def _stale_write_status(chart: Chart, stale: str) -> int:
 
 def _write_as(kubeconfig: pathlib.Path, namespace: str, headers: dict[str, str]) -> tuple[int, str]:
     """A dry-run ConfigMap create in ``namespace`` by ``kubeconfig``'s identity with
-    ``headers`` (impersonation): the status and the Status message."""
+    ``headers`` (impersonation): the status and the Status message. The ConfigMap carries
+    kubecoord's managed-by label, so the chart's operator-writes policy admits it and a
+    refusal after the impersonation can only be the term policy's (with two refusing
+    policies, the answer names whichever the API server evaluated first)."""
     configuration = k8s.Configuration()
     k8s_config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)  # type: ignore[no-untyped-call]
     client = k8s.ApiClient(configuration)
@@ -279,7 +282,8 @@ def _write_as(kubeconfig: pathlib.Path, namespace: str, headers: dict[str, str])
         client.set_default_header(name, value)
     try:
         k8s.CoreV1Api(client).create_namespaced_config_map(
-            namespace, {"metadata": {"name": "forged-term"}}, dry_run="All")  # type: ignore[arg-type]
+            namespace, {"metadata": {"name": "forged-term", "labels": {"app.kubernetes.io/managed-by": "kubecoord"}}},
+            dry_run="All")  # type: ignore[arg-type]
     except ApiException as error:
         return int(error.status), str(json.loads(error.body or "{}").get("message") or "")
     finally:
