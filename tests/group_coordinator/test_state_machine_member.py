@@ -11,6 +11,12 @@ After every step, once the members' threads are idle (quiesce()):
 - no unit is owned by two members that may act on it at one moment: of the live members
   whose ensure_generation(generation) passes, no two hold the same unit (views read twice
   and compared, so the answer is one instant's);
+- a unit taken from a member (revoked) is handed to another member (on_assigned) only
+  once the first acknowledged giving it up — joined a later generation without listing
+  it as owned (KIP-429: the leader withholds a unit another member still reports owning,
+  withhold_owned) — or can no longer act on it: it left or closed, or its session ended
+  (its ensure_generation() refuses: the leader fences a departed holder for a session
+  timeout). Checked on the receiving member's thread, at the moment it is handed the unit;
 - a member handle's generations strictly increase, and the record's never go back;
 - nothing is held after close() or leave(): no generation, no assignment,
   ensure_generation() refuses, and no on_join_complete reaches a closed handle.
@@ -49,16 +55,41 @@ processes = st.sampled_from(range(PROCESSES))
 
 
 class RecordingUnits(UnitsProtocol):
-    """UnitsProtocol that tells the machine of every assignment it completes."""
+    """UnitsProtocol that tells the machine of every assignment it completes, of every unit
+    handed to it (on_assigned) and of what it reports owning when it joins a generation
+    (metadata()): the units it has not yet acknowledged giving up."""
 
     def __init__(self, machine: MemberMachine, key: str) -> None:
-        super().__init__(UNITS, assignors=(machine.assignor,))
+        super().__init__(UNITS, assignors=(machine.assignor,), on_assigned=self._assigned)
         self._machine = machine
         self.key = key
+        self.member: GroupCoordinatorHandle | None = None
+        self.unacknowledged: frozenset[str] = frozenset()
+        """Units handed to this handle that it has not reported giving up: each stays here
+        until a metadata() (its join of a later generation) no longer lists it as owned."""
 
     def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
         super().on_join_complete(generation, member_id, protocol, assignment)
         self._machine.completed(self.key, generation, frozenset(self.units_of(assignment)))
+
+    def metadata(self) -> list[tuple[str, bytes]]:
+        with self._machine._lock:
+            self.unacknowledged = frozenset(self.owned)
+        return super().metadata()
+
+    def _assigned(self, units: list[str]) -> None:
+        self._machine.handed(self, frozenset(units))
+
+    def may_act(self) -> bool:
+        """This handle's own word that it may still work on its units (its session has not ended)."""
+        member = self.member
+        if member is None:
+            return False
+        try:
+            member.ensure_generation(member.generation)
+        except (StaleGenerationError, RebalanceInProgressError):
+            return False
+        return True
 
 
 class Process:
@@ -81,6 +112,9 @@ class Process:
         member = self.coord.group_coordinator(
             GROUP, protocol, member_id=self.id, session_timeout=SESSION_TIMEOUT, rebalance_timeout=REBALANCE_TIMEOUT,
         )
+        protocol.member = member
+        with self.machine._lock:
+            self.machine.handles.append(protocol)
         return member, protocol
 
     def units(self) -> frozenset[str]:
@@ -89,11 +123,7 @@ class Process:
 
     def may_act(self) -> bool:
         """The member's own word that it may work on its units now."""
-        try:
-            self.member.ensure_generation(self.member.generation)
-        except (StaleGenerationError, RebalanceInProgressError):
-            return False
-        return True
+        return self.protocol.may_act()
 
 
 class MemberMachine(RuleBasedStateMachine):
@@ -108,6 +138,7 @@ class MemberMachine(RuleBasedStateMachine):
         self.reader = reader
         self._lock = threading.Lock()
         self.violations: list[str] = []
+        self.handles: list[RecordingUnits] = []  # every member handle's protocol, closed and crashed ones too
         self.owners: dict[tuple[int, str], str] = {}  # (generation, unit) -> handle key
         self.generations: dict[str, list[int]] = {}  # handle key -> completed generations
         self.closed: set[str] = set()  # handle keys whose close() or leave() returned
@@ -138,6 +169,21 @@ class MemberMachine(RuleBasedStateMachine):
                 owner = self.owners.setdefault((generation, unit), key)
                 if owner != key:
                     self.violations.append(f"generation {generation}: {unit} assigned to {owner} and {key}")
+
+    def handed(self, protocol: RecordingUnits, units: frozenset[str]) -> None:
+        """``protocol``'s handle was handed ``units`` (on_assigned): no other handle may still
+        act on one of them unless it acknowledged giving it up (metadata() no longer lists it)
+        — or its session ended, which its own ensure_generation() tells."""
+        with self._lock:
+            protocol.unacknowledged |= units
+            others = [(other, other.unacknowledged & units) for other in self.handles
+                      if other is not protocol and other.unacknowledged & units]
+        for other, shared in others:
+            if other.may_act():
+                with self._lock:
+                    self.violations.append(
+                        f"{sorted(shared)} handed to {protocol.key} before {other.key}, which may still act, "
+                        "acknowledged giving them up")
 
     # -- helpers ---------------------------------------------------------------------------
     def _live(self) -> list[Process]:
