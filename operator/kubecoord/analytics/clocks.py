@@ -7,7 +7,9 @@ causally ordered whatever the clocks say (x on process A happened before y on B)
   ``acquired``). The acquisition's side is its ``sent`` (when its write went out) where
   the event has it: ``acquired`` itself is stamped once the write is confirmed, and
   others may see the record before that (a producer without ``sent`` is taken to stamp
-  ``acquired`` when the write took effect);
+  ``acquired`` when the write took effect, except on a session backend, ZooKeeper and
+  etcd, where the acquisition is an older candidate's node going away, not the
+  acquirer's write: there an ``acquired`` without ``sent`` bounds nothing);
 - a KV write of version v before the write of version v + 1 of the same key in the same
   store incarnation, when the log holds one write of version v of that key within the
   pairing window (a key deleted and re-created writes each version once per incarnation,
@@ -52,7 +54,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kubecoord.analytics.frames import cut, release
-from kubecoord.wire.events import Event, Primitive
+from kubecoord.wire.events import SESSION_BACKENDS, Event, Primitive
 
 MAX_PROCESSES = 400
 """Beyond this many processes the transitive closure (cubic) is skipped: direct bounds only."""
@@ -152,8 +154,8 @@ def place(events: DataFrame) -> DataFrame:
     }).drop("_shift").select(*events.columns)
 
 
-CANDIDATE_COLUMNS = ("namespace", "name", "primitive", "event", "process", "epoch", "key", "store_incarnation",
-                     "version", "t", "sent", "file", "line")
+CANDIDATE_COLUMNS = ("namespace", "name", "primitive", "event", "process", "backend", "epoch", "key",
+                     "store_incarnation", "version", "t", "sent", "file", "line")
 
 
 def candidates(events: DataFrame) -> DataFrame:
@@ -171,9 +173,12 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
     leader = events.filter(F.col("primitive") == Primitive.LEADER_ELECTION)
     # An acquisition took effect no earlier than its write was sent (``sent``); ``acquired``
     # itself is stamped once the write is confirmed, which another process may see first.
+    # On a session backend the acquisition is not the acquirer's write: without ``sent``
+    # nothing bounds it from below (another process may see it lead well before the stamp).
+    own_write = ~F.col("backend").isin(*SESSION_BACKENDS)
+    began = F.when(F.col("sent").isNotNull(), F.least("sent", "t")).when(own_write, F.col("t"))
     acquired = leader.filter(F.col("event") == Event.ACQUIRED).select(
-        "namespace", "name", "epoch", F.col("process").alias("a"),
-        F.least(F.coalesce("sent", "t"), F.col("t")).alias("ta"), F.col("t").alias("confirmed"),
+        "namespace", "name", "epoch", F.col("process").alias("a"), began.alias("ta"), F.col("t").alias("confirmed"),
     )
     observed = leader.filter(F.col("event") == Event.OBSERVED).select(
         "namespace", "name", "epoch", F.col("process").alias("b"), F.col("t").alias("tb")
@@ -216,7 +221,7 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
     )
     pairs = seen.select("a", "ta", "b", "tb").unionByName(following).unionByName(nearest)
     return (
-        pairs.filter(F.col("a") != F.col("b"))
+        pairs.filter((F.col("a") != F.col("b")) & F.col("ta").isNotNull())
         .groupBy("a", "b")
         .agg(F.min(F.col("tb") - F.col("ta")).alias("hi"), F.count("*").alias("pairs"))
     )

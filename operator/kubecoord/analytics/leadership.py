@@ -50,12 +50,11 @@ from kubecoord.analytics import violations
 from kubecoord.analytics.clocks import Clocks
 from kubecoord.analytics.frames import cut
 from kubecoord.analytics.reading import evidence, evidence_of
-from kubecoord.wire.events import HOLDER_EVENTS, TERM_ENDS, Event, Primitive
+from kubecoord.wire.events import HOLDER_EVENTS, SESSION_BACKENDS, TERM_ENDS, Event, Primitive
 
 ELECTION = ("namespace", "name")
 HOLDER = ("namespace", "name", "process", "member", "epoch")
 TERM = (*HOLDER, "acquisition")
-SESSION_BACKENDS = ("zookeeper", "etcd")
 SESSION_UNLESS_RENEWED = ("memory",)
 APPROX_ACCURACY = 10_000
 

@@ -28,6 +28,14 @@ TIME_FIELDS: Final = frozenset({"ts", "valid_until", "sent"})
 """Fields given as UNIX seconds to EventLog.record() and written as RFC 3339 strings."""
 
 
+SESSION_BACKENDS: Final = ("zookeeper", "etcd")
+"""Backends whose leaders are sessions' nodes or keys: no renewals are logged (valid_until
+is the session's proven life when the event was logged), and a candidate leads once every
+older candidate's node is gone, which is not its own write at that moment. Other processes
+may see it lead before its ``acquired`` is stamped: only that event's ``sent`` (its node's
+create) bounds the acquisition from below."""
+
+
 class Source:
     """Who wrote an event (the ``source`` field)."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import time
 import uuid
 from datetime import datetime
 from typing import Any
@@ -50,6 +51,30 @@ def test_acquired_carries_the_lease_proven_life_and_a_crashed_leader_leads_at_le
         eventually(lambda: bool(_events(second_log, name, "acquired")), "b's acquired never logged")
         (taken,) = _events(second_log, name, "acquired")
         assert _seconds(taken["ts"]) >= proven  # the server kept a's key at least until then
+    finally:
+        second.close()
+        first.close()
+
+
+def test_acquired_carries_when_the_candidates_key_was_put(etcd_server: EtcdCluster, tmp_path: pathlib.Path) -> None:
+    """A candidate leads once the older keys are gone, which others may see before it does:
+    its ``acquired`` carries ``sent``, when its own key's put went out (it leads no earlier)."""
+    name = f"s-{uuid.uuid4().hex[:10]}"
+    url = f"etcd://{etcd_server.hosts}"
+    second_log = tmp_path / "b.jsonl"
+    first = kubecoord.connect(url, **TIMINGS)
+    second = kubecoord.connect(url, history=str(second_log), **TIMINGS)
+    try:
+        election = first.leader_election(name)
+        assert election.nominate("a")
+        before = time.time()
+        successor = second.leader_election(name)
+        assert not successor.nominate("b")
+        after = time.time()
+        election.resign("a")
+        eventually(lambda: bool(_events(second_log, name, "acquired")), "b's acquired never logged")
+        (taken,) = _events(second_log, name, "acquired")
+        assert before <= _seconds(taken["sent"]) <= after < _seconds(taken["ts"])
     finally:
         second.close()
         first.close()

@@ -73,6 +73,10 @@ class _Candidate:
     slot: int
     key: str = ""
     create_revision: int = 0
+    sent: float = 0.0
+    """Wall time its key's create went out no earlier than (logged as ``sent`` with
+    ``acquired``): it leads once every older key is gone, which other processes may see
+    before its own view does, so ``acquired``'s stamp bounds nothing from below."""
     generation: int = 0
     leading: bool = False
     withdrawn: bool = False
@@ -165,10 +169,11 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
 
     def _put_key(self, candidate: _Candidate) -> None:
         session = self._session
-        generation, lease = session.generation, session.lease_id
+        generation, lease, granted = session.generation, session.lease_id, session.granted_at
         suffix = format(lease, "x") + (f"_{candidate.slot}" if candidate.slot else "")
         key = self._prefix + suffix
         value = candidate_value(candidate.id, candidate.data)
+        sent = time.time()
         answer = txn.run(
             self._context.transport, [txn.created(key, 0)], [txn.put(key, value, lease=lease)], [txn.get(key)],
             idempotent=True,
@@ -180,11 +185,13 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
             if existing is None:
                 raise CoordinationError(f"etcd election {self.service}: candidate key {key} vanished while created")
             revision = existing.create_revision
+            sent = granted  # an earlier attempt's or candidate's key: no older than its lease
             if existing.value != value.encode():  # left by an earlier candidate of this lease: take it over
                 txn.run(self._context.transport, [txn.created(key, revision)], [txn.put(key, value, lease=lease)],
                         [], idempotent=True)
         with self._lock:
             candidate.key, candidate.create_revision, candidate.generation = key, revision, generation
+            candidate.sent = sent
             candidate.leading = False
 
     def _withdraw(self, candidate: _Candidate) -> None:
@@ -290,14 +297,15 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
     def _record_term(self, event: str, candidate: _Candidate, ended: float | None = None) -> None:
         """A candidate's term began or ended. ``acquired`` carries as valid_until the lease's
         proven life (the earliest end of the term if the process died then: renewals are
-        not logged, as on ZooKeeper); an end carries ``ended``: when the candidate stopped
-        believing it leads (before its delete was sent), else now or the lease's deadline,
-        whichever came first."""
+        not logged, as on ZooKeeper) and the candidate's ``sent``; an end carries ``ended``:
+        when the candidate stopped believing it leads (before its delete was sent), else now
+        or the lease's deadline, whichever came first."""
         if event == Event.ACQUIRED:
             ended = self._proven()
         elif ended is None:
             ended = self._ended()
-        self._record(event, member=candidate.id, epoch=candidate.create_revision, valid_until=ended)
+        sent = candidate.sent if event == Event.ACQUIRED else None
+        self._record(event, member=candidate.id, epoch=candidate.create_revision, valid_until=ended, sent=sent)
         if event == Event.ACQUIRED:
             self._leadership(candidate.id, True)
         elif event in (Event.LOST, Event.RESIGNED):
