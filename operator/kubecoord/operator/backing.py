@@ -241,19 +241,12 @@ async def _create_or_check(
     path = kubeapi.object_path(obj)
     if alive is not None and not alive():
         return OURS  # the resource is gone: never re-create anything for its uid
-    try:
-        await kubeapi.acall("POST", path.collection, obj)
+    made, existing = await _post_else_read(obj)
+    if made:
         if created is not None:
             created.append(f"{obj['kind']} {obj['metadata']['name']}")
         return OURS
-    except kubeapi.ApiException as conflict:
-        if conflict.status != 409:
-            raise
-    try:
-        existing = await kubeapi.acall("GET", path.item) or {}
-    except kubeapi.ApiException as error:
-        if error.status != 404:
-            raise
+    if existing is None:
         return PENDING  # collected between the POST and the GET: create it on the next try
     if earlier_incarnation(existing, body):
         return await _replace(obj, existing, body, created)
@@ -264,6 +257,36 @@ async def _create_or_check(
         patch = {"metadata": {"labels": obj["metadata"]["labels"]}}
         await kubeapi.acall("PATCH", path.item, patch, content_type=kubeapi.MERGE_PATCH)
     return OURS
+
+
+async def _post_else_read(obj: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+    """POST ``obj``: (True, None) when that created it, else (False, the object of its name),
+    read on 409 — (False, None) when that one was collected between the POST and the GET.
+    One request when the object is new."""
+    path = kubeapi.object_path(obj)
+    try:
+        await kubeapi.acall("POST", path.collection, obj)
+        return True, None
+    except kubeapi.ApiException as conflict:
+        if conflict.status != 409:
+            raise
+    return False, await _read(obj)
+
+
+async def _read(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The object of ``obj``'s name as the API has it, None if there is none."""
+    try:
+        return await kubeapi.acall("GET", kubeapi.object_path(obj).item) or {}
+    except kubeapi.ApiException as error:
+        if error.status != 404:
+            raise
+        return None
+
+
+async def _delete_if_owned(obj: dict[str, Any], body: dict[str, Any]) -> bool:
+    """Delete the object of ``obj``'s name if ``body`` owns it; whether it was deleted."""
+    existing = await _read(obj)
+    return existing is not None and owned(existing, body) and await kubeapi.delete(obj)
 
 
 async def _replace(obj: dict[str, Any], existing: dict[str, Any], body: dict[str, Any],
@@ -363,26 +386,17 @@ async def _ensure_store(body: dict[str, Any], alive: Alive | None = None) -> Ens
     planned = shard_count_for(size_limit_bytes(dict(body.get("spec") or {})))
     annotations = {object_names.KV_SHARDS_ANNOTATION: str(planned)}
     created = {**zero, "metadata": {**zero["metadata"], "annotations": annotations}}
-    path = kubeapi.object_path(zero)
     made: list[str] = []
     if alive is not None and not alive():
         return Ensured(objects=[zero])
-    try:
-        await kubeapi.acall("POST", path.collection, created)
+    new, existing = await _post_else_read(created)
+    if new:
         shards = planned
         made.append(f"ConfigMap {zero['metadata']['name']}")
-    except kubeapi.ApiException as error:
-        if error.status != 409:
-            raise
-        try:
-            existing = await kubeapi.acall("GET", path.item) or {}
-        except kubeapi.ApiException as missing:
-            if missing.status != 404:
-                raise
-            existing = None  # collected between the POST and the GET: created on the next try
+    else:
         if existing is not None and earlier_incarnation(existing, body):
             existing = created if await _replace(created, existing, body, made) == OURS else None
-        if existing is None:  # the rest waits for it too
+        if existing is None:  # collected between the POST and the GET: the rest waits for it too
             return Ensured(objects=[zero], pending=[f"ConfigMap {zero['metadata']['name']}"])
         shards = recorded_shards(existing)  # never changed once recorded (keys would move)
         if not owned(existing, body):  # somebody else's ConfigMap: leave it, and the rest
@@ -427,24 +441,10 @@ async def delete_all(body: dict[str, Any]) -> int:
     if kind == "LeaderElection":
         lease = election_lease(body)
         for obj in (lease, election_mark(body, lease)):
-            try:
-                existing = await kubeapi.acall("GET", kubeapi.object_path(obj).item)
-            except kubeapi.ApiException as error:
-                if error.status != 404:
-                    raise
-                existing = None
-            if existing is not None and owned(existing, body):
-                deleted += await kubeapi.delete(obj)
+            deleted += await _delete_if_owned(obj, body)
     elif kind == "Group":
         for record in (coordinator_configmap(body), coordinator_lease(body), coordinator_mark(body)):
-            try:
-                existing = await kubeapi.acall("GET", kubeapi.object_path(record).item)
-            except kubeapi.ApiException as error:
-                if error.status != 404:
-                    raise
-                existing = None
-            if existing is not None and owned(existing, body):
-                deleted += await kubeapi.delete(record)
+            deleted += await _delete_if_owned(record, body)
         for lease in await member_leases(body):
             obj = {
                 "apiVersion": LEASES[0],
