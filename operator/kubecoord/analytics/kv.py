@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kubecoord.analytics import violations
+from kubecoord.analytics import kv_incarnations, violations
 from kubecoord.analytics.reading import ORDER, evidence
 from kubecoord.wire.events import KV_WRITES, Event, Primitive
 
@@ -86,14 +86,7 @@ def analyze(events: DataFrame, skew: float) -> KvStores:
         )
     )
 
-    # A put starts its incarnation from when it began (its ``sent``): a write answered after
-    # a put's call began may have followed it, as the put's answer can come later.
-    began_us = F.least(F.coalesce(F.round(F.col("sent") * 1e6).cast("long"), F.col("tu")), F.col("tu"))
-    placed = F.when(F.col("event") == Event.PUT, began_us).otherwise(F.col("tu"))
-    in_order = Window.partitionBy(*KEY_LIFE).orderBy("_placed", *ORDER).rowsBetween(Window.unboundedPreceding, 0)
-    writes = ops.filter(F.col("event").isin(*KV_WRITES)).withColumn("_placed", placed).withColumn(
-        "incarnation", F.sum(F.when(F.col("event") == Event.PUT, 1).otherwise(0)).over(in_order)
-    ).drop("_placed")
+    writes = kv_incarnations.assign(ops.filter(F.col("event").isin(*KV_WRITES)), KEY_LIFE)
 
     acked = writes.filter(F.col("event") == Event.UPDATED).groupBy(*KEY_LIFE, "incarnation", "version").agg(
         F.count("*").alias("acks"),
