@@ -18,47 +18,51 @@ from kubecoord.analytics.pipeline import Analysis
 
 from .histories import Log, analyzed
 
-
-@pytest.fixture(scope="module")
-def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
-    root = tmp_path_factory.mktemp("kv-incarnations")
-    a = Log(root / "a.jsonl", "a", backend="memory")
-    b = Log(root / "b.jsonl", "b", backend="memory")
-    c = Log(root / "c.jsonl", "c", backend="memory")
+WRITES = [
+    # (process, answered, event, key, version, sent)
     # Key "three-at-once" (the tier's etcd history): a creates it; then b's delete of
     # version 2, a's update to version 2 and c's re-creating put all overlap. The update
     # took effect first (the delete removed its version 2), then the delete, then the
     # put; a's next update, to version 2 again, is of the new incarnation.
-    a.add(1.083, "kv", "store", "put", key="three-at-once", version=1, sent=1.067)
-    b.add(1.224, "kv", "store", "deleted", key="three-at-once", version=2, sent=1.215)
-    a.add(1.226, "kv", "store", "updated", key="three-at-once", version=2, sent=1.216)
-    c.add(1.228, "kv", "store", "put", key="three-at-once", version=1, sent=1.221)
-    a.add(1.263, "kv", "store", "updated", key="three-at-once", version=2, sent=1.254)
-    a.add(1.340, "kv", "store", "updated", key="three-at-once", version=3, sent=1.332)
+    ("a", 1.083, "put", "three-at-once", 1, 1.067),
+    ("b", 1.224, "deleted", "three-at-once", 2, 1.215),
+    ("a", 1.226, "updated", "three-at-once", 2, 1.216),
+    ("c", 1.228, "put", "three-at-once", 1, 1.221),
+    ("a", 1.263, "updated", "three-at-once", 2, 1.254),
+    ("a", 1.340, "updated", "three-at-once", 3, 1.332),
     # Key "put-before-delete" (the tier's whole-cluster history): a's update to version 2
     # is answered at 2.173, after c's re-creating put was sent (2.169) but before b's
     # delete of version 2 was sent (2.180): the put could only follow the delete, so the
     # update is of the old incarnation; a's update at 2.30 is the new one's version 2.
-    c.add(2.010, "kv", "store", "put", key="put-before-delete", version=1, sent=2.000)
-    a.add(2.173, "kv", "store", "updated", key="put-before-delete", version=2, sent=2.085)
-    b.add(2.210, "kv", "store", "deleted", key="put-before-delete", version=2, sent=2.180)
-    c.add(2.293, "kv", "store", "put", key="put-before-delete", version=1, sent=2.169)
-    a.add(2.310, "kv", "store", "updated", key="put-before-delete", version=2, sent=2.300)
+    ("c", 2.010, "put", "put-before-delete", 1, 2.000),
+    ("a", 2.173, "updated", "put-before-delete", 2, 2.085),
+    ("b", 2.210, "deleted", "put-before-delete", 2, 2.180),
+    ("c", 2.293, "put", "put-before-delete", 1, 2.169),
+    ("a", 2.310, "updated", "put-before-delete", 2, 2.300),
     # Key "slow-answer": a's update to version 3 is sent at 4.02 and answered only at 4.30,
     # after b deleted version 3 and c created the key again: it took effect before the
     # delete; the new incarnation's versions 2 and 3 are c's.
-    c.add(4.010, "kv", "store", "put", key="slow-answer", version=1, sent=4.000)
-    c.add(4.015, "kv", "store", "updated", key="slow-answer", version=2, sent=4.011)
-    a.add(4.300, "kv", "store", "updated", key="slow-answer", version=3, sent=4.020)
-    b.add(4.120, "kv", "store", "deleted", key="slow-answer", version=3, sent=4.100)
-    c.add(4.170, "kv", "store", "put", key="slow-answer", version=1, sent=4.150)
-    c.add(4.220, "kv", "store", "updated", key="slow-answer", version=2, sent=4.200)
-    c.add(4.260, "kv", "store", "updated", key="slow-answer", version=3, sent=4.240)
+    ("c", 4.010, "put", "slow-answer", 1, 4.000),
+    ("c", 4.015, "updated", "slow-answer", 2, 4.011),
+    ("a", 4.300, "updated", "slow-answer", 3, 4.020),
+    ("b", 4.120, "deleted", "slow-answer", 3, 4.100),
+    ("c", 4.170, "put", "slow-answer", 1, 4.150),
+    ("c", 4.220, "updated", "slow-answer", 2, 4.200),
+    ("c", 4.260, "updated", "slow-answer", 3, 4.240),
     # Key "lost": two updates both acknowledged version 2 of one incarnation.
-    a.add(5.010, "kv", "store", "put", key="lost", version=1, sent=5.000)
-    a.add(5.030, "kv", "store", "updated", key="lost", version=2, sent=5.020)
-    b.add(5.031, "kv", "store", "updated", key="lost", version=2, sent=5.021)
-    yield from analyzed(spark, root, (a, b, c), skew=0.0)
+    ("a", 5.010, "put", "lost", 1, 5.000),
+    ("a", 5.030, "updated", "lost", 2, 5.020),
+    ("b", 5.031, "updated", "lost", 2, 5.021),
+]
+
+
+@pytest.fixture(scope="module")
+def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
+    root = tmp_path_factory.mktemp("kv-incarnations")
+    logs = {process: Log(root / f"{process}.jsonl", process, backend="memory") for process in "abc"}
+    for process, answered, event, key, version, sent in WRITES:
+        logs[process].add(answered, "kv", "store", event, key=key, version=version, sent=sent)
+    yield from analyzed(spark, root, tuple(logs.values()), skew=0.0)
 
 
 def test_an_update_lies_in_the_incarnation_its_version_and_the_closing_delete_allow(analysis: Analysis) -> None:

@@ -3,10 +3,11 @@
 Per key and store incarnation (``store_incarnation``: the uid of the ConfigMap a
 kubernetes store's key lives in, the czxid of a zookeeper store's root znode; a store
 deleted and re-created behind its clients' backs is a new incarnation whose keys start
-again at version 1), events in time order (ties by
-seq, file, line) are split into incarnations: each ``put`` (which creates the key at
-version 1) starts a new one, from when it began (its ``sent``, else its ts): a write
-answered after a put's call began may have followed the put. Writes acknowledged in a store incarnation that was later
+again at version 1), writes are split into the key's incarnations by
+``kv_incarnations.assign``: each ``put`` (which creates the key at version 1) begins one
+and each ``deleted`` ends one, and an update lies in an incarnation its call and answer,
+its version and the closing delete's version allow. The checks below compare the writes
+of one incarnation. Writes acknowledged in a store incarnation that was later
 replaced were lost with the deletion: counted per key (``writes_lost_to_store_deletion``)
 and in the summary, not a kubecoord safety violation (someone deleted the store). Events
 without the field (memory://, older logs) form one store incarnation.
@@ -24,11 +25,13 @@ without the field (memory://, older logs) form one store incarnation.
   with a newer epoch — in the key's version order (exact, no clocks), or to any key of
   the store more than ``skew`` seconds after the newer epoch's first write.
 Conflict rate = conflicts / (puts + updates + deletes + conflicts).
-Not guaranteed: an update logged (through clock skew) before the put of its own
-incarnation began is compared with the previous incarnation, and an update of the previous
-incarnation answered after a re-creating put began (a delete between them, all three
-calls overlapping) with the new one, so a put and an update of one key within the skew
-tolerance or the put's latency of each other can be misjudged.
+Guaranteed with one clock (or corrected clocks): an update answered before a re-creating
+put could have taken effect is judged in the old incarnation, one called after the closing
+delete could have ended the old incarnation in the new one, and of an update that either
+could hold, the one its version and the other writes allow (``kv_incarnations``).
+Not guaranteed: an update that three or more incarnations could hold, or whose key had two
+deletes (or two puts) with overlapping calls, can be judged in the wrong incarnation, and
+a put and an update of one key within the skew tolerance of each other can be misjudged.
 """
 
 from __future__ import annotations
