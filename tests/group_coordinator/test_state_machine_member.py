@@ -305,12 +305,16 @@ class MemberMachine(RuleBasedStateMachine):
 
     @invariant()
     def the_record_never_goes_back(self) -> None:
+        # The members' generations first, then the record: a member's generation came from
+        # a record at least that new, so a record read after it holds at least as much
+        # even if the group moved on between the reads.
+        members = [(process.id, process.member.generation) for process in self._live()]
         description = self.reader.describe_group(GROUP)
         generation = -1 if description is None else description.generation
         assert generation >= self.record_generation, (generation, self.record_generation)
         self.record_generation = generation
-        for process in self._live():
-            assert process.member.generation <= generation
+        for member, member_generation in members:
+            assert member_generation <= generation, (member, member_generation, generation)
 
     def _views(self) -> list[tuple[str, int, frozenset[str], bool]]:
         return [(p.id, p.member.generation, p.units(), p.may_act()) for p in self._live()]
