@@ -47,7 +47,8 @@ class Context:
 
     events: DataFrame
     """Valid, deduplicated events but the leader holders' renewals; ``t``/``tu``/``valid_until``
-    corrected by the clock offsets; hash-partitioned by (namespace, name) and cached."""
+    corrected by the clock offsets; hash-partitioned by (namespace, name) and cached (the
+    read's cache, filtered; cached again when the copies' pass moved them)."""
     terms: DataFrame
     """Leadership terms (leadership.intervals) of every holder event, renewals included."""
     skew: float
@@ -307,23 +308,21 @@ def analyze(
         "valid_until": F.col("valid_until") - offset,
         "sent": F.col("sent") - offset,
     })
-    # Terms from every holder event, by one shuffle of those events on their holder (the
-    # unit of work), one sort and one hash aggregate (leadership.intervals); the renewals,
-    # most of a log's events, go no further.
+    # Terms from every holder event, within the read's partitions (by election: no
+    # shuffle), one sort and one hash aggregate (leadership.intervals); the renewals, most
+    # of a log's events, go no further.
     terms = cut(leadership.intervals(corrected, persisted=persisted))
     persisted.append(terms)
     renewal = (F.col("primitive") == Primitive.LEADER_ELECTION) & (F.col("event") == Event.RENEWED)
-    # The one shuffle of the checks: every check groups, windows or joins by keys that
-    # start with (namespace, name), so with the events hash-partitioned by those two and
-    # cached, no check shuffles again (Spark sees the cache's partitioning satisfies
-    # theirs); each check's query is then one job of narrow stages over the cache.
-    # Ordered by primitive and event within the partitions: every check filters by
-    # primitive (many by event too), and the cache's per-batch statistics then let its
-    # scan skip the other primitives' batches (the hash shuffle undid the read's order).
-    events = corrected.filter(~renewal).repartition(_partitions(spark), *ONE_SHUFFLE).sortWithinPartitions(
-        "primitive", "event").persist(StorageLevel.MEMORY_AND_DISK_DESER)
-    persisted.append(events)
-    events = cached_leaf(events)
+    events = corrected.filter(~renewal)
+    if covered.sorted_processes:
+        # The copies' pass shuffled the events by process: the one shuffle of the checks is
+        # made again (the read's partitioning, reading.PARTITIONING, is what every check's
+        # key starts with), and cached.
+        events = events.repartition(_partitions(spark), *ONE_SHUFFLE).sortWithinPartitions(
+            "primitive", "event").persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        persisted.append(events)
+        events = cached_leaf(events)
     context = Context(events=events, terms=terms, skew=skew, clocks=estimated)
 
     progress.step("checking safety and computing metrics")

@@ -62,6 +62,16 @@ line (unique), so a window ordered by it is deterministic and its reversal exact
 """Give up after this many unreadable files (each costs one retry of the scan)."""
 
 
+PARTITIONING = ("namespace", "name")
+"""What the cached lines are hash-partitioned by (Inputs.lines)."""
+
+
+def _partitions(spark: SparkSession) -> int:
+    """The shuffle partitions sized to the input (_size_shuffles), given explicitly:
+    adaptive execution keeps an explicit count, so the partitioning holds."""
+    return int(spark.conf.get("spark.sql.shuffle.partitions") or spark.sparkContext.defaultParallelism)
+
+
 class EmptyInputError(InvalidArgumentError):
     """The inputs named no file, or the files held no event."""
 
@@ -78,7 +88,8 @@ class Inputs:
     malformed: DataFrame
     """file, line, reason, text (first 300 characters)."""
     lines: DataFrame
-    """Every non-blank line of the readable files, with ``reason`` null for valid events; persisted."""
+    """Every line of the readable files, with ``reason`` null for valid events; persisted,
+    hash-partitioned by PARTITIONING and ordered by primitive and event within partitions."""
     unreadable: DataFrame
     """file, reason: the files that could not be read."""
     counts: dict[str, Any]
@@ -147,9 +158,14 @@ def read_inputs(
     unreadable: list[tuple[str, str]] = []
     readable = list(files)
     while True:
-        # Cached in the files' order, unsorted: what reads the lines again (the clock
-        # evidence, the terms, the checks' one shuffle) reads each once.
-        lines = _parse(spark, readable, max_line_bytes).persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        # The one shuffle of the analysis, here: every line hash-partitioned by (namespace,
+        # name), the prefix of every later key (a holder's term, each check's grouping,
+        # window and join), so no later step shuffles the events again; ordered by
+        # primitive and event within the partitions, so the cache's per-batch statistics
+        # let a scan for one primitive or event skip the others' batches unread.
+        lines = _parse(spark, readable, max_line_bytes).repartition(
+            _partitions(spark), *PARTITIONING).sortWithinPartitions("primitive", "event").persist(
+            StorageLevel.MEMORY_AND_DISK_DESER)
         try:
             splits = _per_split(lines)
             break
