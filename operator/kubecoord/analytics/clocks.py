@@ -2,18 +2,25 @@
 
 Every process stamps its events with its own wall clock. Some pairs of events are
 causally ordered whatever the clocks say (x on process A happened before y on B):
-- a leader's acquisition of epoch e before any other process's ``observed`` of epoch e,
-  and before the acquisition of the next epoch of that election was confirmed (its
-  ``acquired``). The acquisition's side is its ``sent`` (when its write went out) where
-  the event has it: ``acquired`` itself is stamped once the write is confirmed, and
-  others may see the record before that (a producer without ``sent`` is taken to stamp
-  ``acquired`` when the write took effect, except on a session backend, ZooKeeper and
-  etcd, where the acquisition is an older candidate's node going away, not the
-  acquirer's write: there an ``acquired`` without ``sent`` bounds nothing);
+- a leader's acquisition of epoch e before any other process's ``observed`` of epoch e
+  naming it (two candidates of a lease backend may write one epoch, the record deleted
+  between them, and only the one that raised the epoch mark leads), and before the
+  acquisition of the next epoch of that election was confirmed (its ``acquired``). The
+  acquisition's side is its ``sent`` (when its write went out) where the event has it:
+  ``acquired`` itself is stamped once the write is confirmed, and others may see the
+  record before that (a producer without ``sent`` is taken to stamp ``acquired`` when
+  the write took effect, except on a session backend, ZooKeeper and etcd, where the
+  acquisition is an older candidate's node going away, not the acquirer's write: there
+  an ``acquired`` without ``sent`` bounds nothing);
 - a KV write of version v before the write of version v + 1 of the same key in the same
   store incarnation, when the log holds one write of version v of that key within the
   pairing window (a key deleted and re-created writes each version once per incarnation,
-  and the nearest of several may be another incarnation's: no pair is made then).
+  and the nearest of several may be another incarnation's: no pair is made then). The
+  earlier write's side is its ``sent`` where the event has it: its ``ts`` is stamped once
+  the write is confirmed, which may be long after it took effect (a writer paused before
+  stamping, an unknown outcome resolved by a later read). A write without ``sent`` is
+  taken to be stamped when it took effect, except Cassandra's (KV_STAMPED_WHEN_CONFIRMED),
+  which bounds nothing as the earlier side; the later write's side is its ``ts``.
 Each such pair bounds the clock offset between A and B: offset(B) - offset(A) <=
 ts_B(y) - ts_A(x). Bounds from both directions bracket the offset, as NTP does. The
 bounds are closed transitively (A-C and C-B bound A-B) on the driver: there are at most
@@ -38,7 +45,10 @@ Clocks stepped during the log: events that carry ``mono`` (the emitter's monoton
 at ``ts``) are first placed on each process's monotonic timeline (``place``): t = mono +
 the process's median of (ts - mono), so a step of its wall clock moves none of them and
 what is left is one constant offset per process, which the evidence above estimates.
-valid_until moves with its event. Events without ``mono`` (older logs, injected clocks)
+valid_until and sent move with their event: kubecoord's clients log ``sent`` on the wall
+clock of the event's ``ts`` (``ts`` minus the monotonic time elapsed since the request went
+out), so a step between the two (an etcd or ZooKeeper candidate may wait minutes behind
+the leader) does not move ``sent`` past the write. Events without ``mono`` (older logs, injected clocks)
 keep their ts.
 Not guaranteed: offsets that drift during the log without ``mono`` (one constant per
 process is assumed).
@@ -60,6 +70,10 @@ MAX_PROCESSES = 400
 """Beyond this many processes the transitive closure (cubic) is skipped: direct bounds only."""
 REPORTED_PAIRS = 20
 KV_PAIRING_SECONDS = 60
+KV_STAMPED_WHEN_CONFIRMED = ("cassandra",)
+"""Backends whose KV writes were logged without ``sent``, stamped once the write was
+confirmed — after a Paxos timeout's resolving read, long after the write took effect: such
+a write without ``sent`` is no lower bound of its write."""
 
 
 @dataclass
@@ -154,7 +168,7 @@ def place(events: DataFrame) -> DataFrame:
     }).drop("_shift").select(*events.columns)
 
 
-CANDIDATE_COLUMNS = ("namespace", "name", "primitive", "event", "process", "backend", "epoch", "key",
+CANDIDATE_COLUMNS = ("namespace", "name", "primitive", "event", "process", "backend", "member", "epoch", "key",
                      "store_incarnation", "version", "t", "sent", "file", "line")
 
 
@@ -178,12 +192,17 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
     own_write = ~F.col("backend").isin(*SESSION_BACKENDS)
     began = F.when(F.col("sent").isNotNull(), F.least("sent", "t")).when(own_write, F.col("t"))
     acquired = leader.filter(F.col("event") == Event.ACQUIRED).select(
-        "namespace", "name", "epoch", F.col("process").alias("a"), began.alias("ta"), F.col("t").alias("confirmed"),
+        "namespace", "name", "epoch", "member", F.col("process").alias("a"), began.alias("ta"),
+        F.col("t").alias("confirmed"),
     )
     observed = leader.filter(F.col("event") == Event.OBSERVED).select(
-        "namespace", "name", "epoch", F.col("process").alias("b"), F.col("t").alias("tb")
+        "namespace", "name", "epoch", "member", F.col("process").alias("b"), F.col("t").alias("tb")
     )
-    seen = acquired.join(observed, ["namespace", "name", "epoch"])
+    # An observation of epoch e names its holder: on a lease backend two candidates may
+    # write epoch e (the record deleted between them), and only the one that raised the
+    # epoch mark leads; an observation of the other's record may come before the leader's
+    # write was sent, so only an observation naming the acquirer is paired with it.
+    seen = acquired.join(observed, ["namespace", "name", "epoch", "member"])
     # The next epoch's acquisition took effect by the time it was confirmed.
     by_epoch = Window.partitionBy("namespace", "name").orderBy("epoch", "ta")
     following = acquired.select(
@@ -192,15 +211,19 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
         "a", "ta", F.col("n.a").alias("b"), F.col("n.confirmed").alias("tb"))
 
     # Versions restart at 1 in a re-created store: pair only within one store incarnation.
+    unstamped = F.col("backend").isin(*KV_STAMPED_WHEN_CONFIRMED)
     writes = events.filter((F.col("primitive") == Primitive.KV) & F.col("event").isin(Event.PUT, Event.UPDATED)).select(
         "namespace", "name", "key", F.coalesce("store_incarnation", F.lit("")).alias("life"), "version", "process",
-        "t", "line", "file", F.least(F.coalesce("sent", "t"), F.col("t")).alias("began"),
+        "t", "line", "file",
+        F.when(F.col("sent").isNotNull(), F.least("sent", "t")).when(~unstamped, F.col("t")).alias("began"),
     )
     # Only versions written within a minute or two of each other are paired: keys
     # re-created often would otherwise pair every incarnation with every other.
     before = writes.select(
         # The earlier write happened no earlier than it began (``sent``): its ts may be late
-        # (a writer paused before stamping it), which would make the bound too tight.
+        # (a writer paused before stamping it, an unknown outcome resolved by a later read),
+        # which would make the bound too tight. A Cassandra write without ``sent`` bounds
+        # nothing as the earlier side, but still counts as a candidate (one-candidate rule).
         "namespace", "name", "key", "life", (F.col("version") + 1).alias("version"), F.col("process").alias("a"),
         F.col("began").alias("ta"), F.floor(F.col("t") / KV_PAIRING_SECONDS).alias("bucket"),
     )

@@ -11,6 +11,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+import pytest
+
 import kubecoord
 from kubecoord.testing import crash
 from kubecoord_testkit.servers.etcd import EtcdCluster
@@ -56,9 +58,15 @@ def test_acquired_carries_the_lease_proven_life_and_a_crashed_leader_leads_at_le
         first.close()
 
 
-def test_acquired_carries_when_the_candidates_key_was_put(etcd_server: EtcdCluster, tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize("step", [0.0, -5.0])
+def test_acquired_carries_when_the_candidates_key_was_put(
+    etcd_server: EtcdCluster, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, step: float
+) -> None:
     """A candidate leads once the older keys are gone, which others may see before it does:
-    its ``acquired`` carries ``sent``, when its own key's put went out (it leads no earlier)."""
+    its ``acquired`` carries ``sent``, when its own key's put went out (it leads no earlier),
+    as the wall clock of its ``ts`` reads it: stepped back 5 s (NTP) while the candidate
+    waited, ``sent`` moves with it and stays before ``ts`` (the pipeline places ``sent`` by
+    the event's ``mono``)."""
     name = f"s-{uuid.uuid4().hex[:10]}"
     url = f"etcd://{etcd_server.hosts}"
     second_log = tmp_path / "b.jsonl"
@@ -71,10 +79,13 @@ def test_acquired_carries_when_the_candidates_key_was_put(etcd_server: EtcdClust
         successor = second.leader_election(name)
         assert not successor.nominate("b")
         after = time.time()
+        real = time.time
+        monkeypatch.setattr(time, "time", lambda: real() + step)
         election.resign("a")
         eventually(lambda: bool(_events(second_log, name, "acquired")), "b's acquired never logged")
         (taken,) = _events(second_log, name, "acquired")
-        assert before <= _seconds(taken["sent"]) <= after < _seconds(taken["ts"])
+        assert before + step <= _seconds(taken["sent"]) <= after + step < _seconds(taken["ts"])
     finally:
         second.close()
         first.close()
+

@@ -192,6 +192,30 @@ def test_acquired_carries_when_its_node_was_created_before_anybody_saw_it_lead(
     assert acquired["sent"] <= observed["ts"]  # RFC 3339 UTC with microseconds: ordered as text
 
 
+def test_sent_is_read_on_the_clock_of_ts_across_a_wall_clock_step(
+    zookeeper_server: ZooKeeperServer, chroot: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wall clock stepped back 5 s (NTP) while a candidate waited behind the leader: its
+    ``acquired`` still carries a ``sent`` before its ``ts``, the create's moment as the
+    stepped clock reads it (the pipeline places ``sent`` by the event's ``mono``)."""
+    url = f"zookeeper://{zookeeper_server.hosts}/{chroot}"
+    b_history = tmp_path / "b.jsonl"
+    with kubecoord.connect(url) as a, kubecoord.connect(url, history=b_history) as b:
+        first, second = a.leader_election("svc"), b.leader_election("svc")
+        assert first.nominate("a")
+        before = time.time()
+        assert not second.nominate("b")
+        after = time.time()
+        real = time.time
+        monkeypatch.setattr(time, "time", lambda: real() - 5.0)
+        first.resign("a")
+        eventually(lambda: second.is_leader("b"))
+    (acquired,) = [e for e in map(json.loads, b_history.read_text().splitlines()) if e["event"] == "acquired"]
+    sent = dt.datetime.fromisoformat(acquired["sent"].replace("Z", "+00:00")).timestamp()
+    ts = dt.datetime.fromisoformat(acquired["ts"].replace("Z", "+00:00")).timestamp()
+    assert before - 5.0 <= sent <= after - 5.0 < ts
+
+
 def test_kv_events_name_the_store_root_incarnation_a_deletion_replaces(
     zookeeper_server: ZooKeeperServer, zk: KazooClient, chroot: str, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

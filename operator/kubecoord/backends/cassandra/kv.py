@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -169,6 +170,7 @@ class CassandraStorage(StorageHandle):
     def _put(self, key: str, data: str, fence: Fence | None) -> int:
         if fence is not None:
             return self._fenced_write(key, fence, data, None, put=True)
+        sent = time.time()  # logged as ``sent``: the write happened between it and the event's ts
         for _ in range(5):
             incarnation = self._incarnation or self._read_incarnation()
             nonce = uuid.uuid4()
@@ -185,7 +187,7 @@ class CassandraStorage(StorageHandle):
                 )
             if result.applied:
                 self._incarnation = incarnation
-                self._record(Event.PUT, key=key, version=1, store_incarnation=str(incarnation))
+                self._record(Event.PUT, key=key, version=1, sent=sent, store_incarnation=str(incarnation))
                 return 1
             existing = result.existing or {}
             if existing.get("version") is not None:
@@ -217,6 +219,7 @@ class CassandraStorage(StorageHandle):
     def _update(self, key: str, data: str, expected_version: int | None, fence: Fence | None) -> int:
         if fence is not None:
             return self._fenced_write(key, fence, data, expected_version)
+        sent = time.time()
         while True:
             current = self._current(key, expected_version)
             version = current.version
@@ -227,7 +230,8 @@ class CassandraStorage(StorageHandle):
             )
             if result.applied:
                 self._incarnation = current.incarnation
-                self._record(Event.UPDATED, key=key, version=version + 1, store_incarnation=_text(current.incarnation))
+                self._record(Event.UPDATED, key=key, version=version + 1, sent=sent,
+                             store_incarnation=_text(current.incarnation))
                 return int(version + 1)
             if result.existing is None:
                 # The outcome was unknown and a SERIAL read showed the write did not land: no
@@ -240,6 +244,7 @@ class CassandraStorage(StorageHandle):
         if fence is not None:
             self._fenced_write(key, fence, None, expected_version)
             return
+        sent = time.time()
         while True:
             current = self._current(key, expected_version)
             version = current.version
@@ -249,7 +254,8 @@ class CassandraStorage(StorageHandle):
                 resolve=lambda v=version, m=marker: self._delete_landed(key, v, m),  # type: ignore[misc]
             )
             if result.applied:
-                self._record(Event.DELETED, key=key, version=version, store_incarnation=_text(current.incarnation))
+                self._record(Event.DELETED, key=key, version=version, sent=sent,
+                             store_incarnation=_text(current.incarnation))
                 return
             if result.existing is None:
                 continue  # an unknown outcome that did not land: read again, as in _update
@@ -262,6 +268,7 @@ class CassandraStorage(StorageHandle):
         LWT on the store's partition that compares the domain's mark (static ``fences``) with
         the one read and sets it to the token, together with the key's own condition."""
         where = f"store {self.name!r}"
+        sent = time.time()
         for _ in range(_FENCED_ROUNDS):
             rows = self._session.execute(_READ_FENCE, [self.name], serial=True)
             incarnation = rows[0].incarnation if rows else None
@@ -304,7 +311,7 @@ class CassandraStorage(StorageHandle):
                 self._incarnation = incarnation
                 event = Event.PUT if put else Event.UPDATED if data is not None else Event.DELETED
                 written = 1 if put else version + 1 if data is not None else version
-                self._record(event, key=key, version=written, store_incarnation=_text(incarnation))
+                self._record(event, key=key, version=written, sent=sent, store_incarnation=_text(incarnation))
                 return int(written)
             existing = result.existing or {}
             if put and existing.get("version") is not None:

@@ -74,9 +74,10 @@ class _Candidate:
     key: str = ""
     create_revision: int = 0
     sent: float = 0.0
-    """Wall time its key's create went out no earlier than (logged as ``sent`` with
-    ``acquired``): it leads once every older key is gone, which other processes may see
-    before its own view does, so ``acquired``'s stamp bounds nothing from below."""
+    """Monotonic time its key's create went out no earlier than (logged as ``sent`` with
+    ``acquired``, on the wall clock of that event's ``ts``): it leads once every older key
+    is gone, which other processes may see before its own view does, so ``acquired``'s
+    stamp bounds nothing from below."""
     generation: int = 0
     leading: bool = False
     withdrawn: bool = False
@@ -173,7 +174,7 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
         suffix = format(lease, "x") + (f"_{candidate.slot}" if candidate.slot else "")
         key = self._prefix + suffix
         value = candidate_value(candidate.id, candidate.data)
-        sent = time.time()
+        sent = time.monotonic()
         answer = txn.run(
             self._context.transport, [txn.created(key, 0)], [txn.put(key, value, lease=lease)], [txn.get(key)],
             idempotent=True,
@@ -304,7 +305,9 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
             ended = self._proven()
         elif ended is None:
             ended = self._ended()
-        sent = candidate.sent if event == Event.ACQUIRED else None
+        # ``sent`` on the wall clock as it reads now, as ``ts`` is: the key may have been put
+        # long ago, and a step of the wall clock since must not move it past the acquisition.
+        sent = time.time() - (time.monotonic() - candidate.sent) if event == Event.ACQUIRED else None
         self._record(event, member=candidate.id, epoch=candidate.create_revision, valid_until=ended, sent=sent)
         if event == Event.ACQUIRED:
             self._leadership(candidate.id, True)

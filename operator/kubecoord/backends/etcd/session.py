@@ -54,7 +54,8 @@ class LeaseSession:
         """Bumped with every new lease (a lost lease's keys are gone)."""
         self.granted_ttl = 0
         self.granted_at = 0.0
-        """Wall time before the current lease's grant was sent: no key on it is older."""
+        """Monotonic time (this session's clock) before the current lease's grant was sent:
+        no key on it is older."""
         self._grant()
         self._thread = threading.Thread(target=self._run, name=f"kubecoord-etcd-lease-{self.lease_hex}", daemon=True)
         self._thread.start()
@@ -74,7 +75,7 @@ class LeaseSession:
         self._subscribers.discard(listener)
 
     def _grant(self) -> None:
-        sent, sent_wall = self._clock(), time.time()
+        sent = self._clock()
         try:
             grant = {"TTL": self._options.lease_duration, "ID": 0}
             answer = self.transport.call("lease/grant", grant, idempotent=False)
@@ -89,7 +90,7 @@ class LeaseSession:
                                     f"{self._options.deadline} s")
         with self._lock:
             self.lease_id = int(answer["ID"])
-            self.granted_ttl, self.granted_at = ttl, sent_wall
+            self.granted_ttl, self.granted_at = ttl, sent
             self.alive_until = sent + self._options.deadline
             self.proven_until = sent + ttl
             self.generation += 1

@@ -99,12 +99,12 @@ class _Candidate:
     confirmed: int = -1
     """The session generation in which leadership was last confirmed by a read."""
     first_create: float | None = None
-    """Wall time of the first create sent under this candidate's prefix (an adopted node's
-    create was sent no earlier)."""
+    """Monotonic time of the first create sent under this candidate's prefix (an adopted
+    node's create was sent no earlier)."""
     created: float | None = None
-    """Wall time the create of ``node`` was sent: its leadership took effect after it
-    (logged as ``sent`` with ``acquired``; other processes may see it lead before
-    ``acquired`` is stamped, never before this)."""
+    """Monotonic time the create of ``node`` was sent: its leadership took effect after it
+    (logged as ``sent`` with ``acquired``, on the wall clock of that event's ``ts``; other
+    processes may see it lead before ``acquired`` is stamped, never before this)."""
 
 
 class ZooKeeperElection(SessionLeadership[_Candidate, Session], ZooKeeperHandle, ElectionHandle):
@@ -207,7 +207,7 @@ class ZooKeeperElection(SessionLeadership[_Candidate, Session], ZooKeeperHandle,
 
     def _create(self, candidate: _Candidate) -> None:
         client = self._session.client
-        sent = time.time()
+        sent = time.monotonic()
         if candidate.first_create is None:
             candidate.first_create = sent
         try:
@@ -334,8 +334,12 @@ class ZooKeeperElection(SessionLeadership[_Candidate, Session], ZooKeeperHandle,
         event = Event.RENEWED if candidate.leading else Event.ACQUIRED
         candidate.leading = True
         candidate.confirmed = generation
-        self._record_candidate(event, candidate, valid_until=started + self._session.session_timeout,
-                               sent=candidate.created if event == Event.ACQUIRED else None)
+        # ``sent`` on the wall clock as it reads now, as ``ts`` is: the node may have been
+        # created long ago, and a step of the wall clock since must not move it past this.
+        sent = None
+        if event == Event.ACQUIRED and candidate.created is not None:
+            sent = time.time() - (time.monotonic() - candidate.created)
+        self._record_candidate(event, candidate, valid_until=started + self._session.session_timeout, sent=sent)
 
     def _lose(self, candidate: _Candidate) -> None:
         if candidate.leading:
