@@ -3,6 +3,8 @@ offers kopf's users: a few helpers over the memory backend, nothing that starts 
 
 - ManualClock: pass as ``clock=`` to memory:// to make expiry deterministic.
 - crash(coordinator): stop a memory coordinator as kill -9 would (no resign, no leave).
+- forget(url): drop memory://NAME's shared state once its coordinators are closed (a test
+  that makes a NAME per example would otherwise keep every example's state until exit).
 
 Servers and fault injectors (the Kubernetes API emulator, real ZooKeeper and
 kube-apiserver starters, the TCP fault proxy) and their pytest fixtures are the
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 from kubecoord._internal.clock import ManualClock
 from kubecoord.api import Coordinator
+from kubecoord.backends.memory import state
 from kubecoord.capabilities import FEATURES, Crashable
-from kubecoord.errors import UnsupportedFeatureError
+from kubecoord.connect import parse_url
+from kubecoord.errors import InvalidArgumentError, UnsupportedFeatureError
 
 
 def crash(coordinator: Coordinator) -> None:
@@ -26,4 +30,13 @@ def crash(coordinator: Coordinator) -> None:
     coordinator.simulate_crash()
 
 
-__all__ = ["ManualClock", "crash"]
+def forget(url: str) -> None:
+    """Drop the shared state of ``url`` (memory://NAME): the next connect to NAME starts
+    empty. Close its coordinators first; one still open keeps the old state to itself."""
+    parsed = parse_url(url)
+    if parsed.scheme != "memory":
+        raise InvalidArgumentError(f"forget() takes a memory:// URL, not {url!r}")
+    state.forget(parsed)
+
+
+__all__ = ["ManualClock", "crash", "forget"]

@@ -43,7 +43,7 @@ from kubecoord.api import GroupCoordinatorHandle
 from kubecoord.backends.memory.coordinator import MemoryCoordinator
 from kubecoord.errors import RebalanceInProgressError
 from kubecoord.group_coordinator import UnitsProtocol
-from kubecoord.testing import ManualClock, crash
+from kubecoord.testing import ManualClock, crash, forget
 
 GROUP = "workers"
 UNITS = [f"u{i}" for i in range(6)]
@@ -154,6 +154,7 @@ class MemberMachine(RuleBasedStateMachine):
             if not process.coord.crashed:
                 process.coord.close()
         self.reader.close()
+        forget(self.url)  # a URL per example: kept, 10,000 examples' states held 3.5 GB
 
     # -- what members report (on their worker threads) -----------------------------------
     def completed(self, key: str, generation: int, units: frozenset[str]) -> None:

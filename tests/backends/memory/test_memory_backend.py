@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import kubecoord
-from kubecoord import ClosedError
-from kubecoord.testing import ManualClock, crash
+from kubecoord import ClosedError, InvalidArgumentError
+from kubecoord.testing import ManualClock, crash, forget
 from tests.helpers import Recorder
 
 
@@ -17,6 +17,16 @@ def test_private_and_shared_states() -> None:
     with kubecoord.connect("memory://shared-x") as a, kubecoord.connect("memory://shared-x") as b:
         a.storage("s").put("k", "v")
         assert b.storage("s").fetch("k").result() == "v"
+
+
+def test_a_forgotten_name_starts_empty_and_only_memory_urls_are_forgotten() -> None:
+    with kubecoord.connect("memory://forget-x") as a:
+        a.storage("s").put("k", "v")
+    forget("memory://forget-x")
+    with kubecoord.connect("memory://forget-x") as b:
+        assert b.storage("s").fetch("k").result() is None
+    with pytest.raises(InvalidArgumentError):
+        forget("zookeeper://127.0.0.1:2181")
 
 
 def test_crashed_leader_keeps_leading_until_its_session_times_out() -> None:

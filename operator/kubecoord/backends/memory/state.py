@@ -238,6 +238,13 @@ _shared_states: dict[str, State] = {}
 _shared_lock = threading.Lock()
 
 
+def forget(url: BackendURL) -> None:
+    """Drop the shared state of ``url`` (memory://NAME): the next connect to NAME starts empty.
+    A coordinator still open on it keeps the old state, shared with no later one."""
+    with _shared_lock:
+        _shared_states.pop(url.location, None)
+
+
 def state_for(url: BackendURL, clock: Clock | None) -> State:
     if not url.location:
         return State(clock or MonotonicClock())
