@@ -62,6 +62,7 @@ from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Fence, Versioned
 from kubecoord.backends.cassandra.context import CassandraContext
 from kubecoord.backends.cassandra.poller import Poller
+from kubecoord.backends.cassandra.session import CasResult
 from kubecoord.errors import (
     CoordinationError,
     KeyExistsError,
@@ -216,50 +217,54 @@ class CassandraStorage(StorageHandle):
             self._record(Event.CONFLICT, key=key, version=expected_version)
             raise VersionConflictError(f"key {key!r} is at version {existing['version']}, not {expected_version}")
 
+    def _unfenced_write(self, key: str, expected_version: int | None, send: Callable[[Any], CasResult]) -> Any:
+        """The read-LWT loop of a plain update or delete: reads the key's row (checked against
+        ``expected_version``), sends ``send(row)`` (one LWT conditional on that row's version)
+        and returns the row once an LWT applied. A refusal is judged by _refused (the key gone,
+        a conflict); a plain write that raced another writer, or an unknown outcome that did
+        not land (no answer row to judge by), is judged again from the key as it is then."""
+        while True:
+            current = self._current(key, expected_version)
+            result = send(current)
+            if result.applied:
+                return current
+            if result.existing is not None:
+                self._refused(key, result.existing, expected_version)
+
     def _update(self, key: str, data: str, expected_version: int | None, fence: Fence | None) -> int:
         if fence is not None:
             return self._fenced_write(key, fence, data, expected_version)
-        sent = time.time()
-        while True:
-            current = self._current(key, expected_version)
-            version = current.version
+
+        def send(current: Any) -> CasResult:
             nonce = uuid.uuid4()
-            result = self._session.cas(
-                _UPDATE, [data, version + 1, nonce, nonce, self.name, key, version],
-                resolve=lambda c=current, n=nonce: self._update_landed(key, c, n),  # type: ignore[misc]
+            return self._session.cas(
+                _UPDATE, [data, current.version + 1, nonce, nonce, self.name, key, current.version],
+                resolve=lambda: self._update_landed(key, current, nonce),
             )
-            if result.applied:
-                self._incarnation = current.incarnation
-                self._record(Event.UPDATED, key=key, version=version + 1, sent=sent,
-                             store_incarnation=_text(current.incarnation))
-                return int(version + 1)
-            if result.existing is None:
-                # The outcome was unknown and a SERIAL read showed the write did not land: no
-                # answer row to judge by, so what the key holds now decides (read again).
-                continue
-            self._refused(key, result.existing, expected_version)
-            # A plain update() raced another writer: read again and write over the newer version.
+
+        sent = time.time()
+        current = self._unfenced_write(key, expected_version, send)
+        self._incarnation = current.incarnation
+        self._record(Event.UPDATED, key=key, version=current.version + 1, sent=sent,
+                     store_incarnation=_text(current.incarnation))
+        return int(current.version + 1)
 
     def _delete(self, key: str, expected_version: int | None, fence: Fence | None) -> None:
         if fence is not None:
             self._fenced_write(key, fence, None, expected_version)
             return
-        sent = time.time()
-        while True:
-            current = self._current(key, expected_version)
-            version = current.version
+
+        def send(current: Any) -> CasResult:
             marker = uuid.uuid4()
-            result = self._session.cas(
-                _DELETE, [self.name, key, version, marker, self.name],
-                resolve=lambda v=version, m=marker: self._delete_landed(key, v, m),  # type: ignore[misc]
+            return self._session.cas(
+                _DELETE, [self.name, key, current.version, marker, self.name],
+                resolve=lambda: self._delete_landed(key, current.version, marker),
             )
-            if result.applied:
-                self._record(Event.DELETED, key=key, version=version, sent=sent,
-                             store_incarnation=_text(current.incarnation))
-                return
-            if result.existing is None:
-                continue  # an unknown outcome that did not land: read again, as in _update
-            self._refused(key, result.existing, expected_version)
+
+        sent = time.time()
+        current = self._unfenced_write(key, expected_version, send)
+        self._record(Event.DELETED, key=key, version=current.version, sent=sent,
+                     store_incarnation=_text(current.incarnation))
 
     def _fenced_write(
         self, key: str, fence: Fence, data: str | None, expected_version: int | None, *, put: bool = False
