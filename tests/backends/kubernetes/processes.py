@@ -25,14 +25,16 @@ class Child:
     """A process printing JSON lines: child.py by default, any program with ``argv``."""
 
     def __init__(self, name: str, args: list[str], env: dict[str, str] | None = None,
-                 argv: list[str] | None = None) -> None:
+                 argv: list[str] | None = None, stderr: pathlib.Path | None = None) -> None:
         self.name = name
         self.lines: list[dict[str, Any]] = []
         self._cond = threading.Condition()
-        self.process = subprocess.Popen(
-            argv or [sys.executable, str(CHILD), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=env,
-        )
+        self.stderr = stderr
+        with open(stderr, "wb") if stderr is not None else open(os.devnull, "wb") as sink:
+            self.process = subprocess.Popen(
+                argv or [sys.executable, str(CHILD), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=sink, env=env,
+            )
         self.killed_at: float | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -100,10 +102,11 @@ class Children:
         return child
 
     def start_client_go(self, binary: pathlib.Path, name: str, lease: str, *timings: str) -> Child:
-        """client-go's LeaseLock candidate (le-candidate) as ServiceAccount ``name``."""
+        """client-go's LeaseLock candidate (le-candidate) as ServiceAccount ``name``; its klog
+        output goes to ``NAME.stderr`` in the test's directory."""
         argv = [str(binary), "--kubeconfig", str(self.kubeconfig(name)), "--namespace", self.cluster.namespace,
                 "--lease", lease, "--id", name, *timings]
-        child = Child(name, [], None, argv=argv)
+        child = Child(name, [], None, argv=argv, stderr=self.directory / f"{name}.stderr")
         self.all.append(child)
         return child
 

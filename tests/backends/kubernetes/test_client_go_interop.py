@@ -153,6 +153,14 @@ def _exit(child: Child, how: str) -> float:
     return float(done[-1].get("t", done[-1].get("ts")))
 
 
+def _release_failed(child: Child) -> bool:
+    """Whether client-go said its release failed. It does when SIGTERM cancels a renewal in
+    flight that the server applied: LeaseLock keeps the older resourceVersion, so the
+    release's update answers 409 and the Lease is left to expire (about 1 in 40 SIGTERMs on
+    a loaded machine). kubecoord's release rereads the record once on a conflict instead."""
+    return child.stderr is not None and "Failed to release lock" in child.stderr.read_text()
+
+
 def _started(child: Child) -> float:
     line = next(line for line in reversed(child.lines)
                 if line["event"] == "started_leading" or (line["event"] == "is_leader" and line["value"]))
@@ -182,7 +190,7 @@ def test_takeover_both_ways_for_every_kind_of_exit(
                 _exit(follower, "term")
         latency = _started(successor) - freed
         handovers.append((f"{candidates.kinds[leader.name]} {how} -> {other}", "", latency))
-        if how == "term":
+        if how == "term" and not _release_failed(leader):
             # A released Lease is taken at the follower's next try, not after it expires.
             assert latency < HANDOVER_LEASE, handovers
         now = cluster.holder(lease)
@@ -214,3 +222,4 @@ def test_a_mixed_fleet_never_has_two_leaders(
         leader = candidates.wait_leader(cluster, live)
     candidates.assert_never_two_leaders()
     assert len(candidates.intervals()) >= 5
+
