@@ -14,19 +14,14 @@ CMD before another candidate can lead (cli/holding.py says how).
 from __future__ import annotations
 
 import argparse
-import threading
+from typing import TYPE_CHECKING
 
-from kubecoord.cli.connection import add_connection_arguments, open_coordinator
-from kubecoord.cli.holding import (
-    Child,
-    add_command_arguments,
-    after_cmd_ran,
-    command_of,
-    stopping_on_hangup,
-    ttl_options,
-)
-from kubecoord.errors import CoordinationError
+from kubecoord.cli.connection import add_connection_arguments
+from kubecoord.cli.holding import HeldCommand, add_command_arguments
 from kubecoord.running.identity import default_id
+
+if TYPE_CHECKING:
+    from kubecoord.api import Coordinator
 
 NOT_LED = 1
 """Exit status when kubecoord stopped (a signal) before it ever led: CMD never ran."""
@@ -39,16 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    command = command_of(args)
+    held = HeldCommand(args)
     candidate = args.id or default_id()
-    stop = threading.Event()
-    child: Child | None = None
-    try:
-        with open_coordinator(args, **ttl_options(args)) as coord, stopping_on_hangup(stop):
-            election = coord.leader_election(args.name)
-            child = Child(command, args.grace, args.name, candidate, lambda: election.leading_until(candidate))
-            # A loss ends the command and kubecoord with it: stop the runner from re-entering.
-            election.run(child.run, stop.set, candidate_id=candidate, data=args.data, stop=stop)
-    except CoordinationError as error:
-        after_cmd_ran(child, error)
-    return NOT_LED if child is None or child.status is None else child.status
+
+    def hold(coord: Coordinator) -> None:
+        election = coord.leader_election(args.name)
+        child = held.child(candidate, lambda: election.leading_until(candidate))
+        # A loss ends the command and kubecoord with it: stop the runner from re-entering.
+        election.run(child.run, held.stop.set, candidate_id=candidate, data=args.data, stop=held.stop)
+
+    status = held.run(hold)
+    return NOT_LED if status is None else status

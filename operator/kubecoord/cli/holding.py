@@ -16,6 +16,8 @@ runs only while the hold lasts, whatever happens to this process:
 
 CMD exits: what it left running in its process group is killed (SIGKILL) before the hold
 is released. cli/supervising.py starts the guards; cli/watchdog.py is the watchdog.
+``HeldCommand`` is what ``lock`` and ``elect`` share: the backend opened with --ttl, SIGHUP
+handling, the Child, and how a backend error at the end of the hold is judged.
 """
 
 from __future__ import annotations
@@ -31,13 +33,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubecoord.cli.connection import resolve_url
+from kubecoord.cli.connection import open_coordinator, resolve_url
 from kubecoord.cli.exits import UsageError
 from kubecoord.cli.supervising import Watchdog, exited, signal_group, start_command
 from kubecoord.errors import CoordinationError
 from kubecoord.timings import DEFAULT_LEASE_DURATION, DEFAULT_SESSION_LEASE
+
+if TYPE_CHECKING:
+    from kubecoord.api import Coordinator
 
 log = logging.getLogger("kubecoord.cli")
 
@@ -121,6 +126,35 @@ def after_cmd_ran(child: Child | None, error: CoordinationError) -> None:
         raise error
     log.warning("could not end the hold on the backend; it ends when its lease or session expires",
                 extra={"name": child.name, "holder": child.holder, "error": f"{type(error).__name__}: {error}"})
+
+
+class HeldCommand:
+    """CMD (after ``--``) run under one hold that ``run(hold)`` takes.
+
+    The command line is checked when it is made (UsageError before any request). ``run``
+    opens the backend with the --ttl options and, while SIGHUP sets ``stop``, calls
+    ``hold(coordinator)``, which takes the hold and runs ``child(...)``'s Child under it with
+    ``stop``; a backend error while the hold ends is judged by after_cmd_ran."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self.command = command_of(args)
+        self.stop = threading.Event()
+        self._child: Child | None = None
+
+    def child(self, holder: str, held_until: Callable[[], float | None]) -> Child:
+        """The Child of this hold (``holder``'s; ``held_until``: its renew deadline)."""
+        self._child = Child(self.command, self._args.grace, self._args.name, holder, held_until)
+        return self._child
+
+    def run(self, hold: Callable[[Coordinator], None]) -> int | None:
+        """CMD's status once it ran; None when it never ran."""
+        try:
+            with open_coordinator(self._args, **ttl_options(self._args)) as coord, stopping_on_hangup(self.stop):
+                hold(coord)
+        except CoordinationError as error:
+            after_cmd_ran(self._child, error)
+        return None if self._child is None else self._child.status
 
 
 class Child:

@@ -19,21 +19,16 @@ or a NAME that neither a LeaderElection nor a Lease declares (a lock never held)
 from __future__ import annotations
 
 import argparse
-import threading
+from typing import TYPE_CHECKING
 
 from kubecoord.cli import snapshot
 from kubecoord.cli.connection import add_connection_arguments, one_shot, open_coordinator
 from kubecoord.cli.exits import CONFLICT, CommandError, UsageError
-from kubecoord.cli.holding import (
-    Child,
-    add_command_arguments,
-    after_cmd_ran,
-    command_of,
-    stopping_on_hangup,
-    ttl_options,
-)
+from kubecoord.cli.holding import HeldCommand, add_command_arguments
 from kubecoord.cli.output import add_output_argument, show
-from kubecoord.errors import CoordinationError
+
+if TYPE_CHECKING:
+    from kubecoord.api import Coordinator
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,23 +45,21 @@ def run(args: argparse.Namespace) -> int:
         if args.cmd:
             raise UsageError("--status runs no command")
         return _status(args)
-    command = command_of(args)
-    stop = threading.Event()
-    child: Child | None = None
-    try:
-        with open_coordinator(args, **ttl_options(args)) as coord, stopping_on_hangup(stop):
-            lock = coord.lock(args.name, id=args.id, data=args.data)
-            child = Child(command, args.grace, args.name, lock.id, lock.held_until)
-            lock.run(child.run, timeout=args.wait, stop=stop)
-            if child.status is None:  # not acquired within --wait, or stopped while waiting
-                holders = ", ".join(f"{h.id} (token {h.token})" for h in lock.holders()) or "nobody now"
-                waited = f"within --wait {args.wait:g} s" if not stop.is_set() else "before it was stopped"
-                raise CommandError(f"lock {args.name!r} not acquired {waited}; held by {holders}; CMD not run",
-                                   CONFLICT)
-    except CoordinationError as error:
-        after_cmd_ran(child, error)
-    assert child is not None and child.status is not None  # else raised above
-    return child.status
+    held = HeldCommand(args)
+
+    def hold(coord: Coordinator) -> None:
+        lock = coord.lock(args.name, id=args.id, data=args.data)
+        child = held.child(lock.id, lock.held_until)
+        lock.run(child.run, timeout=args.wait, stop=held.stop)
+        if child.status is None:  # not acquired within --wait, or stopped while waiting
+            holders = ", ".join(f"{h.id} (token {h.token})" for h in lock.holders()) or "nobody now"
+            waited = f"within --wait {args.wait:g} s" if not held.stop.is_set() else "before it was stopped"
+            raise CommandError(f"lock {args.name!r} not acquired {waited}; held by {holders}; CMD not run",
+                               CONFLICT)
+
+    status = held.run(hold)
+    assert status is not None  # else raised above
+    return status
 
 
 def _status(args: argparse.Namespace) -> int:
