@@ -8,14 +8,13 @@ the other process's ``observed`` of the new epoch may come before that stamp."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubecoord.analytics.pipeline import Analysis
-
-from .histories import Log, analyzed
+from .combined import Parted, module_fixture, part
+from .histories import Log
 
 TOLERANCE = 0.1
 """Below the 0.3 s skew of the two-clock histories: only the evidence can explain it."""
@@ -78,9 +77,7 @@ SCENARIOS: dict[str, tuple[bool, bool]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
-    root = tmp_path_factory.mktemp("sent")
+def _history(root: Path) -> list[Log]:
     logs: list[Log] = []
     for namespace, (overlap, mono) in SCENARIOS.items():
         skewed = not namespace.startswith("one-clock")
@@ -102,16 +99,21 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
 
             b.add = stepping  # type: ignore[method-assign]
         _two_clocks(a, b, overlap=overlap)
-    yield from analyzed(spark, root, logs, skew=TOLERANCE)
+    return logs
 
 
-def _violations(analysis: Analysis, namespace: str) -> list[tuple[str, str]]:
-    rows = analysis.tables["violations"].filter(f"namespace = '{namespace}'").orderBy("ts").collect()
+PART = part("clock-bounds-from-sent", skew=TOLERANCE, build=_history)
+
+analysis = module_fixture(PART)
+
+
+def _violations(analysis: Parted, namespace: str) -> list[tuple[str, str]]:
+    rows = analysis.table("violations").filter(f"namespace = '{namespace}'").orderBy("ts").collect()
     return [(row["type"], row["primitive"]) for row in rows]
 
 
 @pytest.mark.parametrize("namespace", sorted(SCENARIOS))
-def test_overlaps_are_found_and_clean_handovers_are_not(analysis: Analysis, namespace: str) -> None:
+def test_overlaps_are_found_and_clean_handovers_are_not(analysis: Parted, namespace: str) -> None:
     overlap, _ = SCENARIOS[namespace]
     expected = [("overlapping_leadership", "leader_election")] if overlap else []
     assert _violations(analysis, namespace) == expected, analysis.summary["clocks"]

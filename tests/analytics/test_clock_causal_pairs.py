@@ -17,15 +17,15 @@ two candidates may write one epoch, only the one that raised the mark leads). An
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubecoord.analytics.pipeline import Analysis
-
-from .histories import Log, analyzed
+from .combined import Parted, module_fixture, part
+from .histories import Log
 
 TOLERANCE = 0.1
 
@@ -77,9 +77,7 @@ SCENARIOS: dict[str, tuple[str, Callable[[Log, Log], None], list[str]]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
-    root = tmp_path_factory.mktemp("causal-pairs")
+def _history(root: Path) -> list[Log]:
     pairs = {
         namespace: [Log(root / f"{p}-{namespace}.jsonl", f"{p}-{namespace}", namespace=namespace, backend=backend)
                     for p in ("x", "y")]
@@ -87,10 +85,15 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     }
     for namespace, (_, history, _) in SCENARIOS.items():
         history(*pairs[namespace])
-    yield from analyzed(spark, root, [log for logs in pairs.values() for log in logs], skew=TOLERANCE)
+    return [log for logs in pairs.values() for log in logs]
+
+
+PART = part("clock-causal-pairs", skew=TOLERANCE, build=_history)
+
+analysis = module_fixture(PART)
 
 
 @pytest.mark.parametrize("namespace", sorted(SCENARIOS))
-def test_only_causal_pairs_bound_the_clocks(analysis: Analysis, namespace: str) -> None:
-    found = analysis.tables["violations"].filter(f"namespace = '{namespace}'").select("type").collect()
+def test_only_causal_pairs_bound_the_clocks(analysis: Parted, namespace: str) -> None:
+    found = analysis.table("violations").filter(f"namespace = '{namespace}'").select("type").collect()
     assert [row["type"] for row in found] == SCENARIOS[namespace][2], analysis.summary["clocks"]

@@ -12,14 +12,13 @@ candidate's key was put."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubecoord.analytics.pipeline import Analysis
-
-from .histories import Log, analyzed
+from .combined import Parted, module_fixture, part
+from .histories import Log
 
 TOLERANCE = 0.1
 
@@ -57,9 +56,7 @@ def _handovers(b: Log, c: Log, *, sent: bool, overlap: bool) -> None:
     c.leader(3.004 if not overlap else 4.01, "job", "observed", "b", 4)
 
 
-@pytest.fixture(scope="module")
-def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
-    root = tmp_path_factory.mktemp("session-acquisitions")
+def _history(root: Path) -> list[Log]:
     logs: list[Log] = []
     for namespace, overlap in SCENARIOS.items():
         b = Log(root / f"b-{namespace}.jsonl", f"b-{namespace}", namespace=namespace, backend="etcd",
@@ -68,11 +65,16 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
                 monotonic=100.0)
         _handovers(b, c, sent=namespace.endswith("-sent") and not namespace.endswith("no-sent"), overlap=overlap)
         logs += [b, c]
-    yield from analyzed(spark, root, logs, skew=TOLERANCE)
+    return logs
+
+
+PART = part("clock-session-acquisitions", skew=TOLERANCE, build=_history)
+
+analysis = module_fixture(PART)
 
 
 @pytest.mark.parametrize("namespace", sorted(SCENARIOS))
-def test_a_clean_handover_is_no_overlap_and_a_real_one_is_found(analysis: Analysis, namespace: str) -> None:
-    rows = analysis.tables["violations"].filter(f"namespace = '{namespace}'").collect()
+def test_a_clean_handover_is_no_overlap_and_a_real_one_is_found(analysis: Parted, namespace: str) -> None:
+    rows = analysis.table("violations").filter(f"namespace = '{namespace}'").collect()
     expected = ["overlapping_leadership"] if SCENARIOS[namespace] else []
     assert [row["type"] for row in rows] == expected, analysis.summary["clocks"]

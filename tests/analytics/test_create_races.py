@@ -8,22 +8,15 @@ is of the put's incarnation. One shared clock, no skew tolerance."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
-import pytest
-
-from kubecoord.analytics.pipeline import Analysis
-
-from .histories import Log, analyzed
+from .combined import Parted, module_fixture, part
+from .histories import Log
 
 
-@pytest.fixture(scope="module")
-def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
-    root = tmp_path_factory.mktemp("create-races")
-    a = Log(root / "a.jsonl", "a", backend="memory")
-    b = Log(root / "b.jsonl", "b", backend="memory")
-    c = Log(root / "c.jsonl", "c", backend="memory")
+def _history(root: Path) -> list[Log]:
+    a, b, c = (Log(root / f"{p}.jsonl", f"create-races-{p}", namespace="create-races", backend="memory")
+               for p in "abc")
     # Key "overlap": a creates it; b's delete is sent at 1.10 and answered at 1.40; a creates
     # it again, sent at 1.20 and answered at 1.30, before the delete's answer: the delete
     # may have come first, so no race.
@@ -56,10 +49,15 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     b.add(4.07, "kv", "store", "deleted", key="recreated", version=3, sent=4.06)
     a.add(4.15, "kv", "store", "updated", key="recreated", version=2, sent=4.12)
     c.add(4.20, "kv", "store", "put", key="recreated", version=1, sent=4.10)
-    yield from analyzed(spark, root, (a, b, c), skew=0.0)
+    return [a, b, c]
 
 
-def test_a_delete_that_overlaps_either_put_may_lie_between_and_one_outside_both_cannot(analysis: Analysis) -> None:
-    rows = analysis.tables["violations"].collect()
+PART = part("create-races", skew=0.0, build=_history)
+
+analysis = module_fixture(PART)
+
+
+def test_a_delete_that_overlaps_either_put_may_lie_between_and_one_outside_both_cannot(analysis: Parted) -> None:
+    rows = analysis.table("violations").collect()
     assert sorted((row["type"], row["subject"]) for row in rows) == [
         ("create_race", "early-delete"), ("create_race", "race")], rows

@@ -6,23 +6,18 @@ renewals are not in the log), so a successor inside it overlaps it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
-import pytest
-
-from kubecoord.analytics.pipeline import Analysis
-
-from .histories import T0, Log, analyzed
+from .combined import Parted, module_fixture, part
+from .histories import T0, Log
 
 
-@pytest.fixture(scope="module")
-def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
-    root = tmp_path_factory.mktemp("etcd")
+def _history(root: Path) -> list[Log]:
     logs: list[Log] = []
 
     def log(process: str, namespace: str) -> Log:
-        logs.append(Log(root / f"{process}-{namespace}.jsonl", process, namespace=namespace, backend="etcd"))
+        logs.append(Log(root / f"{process}-{namespace}.jsonl", f"etcd-{process}", namespace=f"etcd-{namespace}",
+                        backend="etcd"))
         return logs[-1]
 
     # a killed at 1 (no end event; its lease proven until 4); b acquired at 2: an overlap.
@@ -42,28 +37,33 @@ def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     f.leader(50, "svc", "acquired", "f", 7, valid_until=54)
     e.leader(100, "svc", "resigned", "e", 5)
     f.leader(120, "svc", "resigned", "f", 7, valid_until=120)
-    yield from analyzed(spark, root, logs, skew=0.0)
+    return logs
 
 
-def _violations(analysis: Analysis, namespace: str) -> list[str]:
-    rows = analysis.tables["violations"].filter(f"namespace = '{namespace}'").collect()
+PART = part("etcd-terms", skew=0.0, build=_history)
+
+analysis = module_fixture(PART)
+
+
+def _violations(analysis: Parted, namespace: str) -> list[str]:
+    rows = analysis.table("violations").filter(f"namespace = 'etcd-{namespace}'").collect()
     return [row["type"] for row in rows]
 
 
-def _terms(analysis: Analysis, namespace: str) -> list[tuple[str, float, float]]:
-    rows = analysis.tables["leadership_intervals"].filter(f"namespace = '{namespace}'").orderBy("start").collect()
+def _terms(analysis: Parted, namespace: str) -> list[tuple[str, float, float]]:
+    rows = analysis.table("leadership_intervals").filter(f"namespace = 'etcd-{namespace}'").orderBy("start").collect()
     return [(r["member"], round(r["start"] - T0, 3), round(r["end"] - T0, 3)) for r in rows]
 
 
-def test_a_killed_leader_overlaps_a_successor_inside_its_lease(analysis: Analysis) -> None:
+def test_a_killed_leader_overlaps_a_successor_inside_its_lease(analysis: Parted) -> None:
     assert _violations(analysis, "overlap") == ["overlapping_leadership"]
     assert _terms(analysis, "overlap")[0] == ("a", 0.0, 4.0)
 
 
-def test_a_successor_after_the_lease_expired_is_clean(analysis: Analysis) -> None:
+def test_a_successor_after_the_lease_expired_is_clean(analysis: Parted) -> None:
     assert _violations(analysis, "expired") == []
 
 
-def test_a_term_with_unlogged_renewals_lasts_to_its_end_event(analysis: Analysis) -> None:
+def test_a_term_with_unlogged_renewals_lasts_to_its_end_event(analysis: Parted) -> None:
     assert _violations(analysis, "long") == ["overlapping_leadership"]
     assert _terms(analysis, "long")[0] == ("e", 0.0, 100.0)

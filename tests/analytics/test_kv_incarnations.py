@@ -9,14 +9,10 @@ robustness tier's Porcupine judged such histories), so only "lost" is a violatio
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
 
-import pytest
-
-from kubecoord.analytics.pipeline import Analysis
-
-from .histories import Log, analyzed
+from .combined import Parted, module_fixture, part
+from .histories import Log
 
 WRITES = [
     # (process, answered, event, key, version, sent)
@@ -56,15 +52,19 @@ WRITES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def analysis(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analysis]:
-    root = tmp_path_factory.mktemp("kv-incarnations")
-    logs = {process: Log(root / f"{process}.jsonl", process, backend="memory") for process in "abc"}
+def _history(root: Path) -> list[Log]:
+    logs = {p: Log(root / f"{p}.jsonl", f"kv-incarnations-{p}", namespace="kv-incarnations", backend="memory")
+            for p in "abc"}
     for process, answered, event, key, version, sent in WRITES:
         logs[process].add(answered, "kv", "store", event, key=key, version=version, sent=sent)
-    yield from analyzed(spark, root, tuple(logs.values()), skew=0.0)
+    return list(logs.values())
 
 
-def test_an_update_lies_in_the_incarnation_its_version_and_the_closing_delete_allow(analysis: Analysis) -> None:
-    rows = analysis.tables["violations"].collect()
+PART = part("kv-incarnations", skew=0.0, build=_history)
+
+analysis = module_fixture(PART)
+
+
+def test_an_update_lies_in_the_incarnation_its_version_and_the_closing_delete_allow(analysis: Parted) -> None:
+    rows = analysis.table("violations").collect()
     assert sorted((row["type"], row["subject"]) for row in rows) == [("lost_update", "lost")], rows
