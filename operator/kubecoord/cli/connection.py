@@ -8,7 +8,8 @@ is another process.
 Two ways to read: on kubernetes:// the state commands read once through kubeapi.py
 (``one_shot``: a few GETs, no kubernetes client, no watch); everything else — writes,
 ``watch``, other backends, names whose resource keeps its data in another backend — opens
-the backend through kubecoord.connect() (``open_coordinator``).
+the backend through kubecoord.connect() (``open_coordinator``). ``read_state`` is a state
+command's choice between the two.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kubecoord.cli import REACHABLE_URL_FORMS
 from kubecoord.cli.exits import UsageError
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 ENV_URL = "KUBECOORD_URL"
 DEFAULT_URL = "kubernetes://"
 DEFAULT_TIMEOUT = 10.0
+
+_T = TypeVar("_T")
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -142,3 +145,17 @@ def one_shot(args: argparse.Namespace, plural: str, name: str, *, lease: bool = 
     with open_api(args, url) as api:
         resource = ResourceReader(api).check_declared(plural, name, lease=lease)
         yield api if stored_in_kubernetes(resource) else None
+
+
+def read_state(args: argparse.Namespace, plural: str, name: str, *, lease: bool = False,
+               objects: Callable[[KubeApi], _T], backend: Callable[[Coordinator], _T]) -> _T:
+    """A state command's read of ``name``: ``objects(reader)`` when one_shot() yields the
+    one-shot reader (kubernetes://, the name checked first: exit 4 when no resource declares
+    it), else ``backend(coordinator)`` on the backend open_coordinator() opens (the handles it
+    opens close with the coordinator). Either way the command shows the same: cli/views.py
+    and cli/snapshot.py read a handle and a snapshot alike."""
+    with one_shot(args, plural, name, lease=lease) as api:
+        if api is not None:
+            return objects(api)
+    with open_coordinator(args) as coord:
+        return backend(coord)

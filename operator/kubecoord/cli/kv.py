@@ -20,7 +20,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from kubecoord.cli import snapshot, views
-from kubecoord.cli.connection import add_connection_arguments, check_declared, one_shot, open_coordinator
+from kubecoord.cli.connection import add_connection_arguments, check_declared, open_coordinator, read_state
 from kubecoord.cli.exits import NotFoundError
 from kubecoord.cli.output import add_output_argument, show
 from kubecoord.errors import InvalidArgumentError
@@ -135,12 +135,10 @@ def _read(args: argparse.Namespace, storage: views.StoreLike) -> int:
 def run(args: argparse.Namespace) -> int:
     _check(args)
     if args.action in ("get", "ls"):
-        with one_shot(args, "kvstores", args.store) as api:
-            if api is not None:  # kubernetes://: the shards read once, no kubernetes client
-                key = args.key if args.action == "get" else None
-                return _read(args, snapshot.store(api, args.store, key=key))
-        with open_coordinator(args) as coord, coord.storage(args.store) as storage:
-            return _read(args, storage)
+        key = args.key if args.action == "get" else None
+        return read_state(args, "kvstores", args.store,
+                          objects=lambda api: _read(args, snapshot.store(api, args.store, key=key)),
+                          backend=lambda coord: _read(args, coord.storage(args.store)))
     check_declared(args, "kvstores", args.store, create=getattr(args, "create", False))
     with open_coordinator(args) as coord, coord.storage(args.store) as storage:
         fence = _fence(args.fence)

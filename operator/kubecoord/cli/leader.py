@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from kubecoord.cli import snapshot, views
-from kubecoord.cli.connection import add_connection_arguments, one_shot, open_coordinator
+from kubecoord.cli.connection import add_connection_arguments, read_state
 from kubecoord.cli.output import add_output_argument, show
 from kubecoord.validation import check_name
 
@@ -24,11 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_name(args.name, "election name")  # before any request: exit 2, nothing sent
-    with one_shot(args, "leaderelections", args.name, lease=True) as api:
-        if api is not None:
-            document = views.leader(snapshot.election(api, args.name))
-    if api is None:
-        with open_coordinator(args) as coord, coord.leader_election(args.name) as election:
-            document = views.leader(election)
+    document = read_state(args, "leaderelections", args.name, lease=True,
+                          objects=lambda api: views.leader(snapshot.election(api, args.name)),
+                          backend=lambda coord: views.leader(coord.leader_election(args.name)))
     show(args.output, document, views.leader_table(document), kind="leaderelection", names=[args.name])
     return 0

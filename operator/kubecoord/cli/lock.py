@@ -19,16 +19,16 @@ or a NAME that neither a LeaderElection nor a Lease declares (a lock never held)
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kubecoord.cli import snapshot
-from kubecoord.cli.connection import add_connection_arguments, one_shot, open_coordinator
+from kubecoord.cli.connection import add_connection_arguments, read_state
 from kubecoord.cli.exits import CONFLICT, CommandError, UsageError
 from kubecoord.cli.holding import HeldCommand, add_command_arguments
 from kubecoord.cli.output import add_output_argument, show
 
 if TYPE_CHECKING:
-    from kubecoord.api import Coordinator
+    from kubecoord.api import Coordinator, Lock
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,16 +63,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    with one_shot(args, "leaderelections", args.name, lease=True) as api:
-        if api is not None:  # kubernetes://: the lock's Lease read once, as kubecoord leader reads it
-            leader = snapshot.election(api, args.name).get_leader()
-            holders = [{"id": leader.id, "token": leader.epoch, "data": leader.data, "slot": 0}] if leader else []
-    if api is None:
-        with open_coordinator(args) as coord:
-            holders = [{"id": h.id, "token": h.token, "data": h.data, "slot": h.slot}
-                       for h in coord.lock(args.name).holders()]
+    holders = read_state(args, "leaderelections", args.name, lease=True,
+                         objects=lambda api: _lease_holders(snapshot.election(api, args.name)),
+                         backend=lambda coord: _lock_holders(coord.lock(args.name)))
     rows = [[h["id"], str(h["token"]), h["data"]] for h in holders] or [["<none>", "", ""]]
     wide = [[h["id"], str(h["token"]), h["slot"], h["data"]] for h in holders] or [["<none>", "", "", ""]]
     show(args.output, {"lock": args.name, "holders": holders}, (["HOLDER", "TOKEN", "DATA"], rows),
          kind="holder", names=[str(h["id"]) for h in holders], wide=(["HOLDER", "TOKEN", "SLOT", "DATA"], wide))
     return 0
+
+
+def _lease_holders(election: snapshot.ElectionSnapshot) -> list[dict[str, Any]]:
+    """kubernetes://: the lock's Lease read once, as kubecoord leader reads it."""
+    leader = election.get_leader()
+    return [{"id": leader.id, "token": leader.epoch, "data": leader.data, "slot": 0}] if leader else []
+
+
+def _lock_holders(lock: Lock) -> list[dict[str, Any]]:
+    return [{"id": h.id, "token": h.token, "data": h.data, "slot": h.slot} for h in lock.holders()]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from kubecoord.cli import snapshot, views
-from kubecoord.cli.connection import add_connection_arguments, one_shot, open_coordinator
+from kubecoord.cli.connection import add_connection_arguments, read_state
 from kubecoord.cli.output import add_output_argument, show
 from kubecoord.validation import check_name
 
@@ -22,12 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_name(args.group, "group name")  # before any request: exit 2, nothing sent
-    with one_shot(args, "groups", args.group) as api:
-        if api is not None:
-            document = views.members(snapshot.group(api, args.group))
-    if api is None:
-        with open_coordinator(args) as coord, coord.group_membership(args.group) as group:
-            document = views.members(group)
+    document = read_state(args, "groups", args.group,
+                          objects=lambda api: views.members(snapshot.group(api, args.group)),
+                          backend=lambda coord: views.members(coord.group_membership(args.group)))
     show(args.output, document, views.members_table(document), empty=f"no members in group {args.group!r}",
          kind="member", names=[member["id"] for member in document["members"]])
     return 0
