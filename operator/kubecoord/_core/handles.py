@@ -27,7 +27,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar, Unpack
 
@@ -457,6 +457,73 @@ class RegistryHandle(Handle, ListenerRegistry):
 
     def _key_set_listeners_gone(self, namespace: str) -> None:
         """The last listener of ``namespace`` went."""
+
+
+class ReadingRegistryHandle(RegistryHandle):
+    """A registry whose backend learns of changes by reading the store again (a poll, a
+    watched prefix's view), not from one event per change: what each watched key's and
+    namespace's listeners last heard, written once.
+
+    A key's baseline (``_hear_value``: a token that changes with every write, and the value)
+    and a namespace's (``_hear_key_set``: its children) are taken when its first listener is
+    added and forgotten when its last one goes. After a read, ``_changes`` answers the
+    listener sets to call: a key's when its token differs from the one heard, a namespace's
+    when its children differ; what they hear then becomes the baseline. A key or namespace
+    with no baseline yet (its first listener still being added) is passed over: its
+    baseline is its own read. Listeners hear the store as of a read, so changes between two
+    reads coalesce."""
+
+    def __init__(self, owner: Owner, name: str, events: EventLog) -> None:
+        super().__init__(owner, name, events)
+        self._heard_lock = threading.Lock()
+        self._heard_tokens: dict[str, object] = {}
+        self._heard_key_sets: dict[str, frozenset[str]] = {}
+
+    def _hear_value(self, key: str, token: object) -> None:
+        with self._heard_lock:
+            self._heard_tokens[key] = token
+
+    def _hear_key_set(self, namespace: str, names: set[str] | frozenset[str]) -> None:
+        with self._heard_lock:
+            self._heard_key_sets[namespace] = frozenset(names)
+
+    def _heard(self) -> tuple[list[str], list[str]]:
+        """The keys and namespaces with a baseline: what a read must cover."""
+        with self._heard_lock:
+            return list(self._heard_tokens), list(self._heard_key_sets)
+
+    def _changes(
+        self, values: Mapping[str, tuple[object, str | None]], key_sets: Mapping[str, set[str]]
+    ) -> list[tuple[ListenerSet[Any], Any]]:
+        """``values``: key -> (token, value) and ``key_sets``: namespace -> children, as one
+        read found them (keys and namespaces it did not cover are passed over); the listener
+        sets whose key or namespace changed since they last heard, with what they hear now."""
+        with self._listeners_lock:
+            value_listeners, key_set_listeners = dict(self._values), dict(self._key_sets)
+        calls: list[tuple[ListenerSet[Any], Any]] = []
+        with self._heard_lock:
+            for key, (token, value) in values.items():
+                listeners = value_listeners.get(key)
+                if listeners is None or key not in self._heard_tokens or self._heard_tokens[key] == token:
+                    continue
+                self._heard_tokens[key] = token
+                calls.append((listeners, value))
+            for namespace, names in key_sets.items():
+                set_listeners = key_set_listeners.get(namespace)
+                now = frozenset(names)
+                if set_listeners is None or self._heard_key_sets.get(namespace, now) == now:
+                    continue
+                self._heard_key_sets[namespace] = now
+                calls.append((set_listeners, set(now)))
+        return calls
+
+    def _value_listeners_gone(self, key: str) -> None:
+        with self._heard_lock:
+            self._heard_tokens.pop(key, None)
+
+    def _key_set_listeners_gone(self, namespace: str) -> None:
+        with self._heard_lock:
+            self._heard_key_sets.pop(namespace, None)
 
 
 

@@ -49,7 +49,6 @@ changed. Changes between two polls coalesce; the poll period bounds the latency.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -57,7 +56,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from kubecoord import validation
-from kubecoord._core.handles import RegistryHandle, StorageHandle
+from kubecoord._core.handles import ReadingRegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Fence, Versioned
 from kubecoord.backends.cassandra.context import CassandraContext
@@ -400,38 +399,23 @@ def _text(value: uuid.UUID | None) -> str | None:
     return str(value) if value is not None else None
 
 
-class CassandraListenerRegistry(RegistryHandle):
+class CassandraListenerRegistry(ReadingRegistryHandle):
     def __init__(self, context: CassandraContext, name: str) -> None:
         super().__init__(context, name, context.events)
         self._context = context
         self._session = context.session
-        self._poll_lock = threading.Lock()
         self._poller = Poller(f"kubecoord-cassandra-kv-{name}", self._poll, closed=lambda: self._closed)
         self._marker: tuple[Any, Any] | None = None
-        self._values_seen: dict[str, tuple[str | None, int | None]] = {}
-        self._sets_seen: dict[str, frozenset[str]] = {}
 
     def _value_listener_added(self, key: str, listeners: ListenerSet[str | None], first: bool) -> None:
         if first:
-            seen = self._read_values([key]).get(key, (None, None))
-            with self._poll_lock:
-                self._values_seen[key] = seen
+            self._hear_value(key, self._read_values([key]).get(key, (None, None)))
         self._poller.ensure()
 
     def _key_set_listener_added(self, namespace: str, listeners: ListenerSet[set[str]], first: bool) -> None:
         if first:
-            names = frozenset(_children(namespace, self._all_keys()))
-            with self._poll_lock:
-                self._sets_seen[namespace] = names
+            self._hear_key_set(namespace, _children(namespace, self._all_keys()))
         self._poller.ensure()
-
-    def _value_listeners_gone(self, key: str) -> None:
-        with self._poll_lock:
-            self._values_seen.pop(key, None)
-
-    def _key_set_listeners_gone(self, namespace: str) -> None:
-        with self._poll_lock:
-            self._sets_seen.pop(namespace, None)
 
     def _read_values(self, keys: list[str]) -> dict[str, tuple[str | None, int | None]]:
         rows = self._session.execute(_READ_KEYS, [self.name, keys])
@@ -456,27 +440,14 @@ class CassandraListenerRegistry(RegistryHandle):
         marker = (rows[0].changed, rows[0].incarnation) if rows else (None, None)
         if marker == self._marker:
             return
-        with self._poll_lock:
-            keys = list(self._values_seen)
-            namespaces = list(self._sets_seen)
+        keys, namespaces = self._heard()
         values = self._read_values(keys) if keys else {}
         all_keys = self._all_keys() if namespaces else []
         self._marker = marker  # only once the reads behind it succeeded
-        with self._poll_lock:
-            for key in keys:
-                now = values.get(key, (None, None))
-                if key in self._values_seen and self._values_seen[key] != now:
-                    self._values_seen[key] = now
-                    listeners = self._values.get(key)
-                    if listeners is not None:
-                        self._context.dispatcher.notify(listeners, now[0])
-            for namespace in namespaces:
-                names = frozenset(_children(namespace, all_keys))
-                if namespace in self._sets_seen and self._sets_seen[namespace] != names:
-                    self._sets_seen[namespace] = names
-                    key_set_listeners = self._key_sets.get(namespace)
-                    if key_set_listeners is not None:
-                        self._context.dispatcher.notify(key_set_listeners, set(names))
+        read = {key: values.get(key, (None, None)) for key in keys}  # (value, version); absent: (None, None)
+        now = {key: (row, row[0]) for key, row in read.items()}  # the token: the whole row
+        for listeners, heard in self._changes(now, {ns: _children(ns, all_keys) for ns in namespaces}):
+            self._context.dispatcher.notify(listeners, heard)
 
     def close(self) -> None:
         if self._closed:

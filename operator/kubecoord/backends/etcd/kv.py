@@ -20,7 +20,7 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from kubecoord._core.handles import RegistryHandle, StorageHandle
+from kubecoord._core.handles import ReadingRegistryHandle, StorageHandle
 from kubecoord._internal.dispatch import ListenerSet
 from kubecoord.api import Fence, Versioned
 from kubecoord.backends.etcd import txn
@@ -211,7 +211,9 @@ def children_of(entries: dict[str, Entry], base: str) -> set[str]:
     return {key[len(base):].split("/", 1)[0] for key in entries if key.startswith(base)}
 
 
-class EtcdListenerRegistry(RegistryHandle):
+class EtcdListenerRegistry(ReadingRegistryHandle):
+    """What a key's listeners heard is its mod revision (0: absent)."""
+
     def __init__(self, context: EtcdContext, name: str) -> None:
         super().__init__(context, name, context.events)
         self.name = name
@@ -219,9 +221,6 @@ class EtcdListenerRegistry(RegistryHandle):
         self._base = store_root(context, name) + "/"
         self._lock = threading.Lock()
         self._view: PrefixView | None = None
-        self._seen_values: dict[str, int] = {}
-        """key -> the mod revision its listeners last heard of (0: absent)."""
-        self._seen_children: dict[str, set[str]] = {}
 
     def _ensure_view(self) -> PrefixView:
         with self._lock:
@@ -237,48 +236,28 @@ class EtcdListenerRegistry(RegistryHandle):
         view = self._ensure_view()
         if first:
             entry = view.entries().get(self._base + key)
-            with self._lock:
-                self._seen_values[key] = entry.mod_revision if entry is not None else 0
+            self._hear_value(key, entry.mod_revision if entry is not None else 0)
 
     def _key_set_listener_added(self, namespace: str, listeners: ListenerSet[set[str]], first: bool) -> None:
         view = self._ensure_view()
         if first:
-            base = self._base + namespace + "/" if namespace else self._base
-            with self._lock:
-                self._seen_children[namespace] = children_of(view.entries(), base)
+            self._hear_key_set(namespace, children_of(view.entries(), self._namespace_base(namespace)))
 
-    def _value_listeners_gone(self, key: str) -> None:
-        with self._lock:
-            self._seen_values.pop(key, None)
-
-    def _key_set_listeners_gone(self, namespace: str) -> None:
-        with self._lock:
-            self._seen_children.pop(namespace, None)
+    def _namespace_base(self, namespace: str) -> str:
+        return self._base + namespace + "/" if namespace else self._base
 
     def _changed(self, view: PrefixView) -> None:
         if self._closed:
             return
         entries = view.entries()
-        calls: list[tuple[ListenerSet[Any], Any]] = []
-        with self._listeners_lock, self._lock:
-            for key, listeners in self._values.items():
-                entry = entries.get(self._base + key)
-                value = entry.value.decode() if entry is not None else None
-                revision = entry.mod_revision if entry is not None else 0
-                # No baseline yet: the listener is being added (its baseline is this view).
-                if self._seen_values.get(key, revision) == revision:
-                    continue
-                self._seen_values[key] = revision
-                calls.append((listeners, value))
-            for namespace, key_listeners in self._key_sets.items():
-                base = self._base + namespace + "/" if namespace else self._base
-                names = children_of(entries, base)
-                if self._seen_children.get(namespace, names) == names:
-                    continue
-                self._seen_children[namespace] = names
-                calls.append((key_listeners, names))
-        for listeners, value in calls:
-            self._context.dispatcher.notify(listeners, value)
+        keys, namespaces = self._heard()
+        values: dict[str, tuple[object, str | None]] = {}
+        for key in keys:
+            entry = entries.get(self._base + key)
+            values[key] = (entry.mod_revision, entry.value.decode()) if entry is not None else (0, None)
+        key_sets = {namespace: children_of(entries, self._namespace_base(namespace)) for namespace in namespaces}
+        for listeners, heard in self._changes(values, key_sets):
+            self._context.dispatcher.notify(listeners, heard)
 
     def close(self) -> None:
         self._closed = True
