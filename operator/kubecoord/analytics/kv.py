@@ -50,6 +50,13 @@ KEY_LIFE = (*KEY, "store_incarnation")
 """A key within one incarnation of its store."""
 
 
+def _key_violation(rows: DataFrame, kind: str, *, detail: Column, evidence: Column) -> DataFrame:
+    """A KV check's violations (violations.shape): each about a key (the subject), at the
+    ts of the write found."""
+    return violations.shape(rows, kind=kind, primitive=Primitive.KV, subject=F.col("key"), ts=F.col("ts"),
+                            detail=detail, evidence=evidence)
+
+
 @dataclass(frozen=True)
 class KvStores:
     """What the KV checks found, per key and per store (not a kubecoord.api.Storage client)."""
@@ -97,12 +104,9 @@ def analyze(events: DataFrame, skew: float) -> KvStores:
         F.sort_array(F.collect_list(F.struct("tu", evidence().alias("ev")))).alias("rows"),
     )
     lost = acked.filter(F.col("acks") > 1)
-    lost_updates = violations.shape(
+    lost_updates = _key_violation(
         lost,
-        kind="lost_update",
-        primitive=Primitive.KV,
-        subject=F.col("key"),
-        ts=F.col("ts"),
+        "lost_update",
         detail=F.format_string("version %d of %s acknowledged %d times", F.col("version"), F.col("key"), F.col("acks")),
         evidence=F.transform("rows", lambda r: r["ev"]),
     )
@@ -126,12 +130,9 @@ def analyze(events: DataFrame, skew: float) -> KvStores:
         checked.unionByName(bars).withColumn("prev", F.max(written).over(earlier))
         .filter(~F.col("_bar") & (F.col("version") < F.col("prev.version")))
     )
-    backwards = violations.shape(
+    backwards = _key_violation(
         back,
-        kind="version_backwards",
-        primitive=Primitive.KV,
-        subject=F.col("key"),
-        ts=F.col("ts"),
+        "version_backwards",
         detail=F.format_string(
             "%s %s at version %d after version %d", F.col("key"), F.col("event"), F.col("version"),
             F.col("prev.version"),
@@ -181,12 +182,9 @@ def _create_races(writes: DataFrame, skew: float) -> DataFrame:
         & (F.col("next_delete_began").isNull() | (F.col("next_delete_began") > t + skew))
     )
     found = enriched.filter((event == Event.PUT) & F.col("prev_put").isNotNull() & no_delete_between)
-    return violations.shape(
+    return _key_violation(
         found,
-        kind="create_race",
-        primitive=Primitive.KV,
-        subject=F.col("key"),
-        ts=F.col("ts"),
+        "create_race",
         detail=F.format_string("%s created again by %s while it existed (created at %s), no delete between",
                                F.col("key"), F.col("process"), F.col("prev_put.ev.ts").cast("string")),
         evidence=F.array("prev_put.ev", evidence()),
@@ -207,12 +205,9 @@ def _stale_epochs(writes: DataFrame, skew: float) -> DataFrame:
     )
     prev = F.when(F.col("in_key.epoch") > F.col("epoch"), F.col("in_key")).otherwise(F.col("in_store"))
     found = found.withColumn("prev", prev).filter(F.col("prev.epoch") > F.col("epoch"))
-    return violations.shape(
+    return _key_violation(
         found,
-        kind="stale_epoch_write",
-        primitive=Primitive.KV,
-        subject=F.col("key"),
-        ts=F.col("ts"),
+        "stale_epoch_write",
         detail=F.format_string("%s %s with epoch %d after a write with epoch %d", F.col("key"), F.col("event"),
                                F.col("epoch"), F.col("prev.epoch")),
         evidence=F.array("prev.ev", evidence()),
