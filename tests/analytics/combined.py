@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from kubecoord.analytics.pipeline import Analysis, analyze
+from tests.fixtures.spark import is_current
 
 from .histories import Log
 
@@ -136,13 +137,16 @@ class CombinedAnalyses:
             assert not analysis.summary["clocks"]["inconsistent_evidence"], (
                 "the parts' clock evidence contradicts itself: analyse them apart", analysis.summary["clocks"])
         old = self.made.pop(skew, None)
-        if old is not None and old.spark is spark:
-            old.analysis.close()  # (one made on a JVM that is gone has nothing left to release)
+        if old is not None and is_current(old.spark):
+            old.analysis.close()
         self.made[skew] = _Analysed(spark, analysis, names)
         return self.made[skew]
 
     def close(self) -> None:
+        """Releases the analyses made on the running JVM (one made on a JVM that was since
+        replaced, as tests/analytics/test_shared_session.py replaces it, has nothing left)."""
         for done in self.made.values():
-            done.analysis.close()
+            if is_current(done.spark):
+                done.analysis.close()
         self.made.clear()
 

@@ -1,7 +1,8 @@
 """The pipeline tests' time bound: a whole analysis takes ~1 min on a quiet machine and
 several at load 10-20 (a fresh-clone run at load 10 timed one out at the suite's default
 180 s), so every test here gets 420 s unless it says otherwise (or
-$KUBECOORD_PIPELINE_TIMEOUT seconds, for a machine loaded past that)."""
+$KUBECOORD_PIPELINE_TIMEOUT seconds, for a machine loaded past that). Also the session's
+combined analyses of the modules' parts (tests/analytics/combined.py)."""
 
 from __future__ import annotations
 
