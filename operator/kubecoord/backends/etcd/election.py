@@ -26,10 +26,13 @@ Guarantees:
 - A candidate whose key vanished (deleted behind its back, or its lease expired) stops
   leading as soon as the watch shows it, and re-enters with a new key (a new epoch).
 
+- No candidate inherits another candidacy's key or epoch. A key whose delete failed
+  (resign, close or a nominate() that raised, with etcd out of reach) is deleted again
+  every retry period until etcd takes it or the lease is replaced; meanwhile it leads in
+  etcd's view (nobody believes it does) and its slot is not reused.
+
 Not guaranteed: that a candidate learns of its key being deleted by a third party
-before another candidate acts (the watch is a stream: it learns on the next event); a
-nominate() that raises withdraws its key when it can, and otherwise leaves it to the
-lease (until the coordinator closes).
+before another candidate acts (the watch is a stream: it learns on the next event).
 """
 
 from __future__ import annotations
@@ -174,44 +177,72 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
         suffix = format(lease, "x") + (f"_{candidate.slot}" if candidate.slot else "")
         key = self._prefix + suffix
         value = candidate_value(candidate.id, candidate.data)
-        sent = time.monotonic()
-        answer = txn.run(
-            self._context.transport, [txn.created(key, 0)], [txn.put(key, value, lease=lease)], [txn.get(key)],
-            idempotent=True,
-        )
-        if answer.succeeded:
-            revision = answer.revision
-        else:
+        for _ in range(2):
+            sent = time.monotonic()
+            answer = txn.run(
+                self._context.transport, [txn.created(key, 0)], [txn.put(key, value, lease=lease)], [txn.get(key)],
+                idempotent=True,
+            )
+            if answer.succeeded:
+                revision = answer.revision
+                break
             existing = answer.read(0)
             if existing is None:
                 raise CoordinationError(f"etcd election {self.service}: candidate key {key} vanished while created")
-            revision = existing.create_revision
-            sent = granted  # an earlier attempt's or candidate's key: no older than its lease
-            if existing.value != value.encode():  # left by an earlier candidate of this lease: take it over
-                txn.run(self._context.transport, [txn.created(key, revision)], [txn.put(key, value, lease=lease)],
-                        [], idempotent=True)
+            if existing.value == value.encode():
+                # This candidate's own earlier attempt (an answer lost on the way back): its
+                # revision is no other candidacy's epoch.
+                revision, sent = existing.create_revision, granted
+                break
+            # Another candidacy's key whose fate its candidate could not learn (a put whose
+            # outcome was unknown): its revision may be that candidacy's epoch, so it is
+            # deleted, never taken over, and the key put anew with a revision of its own.
+            txn.run(self._context.transport, [txn.created(key, existing.create_revision)], [txn.delete(key)], [],
+                    idempotent=True)
+        else:
+            raise CoordinationError(f"etcd election {self.service}: candidate key {key} was re-created while put")
         with self._lock:
             candidate.key, candidate.create_revision, candidate.generation = key, revision, generation
             candidate.sent = sent
             candidate.leading = False
 
     def _withdraw(self, candidate: _Candidate) -> None:
-        """End the candidacy for good: delete its key (if it has one) and free its slot;
-        failures are left to the lease."""
+        """End the candidacy for good: delete its key (if it has one) and free its slot.
+
+        A key whose delete fails keeps its slot, so no later candidate of this lease puts
+        the same key and inherits its epoch; it is deleted again every retry period until
+        etcd takes the delete or the lease it hangs on is replaced (the key goes with it).
+        Until then it leads in etcd's view, and nobody in this process believes it does."""
         with candidate.entering:
             already, candidate.withdrawn = candidate.withdrawn, True
             if already:
                 return
-            try:
-                if candidate.key:
-                    with translating():
-                        txn.run(self._context.transport, [txn.created(candidate.key, candidate.create_revision)],
-                                [txn.delete(candidate.key)], [], idempotent=True)
-            except CoordinationError as exc:
-                log.info("etcd candidate key not deleted; it goes with the lease",
-                         extra={"key": candidate.key, "error": str(exc)})
-            finally:
-                self._context.release_slot(self.service, candidate.slot)
+            if candidate.key and not self._delete_key(candidate):
+                threading.Thread(target=self._delete_later, args=(candidate,), daemon=True,
+                                 name=f"kubecoord-etcd-withdraw-{self.service}").start()
+                return
+            self._context.release_slot(self.service, candidate.slot)
+
+    def _delete_key(self, candidate: _Candidate) -> bool:
+        """Delete the candidate's key if it is still the one it put; True once it is gone
+        (deleted now, or before: the compare then fails and nothing is written)."""
+        try:
+            with translating():
+                txn.run(self._context.transport, [txn.created(candidate.key, candidate.create_revision)],
+                        [txn.delete(candidate.key)], [], idempotent=True)
+            return True
+        except CoordinationError as exc:
+            log.info("etcd candidate key not deleted yet", extra={"key": candidate.key, "error": str(exc)})
+            return False
+
+    def _delete_later(self, candidate: _Candidate) -> None:
+        try:
+            while candidate.generation == self._session.generation and not self._context.closed:
+                time.sleep(self._context.options.period)
+                if self._delete_key(candidate):
+                    return
+        finally:
+            self._context.release_slot(self.service, candidate.slot)
 
     # -- the view ---------------------------------------------------------------------------
     def _ensure_view(self) -> PrefixView:

@@ -1,0 +1,46 @@
+"""A candidate whose key could not be deleted when it resigned (etcd unreachable for the
+delete) leaves a key that names its epoch. No later candidate of the same coordinator may
+inherit that key or its epoch: the next leader's epoch is a new, higher create revision, and
+the old key is deleted once etcd answers again. Judged by etcd: the keys etcdctl lists."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import kubecoord
+from kubecoord_testkit.faults import ThreadedFaultProxy
+from kubecoord_testkit.servers.etcd import EtcdCluster
+
+from .conftest import eventually
+from .etcdctl import keys
+
+LONG_LEASE: dict[str, Any] = {"lease_duration": 10, "renew_deadline": 6.0, "retry_period": 1.0,
+                              "request_timeout": 1.0}
+"""The lease outlives the refused delete by far: the old key can only go by being deleted."""
+
+
+def test_a_key_left_by_a_failed_resign_is_never_inherited_by_the_next_candidate(
+    etcd_server: EtcdCluster, proxies: list[ThreadedFaultProxy]
+) -> None:
+    prefix = f"wd-{uuid.uuid4().hex[:8]}"
+    proxy = proxies[0]
+    coord = kubecoord.connect(f"etcd://{proxy.address}/{prefix}", **LONG_LEASE)
+    election = coord.leader_election("job")
+    assert election.nominate("a")
+    first = election.get_leader()
+    assert first is not None and first.id == "a"
+    proxy.refuse()
+    proxy.cut()
+    election.resign("a")  # its delete cannot reach etcd
+    assert not election.is_leader("a")
+    proxy.refuse(False)
+    left = keys(etcd_server, f"{prefix}/job/")
+    assert len(left) == 1, left  # a's key is still there: the delete was refused
+    election.nominate("b")
+    eventually(lambda: election.is_leader("b"), "b never led once a's key could be deleted")
+    now = election.get_leader()
+    assert now is not None and now.id == "b"
+    assert now.epoch > first.epoch, (first, now)  # a new key, not a's inherited
+    assert len(keys(etcd_server, f"{prefix}/job/")) == 1  # a's key is gone, b's remains
+    coord.close()
