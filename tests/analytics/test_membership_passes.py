@@ -23,7 +23,8 @@ def _events(spark: Any, seed: int) -> Any:
             ("namespace", T.StringType()), ("name", T.StringType()), ("primitive", T.StringType()),
             ("event", T.StringType()), ("source", T.StringType()), ("process", T.StringType()),
             ("member", T.StringType()), ("tu", T.LongType()), ("seq", T.LongType()), ("file", T.StringType()),
-            ("line", T.LongType()), ("epoch", T.LongType()), ("key", T.StringType()), ("version", T.LongType()),
+            ("line", T.LongType()), ("block", T.LongType()), ("rid", T.LongType()), ("epoch", T.LongType()),
+            ("key", T.StringType()), ("version", T.LongType()),
         ]
     ])
     rows = []
@@ -33,7 +34,7 @@ def _events(spark: Any, seed: int) -> Any:
             "ns", f"g{rng.randrange(2)}", "group", event, rng.choice(["client", "client", "client", "operator"]),
             f"p{rng.randrange(3)}", f"m{rng.randrange(3)}", rng.randrange(400) * 500_000,
             None if rng.random() < 0.3 else rng.randrange(60), f"f{rng.randrange(2)}.jsonl", line + 1,
-            None, None, None,
+            0, line, None, None, None,
         ))
     frame = spark.createDataFrame(rows, schema)
     return frame.select(

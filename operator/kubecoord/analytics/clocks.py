@@ -169,7 +169,7 @@ def place(events: DataFrame) -> DataFrame:
 
 
 CANDIDATE_COLUMNS = ("namespace", "name", "primitive", "event", "process", "backend", "member", "epoch", "key",
-                     "store_incarnation", "version", "t", "sent", "file", "line")
+                     "store_incarnation", "version", "t", "sent", "rid")
 
 
 def candidates(events: DataFrame) -> DataFrame:
@@ -214,7 +214,7 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
     unstamped = F.col("backend").isin(*KV_STAMPED_WHEN_CONFIRMED)
     writes = events.filter((F.col("primitive") == Primitive.KV) & F.col("event").isin(Event.PUT, Event.UPDATED)).select(
         "namespace", "name", "key", F.coalesce("store_incarnation", F.lit("")).alias("life"), "version", "process",
-        "t", "line", "file",
+        "t", "rid",
         F.when(F.col("sent").isNotNull(), F.least("sent", "t")).when(~unstamped, F.col("t")).alias("began"),
     )
     # Only versions written within a minute or two of each other are paired: keys
@@ -230,13 +230,13 @@ def evidence_pairs(events: DataFrame) -> DataFrame:
     here = F.floor(F.col("t") / KV_PAIRING_SECONDS)
     after = writes.select("namespace", "name", "key", "life", "version", F.col("process").alias("b"),
                           F.col("t").alias("tb"),
-                          "file", "line", F.explode(F.array(here, here - 1)).alias("bucket"))
+                          "rid", F.explode(F.array(here, here - 1)).alias("bucket"))
     # A key deleted and re-created writes each version once per incarnation of the key:
     # with two candidates for version v, the nearest may be another incarnation's (which
     # can even come after this write), so only a write with one candidate is paired.
     nearest = (
         after.join(before, ["namespace", "name", "key", "life", "version", "bucket"])
-        .groupBy("file", "line", "b", "tb")
+        .groupBy("rid", "b", "tb")  # per later write (its row id)
         .agg(F.min_by(F.struct("a", "ta"), F.abs(F.col("tb") - F.col("ta"))).alias("p"),
              F.count("*").alias("candidates"))
         .filter(F.col("candidates") == 1)

@@ -54,7 +54,7 @@ class Coverage:
 
 
 def deduplicate(events: DataFrame) -> Coverage:
-    in_order = Window.partitionBy("process").orderBy("seq", "tu", "file", "line")
+    in_order = Window.partitionBy("process").orderBy("seq", "tu", "file", "block", "rid")  # (file, line): reading.ORDER
     marked = events.select("*", F.lag(F.struct("seq", "tu", "ts")).over(in_order).alias("_prev"))
     has_seq = F.col("seq").isNotNull()
     copy = has_seq & (F.col("_prev.seq") == F.col("seq")) & (F.col("_prev.tu") == F.col("tu"))

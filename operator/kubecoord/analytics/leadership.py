@@ -76,16 +76,20 @@ def intervals(events: DataFrame, *, persisted: list[DataFrame]) -> DataFrame:
     own = Window.partitionBy(*HOLDER)
     # One sort serves both windows: the place order refines the position order, so the
     # acquisitions' running count (peers by position included) reads the same sorted rows.
+    # (file, block, rid) is the file and line order (reading.ORDER).
+    in_place = own.orderBy("pos", "seq", "tu", "file", "block", "rid")
     placed = holding.select(
         *TERM[:-1], "backend", "event", "t", "valid_until", "rid", "pos",
-        F.row_number().over(own.orderBy("pos", "seq", "tu", "file", "line")).alias("_n"),
+        F.row_number().over(in_place).alias("_n"),
+        # A holder's backend is its process's: a grouping key below, so that no buffer holds
+        # text; over the whole holder in the place order, so the same window pass finds it.
+        F.max("backend").over(in_place.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)).alias(
+            "_backend"),
     ).select(
         "*",
         F.sum((F.col("event") == Event.ACQUIRED).cast("int")).over(
             own.orderBy("pos").rangeBetween(Window.unboundedPreceding, Window.currentRow)).cast("int").alias(
             "acquisition"),
-        # A holder's backend is its process's: a grouping key here, so that no buffer holds text.
-        F.max("backend").over(own).alias("_backend"),
     )
     event = F.col("event")
     ending = F.when(event.isin(*TERM_ENDS), F.col("_n"))

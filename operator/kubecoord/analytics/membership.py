@@ -27,8 +27,8 @@ from kubecoord.analytics.reading import ORDER, evidence
 from kubecoord.wire.events import DEPARTURES, HEARTBEATS, MEMBERSHIP_CHANGES, OBSERVERS, Event, Primitive
 
 MEMBER = ("namespace", "name", "member")
-CHANGE_KEY = ("namespace", "name", "file", "line")
-"""An event's identity within its group (a line is one event; copies are dropped before)."""
+CHANGE_KEY = ("namespace", "name", "rid")
+"""An event's identity within its group (its row id: a line is one event; copies are dropped before)."""
 
 
 @dataclass(frozen=True)

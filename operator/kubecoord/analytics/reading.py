@@ -56,9 +56,12 @@ MAX_LINE_BYTES = 1 << 20
 """Longer lines are malformed (``kubecoord analyze --max-line-bytes``)."""
 MIN_LINE_BYTES = 1024
 """How much larger than its .gz a JSON Lines log is, roughly (for sizing shuffles)."""
-ORDER = ("tu", "seq", "file", "line")
+ORDER = ("tu", "seq", "file", "block", "rid")
 """A total order of the events read: time (microseconds), the emitter's seq, then file and
-line (unique), so a window ordered by it is deterministic and its reversal exact."""
+line (unique), so a window ordered by it is deterministic and its reversal exact. The file
+and line order is (file, block, rid): a split's row ids follow its lines and a file's
+splits follow each other by their byte offset (``block``), so windows sort by numbers
+without computing line numbers."""
 """Give up after this many unreadable files (each costs one retry of the scan)."""
 
 
@@ -193,7 +196,8 @@ def read_inputs(
     numbered = lines.select(
         "file", "reason", "text", F.timestamp_micros(tu).alias("ts"), "tu", (tu / 1e6).alias("t"),
         *(c for c in lines.columns if c not in ("file", "block", "rid", "reason", "text", "tu", "vu")),
-        F.timestamp_micros(vu).alias("valid_until_ts"), (vu / 1e6).alias("valid_until"), line.alias("line"), "rid",
+        F.timestamp_micros(vu).alias("valid_until_ts"), (vu / 1e6).alias("valid_until"), line.alias("line"), "block",
+        "rid",
     )
     numbered = numbered.filter(F.col("reason").isNull() | (F.col("reason") != _BLANK))
     events = numbered.filter(F.col("reason").isNull()).drop("reason", "text")
