@@ -42,6 +42,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kubecoord.analytics import kv_incarnations, violations
+from kubecoord.analytics.frames import cut
 from kubecoord.analytics.reading import ORDER, evidence
 from kubecoord.wire.events import KV_WRITES, Event, Primitive
 
@@ -69,6 +70,9 @@ class KvStores:
     stale_epochs: DataFrame
     lost_to_deletion: DataFrame
     """Per key: store incarnations seen and acknowledged writes lost with a deleted store."""
+    persisted: DataFrame
+    """The writes with their incarnations, which every check reads (a local checkpoint:
+    release it when done)."""
 
 
 def _counts() -> list[Column]:
@@ -96,7 +100,9 @@ def analyze(events: DataFrame, skew: float) -> KvStores:
         )
     )
 
-    writes = kv_incarnations.assign(ops.filter(F.col("event").isin(*KV_WRITES)), KEY_LIFE)
+    # The incarnations' window passes once, kept (the writes are a few percent of a log):
+    # each check below reads them, and would otherwise repeat every pass.
+    writes = cut(kv_incarnations.assign(ops.filter(F.col("event").isin(*KV_WRITES)), KEY_LIFE))
 
     acked = writes.filter(F.col("event") == Event.UPDATED).groupBy(*KEY_LIFE, "incarnation", "version").agg(
         F.count("*").alias("acks"),
@@ -141,7 +147,7 @@ def analyze(events: DataFrame, skew: float) -> KvStores:
     )
     return KvStores(per_key=per_key, per_store=per_store, lost_updates=lost_updates, backwards=backwards,
                    create_races=_create_races(writes, skew), stale_epochs=_stale_epochs(writes, skew),
-                   lost_to_deletion=_lost_to_deletion(writes))
+                   lost_to_deletion=_lost_to_deletion(writes), persisted=writes)
 
 
 def _lost_to_deletion(writes: DataFrame) -> DataFrame:

@@ -212,7 +212,7 @@ def _kv(ctx: Context) -> Findings:
         violations=[stores.backwards, stores.lost_updates, stores.create_races, stores.stale_epochs],
         queries=queries,
         summarize=summarize,
-        persisted=[per_key],
+        persisted=[per_key, stores.persisted],
     )
 
 
