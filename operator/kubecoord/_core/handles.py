@@ -466,7 +466,8 @@ class ReadingRegistryHandle(RegistryHandle):
 
     A key's baseline (``_hear_value``: a token that changes with every write, and the value)
     and a namespace's (``_hear_key_set``: its children) are taken when its first listener is
-    added and forgotten when its last one goes. After a read, ``_changes`` answers the
+    added and forgotten when its last one goes (unless a new first listener was added
+    meanwhile: it keeps the baseline it was added with). After a read, ``_changes`` answers the
     listener sets to call: a key's when its token differs from the one heard, a namespace's
     when its children differ; what they hear then becomes the baseline. A key or namespace
     with no baseline yet (its first listener still being added) is passed over: its
@@ -518,12 +519,15 @@ class ReadingRegistryHandle(RegistryHandle):
         return calls
 
     def _value_listeners_gone(self, key: str) -> None:
-        with self._heard_lock:
-            self._heard_tokens.pop(key, None)
+        # A first listener added since the last one went keeps the baseline it was added with.
+        with self._listeners_lock, self._heard_lock:
+            if key not in self._values:
+                self._heard_tokens.pop(key, None)
 
     def _key_set_listeners_gone(self, namespace: str) -> None:
-        with self._heard_lock:
-            self._heard_key_sets.pop(namespace, None)
+        with self._listeners_lock, self._heard_lock:
+            if namespace not in self._key_sets:
+                self._heard_key_sets.pop(namespace, None)
 
 
 
