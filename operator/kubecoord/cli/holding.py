@@ -125,7 +125,7 @@ def after_cmd_ran(child: Child | None, error: CoordinationError) -> None:
     if child is None or child.status is None:
         raise error
     log.warning("could not end the hold on the backend; it ends when its lease or session expires",
-                extra={"name": child.name, "holder": child.holder, "error": f"{type(error).__name__}: {error}"})
+                extra={"hold": child.name, "holder": child.holder, "error": f"{type(error).__name__}: {error}"})
 
 
 class HeldCommand:
