@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import queue
 import subprocess
 import sys
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
+from typing import IO
 
 import pytest
 
@@ -45,16 +49,39 @@ def etcdctls() -> Iterator[list[Etcdctl]]:
 
 
 def read_line(process: subprocess.Popen[str], timeout: float) -> str | None:
-    """The next line ``process`` printed within ``timeout`` seconds, or None."""
-    import selectors
+    """The next line ``process`` printed within ``timeout`` seconds, or None (also at the end
+    of its output, and for an empty line).
 
+    One reader thread per process reads its stdout line by line into a queue, so lines that
+    reach the pipe together are each returned: a select() on the pipe cannot see a line
+    already read into the stream's buffer along with the one before it."""
     assert process.stdout is not None
-    with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
-        if not selector.select(timeout):
-            return None
-    line = process.stdout.readline()
-    return line.rstrip("\n") or None
+    with _readers_lock:
+        lines = _readers.get(process)
+        if lines is None:
+            lines = _readers[process] = queue.Queue()
+            threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True,
+                             name=f"read-lines-{process.pid}").start()
+    try:
+        line = lines.get(timeout=timeout)
+    except queue.Empty:
+        return None
+    if line is None:
+        lines.put(None)  # the end stays the end for every later call
+    return line or None
+
+
+_readers: weakref.WeakKeyDictionary[subprocess.Popen[str], queue.Queue[str | None]] = weakref.WeakKeyDictionary()
+_readers_lock = threading.Lock()
+
+
+def _read_lines(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    try:
+        for line in stream:
+            lines.put(line.rstrip("\n"))
+    except (OSError, ValueError):  # the test closed the pipe
+        pass
+    lines.put(None)
 
 
 @pytest.fixture
