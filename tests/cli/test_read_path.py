@@ -188,7 +188,14 @@ def _plugin(tmp_path: pathlib.Path, body: str) -> dict[str, object]:
                      "interactiveMode": "Never"}}
 
 
-def test_an_exec_credential_plugin_gives_the_token(api_emulator: ApiEmulator, tmp_path: pathlib.Path) -> None:
+def test_an_exec_credential_plugin_gives_the_token(tmp_path: pathlib.Path) -> None:
+    # An emulator of its own, without the CRDs (nothing declares names, so "leader e1" reads
+    # "no leader"): the session's emulator has them once another module installed them.
+    with ApiEmulator() as emulator:
+        _exec_credential_checks(emulator, tmp_path)
+
+
+def _exec_credential_checks(api_emulator: ApiEmulator, tmp_path: pathlib.Path) -> None:
     plugin = _plugin(tmp_path, f"""
 import json, os, sys
 info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
