@@ -83,6 +83,9 @@ class _Candidate:
     stamp bounds nothing from below."""
     generation: int = 0
     leading: bool = False
+    unsure: str = ""
+    """The key of a put whose outcome is unknown (the candidate never learned its revision):
+    its withdrawal deletes it if it holds the candidate's value."""
     withdrawn: bool = False
     """Its candidacy ended (resign, close, a failed nominate): no key is put for it again."""
     entering: threading.Lock = field(default_factory=threading.Lock)
@@ -177,6 +180,19 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
         suffix = format(lease, "x") + (f"_{candidate.slot}" if candidate.slot else "")
         key = self._prefix + suffix
         value = candidate_value(candidate.id, candidate.data)
+        try:
+            revision, sent = self._put_anew(key, value, lease, granted)
+        except BaseException:
+            with self._lock:
+                candidate.unsure, candidate.generation = key, generation
+            raise
+        with self._lock:
+            candidate.key, candidate.create_revision, candidate.generation = key, revision, generation
+            candidate.sent, candidate.unsure = sent, ""
+            candidate.leading = False
+
+    def _put_anew(self, key: str, value: str, lease: int, granted: float) -> tuple[int, float]:
+        """Put ``key`` if absent; its create revision and when the put went out at the earliest."""
         for _ in range(2):
             sent = time.monotonic()
             answer = txn.run(
@@ -201,13 +217,11 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
                     idempotent=True)
         else:
             raise CoordinationError(f"etcd election {self.service}: candidate key {key} was re-created while put")
-        with self._lock:
-            candidate.key, candidate.create_revision, candidate.generation = key, revision, generation
-            candidate.sent = sent
-            candidate.leading = False
+        return revision, sent
 
     def _withdraw(self, candidate: _Candidate) -> None:
-        """End the candidacy for good: delete its key (if it has one) and free its slot.
+        """End the candidacy for good: delete its key (if it has one, or the key of a put
+        whose outcome is unknown, if it holds the candidate's value) and free its slot.
 
         A key whose delete fails keeps its slot, so no later candidate of this lease puts
         the same key and inherits its epoch; it is deleted again every retry period until
@@ -217,7 +231,7 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
             already, candidate.withdrawn = candidate.withdrawn, True
             if already:
                 return
-            if candidate.key and not self._delete_key(candidate):
+            if (candidate.key or candidate.unsure) and not self._delete_key(candidate):
                 threading.Thread(target=self._delete_later, args=(candidate,), daemon=True,
                                  name=f"kubecoord-etcd-withdraw-{self.service}").start()
                 return
@@ -228,8 +242,13 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
         (deleted now, or before: the compare then fails and nothing is written)."""
         try:
             with translating():
-                txn.run(self._context.transport, [txn.created(candidate.key, candidate.create_revision)],
-                        [txn.delete(candidate.key)], [], idempotent=True)
+                if candidate.key:
+                    txn.run(self._context.transport, [txn.created(candidate.key, candidate.create_revision)],
+                            [txn.delete(candidate.key)], [], idempotent=True)
+                if candidate.unsure:  # put with its value, if at all: no other candidacy has its slot
+                    value = candidate_value(candidate.id, candidate.data)
+                    txn.run(self._context.transport, [txn.valued(candidate.unsure, value)],
+                            [txn.delete(candidate.unsure)], [], idempotent=True)
             return True
         except CoordinationError as exc:
             log.info("etcd candidate key not deleted yet", extra={"key": candidate.key, "error": str(exc)})

@@ -23,6 +23,11 @@ def versioned(key: str, version: int) -> dict[str, Any]:
     return {"key": b64(key), "result": "EQUAL", "target": "VERSION", "version": str(version)}
 
 
+def valued(key: str, value: str | bytes) -> dict[str, Any]:
+    """Compare: ``key``'s value is ``value`` (an absent key fails it)."""
+    return {"key": b64(key), "result": "EQUAL", "target": "VALUE", "value": b64(value)}
+
+
 def put(key: str, value: str | bytes, *, lease: int = 0) -> dict[str, Any]:
     body: dict[str, Any] = {"key": b64(key), "value": b64(value)}
     if lease:
