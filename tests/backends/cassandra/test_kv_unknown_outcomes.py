@@ -106,6 +106,33 @@ def test_a_delete_that_landed_unanswered_succeeds(stores: tuple[Coordinator, Sto
     assert store.fetch_versioned("k").result(10) is None
 
 
+@pytest.mark.parametrize("expected_version", [None, 1], ids=["plain", "conditional"])
+def test_a_delete_that_landed_before_another_client_created_the_key_again_is_unknown(
+    stores: tuple[Coordinator, Storage, Storage], expected_version: int | None,
+) -> None:
+    """Ours removed version 1 unanswered; another client put the key again (version 1 once
+    more, its own write). Taking "still at version 1" for "ours did not land" deleted their
+    key: unknown, and theirs is left alone."""
+    coord, store, other = stores
+    store.put("k", "a")
+    _time_out_next(coord, "BEGIN BATCH", lambda: other.put("k", "b"), landed=True)
+    with pytest.raises(OutcomeUnknownError):
+        store.delete("k", expected_version=expected_version)
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("b", 1)
+
+
+def test_a_fenced_delete_that_landed_before_another_client_created_the_key_again_is_unknown(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    coord, store, other = stores
+    fence = Fence("f", 1)
+    store.put("k", "a", fence=fence)
+    _time_out_next(coord, "BEGIN BATCH", lambda: other.put("k", "b", fence=fence), landed=True)
+    with pytest.raises(OutcomeUnknownError):
+        store.delete("k", fence=fence)
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("b", 1)
+
+
 @pytest.mark.parametrize("landed", [False, True], ids=["theirs-only", "ours-then-their-put-and-delete"])
 def test_a_delete_whose_key_another_client_removed_meanwhile_is_unknown(
     stores: tuple[Coordinator, Storage, Storage], landed: bool,

@@ -257,7 +257,7 @@ class CassandraStorage(StorageHandle):
             marker = uuid.uuid4()
             return self._session.cas(
                 _DELETE, [self.name, key, current.version, marker, self.name],
-                resolve=lambda: self._delete_landed(key, current.version, marker),
+                resolve=lambda: self._delete_landed(key, current, marker),
             )
 
         sent = time.time()
@@ -309,7 +309,7 @@ class CassandraStorage(StorageHandle):
             elif data is not None:
                 landed = lambda c=current, n=nonce: self._update_landed(key, c, n)  # type: ignore[misc]  # noqa: E731
             else:
-                landed = lambda v=version, m=nonce: self._delete_landed(key, v, m)  # type: ignore[misc]  # noqa: E731
+                landed = lambda c=current, m=nonce: self._delete_landed(key, c, m)  # type: ignore[misc]  # noqa: E731
             result = self._session.cas(query, params, resolve=landed)
             if result.applied:
                 self._incarnation = incarnation
@@ -377,15 +377,17 @@ class CassandraStorage(StorageHandle):
             f"update of {key!r} in store {self.name!r}: its outcome is unknown and the key was changed since"
         )
 
-    def _delete_landed(self, key: str, version: int, marker: uuid.UUID) -> bool:
-        """After a delete with an unknown outcome (SERIAL reads): False while the key still
-        holds ``version`` (it did not land); True when that version is gone and the store's
+    def _delete_landed(self, key: str, before: Any, marker: uuid.UUID) -> bool:
+        """After a delete of the row ``before`` with an unknown outcome (SERIAL reads): False
+        while the key still holds ``before``'s write (its nonce: it did not land; a key put
+        again since is at the same version with another nonce, and ours may have removed the
+        one before it); True when that write is gone and the store's
         change marker is still this delete's (nothing was written after it, so it was ours
         that removed the key). Otherwise another writer changed the store after the version
         went, and whether ours or theirs removed it cannot be told: OutcomeUnknownError
         (taking "gone" for ours answered two deletes of one key both as done)."""
         row = self._read_row(key, serial=True)
-        if row is not None and row.version == version:
+        if row is not None and row.nonce == before.nonce:
             return False
         rows = self._session.execute(_READ_MARKER, [self.name], serial=True)
         if rows and rows[0].changed == marker:
