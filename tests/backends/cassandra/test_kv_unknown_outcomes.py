@@ -268,3 +268,24 @@ def test_a_fenced_put_that_did_not_land_is_sent_again(stores: tuple[Coordinator,
     assert store.put("k", "first", fence=Fence("job", 1)) == 1
     assert fault.left == 0
     assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("first", 1)
+
+
+@pytest.mark.xfail(strict=True, raises=VersionConflictError, reason=(
+    "open: _update_landed takes another writer's row at before.version + 1 for theirs having taken the "
+    "version ours was conditional on; after a delete and put again it is a later write, and ours landed"))
+def test_a_conditional_update_that_landed_before_the_key_was_created_again_is_unknown(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    """Ours took version 1 to 2 unanswered; another client deleted the key, put it again and
+    updated it (version 2 again, its own write). "Not applied" would be wrong: ours landed."""
+    coord, store, other = stores
+    store.put("k", "a")
+
+    def theirs() -> None:
+        other.delete("k")
+        other.put("k", "x")
+        other.update("k", "y")
+
+    _time_out_next(coord, "UPDATE", theirs, landed=True)
+    with pytest.raises(OutcomeUnknownError):
+        store.update("k", "b", expected_version=1)
