@@ -15,7 +15,9 @@ prefix (watches.py), level-triggered.
 Guarantees: after the lease expired (session.py grants a new one) the members this handle
 joined are recorded as "expired" and re-join with the same id and data, unless another
 process took the id meanwhile (then the member is dropped with a warning). Not guaranteed:
-that a member is never absent between its lease's expiry and the re-join.
+that a member is never absent between its lease's expiry and the re-join. A leave() that
+raised leaves the member joined on the handle (its key may still be there): it can be
+sent again, and close() sends it.
 """
 
 from __future__ import annotations
@@ -81,9 +83,16 @@ class EtcdGroup(GroupHandle):
         with self._lock:
             if member_id not in self._joined:
                 raise MemberNotFoundError(f"member {member_id!r} did not join group {self.group!r} on this handle")
-            del self._joined[member_id]
-        with translating():
-            self._context.transport.call("kv/deleterange", {"key": b64(self._key(member_id))}, idempotent=True)
+            data = self._joined.pop(member_id)
+        try:
+            with translating():
+                self._context.transport.call("kv/deleterange", {"key": b64(self._key(member_id))}, idempotent=True)
+        except BaseException:
+            # Its key may still be there, on a lease kept alive: it stays joined on this
+            # handle, so the leave can be sent again (and close() sends it).
+            with self._lock:
+                self._joined.setdefault(member_id, data)
+            raise
         self._record(Event.LEFT, member=member_id)
 
     def _membership(self) -> dict[str, str]:
