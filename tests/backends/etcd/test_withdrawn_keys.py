@@ -6,6 +6,7 @@ was lost stay to lead while its coordinator lives. Judged by etcd: the keys etcd
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -14,7 +15,7 @@ from kubecoord_testkit.faults import ThreadedFaultProxy
 from kubecoord_testkit.servers.etcd import EtcdCluster
 
 from .conftest import eventually
-from .etcdctl import keys
+from .etcdctl import etcdctl, keys
 
 LONG_LEASE: dict[str, Any] = {"lease_duration": 10, "renew_deadline": 6.0, "retry_period": 1.0,
                               "request_timeout": 1.0}
@@ -76,4 +77,26 @@ def test_a_key_put_by_a_nominate_whose_answer_was_lost_does_not_lead_forever(
     eventually(lambda: rival.is_leader("b"), "the key of a's failed nominate leads while coord lives")
     assert len(keys(etcd_server, f"{prefix}/job/")) == 1  # b's alone
     other.close()
+    coord.close()
+
+
+def test_a_candidate_whose_re_entry_put_failed_enters_again(etcd_server: EtcdCluster) -> None:
+    prefix = f"wd-{uuid.uuid4().hex[:8]}"
+    coord = kubecoord.connect(f"etcd://{etcd_server.hosts}/{prefix}", **LONG_LEASE)
+    election = coord.leader_election("job")
+    assert election.nominate("a")
+    transport = election._context.transport  # type: ignore[attr-defined]
+    call, refused = transport.call, threading.Event()
+
+    def refusing(path: str, body: Any, **kwargs: Any) -> Any:
+        if path == "kv/txn" and not refused.is_set():
+            refused.set()
+            raise kubecoord.errors.BackendUnavailableError("etcd out of reach for the re-entry's put")
+        return call(path, body, **kwargs)
+
+    transport.call = refusing
+    etcdctl(etcd_server, "del", keys(etcd_server, f"{prefix}/job/")[0])  # a re-enters; its put fails
+    eventually(refused.is_set, "a never re-entered")
+    eventually(lambda: election.is_leader("a") and len(keys(etcd_server, f"{prefix}/job/")) == 1,
+               "a never entered again once etcd answered")
     coord.close()

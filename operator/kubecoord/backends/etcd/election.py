@@ -24,7 +24,8 @@ Guarantees:
 - resign() deletes the leader's key (compare on its create revision, so a re-created key
   is never touched); close() does so for every candidate of the handle.
 - A candidate whose key vanished (deleted behind its back, or its lease expired) stops
-  leading as soon as the watch shows it, and re-enters with a new key (a new epoch).
+  leading as soon as the watch shows it, and re-enters with a new key (a new epoch),
+  its put sent again every retry period while etcd is out of reach.
 
 - No candidate inherits another candidacy's key or epoch. A key whose delete failed
   (resign, close or a nominate() that raised, with etcd out of reach) is deleted again
@@ -312,15 +313,20 @@ class EtcdElection(SessionLeadership[_Candidate, LeaseSession], ElectionHandle):
 
     def _reenter(self, candidate: _Candidate) -> None:
         """A candidate whose key vanished runs again with a new key, on a thread of its own
-        (the view's thread must keep reading)."""
+        (the view's thread must keep reading); a put that fails is sent again every retry
+        period while the candidate is on the handle without a key."""
 
         def campaign() -> None:
-            try:
-                with translating():
-                    self._campaign(candidate)
-            except CoordinationError as exc:
-                log.info("etcd candidate could not re-enter", extra={"service": self.service, "error": str(exc)})
-                return
+            while True:
+                try:
+                    with translating():
+                        self._campaign(candidate)
+                    break
+                except CoordinationError as exc:
+                    log.info("etcd candidate could not re-enter", extra={"service": self.service, "error": str(exc)})
+                time.sleep(self._context.options.period)
+                if self._closed or candidate.key or self._candidates.get(candidate.id) is not candidate:
+                    return
             self._evaluate()
 
         if not self._closed and self._candidates.get(candidate.id) is candidate:
