@@ -23,6 +23,8 @@ from .histories import Log, where
 default 180 s at load 18 (a fresh-clone run beside two engineers' Spark jobs)."""
 
 COORD = "group_coordinator"
+Case = tuple[Analysis, Log, Log, dict[str, int], list[int]]
+"""The analysis, the hand-written logs, their lines by name, the real run's stable generations."""
 
 
 def _rows(analysis: Analysis, table: str, kind: str | None = None) -> list[dict[str, Any]]:
@@ -33,7 +35,7 @@ def _rows(analysis: Analysis, table: str, kind: str | None = None) -> list[dict[
 
 
 @pytest.fixture(scope="module")
-def case(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Analysis, Log, Log, dict[str, int]]]:
+def case(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Case]:
     root = tmp_path_factory.mktemp("rebalance")
     p1, p2 = Log(root / "p1.jsonl", "p1"), Log(root / "p2.jsonl", "p2")
     operator = Log(root / "operator.jsonl", "kubecoord-operator", source="operator")
@@ -72,14 +74,14 @@ def case(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
     }
     for log in (p1, p2, operator):
         log.write()
-    _run_members(root / "real")
+    stable = _run_members(root / "real")
     result = analyze(spark, [str(p1.path), str(p2.path), str(operator.path), str(root / "real")], skew=1.0)
-    yield result, p1, p2, lines
+    yield result, p1, p2, lines, stable
     result.close()
 
 
-def test_violations_found_with_their_evidence(case: tuple[Analysis, Log, Log, dict[str, int]]) -> None:
-    analysis, p1, p2, lines = case
+def test_violations_found_with_their_evidence(case: Case) -> None:
+    analysis, p1, p2, lines, _ = case
     counts = analysis.summary["violations"]
     # None from the real run, and no duplicate_member for the operator's observation.
     assert (counts["unit_owned_twice"], counts["stale_generation_work"], counts["duplicate_member"]) == (2, 1, 0)
@@ -97,7 +99,7 @@ def test_violations_found_with_their_evidence(case: tuple[Analysis, Log, Log, di
     assert [(e["file"], e["line"]) for e in stale["evidence"]] == [where(p1, lines["s_g"]), where(p2, lines["s_h"])]
 
 
-def test_holdings_and_durations(case: tuple[Analysis, Log, Log, dict[str, int]]) -> None:
+def test_holdings_and_durations(case: Case) -> None:
     analysis = case[0]
     holdings = {(h["name"], h["member"], h["unit"], h["generation"]): h for h in _rows(analysis, "unit_holdings")}
     assert holdings[("clean", "a", "u1", 1)]["end_reason"] == "revoked"
@@ -113,8 +115,14 @@ def test_holdings_and_durations(case: tuple[Analysis, Log, Log, dict[str, int]])
     assert summary["groups"] == 2 and summary["duration_seconds"][0]["group"] == "all"
 
 
-def _run_members(directory: Path) -> None:
-    """Members join, leave and crash on memory:// (group "work"), each logging to its own file."""
+def _run_members(directory: Path) -> list[int]:
+    """Members join, leave and crash on memory:// (group "work"), each logging to its own
+    file; the generations the members reached stably after the joins, the leave and the crash.
+
+    Each step waits for a generation later than the last one's: right after leave() the
+    members are still stable on the old generation, and a crash during the rebalance that
+    follows ends that rebalance before it completes (the leader starts another once the
+    crashed member's session ran out)."""
     directory.mkdir()
     url = f"memory://pipeline-{uuid.uuid4().hex[:8]}"
     units = [f"p{i}" for i in range(8)]
@@ -125,22 +133,38 @@ def _run_members(directory: Path) -> None:
         member.join()
         coordinators.append(coordinator)
         members.append(member)
-    eventually(lambda: all(m.is_stable() for m in members) and len({m.generation for m in members}) == 1, 10)
+    stable: list[int] = []
+
+    def settled(group: list[Any], *, units: int | None = None) -> bool:
+        generations = {m.generation for m in group}
+        if not all(m.is_stable() for m in group) or len(generations) != 1:
+            return False
+        (generation,) = generations
+        if generation < 0 or (stable and generation <= stable[-1]):
+            return False
+        if units is not None and len(decode_units(group[0].assignment or b"")[0]) != units:
+            return False
+        stable.append(generation)
+        return True
+
+    eventually(lambda: settled(members), 10)
     members[2].leave()
-    eventually(lambda: all(m.is_stable() for m in members[:2]) and members[0].generation == members[1].generation, 10)
+    eventually(lambda: settled(members[:2]), 10)
     crash(coordinators[1])
-    survivor = members[0]
-    eventually(lambda: survivor.is_stable() and len(decode_units(survivor.assignment or b"")[0]) == 8, 10)
+    eventually(lambda: settled(members[:1], units=8), 10)
     for coordinator in (coordinators[0], coordinators[2]):
         coordinator.close()
+    return stable
 
 
-def test_a_real_coordinator_log_is_clean(case: tuple[Analysis, Log, Log, dict[str, int]]) -> None:
-    """The run of _run_members: no violation, a duration per completed generation."""
-    analysis = case[0]
+def test_a_real_coordinator_log_is_clean(case: Case) -> None:
+    """The run of _run_members: no violation, a duration for each generation the members
+    reached stably (the joins', the leave's, the crash's)."""
+    analysis, stable = case[0], case[4]
     assert [v for v in _rows(analysis, "violations") if v["name"] == "work"] == []
     durations = [r for r in _rows(analysis, "rebalances") if r["name"] == "work"]
-    assert len(durations) >= 3 and all(r["duration"] >= 0 for r in durations)
+    assert len(stable) == 3 and set(stable) <= {r["generation"] for r in durations}, (stable, durations)
+    assert all(r["duration"] >= 0 for r in durations)
     holdings = [h for h in _rows(analysis, "unit_holdings") if h["name"] == "work"]
     assert {h["end_reason"] for h in holdings if h["member"] == "m1"} <= {"revoked", "member_gone", "fenced"}
     # m0 ends with every unit, until its coordinator closed: closing leaves the group, and
