@@ -306,7 +306,9 @@ class Lock(_Closeable):
 
         False after ``timeout`` seconds, at once when ``blocking`` is False and the lock is
         held elsewhere, or when ``cancel`` is set; the attempt is then withdrawn. Raises
-        LockHeldError if this object already holds it.
+        LockHeldError if this object already holds it, and BackendUnavailableError when the
+        backend does not answer the attempt's own request to enter (the attempt is withdrawn;
+        retrying is the caller's choice).
         """
 
     @abc.abstractmethod

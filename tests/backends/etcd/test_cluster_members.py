@@ -56,6 +56,16 @@ def _member_view(cluster: EtcdCluster, index: int, prefix: str) -> tuple[int, li
     return int(got["header"]["revision"]), sorted(kv["key"] for kv in got.get("kvs", []))
 
 
+def _wait_for_candidates(cluster: EtcdCluster, index: int, election: str, count: int) -> None:
+    """Until ``count`` candidates' keys are under ``election`` (member ``index`` asked): a
+    waiter whose first put met the fault would test an acquire that began during the outage,
+    which raises BackendUnavailableError by contract."""
+    deadline = time.monotonic() + 30
+    while len(_member_view(cluster, index, election)[1]) < count:
+        assert time.monotonic() < deadline, _member_view(cluster, index, election)
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("fault", ["kill -9", "SIGSTOP"])
 def test_a_lock_holds_through_the_loss_of_the_raft_leader_it_talks_to(etcd_cluster: EtcdCluster, fault: str) -> None:
     prefix = f"m-{uuid.uuid4().hex[:8]}"
@@ -70,6 +80,7 @@ def test_a_lock_holds_through_the_loss_of_the_raft_leader_it_talks_to(etcd_clust
     won: list[bool] = []
     waiting = threading.Thread(target=lambda: won.append(waiter.acquire(timeout=60)))
     waiting.start()
+    _wait_for_candidates(etcd_cluster, raft_leader, f"{prefix}/job/", 2)  # b waits before the fault
     stop, back, failures, later = threading.Event(), threading.Event(), list[str](), list[str]()
 
     def both() -> tuple[bool, bool]:
