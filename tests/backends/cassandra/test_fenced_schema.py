@@ -1,6 +1,7 @@
-"""Cassandra schema version 2: a keyspace made by version 1 (``kv_entries`` without the
-``fences`` column, kubecoord_schema at 1) is brought to version 2 by connect() — also by
-several clients at once — and its keys, written before, take fenced writes afterwards
+"""Cassandra schema versions 2 and 3: a keyspace made by version 1 (``kv_entries`` without
+the ``fences`` and ``created`` columns, kubecoord_schema at 1) is brought to the current
+version by connect() — also by several clients at once — and its keys, written before,
+take fenced writes afterwards; keys put afterwards carry their incarnation (``created``)
 (real Cassandra)."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def test_a_version_1_keyspace_is_upgraded_and_fences_its_old_keys(cassandra_serv
         session = cluster.connect(keyspace)
         # Back to what schema version 1 made: no fences column, version 1 recorded.
         session.execute("ALTER TABLE kv_entries DROP fences", timeout=60)
+        session.execute("ALTER TABLE kv_entries DROP created", timeout=60)
         session.execute("INSERT INTO kubecoord_schema (component, version) VALUES ('kubecoord', 1)")
         # Four clients upgrade it at once: each connects (one adds the column, the others
         # find it added, before or after their own ALTER failed).
@@ -54,7 +56,10 @@ def test_a_version_1_keyspace_is_upgraded_and_fences_its_old_keys(cassandra_serv
             with pytest.raises(FencedError):
                 store.update("k", "stale", fence=Fence("job", 2))
             assert store.fetch_versioned("k").result() == Versioned("fenced", 2)
+            store.put("new", "after the upgrade")
+        rows = {row.key: row.created for row in session.execute("SELECT key, created FROM kv_entries WHERE store = 'old'")}
+        assert rows["k"] is None and rows["new"] is not None
         version = session.execute("SELECT version FROM kubecoord_schema WHERE component = 'kubecoord'").one()
-        assert version.version == SCHEMA_VERSION == 2
+        assert version.version == SCHEMA_VERSION == 3
     finally:
         cluster.shutdown()

@@ -270,14 +270,12 @@ def test_a_fenced_put_that_did_not_land_is_sent_again(stores: tuple[Coordinator,
     assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("first", 1)
 
 
-@pytest.mark.xfail(strict=True, raises=VersionConflictError, reason=(
-    "open: _update_landed takes another writer's row at before.version + 1 for theirs having taken the "
-    "version ours was conditional on; after a delete and put again it is a later write, and ours landed"))
 def test_a_conditional_update_that_landed_before_the_key_was_created_again_is_unknown(
     stores: tuple[Coordinator, Storage, Storage],
 ) -> None:
     """Ours took version 1 to 2 unanswered; another client deleted the key, put it again and
-    updated it (version 2 again, its own write). "Not applied" would be wrong: ours landed."""
+    updated it (version 2 again, its own write, of another incarnation of the key: another
+    ``created``). "Not applied" would be wrong: ours landed."""
     coord, store, other = stores
     store.put("k", "a")
 
@@ -289,3 +287,21 @@ def test_a_conditional_update_that_landed_before_the_key_was_created_again_is_un
     _time_out_next(coord, "UPDATE", theirs, landed=True)
     with pytest.raises(OutcomeUnknownError):
         store.update("k", "b", expected_version=1)
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("y", 2)
+
+
+def test_a_conditional_update_that_lost_the_race_after_the_key_was_created_again_is_a_version_conflict(
+    stores: tuple[Coordinator, Storage, Storage],
+) -> None:
+    """The key was deleted and put again before ours was sent; ours, conditional on the new
+    incarnation's version 1, did not land, and another client took version 2 of that same
+    incarnation: VersionConflictError, as for a key never deleted."""
+    coord, store, other = stores
+    store.put("k", "a")
+    other.delete("k")
+    other.put("k", "x")
+    fault = _time_out_next(coord, "UPDATE", lambda: other.update("k", "y"))
+    with pytest.raises(VersionConflictError):
+        store.update("k", "b", expected_version=1)
+    assert fault.left == 0
+    assert store.fetch_versioned("k").result(10) == kubecoord.Versioned("y", 2)

@@ -3,7 +3,7 @@ versions by LWT, a change marker polled by listeners.
 
 Layout::
 
-    kv_entries (store text, key text, value text, version bigint, nonce uuid,
+    kv_entries (store text, key text, value text, version bigint, nonce uuid, created uuid,
                 changed uuid STATIC, incarnation uuid STATIC, fences map<text, bigint> STATIC,
                 PRIMARY KEY ((store), key))
 
@@ -14,6 +14,11 @@ expected_version raises VersionConflictError). Each write also sets the partitio
 static ``changed`` marker to its own nonce, so a listener learns of any write in the store
 from one small read. ``children(namespace)`` reads the keys under ``namespace/`` (a
 clustering-range read) and returns their first path segments.
+
+Key incarnations: a put sets the row's ``created`` to its own nonce and updates leave it
+as it is, so ``created`` names the incarnation of the key (a key deleted and put again is a
+new one) that every later version belongs to (schema version 3; a row written before
+has none, null: its incarnation is unknown).
 
 Fenced writes (``fence=Fence(name, token)``): the static ``fences map<text, bigint>`` holds
 the highest token accepted per domain (schema version 2). A fenced write is the same LWT
@@ -31,7 +36,8 @@ every acknowledged write. Writes: Paxos at ``serial_consistency``, commit at
 ``consistency``; an unknown outcome is resolved by a SERIAL read of the key: landed when
 it holds the write's nonce; not landed when nobody wrote it since (an update: the nonce
 written over is still there; a delete: the version is) or another writer took the very
-version the write was conditional on (an update: theirs is one version on; a put: theirs
+version the write was conditional on (an update: theirs is one version on, of the key's
+incarnation the update was sent against; a put: theirs
 is version 1; a fenced put: the key absent and the store's change marker still the one
 read before it); anything else — the key moved further, so the write may have landed and
 been overwritten — is OutcomeUnknownError (a delete's: by the store's change marker). A
@@ -76,18 +82,18 @@ log = logging.getLogger("kubecoord.cassandra")
 _FENCED_ROUNDS = 50
 """Read-LWT rounds a fenced write retries while other writers move the mark or the key."""
 
-_READ = "SELECT value, version, nonce, incarnation FROM {ks}.kv_entries WHERE store = ? AND key = ?"
+_READ = "SELECT value, version, nonce, created, incarnation FROM {ks}.kv_entries WHERE store = ? AND key = ?"
 _READ_KEYS = "SELECT key, value, version FROM {ks}.kv_entries WHERE store = ? AND key IN ?"
 _READ_INCARNATION = "SELECT incarnation FROM {ks}.kv_entries WHERE store = ? LIMIT 1"
 _READ_MARKER = "SELECT changed, incarnation FROM {ks}.kv_entries WHERE store = ? LIMIT 1"
 _ALL_KEYS = "SELECT key FROM {ks}.kv_entries WHERE store = ?"
 _KEYS_UNDER = "SELECT key FROM {ks}.kv_entries WHERE store = ? AND key > ? AND key < ?"
 _PUT_NEW_STORE = (
-    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, changed = ?, incarnation = ? "
+    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, created = ?, changed = ?, incarnation = ? "
     "WHERE store = ? AND key = ? IF version = null AND incarnation = null"
 )
 _PUT = (
-    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, changed = ? "
+    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, created = ?, changed = ? "
     "WHERE store = ? AND key = ? IF version = null AND incarnation = ?"
 )
 _UPDATE = (
@@ -98,11 +104,12 @@ _READ_FENCE = "SELECT incarnation, fences, changed FROM {ks}.kv_entries WHERE st
 # Fenced writes: the key's usual condition AND the domain's mark as read (null: none yet);
 # the mark is set to the write's token in the same LWT (kubecoord.wire.fences).
 _FENCED_PUT_NEW_STORE = (
-    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, changed = ?, incarnation = ?, fences[?] = ? "
+    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, created = ?, changed = ?, incarnation = ?, "
+    "fences[?] = ? "
     "WHERE store = ? AND key = ? IF version = null AND incarnation = null"
 )
 _FENCED_PUT = (
-    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, changed = ?, fences[?] = ? "
+    "UPDATE {ks}.kv_entries SET value = ?, version = 1, nonce = ?, created = ?, changed = ?, fences[?] = ? "
     "WHERE store = ? AND key = ? IF version = null AND incarnation = ? AND fences[?] = ?"
 )
 _FENCED_UPDATE = (
@@ -177,12 +184,12 @@ class CassandraStorage(StorageHandle):
             if incarnation is None:
                 incarnation = uuid.uuid4()
                 result = self._session.cas(
-                    _PUT_NEW_STORE, [data, nonce, nonce, incarnation, self.name, key],
+                    _PUT_NEW_STORE, [data, nonce, nonce, nonce, incarnation, self.name, key],
                     resolve=lambda n=nonce: self._put_landed(key, n),  # type: ignore[misc]
                 )
             else:
                 result = self._session.cas(
-                    _PUT, [data, nonce, nonce, self.name, key, incarnation],
+                    _PUT, [data, nonce, nonce, nonce, self.name, key, incarnation],
                     resolve=lambda n=nonce: self._put_landed(key, n),  # type: ignore[misc]
                 )
             if result.applied:
@@ -287,10 +294,11 @@ class CassandraStorage(StorageHandle):
                 if incarnation is None:
                     incarnation = uuid.uuid4()
                     query, params = _FENCED_PUT_NEW_STORE, [
-                        data, nonce, nonce, incarnation, fence.name, fence.token, self.name, key]
+                        data, nonce, nonce, nonce, incarnation, fence.name, fence.token, self.name, key]
                 else:
                     query, params = _FENCED_PUT, [
-                        data, nonce, nonce, fence.name, fence.token, self.name, key, incarnation, fence.name, mark]
+                        data, nonce, nonce, nonce, fence.name, fence.token, self.name, key, incarnation, fence.name,
+                        mark]
                 version = 0
             else:
                 current = self._current(key, expected_version)
@@ -363,15 +371,22 @@ class CassandraStorage(StorageHandle):
     def _update_landed(self, key: str, before: Any, nonce: uuid.UUID) -> bool:
         """After an update of the row ``before`` with an unknown outcome (a SERIAL read):
         True when the key holds this update's nonce; False when it still holds ``before``'s
-        (nobody wrote) or another writer's at the very next version (theirs took the version
-        ours was conditional on). Anything else — the key further on, or gone — may have been
-        ours and overwritten since: OutcomeUnknownError (taking it for "not landed" sent the
-        update again, applied twice, or answered a fenced write FencedError although it was
-        written)."""
+        (nobody wrote) or another writer's at the very next version of ``before``'s
+        incarnation (its ``created``: theirs took the version ours was conditional on, and
+        that incarnation is still the key's, so ours could only have applied to it). Anything
+        else — the key further on, gone, or at the next version of another incarnation (it
+        was deleted and put again since: ours may have landed before), or of an unknown one
+        (rows written before schema version 3) — may have been ours and overwritten since:
+        OutcomeUnknownError (taking it for "not landed" sent the update again, applied twice,
+        or answered a conditional write VersionConflictError or a fenced one FencedError
+        although it was written)."""
         row = self._read_row(key, serial=True)
         if row is not None and row.nonce == nonce:
             return True
-        if row is not None and (row.nonce == before.nonce or row.version == before.version + 1):
+        if row is not None and row.nonce == before.nonce:
+            return False
+        if (row is not None and row.version == before.version + 1
+                and before.created is not None and row.created == before.created):
             return False
         raise OutcomeUnknownError(
             f"update of {key!r} in store {self.name!r}: its outcome is unknown and the key was changed since"

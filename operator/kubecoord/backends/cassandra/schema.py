@@ -21,9 +21,12 @@ from kubecoord.backends.cassandra.options import Options
 from kubecoord.backends.cassandra.session import Session
 from kubecoord.errors import CoordinationError, InvalidArgumentError, UnsupportedFeatureError
 
-SCHEMA_VERSION = 2
-"""1: the tables below without ``kv_entries.fences``; 2: with it (the marks of fenced
-writes, kubecoord.wire.fences). A keyspace of version 1 is brought to 2 by adding the column."""
+SCHEMA_VERSION = 3
+"""1: the tables below without ``kv_entries.fences`` and ``kv_entries.created``; 2: with
+``fences`` (the marks of fenced writes, kubecoord.wire.fences); 3: with ``created`` too (the
+id of the put that made a key's row, which tells a key's incarnations apart). A keyspace of
+an older version is brought to 3 by adding the columns it lacks; rows written before have
+no ``created`` (null), which the store reads as "incarnation unknown"."""
 SEED_TTL = 2
 """The seed plugin's ``default_time_to_live``: its own writes rely on it to expire."""
 _KEYSPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
@@ -36,11 +39,12 @@ TABLES = [
     "CREATE TABLE IF NOT EXISTS {ks}.group_members (grp text, member text, data text, session uuid, nonce uuid, "
     "PRIMARY KEY ((grp), member))",
     "CREATE TABLE IF NOT EXISTS {ks}.kv_entries (store text, key text, value text, version bigint, nonce uuid, "
-    "changed uuid STATIC, incarnation uuid STATIC, fences map<text, bigint> STATIC, PRIMARY KEY ((store), key))",
+    "created uuid, changed uuid STATIC, incarnation uuid STATIC, fences map<text, bigint> STATIC, PRIMARY KEY ((store), key))",
 ]
 OUR_ELECTION_COLUMNS = {"tenure": "uuid", "epoch": "bigint", "nonce": "uuid"}
-ADDED_KV_COLUMNS = {"fences": "map<text, bigint> STATIC"}
-"""Columns of ``kv_entries`` added after schema version 1 (a table made by version 1 lacks them)."""
+ADDED_KV_COLUMNS = {"fences": "map<text, bigint> STATIC", "created": "uuid"}
+"""Columns of ``kv_entries`` added after schema version 1 (``fences`` in 2, ``created`` in 3: a
+table made by an older version lacks them)."""
 
 
 def check_keyspace(path: str) -> str:
