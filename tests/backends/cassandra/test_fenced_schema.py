@@ -57,8 +57,9 @@ def test_a_version_1_keyspace_is_upgraded_and_fences_its_old_keys(cassandra_serv
                 store.update("k", "stale", fence=Fence("job", 2))
             assert store.fetch_versioned("k").result() == Versioned("fenced", 2)
             store.put("new", "after the upgrade")
-        rows = {row.key: row.created for row in session.execute("SELECT key, created FROM kv_entries WHERE store = 'old'")}
-        assert rows["k"] is None and rows["new"] is not None
+        rows = session.execute("SELECT key, created FROM kv_entries WHERE store = 'old'")
+        created = {row.key: row.created for row in rows}
+        assert created["k"] is None and created["new"] is not None
         version = session.execute("SELECT version FROM kubecoord_schema WHERE component = 'kubecoord'").one()
         assert version.version == SCHEMA_VERSION == 3
     finally:

@@ -39,7 +39,8 @@ TABLES = [
     "CREATE TABLE IF NOT EXISTS {ks}.group_members (grp text, member text, data text, session uuid, nonce uuid, "
     "PRIMARY KEY ((grp), member))",
     "CREATE TABLE IF NOT EXISTS {ks}.kv_entries (store text, key text, value text, version bigint, nonce uuid, "
-    "created uuid, changed uuid STATIC, incarnation uuid STATIC, fences map<text, bigint> STATIC, PRIMARY KEY ((store), key))",
+    "created uuid, changed uuid STATIC, incarnation uuid STATIC, fences map<text, bigint> STATIC, "
+    "PRIMARY KEY ((store), key))",
 ]
 OUR_ELECTION_COLUMNS = {"tenure": "uuid", "epoch": "bigint", "nonce": "uuid"}
 ADDED_KV_COLUMNS = {"fences": "map<text, bigint> STATIC", "created": "uuid"}
