@@ -25,7 +25,10 @@ Guarantees:
   with a new session, every candidate still nominated re-enters with a new node (and so
   a new, higher epoch should it win again).
 - resign() deletes the leader's node and withdraws its candidacy (nominate again to
-  run again); close() does that for every candidate of the handle.
+  run again); close() does that for every candidate of the handle. Neither fails: a
+  delete that got no answer (it may have landed) is sent again on the session's next
+  CONNECTED while the node is still this session's; meanwhile the node may lead in
+  ZooKeeper's view, and nobody believes it does.
 - A nominate() that raises leaves nothing behind: no candidate on the handle and no node
   on the server — one whose create was applied but never answered is found by its unique
   name prefix and deleted, at once or on the session's next CONNECTED. A candidate that
@@ -170,11 +173,15 @@ class ZooKeeperElection(SessionLeadership[_Candidate, Session], ZooKeeperHandle,
                 return
             proven, ended = self._holds(candidate), self._ended(candidate)
             # Stop believing it leads before the delete is sent: the successor may lead as
-            # soon as the delete lands, before its answer is back. If the delete fails, the
-            # worker confirms the leadership again (the node is still there).
+            # soon as the delete lands, before its answer is back. The candidacy is withdrawn
+            # whatever the delete's fate: one that got no answer (it may have landed) is sent
+            # again on the session's next CONNECTED if the node is still this session's, as
+            # close() does, and nothing of this candidate re-enters or leads meanwhile.
             candidate.leading = False
-            self._delete_node(candidate)
             del self._candidates[candidate_id]
+            if candidate.node is not None:
+                self._delete_on_close(f"{self.path}/{candidate.node}", unique=True)
+                candidate.node = None
         self._record_end(candidate, proven, ended)
 
     def _listener_added(self, first: bool) -> None:
@@ -249,13 +256,6 @@ class ZooKeeperElection(SessionLeadership[_Candidate, Session], ZooKeeperHandle,
             candidate.created = candidate.first_create
             adopted = True
         return adopted
-
-    def _delete_node(self, candidate: _Candidate) -> None:
-        if candidate.node is None:
-            return
-        with contextlib.suppress(NoNodeError):
-            self._session.call(self._session.client.delete_async, f"{self.path}/{candidate.node}")
-        candidate.node = None
 
     def _identify(self, node: str) -> tuple[str, str, int]:
         """(id, data, czxid) of a contender node; contender nodes never change, so cache."""

@@ -9,8 +9,8 @@ message.
 A KV write ZooKeeper did not answer raises OutcomeUnknownError (session.Session.write)
 instead of the rows below. The election's and membership's writes keep the rows: their
 creates find their node again by its name after a lost answer (election.py,
-membership.py), and what is left may follow an applied write (a ConnectionLoss on a
-resign's delete). Reads are retried; writes are not.
+membership.py), and a resign's or close's delete that got no answer is sent again on
+reconnection instead of failing the call. Reads are retried; writes are not.
 """
 
 from __future__ import annotations

@@ -59,9 +59,9 @@ class ZooKeeperHandle(Handle):
         timer.start()
 
     def _delete_on_close(self, path: str, *, unique: bool = False) -> None:
-        """Delete an ephemeral node this handle owns; closing never fails. If ZooKeeper cannot
-        be reached, a ``unique`` node (a sequential one: nobody re-creates that path) is
-        deleted on the session's next CONNECTED — the session may survive the disconnection,
+        """Delete an ephemeral node this handle owns (close, resign); never fails. If ZooKeeper
+        cannot be reached or does not answer, a ``unique`` node (a sequential one: nobody
+        re-creates that path) is deleted on the session's next CONNECTED — the session may survive the disconnection,
         and a closed candidate's node kept the election from anyone else for the rest of it;
         other nodes go with the session (a member's node may be re-created at its path by a
         new join, which a late deletion would remove)."""
