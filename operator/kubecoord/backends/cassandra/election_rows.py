@@ -30,7 +30,10 @@ flight, or a candidate that died in between: it expires) reads as held by nobody
 
 Renewals (``UPDATE ... USING TTL ... IF tenure = ? AND epoch = ?``) and the release
 (``DELETE ... IF tenure = ? AND epoch = ?``) are conditional on the tenure (token, epoch),
-never on the owner name alone. A seed peer's term has no epoch of its own: observers report
+never on the owner name alone. A renewal is only ever sent for the term being renewed (the
+record the elector writes carries that term's epoch): a candidate that lost its term and
+acquires again goes through steps 1-3, even over its own row still alive, and so leads
+again only under a higher epoch. A seed peer's term has no epoch of its own: observers report
 the epoch row's value (the last kubecoord term's) during it. Epochs increase strictly
 across kubecoord terms (by one, unless a holder died between steps 2 and 3).
 
@@ -190,8 +193,12 @@ class ElectionRows:
             tenure = self._tenures.get(record.holder) if record.holder else None
         if not record.holder:
             return self._release(version, timeout)
-        if tenure is not None and version == tenure.version:
+        if tenure is not None and version == tenure.version and record.transitions == tenure.epoch:
             return self._renew(record, tenure, timeout)
+        # An acquisition: a new term, above every epoch its elector saw. Over a row still
+        # at the candidate's own last version (a term it lost by its renew deadline, the row
+        # kept alive by a renewal whose answer was lost), it must wait for that row to go,
+        # not renew it: the new term would carry the lost term's epoch.
         return self._acquire(record, timeout)
 
     def _acquire(self, record: LeaderRecord, timeout: float) -> Observation:
