@@ -1,4 +1,5 @@
-"""Shared by the zookeeper tests: forced session expiry and reading an event log."""
+"""Shared by the zookeeper tests: forced session expiry, reading an event log, and a request
+applied but never answered."""
 
 from __future__ import annotations
 
@@ -6,12 +7,17 @@ import contextlib
 import json
 import socket
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient
 
+import kubecoord
 from kubecoord import Coordinator
+from kubecoord_testkit.faults.proxy import ThreadedFaultProxy
+from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
+from tests.helpers import eventually
 
 
 def force_expiry(hosts: str, coordinator: Coordinator) -> None:
@@ -22,6 +28,47 @@ def force_expiry(hosts: str, coordinator: Coordinator) -> None:
     thief.start(timeout=10)
     thief.stop()
     thief.close()
+
+
+@contextlib.contextmanager
+def proxied_and_direct(
+    server: ZooKeeperServer, chroot: str
+) -> Iterator[tuple[ThreadedFaultProxy, Coordinator, Coordinator]]:
+    """(a fault proxy to ``server``, a coordinator reaching it through the proxy with a 1 s
+    request timeout, one reaching it directly), both on ``chroot`` with a 10 s session."""
+    with ThreadedFaultProxy(("127.0.0.1", server.servers[0].client_port)) as proxy, \
+            kubecoord.connect(f"zookeeper://{proxy.address}/{chroot}", lease_duration=10.0,
+                              request_timeout=1.0) as proxied, \
+            kubecoord.connect(f"zookeeper://{server.hosts}/{chroot}", lease_duration=10.0) as direct:
+        yield proxy, proxied, direct
+
+
+def applied_unanswered(
+    proxy: ThreadedFaultProxy, zk: KazooClient, parent: str, call: Callable[[], object]
+) -> list[BaseException | None]:
+    """Run ``call`` (one create under ``parent``, through ``proxy``) while the proxy holds the
+    server's answers; once the create has landed, break the connection and refuse new ones
+    (the caller cannot look its node up), wait for ``call`` to end and heal the proxy (the
+    client reconnects to the same session). What ``call`` raised, or None."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as exc:  # the test reports it
+            outcome.append(exc)
+
+    zk.ensure_path(parent)  # the create needs no parent made first (each would wait for its answer)
+    proxy.hold("down")
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    eventually(lambda: bool(zk.get_children(parent)), 30)  # the create landed
+    proxy.refuse()
+    proxy.cut()  # its answer is gone; no reconnection while refused
+    thread.join(60)
+    proxy.heal()
+    return outcome
 
 
 def events(path: Path) -> list[dict[str, Any]]:

@@ -22,11 +22,11 @@ import uuid
 import pytest
 from kazoo.client import KazooClient
 
-import kubecoord
 from kubecoord import BackendUnavailableError
-from kubecoord_testkit.faults.proxy import ThreadedFaultProxy
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.helpers import eventually
+
+from .helpers import proxied_and_direct
 
 
 @pytest.mark.parametrize("fault", ["answer held", "request dropped"])
@@ -35,10 +35,7 @@ def test_a_resign_whose_delete_got_no_answer_withdraws_the_candidacy(
 ) -> None:
     chroot = f"resign-{uuid.uuid4().hex[:8]}"
     elections = f"/{chroot}/elections/svc"
-    with ThreadedFaultProxy(("127.0.0.1", zookeeper_server.servers[0].client_port)) as proxy, \
-            kubecoord.connect(f"zookeeper://{proxy.address}/{chroot}", lease_duration=10.0,
-                              request_timeout=1.0) as resigning, \
-            kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", lease_duration=10.0) as other:
+    with proxied_and_direct(zookeeper_server, chroot) as (proxy, resigning, other):
         election, rival = resigning.leader_election("svc"), other.leader_election("svc")
         assert election.nominate("a")
         first = election.get_leader()

@@ -10,7 +10,6 @@ session.
 
 from __future__ import annotations
 
-import threading
 import uuid
 
 import pytest
@@ -18,9 +17,10 @@ from kazoo.client import KazooClient
 
 import kubecoord
 from kubecoord import BackendUnavailableError
-from kubecoord_testkit.faults.proxy import ThreadedFaultProxy
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 from tests.helpers import eventually
+
+from .helpers import applied_unanswered, proxied_and_direct
 
 
 def test_a_create_applied_but_never_answered_leaves_no_node_behind(
@@ -28,29 +28,11 @@ def test_a_create_applied_but_never_answered_leaves_no_node_behind(
 ) -> None:
     chroot = f"nominate-{uuid.uuid4().hex[:8]}"
     elections = f"/{chroot}/elections/svc"
-    with ThreadedFaultProxy(("127.0.0.1", zookeeper_server.servers[0].client_port)) as proxy, \
-            kubecoord.connect(f"zookeeper://{proxy.address}/{chroot}", lease_duration=10.0,
-                              request_timeout=1.0) as cut_off, \
-            kubecoord.connect(f"zookeeper://{zookeeper_server.hosts}/{chroot}", lease_duration=10.0) as other:
+    with proxied_and_direct(zookeeper_server, chroot) as (proxy, cut_off, other):
         election = cut_off.leader_election("svc")
-        outcome: list[BaseException | bool] = []
-
-        def nominate() -> None:
-            try:
-                outcome.append(election.nominate("a"))
-            except BaseException as exc:  # the test reports it
-                outcome.append(exc)
-
-        zk.ensure_path(elections)  # the create needs no parent made first (each would wait for its answer)
-        proxy.hold("down")
-        thread = threading.Thread(target=nominate, daemon=True)
-        thread.start()
-        eventually(lambda: bool(zk.get_children(elections)), 30)  # the create landed
-        proxy.refuse()
-        proxy.cut()  # its answer is gone; no reconnection while refused
-        thread.join(60)
+        outcome = applied_unanswered(proxy, zk, elections, lambda: election.nominate("a"))
         assert len(outcome) == 1 and isinstance(outcome[0], BackendUnavailableError), outcome
-        proxy.heal()  # reconnects: the same session, which still holds the node
+        # healed: reconnects to the same session, which still holds the node
         rival = other.leader_election("svc")
         rival.nominate("b")
         eventually(lambda: rival.is_leader("b"), 30)  # "a"'s node went; before, it led for good

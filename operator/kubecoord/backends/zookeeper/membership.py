@@ -14,6 +14,10 @@ MemberExistsError). Listeners follow the children of the group node (level-trigg
 Guarantees: after a session loss (LOST) the members this handle joined are recorded as
 "expired" and, once kazoo has a new session, re-join with the same id and data (unless
 another session took the id meanwhile: then the member is dropped and a warning logged).
+A join whose create got no answer finds its node by name; when it cannot look it up either,
+join() raises OutcomeUnknownError (the member may be in the group for the rest of the
+session) and the handle remembers the id: leave() or close() deletes the node if this
+session holds it, and join() again finds it and joins.
 
 Not guaranteed: that a member is never absent — between the expiry of the old session
 and the re-join, other members see it gone.
@@ -34,10 +38,14 @@ from kubecoord.backends.zookeeper.handle import ZooKeeperHandle
 from kubecoord.backends.zookeeper.naming import decode_name, encode_name
 from kubecoord.backends.zookeeper.session import CONNECTED, LOST
 from kubecoord.backends.zookeeper.watches import Watch, WatchFn, read_children
-from kubecoord.errors import MemberExistsError, MemberNotFoundError
+from kubecoord.errors import MemberExistsError, MemberNotFoundError, OutcomeUnknownError
 from kubecoord.wire.events import Event
 
 log = logging.getLogger("kubecoord.zookeeper")
+
+
+class _CreateUnresolved(KazooException):  # type: ignore[misc]  # kazoo is untyped
+    """A member's create was sent, its answer never came, and its node could not be looked up."""
 
 
 class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
@@ -46,6 +54,8 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
     def __init__(self, context: ZooKeeperContext, group: str) -> None:
         super().__init__(context, group)
         self._mine: dict[str, str] = {}
+        self._unresolved: dict[str, int] = {}
+        """Ids whose join raised OutcomeUnknownError -> the session the create was sent on."""
         self._watch: Watch[frozenset[str]] | None = None
         self._session.subscribe(self._on_state)
 
@@ -53,14 +63,29 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
         with self._lock, translating():
             if member_id in self._mine:
                 raise MemberExistsError(f"member {member_id!r} already joined group {self.group!r} on this handle")
-            if not self._create(member_id, data):
+            owner = self._session.last_session_id
+            try:
+                created = self._create(member_id, data)
+            except _CreateUnresolved as exc:
+                if owner is not None:
+                    self._unresolved[member_id] = owner  # leave() and close() withdraw it
+                raise OutcomeUnknownError(
+                    f"zookeeper group {self.group!r}: the join of {member_id!r} got no answer and its node could "
+                    f"not be looked up ({exc}); it may be in the group: leave() or close() withdraws it, join() "
+                    "again finds it"
+                ) from None
+            if not created:
                 raise MemberExistsError(f"member {member_id!r} is already in group {self.group!r}")
+            self._unresolved.pop(member_id, None)
             self._mine[member_id] = data
         self._record_member(Event.JOINED, member_id)
 
     def _leave(self, member_id: str) -> None:
         with self._lock, translating():
             if member_id not in self._mine:
+                if member_id in self._unresolved:
+                    self._withdraw_unresolved(member_id)
+                    return
                 raise MemberNotFoundError(f"member {member_id!r} was not joined through this handle")
             self._delete(member_id)
             del self._mine[member_id]
@@ -105,6 +130,13 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
             self._delete_on_close(self._node(member_id))
             self._record_member(Event.LEFT, member_id)
         self._mine.clear()
+        for member_id in list(self._unresolved):
+            try:
+                self._withdraw_unresolved(member_id)
+            except (KazooException, KazooTimeoutError):
+                log.warning("could not withdraw a member whose join got no answer; it goes with the session",
+                            extra={"group": self.group, "member": member_id})
+        self._unresolved.clear()
 
     # -- znodes ---------------------------------------------------------------------
     def _node(self, member_id: str) -> str:
@@ -119,6 +151,8 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
 
     def _create(self, member_id: str, data: str) -> bool:
         """Create the member's node; False if another session holds the id."""
+        if not self._session.connected:
+            raise ConnectionLoss("not connected to ZooKeeper")  # nothing sent
         try:
             self._session.call(
                 self._session.client.create_async, self._node(member_id), data.encode("utf-8"),
@@ -127,9 +161,28 @@ class ZooKeeperGroup(ZooKeeperHandle, GroupHandle):
         except NodeExistsError:
             return self._owned(member_id)
         except (ConnectionLoss, KazooTimeoutError):
-            if not self._owned(member_id):  # the create may have happened before the connection broke
+            # Sent (a call while not connected raised before): it may have happened before
+            # the connection broke or the answer was late.
+            try:
+                owned = self._owned(member_id)
+            except (KazooException, KazooTimeoutError) as exc:
+                raise _CreateUnresolved(repr(exc)) from exc
+            if not owned:
                 raise
         return True
+
+    def _withdraw_unresolved(self, member_id: str) -> None:
+        """Delete the node a join with an unknown outcome may have made, if the session it was
+        sent on holds it (a later session never had it); then forget the id. Raises, keeping
+        the id, when ZooKeeper cannot be asked."""
+        owner = self._unresolved[member_id]
+        if not self._session.connected:
+            raise ConnectionLoss("not connected to ZooKeeper")  # the session may still hold it
+        if self._session.session_id == owner:
+            stat = self._session.read(self._session.client.exists_async, self._node(member_id))
+            if stat is not None and stat.ephemeralOwner == owner:
+                self._delete(member_id)
+        del self._unresolved[member_id]
 
     def _delete(self, member_id: str) -> None:
         with contextlib.suppress(NoNodeError):
