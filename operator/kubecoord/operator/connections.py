@@ -22,8 +22,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import urllib3.exceptions
-
 import kubecoord
 from kubecoord.api import Coordinator
 from kubecoord.errors import BackendUnavailableError, PermissionDeniedError
@@ -75,7 +73,7 @@ def read_secret(credentials: Credentials) -> dict[str, str] | None:
         if error.status == 403:
             raise PermissionDeniedError(f"the operator may not read {where}: {error}") from None
         raise BackendUnavailableError(f"cannot read {where}: {error}") from None
-    except (OSError, urllib3.exceptions.HTTPError) as error:
+    except OSError as error:  # kubeapi's transport failure
         raise BackendUnavailableError(f"cannot read {where}: {error}") from None
     return dict((secret or {}).get("data") or {})
 

@@ -1,30 +1,25 @@
-"""The operator's own Kubernetes API calls (status, owned objects, RBAC): on the event loop
-through kubecoord.operator.loop_requests, and the blocking one-shot calls (start-up checks,
-access reviews, term probes, connection Secrets) through pykube-ng's HTTPClient — its
-requests session and kubeconfig adapter (TLS: CA, client certificate, server name) — both
-with the kubernetes backend's one credential rule
-(kubecoord.backends.kubernetes.load_config): the operator's kubeconfig (``--kubeconfig``,
-else $KUBECONFIG) when it has one, else the pod's service account (its token re-read when
-it rotates), else ~/.kube/config. kopf's login (handlers/settings.py) and every backend
-connection the operator opens (connections.py) follow the same rule.
-
-The pykube client is built from that rule's result, not from a kubeconfig of its own: its
-KubeConfig names the server and the TLS files, and each request carries the credentials as
-the configuration has them at that moment (the backend's Endpoint, the same headers
-loop_requests sends), so a rotated service-account token is used at once.
+"""The operator's own Kubernetes API calls (status, owned objects, RBAC), through the
+Kubernetes floor's one client (kubecoord.backends.kubernetes.Transport) built from the
+backend's one credential rule (kubecoord.backends.kubernetes.load_config): the operator's
+kubeconfig (``--kubeconfig``, else $KUBECONFIG) when it has one, else the pod's service
+account (its token re-read when it rotates), else ~/.kube/config. kopf's login
+(handlers/settings.py) and every backend connection the operator opens (connections.py)
+follow the same rule. The blocking one-shot calls (start-up checks, access reviews, term
+probes, connection Secrets) go through the transport's blocking face (``call``:
+pykube-ng's HTTPClient); on the event loop a call goes through
+kubecoord.operator.loop_requests (``acall``: aiohttp, with the transport's Endpoint).
 
 Guarantees: no call blocks the event loop (a blocking call runs in a thread) and every
 call has a request timeout — a write's is kubecoord.operator.fencing's ``write_timeout`` (within the operator
-Lease's term), a read's REQUEST_TIMEOUT — and no transport-level retry (requests' adapter is
-left at no retries, and pykube's re-send on 401 applies only to auth providers that set no
-Authorization header, which these requests always carry; a retry is the work queue's, and
-asks the fencing check again); a write carries the fencing's headers
+Lease's term), a read's REQUEST_TIMEOUT — and a write is sent once (the transport makes no
+retry; a retry is the work queue's, and asks the fencing check again); a read is sent a
+second time only when its connection closed before answering; a write carries the fencing's headers
 (with ``--fence-writes``, this replica's term: kubecoord.operator.term), a read none; ``apply`` creates an object or
 merge-patches the fields the operator owns, so reconciling twice is a no-op; 404 on
 delete counts as done. Errors are the official client's ApiException type with ``status`` set
 (RequestFailed for an answer outside 2xx, which says in one line what was asked — verb
 and path — and what the API answered, without the response headers); a transport failure
-is an OSError (requests' RequestException is one).
+is an OSError (the transport's TransportError, which says whether the request was sent).
 """
 
 from __future__ import annotations
@@ -37,10 +32,9 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-import pykube
 from kubernetes.client.exceptions import ApiException
 
-from kubecoord.backends.kubernetes import Endpoint, load_config
+from kubecoord.backends.kubernetes import Transport, load_config
 from kubecoord.operator import fencing, loop_requests
 from kubecoord.wire.crd import GROUP, VERSION
 
@@ -51,7 +45,7 @@ REQUEST_TIMEOUT = fencing.REQUEST_TIMEOUT
 MERGE_PATCH = "application/merge-patch+json"
 
 _lock = threading.Lock()
-_client: _Client | None = None
+_client: Transport | None = None
 USER_AGENT = "kubecoord-operator"
 """What the operator's requests say they are; ``kubecoord operator`` appends its identity
 (``kubecoord-operator/POD``), so the API server's audit log tells the replicas apart."""
@@ -82,52 +76,12 @@ def kubeconfig() -> str | None:
     return os.environ.get("KUBECONFIG") or None
 
 
-@dataclass(frozen=True)
-class _Client:
-    """The one credential rule's configuration (what loop_requests sends with), the pykube
-    HTTPClient built from it, and the Endpoint whose headers carry its credentials."""
-
-    configuration: Any
-    http: pykube.HTTPClient
-    endpoint: Endpoint
-
-
-def _pykube_config(configuration: Any) -> pykube.KubeConfig:
-    """A pykube KubeConfig for where ``configuration`` goes: server, CA, TLS server name,
-    client certificate (files the official loader wrote). No credentials: each request
-    carries them (``call``)."""
-    cluster: dict[str, Any] = {"server": str(configuration.host).rstrip("/")}
-    if configuration.ssl_ca_cert:
-        cluster["certificate-authority"] = str(configuration.ssl_ca_cert)
-    if not configuration.verify_ssl:
-        cluster["insecure-skip-tls-verify"] = True
-    if configuration.tls_server_name:
-        cluster["tls-server-name"] = str(configuration.tls_server_name)
-    user: dict[str, Any] = {}
-    if configuration.cert_file:
-        user["client-certificate"] = str(configuration.cert_file)
-        user["client-key"] = str(configuration.key_file or configuration.cert_file)
-    return pykube.KubeConfig({
-        "apiVersion": "v1", "kind": "Config", "current-context": "operator",
-        "clusters": [{"name": "operator", "cluster": cluster}],
-        "users": [{"name": "operator", "user": user}],
-        "contexts": [{"name": "operator", "context": {"cluster": "operator", "user": "operator"}}],
-    })
-
-
-def client() -> _Client:
+def client() -> Transport:
     """The process's one client, built once from load_config's result."""
     global _client
     with _lock:
         if _client is None:
-            configuration = load_config(kubeconfig=kubeconfig()).configuration
-            http = pykube.HTTPClient(_pykube_config(configuration), timeout=REQUEST_TIMEOUT)
-            # Where the official client's requests would go: the kubeconfig's proxy, not
-            # the environment's (requests would read HTTP(S)_PROXY and netrc).
-            http.session.trust_env = False
-            if configuration.proxy:
-                http.session.proxies = {"http": str(configuration.proxy), "https": str(configuration.proxy)}
-            _client = _Client(configuration, http, Endpoint.from_configuration(configuration, user_agent=""))
+            _client = Transport(load_config(kubeconfig=kubeconfig()).configuration)
         return _client
 
 
@@ -136,7 +90,7 @@ def reset() -> None:
     global _client
     with _lock:
         if _client is not None:
-            _client.http.session.close()
+            _client.close()
         _client = None
 
 
@@ -171,18 +125,11 @@ def call(method: str, path: str, body: Any = None, *, content_type: str = "appli
     extra = _admitted(method, path)
     if headers is not None:
         extra = headers
-    current = client()
-    answer = current.http.session.request(
-        method, f"{current.http.url.rstrip('/')}{path}",
-        data=None if body is None else json.dumps(body).encode(),
-        headers={**current.endpoint.request_headers(), "Content-Type": content_type, "User-Agent": USER_AGENT,
-                 **extra},
-        timeout=timeout_for(method, path),
-        # No redirect is followed: the official client followed none.
-        allow_redirects=False,
+    response = client().request(
+        method, path, body=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": content_type, "User-Agent": USER_AGENT, **extra},
+        timeout=timeout_for(method, path), resend_if_closed=_is_read(method, path),
     )
-    response = loop_requests.Response(answer.status_code, answer.reason or "", answer.content,
-                                      dict(answer.headers))
     if not 200 <= response.status < 300:
         raise RequestFailed(method, path.partition("?")[0], response)
     return json.loads(response.data) if response.data else None

@@ -36,26 +36,12 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 import kubernetes.client
 
-from kubecoord.backends.kubernetes import Endpoint
-
-
-@dataclass(frozen=True)
-class Response:
-    """What an answer carries (and what the client's ApiException reads of one)."""
-
-    status: int
-    reason: str
-    data: bytes
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def getheaders(self) -> dict[str, str]:
-        return self.headers
+from kubecoord.backends.kubernetes import Answer, Endpoint
 
 
 def supported(configuration: kubernetes.client.Configuration) -> bool:
@@ -98,7 +84,7 @@ def _session(configuration: kubernetes.client.Configuration) -> _Session:
 
 async def request(configuration: kubernetes.client.Configuration, method: str, path: str, body: Any,
                   *, content_type: str, timeout: float, user_agent: str,
-                  headers: dict[str, str] | None = None) -> Response:
+                  headers: dict[str, str] | None = None) -> Answer:
     """One request; the answer whatever its status (the caller decides what is an error).
     ``headers`` are sent too (the operator's term on its writes)."""
     session = _session(configuration)
@@ -117,7 +103,7 @@ async def request(configuration: kubernetes.client.Configuration, method: str, p
             timeout=aiohttp.ClientTimeout(total=timeout), server_hostname=session.endpoint.server_hostname,
         ) as answer:
             payload = await answer.read()
-            return Response(answer.status, answer.reason or "", payload, dict(answer.headers))
+            return Answer(answer.status, answer.reason or "", payload, dict(answer.headers))
     except (aiohttp.ClientError, TimeoutError) as error:
         raise ConnectionError(f"{method} {path}: {type(error).__name__}: {error}") from error
 

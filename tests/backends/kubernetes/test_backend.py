@@ -528,6 +528,7 @@ def test_a_token_the_in_cluster_refresher_cannot_read_is_backend_unavailable(
     from kubernetes.config.config_exception import ConfigException
 
     from kubecoord.backends.kubernetes.client import LEASES, KubeClient
+    from kubecoord.backends.kubernetes.transport import Transport
 
     def rotating_token_gone(configuration: k8s.Configuration) -> None:
         raise ConfigException("Token file exists but empty.")
@@ -535,7 +536,7 @@ def test_a_token_the_in_cluster_refresher_cannot_read_is_backend_unavailable(
     configuration = k8s.Configuration(host=api_emulator.url)
     configuration.api_key = {"BearerToken": "bearer expired"}
     configuration.refresh_api_key_hook = rotating_token_gone
-    client = KubeClient(k8s.ApiClient(configuration), "default", request_timeout=2.0)
+    client = KubeClient(Transport(configuration), "default", request_timeout=2.0)
     with pytest.raises(BackendUnavailableError, match="credentials unavailable"):
         client.get(LEASES, "anything")
 

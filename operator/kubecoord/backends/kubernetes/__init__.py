@@ -58,8 +58,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes import client as k8s
-
 from kubecoord._internal.clock import Clock, MonotonicClock
 from kubecoord._internal.dispatch import Dispatcher
 from kubecoord.backends.kubernetes import config as cluster_config
@@ -70,6 +68,7 @@ from kubecoord.backends.kubernetes.coordinator import KubernetesCoordinator
 from kubecoord.backends.kubernetes.endpoint import Endpoint
 from kubecoord.backends.kubernetes.informers import InformerPool, check_scope
 from kubecoord.backends.kubernetes.kv import DEFAULT_MAX_VALUE_BYTES, MAX_STORE_BYTES
+from kubecoord.backends.kubernetes.transport import Answer, Transport, TransportError
 from kubecoord.connect import BackendURL
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.history import HistoryTarget, open_event_log
@@ -84,16 +83,17 @@ from kubecoord.wire.kv_shards import check_shards
 
 _ENVELOPE = 4096
 
-__all__ = ["ClusterConfig", "Endpoint", "KubernetesCoordinator", "Timings", "connect", "load_config",
-           "translate_status"]
-"""Public. Besides connect() and the coordinator: ``load_config`` (the configuration
-kubernetes:// resolves — in-cluster, kubeconfig, context, namespace), ``Endpoint`` (where
-and as whom a request of that configuration goes, for requests made on an event loop:
-the operator's) and
-``translate_status`` (an API server's error status as a kubecoord error), for kubecoord's
-own tools that read other objects of the same API server with the kubernetes client
-(``kubecoord status`` reads the kubecoord.dev resources): a second loader there would
-resolve a different cluster or namespace than the backend for the same flags."""
+__all__ = ["Answer", "ClusterConfig", "Endpoint", "KubernetesCoordinator", "Timings", "Transport", "TransportError",
+           "connect", "load_config", "translate_status"]
+"""Public. Besides connect() and the coordinator, the Kubernetes floor the operator stands
+on too: ``load_config`` (the configuration kubernetes:// resolves — in-cluster,
+kubeconfig, context, namespace: the one credential rule), ``Transport`` (the one HTTP
+client built from it, with a blocking and an asynchronous face; ``TransportError`` says
+whether a failed request reached the server, ``Answer`` is what it got), ``Endpoint``
+(where and as whom a request of that configuration goes) and ``translate_status`` (an
+API server's error status as a kubecoord error). A second loader or client in the
+operator would resolve a different cluster or namespace than the backend for the same
+flags, or judge a lost answer differently."""
 
 load_config = cluster_config.load
 
@@ -130,7 +130,7 @@ def connect(url: BackendURL, *, history: HistoryTarget = None, **options: Any) -
             f"max_value_bytes must be an int from 1 to {MAX_STORE_BYTES - _ENVELOPE}, got {max_value_bytes!r}"
         )
     cluster = cluster_config.load(url.location, kubeconfig=kubeconfig, context=context_name)
-    client = KubeClient(k8s.ApiClient(cluster.configuration), cluster.namespace, request_timeout=float(request_timeout))
+    client = KubeClient(Transport(cluster.configuration), cluster.namespace, request_timeout=float(request_timeout))
     context = KubernetesContext(
         client=client,
         informers=InformerPool(client, clock, scope=watch_scope),

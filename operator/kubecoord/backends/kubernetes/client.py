@@ -1,13 +1,13 @@
-"""The one place that calls the Kubernetes API, through the official client's ApiClient.
+"""The backend's namespaced verbs on the Kubernetes API, over the floor's one transport
+(transport.py: pykube-ng's requests session, credentials per request from the one rule).
 
 Every request carries a timeout (connect and read), so a hung API server cannot hold a
-caller past its deadline; urllib3's own retries are off, so a timeout is a timeout.
-Objects travel as plain JSON dicts: the election record converters and the ConfigMap codec
-work on the wire form, as client-go's do. Requests are built by the ApiClient (its
-configuration: host, TLS, the token and its refresh hook) from a URL path of our own, not
-through the generated per-group API classes: importing CoreV1Api with its models costs
-~2.5 s of CPU per process, and each of their methods validates its arguments with
-pydantic on every call, for nothing a dict body needs.
+caller past its deadline; the transport sends each request once, so a timeout is a
+timeout. Objects travel as plain JSON dicts: the election record converters and the
+ConfigMap codec work on the wire form, as client-go's do. Requests are built from a URL
+path of our own, not through the official client's generated per-group API classes:
+importing CoreV1Api with its models costs ~2.5 s of CPU per process, and each of their
+methods validates its arguments with pydantic on every call, for nothing a dict body needs.
 
 Errors are translated here and nowhere else:
 
@@ -18,7 +18,8 @@ what the API or the network did        what callers see
 connection refused, connect timeout,   BackendUnavailableError (a write: not sent)
 5xx and 429 on a read
 a write sent and then: connection      OutcomeUnknownError (the write may have been
-reset, read timeout, 5xx                applied; never sent again here)
+reset, read timeout, TLS error, an      applied; never sent again here)
+answer cut short, 5xx
 429 on a write                         BackendUnavailableError (refused, not applied)
 404                                    NotFound (internal; callers decide)
 409 on create                          AlreadyExists (internal)
@@ -33,7 +34,9 @@ resourceVersion precondition answers 409 when the first was applied, and a calle
 took that 409 for someone else's write would report its own applied write as refused.
 Callers that can resolve the outcome (the KV store reads the shard back, kv.py) do so;
 the others see OutcomeUnknownError. Reads are sent a second time when a kept-alive
-connection was closed before answering.
+connection was closed before answering. What reached the server is the transport's
+account (TransportError.sent: False only for a refused connection, a connect timeout or
+credentials the refresh hook could not read).
 
 The internal exceptions never leave the backend package.
 Not guaranteed: a total bound on a request's duration — the read timeout bounds each
@@ -42,19 +45,16 @@ wait for data, and watch streams are expected to be long-lived.
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
-import threading
+import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, cast
 
-import urllib3
-from kubernetes import client as k8s
 from kubernetes.config.config_exception import ConfigException
 
-from kubecoord.backends.kubernetes.endpoint import Endpoint
+from kubecoord.backends.kubernetes.transport import Answer, Transport, TransportError
 from kubecoord.backends.kubernetes.watch_stream import HttpWatch, decode_event, open_watch
 from kubecoord.errors import (
     BackendUnavailableError,
@@ -107,21 +107,19 @@ _WRITES = frozenset({"create", "update", "delete"})
 class KubeClient:
     """Namespaced get/list/create/replace/delete/watch with timeouts and error translation."""
 
-    def __init__(self, api_client: k8s.ApiClient, namespace: str, *, request_timeout: float) -> None:
+    def __init__(self, transport: Transport, namespace: str, *, request_timeout: float) -> None:
         self.namespace = namespace
         self.request_timeout = request_timeout
-        self._api_client = api_client
-        self._lock = threading.Lock()
-        self._watch_endpoint: Endpoint | None = None
+        self.transport = transport
 
     def close(self) -> None:
-        self._api_client.rest_client.pool_manager.clear()
+        self.transport.close()
 
     @property
     def identity(self) -> tuple[str, ...]:
         """Who this client is, where: server, credentials and namespace. Two clients with the
         same identity see the same objects (informers.py shares watches between them)."""
-        configuration = self._api_client.configuration
+        configuration = self.transport.configuration
         return (
             str(configuration.host), repr(sorted((configuration.api_key or {}).items())),
             str(configuration.cert_file or ""), str(configuration.username or ""), self.namespace,
@@ -189,13 +187,10 @@ class KubeClient:
                            ("fieldSelector", field_selector)):
             if value:
                 query[key] = value
-        with self._lock:
-            if self._watch_endpoint is None:
-                self._watch_endpoint = Endpoint.from_api_client(self._api_client)
-            endpoint = self._watch_endpoint
+        endpoint = self.transport.endpoint
         try:
             headers = endpoint.request_headers()
-        except ConfigException as exc:  # the in-cluster token refresh hook, as in _call
+        except ConfigException as exc:  # the in-cluster token refresh hook (transport.py)
             raise BackendUnavailableError(
                 f"cannot watch {resource.plural} in namespace {self.namespace!r}: credentials unavailable: {exc}"
             ) from None
@@ -214,20 +209,13 @@ class KubeClient:
         read_timeout = max(0.05, timeout if timeout is not None else self.request_timeout)
         what = f"{group}/{version}"
         try:
-            response = self._request("GET", f"/apis/{group}/{version}", None, None, read_timeout)
-        except k8s.ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise translate_status(exc.status, exc.body, "discover", what, None, self.namespace) from None
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
-            raise BackendUnavailableError(f"cannot discover {what}: {type(exc).__name__}: {exc}") from None
-        except ConfigException as exc:
-            raise BackendUnavailableError(f"cannot discover {what}: credentials unavailable: {exc}") from None
-        text = _body(response, f"discover {what}", written=False)
-        if response.status == 404:
+            answer = self._request("GET", f"/apis/{group}/{version}", None, None, read_timeout, resend=False)
+        except TransportError as exc:
+            raise BackendUnavailableError(f"cannot discover {what}: {exc}") from None
+        if answer.status == 404:
             return False
-        if not 200 <= response.status <= 299:
-            raise translate_status(response.status, text, "discover", what, None, self.namespace)
+        if not 200 <= answer.status <= 299:
+            raise translate_status(answer.status, _text(answer), "discover", what, None, self.namespace)
         return True
 
     # -- plumbing -----------------------------------------------------------------------
@@ -242,55 +230,34 @@ class KubeClient:
         timeout: float | None = None,
     ) -> Any:
         read_timeout = max(0.05, timeout if timeout is not None else self.request_timeout)
-        path = f"{resource.path}/namespaces/{{namespace}}/{resource.plural}"
-        path_params = {"namespace": self.namespace}
+        path = f"{resource.path}/namespaces/{self.namespace}/{resource.plural}"
         if verb in ("get", "update", "delete"):
-            path, path_params["name"] = path + "/{name}", cast(str, name)
-        if verb in ("create", "update", "delete"):
-            log.debug("write", extra={"verb": verb, "resource": resource.plural, "object": name})
-        # A kept-alive connection that the server or a middlebox closed while idle fails the
-        # request sent on it before any answer; urllib3 drops it, so a second attempt goes on
-        # a fresh connection. Only for reads: a write's reset cannot be told apart from one
-        # after the server applied it (module docstring).
+            path += "/" + urllib.parse.quote(cast(str, name), safe="")
         write = verb in _WRITES
-        attempts = 1 if write else 2
+        if write:
+            log.debug("write", extra={"verb": verb, "resource": resource.plural, "object": name})
+        # Only reads are sent again when their connection closed before answering: a write's
+        # reset cannot be told apart from one after the server applied it (module docstring).
         try:
-            for attempt in range(1, attempts + 1):
-                try:
-                    response = self._request(_METHODS[verb], path, body, query, read_timeout, path_params)
-                    break
-                except urllib3.exceptions.ProtocolError as exc:
-                    if attempt == attempts or not _closed_before_answering(exc):
-                        raise
-        except k8s.ApiException as exc:  # the REST layer's own: TLS errors (status 0), Retry-After
-            raise self._failed(exc.status, exc.body, verb, resource, name) from None
-        except urllib3.exceptions.ConnectTimeoutError as exc:  # refused, unresolvable, no connection in time
-            raise BackendUnavailableError(
-                f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: {type(exc).__name__}: {exc}"
-            ) from None
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
-            error = BackendUnavailableError if not write else OutcomeUnknownError
-            sent = "" if not write else " after sending it (it may have been applied)"
+            answer = self._request(_METHODS[verb], path, body, query, read_timeout, resend=not write)
+        except TransportError as exc:
             what = f"{resource.plural} {name!r}" if name else resource.plural
-            raise error(
-                f"cannot {verb} {what} in namespace {self.namespace!r}{sent}: {type(exc).__name__}: {exc}"
-            ) from None
-        except ConfigException as exc:
-            # The in-cluster loader re-reads the service-account token inside the request (its
-            # refresh hook); an empty or unreadable token surfaces here, mid-call.
-            raise BackendUnavailableError(
-                f"cannot {verb} {resource.plural} in namespace {self.namespace!r}: credentials unavailable: {exc}"
-            ) from None
+            if write and exc.sent:
+                raise OutcomeUnknownError(
+                    f"cannot {verb} {what} in namespace {self.namespace!r} after sending it "
+                    f"(it may have been applied): {exc}"
+                ) from None
+            raise BackendUnavailableError(f"cannot {verb} {what} in namespace {self.namespace!r}: {exc}") from None
         what = f"{verb} {resource.plural} in namespace {self.namespace!r}"
-        text = _body(response, what, written=verb in _WRITES)
-        if not 200 <= response.status <= 299:
-            raise self._failed(response.status, text, verb, resource, name)
+        text = _text(answer)
+        if not 200 <= answer.status <= 299:
+            raise self._failed(answer.status, text, verb, resource, name)
         try:
             return json.loads(text or "{}")
         except ValueError as exc:
             # A write answered 2xx was applied, but its caller cannot go on without the
             # object it wrote: to the caller the outcome is unknown.
-            error = OutcomeUnknownError if verb in _WRITES else BackendUnavailableError
+            error = OutcomeUnknownError if write else BackendUnavailableError
             raise error(f"cannot {what}: unreadable answer: {exc}") from None
 
     def _failed(
@@ -298,9 +265,7 @@ class KubeClient:
     ) -> CoordinationError:
         """The error for an HTTP error status; a write answered with a server error (5xx) may
         have been applied (etcd's request timeout answers 500 after a commit it could not
-        confirm), so it is an unknown outcome, as is the REST layer's status 0 (a TLS error,
-        which may break a connection after the request went out). 429 (API Priority and
-        Fairness) refused it."""
+        confirm), so it is an unknown outcome. 429 (API Priority and Fairness) refused it."""
         error = translate_status(status, body, verb, resource.plural, name, self.namespace)
         server_error = not status or status >= 500
         if verb in _WRITES and server_error and type(error) is BackendUnavailableError:
@@ -309,38 +274,18 @@ class KubeClient:
 
     def _request(
         self, method: str, path: str, body: dict[str, Any] | None, query: dict[str, str | None] | None,
-        read_timeout: float, path_params: dict[str, str] | None = None,
-    ) -> Any:
-        """One HTTP request through the ApiClient (host, TLS, credentials and their refresh);
-        the answer unread, whatever its status."""
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        params = self._api_client.param_serialize(
-            method, path, path_params=path_params,
-            query_params=[(key, value) for key, value in (query or {}).items() if value],
-            header_params=headers, body=body, auth_settings=["BearerToken"],
+        read_timeout: float, *, resend: bool,
+    ) -> Answer:
+        """One request through the transport; the answer whatever its status."""
+        return self.transport.request(
+            method, path, body=None if body is None else json.dumps(body).encode(),
+            query=[(key, value) for key, value in (query or {}).items() if value],
+            timeout=read_timeout, connect_timeout=min(CONNECT_TIMEOUT, read_timeout), resend_if_closed=resend,
         )
-        return self._api_client.call_api(*params, _request_timeout=(min(CONNECT_TIMEOUT, read_timeout), read_timeout))
 
 
-def _body(response: Any, what: str, *, written: bool) -> str:
-    """The answer's body, read to its end (the client reads it lazily, after the status):
-    a connection that breaks or times out half-way is BackendUnavailableError, and for a
-    write OutcomeUnknownError (the server may have applied it)."""
-    try:
-        return bytes(response.read() or b"").decode(errors="replace")
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        if written:
-            raise OutcomeUnknownError(
-                f"cannot {what}: the answer broke off ({type(exc).__name__}: {exc}); it may have been applied"
-            ) from None
-        raise BackendUnavailableError(f"cannot {what}: the answer broke off ({type(exc).__name__}: {exc})") from None
-
-
-def _closed_before_answering(exc: urllib3.exceptions.ProtocolError) -> bool:
-    cause = exc.args[1] if len(exc.args) > 1 else exc.__context__
-    return isinstance(cause, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError))
+def _text(answer: Answer) -> str:
+    return answer.data.decode(errors="replace")
 
 
 def translate_status(

@@ -10,8 +10,10 @@ context.
 The namespace is the URL's (kubernetes://NAMESPACE); kubernetes:// alone means the pod's
 namespace in a cluster, else the kubeconfig context's, else "default".
 
-Every client gets urllib3 retries off (a timeout must surface as one) and a connection
-pool large enough for its long-lived watches.
+What is resolved is a kubernetes Configuration (the official client's loaders do the
+reading: kubeconfig, exec plugins, the in-cluster token and its refresh hook, TLS files);
+requests go through transport.py, which sends each once whatever the Configuration's
+``retries`` says.
 """
 
 from __future__ import annotations
@@ -27,8 +29,6 @@ from kubernetes.config.config_exception import ConfigException
 
 from kubecoord.errors import InvalidArgumentError
 from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, kubeconfig_to_read, pod_namespace
-
-POOL_SIZE = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ def load(
             loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
         except ConfigException as exc:
             raise InvalidArgumentError(f"kubernetes backend: bad in-cluster configuration: {exc}") from None
-        return ClusterConfig(_tuned(configuration), namespace or pod_namespace(service_account_dir), "in-cluster")
+        return ClusterConfig(configuration, namespace or pod_namespace(service_account_dir), "in-cluster")
 
     configuration = k8s.Configuration()
     try:
@@ -71,10 +71,5 @@ def load(
             namespace = ((chosen or {}).get("context") or {}).get("namespace") or "default"
     except (ConfigException, OSError, TypeError, ValueError, KeyError, yaml.YAMLError) as exc:
         raise InvalidArgumentError(f"kubernetes backend: cannot load kubeconfig {path!r}: {exc}") from None
-    return ClusterConfig(_tuned(configuration), namespace, path)
+    return ClusterConfig(configuration, namespace, path)
 
-
-def _tuned(configuration: k8s.Configuration) -> k8s.Configuration:
-    configuration.retries = False
-    configuration.connection_pool_maxsize = POOL_SIZE
-    return configuration

@@ -37,13 +37,6 @@ class Endpoint:
     unsupported: str | None = None
 
     @classmethod
-    def from_api_client(cls, api_client: Any) -> Endpoint:
-        """From an ApiClient: its configuration, user agent and default headers."""
-        return cls.from_configuration(
-            api_client.configuration, user_agent=str(api_client.user_agent), default_headers=api_client.default_headers
-        )
-
-    @classmethod
     def from_configuration(
         cls, configuration: Any, *, user_agent: str, default_headers: dict[str, Any] | None = None
     ) -> Endpoint:
@@ -54,7 +47,7 @@ class Endpoint:
         headers = {"Accept": "application/json", "User-Agent": user_agent}
         headers.update({str(k): str(v) for k, v in (default_headers or {}).items()})
         proxy, proxy_headers, unsupported = None, {}, None
-        if configuration.proxy and not _bypass_proxy(str(configuration.host), configuration.no_proxy or ""):
+        if configuration.proxy and not bypass_proxy(str(configuration.host), configuration.no_proxy or ""):
             proxy_url = urllib.parse.urlsplit(str(configuration.proxy))
             if proxy_url.scheme not in ("http", "https"):
                 unsupported = f"watches cannot go through the {proxy_url.scheme} proxy {configuration.proxy!r}"
@@ -92,7 +85,7 @@ def _tls_context(configuration: Any) -> ssl.SSLContext:
     return context
 
 
-def _bypass_proxy(url: str, no_proxy: str) -> bool:
+def bypass_proxy(url: str, no_proxy: str) -> bool:
     host = (urllib.parse.urlsplit(url).hostname or "").lower()
     for entry in (e.strip().lower().lstrip(".") for e in no_proxy.split(",")):
         if entry and (entry == "*" or host == entry or host.endswith("." + entry)):
