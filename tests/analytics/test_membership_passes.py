@@ -48,7 +48,6 @@ def _four_orders(group_events: Any) -> Any:
     from pyspark.sql import functions as F
 
     from kubecoord.analytics.membership import MEMBER, _window
-    from kubecoord.analytics.reading import evidence
 
     before, after = _window(*MEMBER, ascending=True), _window(*MEMBER, ascending=False)
     own_before, own_after = _window(*MEMBER, "process", ascending=True), _window(*MEMBER, "process", ascending=False)
@@ -56,7 +55,7 @@ def _four_orders(group_events: Any) -> Any:
     is_join, is_end = event == "joined", event.isin("left", "expired")
     return group_events.select(
         "*",
-        F.last(F.when(is_join, F.struct("t", evidence().alias("ev"))), True).over(before).alias("last_join"),
+        F.last(F.when(is_join, F.struct("t", "ts", "rid")), True).over(before).alias("last_join"),
         F.last(F.when(is_end, t), True).over(before).alias("last_end_t"),
         F.last(F.when(event == "expired", t), True).over(before).alias("last_expired_t"),
         F.last(F.when(event.isin("joined", "renewed"), t), True).over(before).alias("last_hb_t"),

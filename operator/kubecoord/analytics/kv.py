@@ -43,7 +43,7 @@ from pyspark.sql import functions as F
 
 from kubecoord.analytics import kv_incarnations, violations
 from kubecoord.analytics.frames import cut
-from kubecoord.analytics.reading import ORDER, evidence
+from kubecoord.analytics.reading import LINE_ORDER, ORDER
 from kubecoord.wire.events import KV_WRITES, Event, Primitive
 
 KEY = ("namespace", "name", "key")
@@ -107,14 +107,14 @@ def analyze(events: DataFrame, skew: float) -> KvStores:
     acked = writes.filter(F.col("event") == Event.UPDATED).groupBy(*KEY_LIFE, "incarnation", "version").agg(
         F.count("*").alias("acks"),
         F.min("ts").alias("ts"),
-        F.sort_array(F.collect_list(F.struct("tu", evidence().alias("ev")))).alias("rows"),
+        F.sort_array(F.collect_list(F.struct("tu", *LINE_ORDER))).alias("rows"),
     )
     lost = acked.filter(F.col("acks") > 1)
     lost_updates = _key_violation(
         lost,
         "lost_update",
         detail=F.format_string("version %d of %s acknowledged %d times", F.col("version"), F.col("key"), F.col("acks")),
-        evidence=F.transform("rows", lambda r: r["ev"]),
+        evidence=F.transform("rows", lambda r: r["rid"]),
     )
 
     # Each update/delete is judged from when it began (``sent``, logged by the writer; else
@@ -131,7 +131,7 @@ def analyze(events: DataFrame, skew: float) -> KvStores:
         Window.partitionBy(*KEY_LIFE, "incarnation").orderBy("_at")
         .rangeBetween(Window.unboundedPreceding, -(round(skew * 1e6) + 1))
     )
-    written = F.when(F.col("_bar"), F.struct("version", "tu", evidence().alias("ev")))
+    written = F.when(F.col("_bar"), F.struct("version", "tu", *LINE_ORDER))
     back = (
         checked.unionByName(bars).withColumn("prev", F.max(written).over(earlier))
         .filter(~F.col("_bar") & (F.col("version") < F.col("prev.version")))
@@ -143,7 +143,7 @@ def analyze(events: DataFrame, skew: float) -> KvStores:
             "%s %s at version %d after version %d", F.col("key"), F.col("event"), F.col("version"),
             F.col("prev.version"),
         ),
-        evidence=F.array("prev.ev", evidence()),
+        evidence=F.array("prev.rid", "rid"),
     )
     return KvStores(per_key=per_key, per_store=per_store, lost_updates=lost_updates, backwards=backwards,
                    create_races=_create_races(writes, skew), stale_epochs=_stale_epochs(writes, skew),
@@ -176,7 +176,7 @@ def _create_races(writes: DataFrame, skew: float) -> DataFrame:
         "*",
         # The earlier creation from when it began: a delete answered after its call began
         # may have taken effect after it (the creation's answer came later).
-        F.last(F.when(event == Event.PUT, F.struct("t", began.alias("began"), evidence().alias("ev"))), True)
+        F.last(F.when(event == Event.PUT, F.struct("t", began.alias("began"), "ts", "rid")), True)
         .over(before).alias("prev_put"),
         F.last(F.when(event == Event.DELETED, t), True).over(before).alias("prev_delete_t"),
         # The next delete from when it began: one whose call began before this put
@@ -192,8 +192,8 @@ def _create_races(writes: DataFrame, skew: float) -> DataFrame:
         found,
         "create_race",
         detail=F.format_string("%s created again by %s while it existed (created at %s), no delete between",
-                               F.col("key"), F.col("process"), F.col("prev_put.ev.ts").cast("string")),
-        evidence=F.array("prev_put.ev", evidence()),
+                               F.col("key"), F.col("process"), F.col("prev_put.ts").cast("string")),
+        evidence=F.array("prev_put.rid", "rid"),
     )
 
 
@@ -203,7 +203,7 @@ def _stale_epochs(writes: DataFrame, skew: float) -> DataFrame:
         Window.partitionBy(*KEY_LIFE, "incarnation").orderBy("version", *ORDER)
         .rowsBetween(Window.unboundedPreceding, -1)
     )
-    newer = F.struct("epoch", evidence().alias("ev"))
+    newer = F.struct("epoch", *LINE_ORDER)
     found = fenced.select(
         "*",
         F.max(newer).over(by_version).alias("in_key"),
@@ -216,5 +216,5 @@ def _stale_epochs(writes: DataFrame, skew: float) -> DataFrame:
         "stale_epoch_write",
         detail=F.format_string("%s %s with epoch %d after a write with epoch %d", F.col("key"), F.col("event"),
                                F.col("epoch"), F.col("prev.epoch")),
-        evidence=F.array("prev.ev", evidence()),
+        evidence=F.array("prev.rid", "rid"),
     )

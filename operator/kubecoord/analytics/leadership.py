@@ -49,10 +49,13 @@ from pyspark.sql import functions as F
 from kubecoord.analytics import violations
 from kubecoord.analytics.clocks import Clocks
 from kubecoord.analytics.frames import cut
-from kubecoord.analytics.reading import evidence, evidence_of
+from kubecoord.analytics.reading import LINE_ORDER, evidence_of
 from kubecoord.wire.events import HOLDER_EVENTS, SESSION_BACKENDS, TERM_ENDS, Event, Primitive
 
 ELECTION = ("namespace", "name")
+TERM_IDS = ("start_rid", "end_rid")
+"""Columns of ``intervals`` that are not the leadership_intervals table's: the row ids of a
+term's first and ending events, for the violations' evidence (reading.evidence_arrays)."""
 HOLDER = ("namespace", "name", "process", "member", "epoch")
 TERM = (*HOLDER, "acquisition")
 SESSION_UNLESS_RENEWED = ("memory",)
@@ -65,7 +68,8 @@ def held(events: DataFrame) -> DataFrame:
 
 
 def intervals(events: DataFrame, *, persisted: list[DataFrame]) -> DataFrame:
-    """One row per term: TERM, backend, start/end (seconds and timestamps), end_reason, evidence.
+    """One row per term: TERM, backend, start/end (seconds and timestamps), end_reason, evidence
+    (and the row ids of its first and ending events, ``start_rid``/``end_rid``, TERM_IDS).
 
     One sort of the holders' events in their process's order, one window pass over it (each
     event's place ``_n`` and its acquisition) and one hash aggregate whose buffers are
@@ -130,14 +134,17 @@ def intervals(events: DataFrame, *, persisted: list[DataFrame]) -> DataFrame:
         end.alias("end"),
         reason.alias("end_reason"),
         "events",
-        "first_rid",
+        F.col("first_rid").alias("start_rid"),
         F.coalesce("end_rid", "last_rid").alias("end_rid"),
+        F.col("first_rid").alias("_start_rid"),
+        F.coalesce("end_rid", "last_rid").alias("_end_rid"),
     ))
-    with_evidence = evidence_of(found, holding, {"first_rid": "start_evidence", "end_rid": "end_evidence"},
+    with_evidence = evidence_of(found, holding, {"_start_rid": "start_evidence", "_end_rid": "end_evidence"},
                                 persisted=persisted)
     persisted.append(found)
     return with_evidence.select(
         *TERM, "backend", "start", "end", "end_reason", "events", "start_evidence", "end_evidence",
+        "start_rid", "end_rid",
         F.timestamp_seconds("start").alias("start_ts"),
         F.timestamp_seconds("end").alias("end_ts"),
         (F.col("end") - F.col("start")).alias("duration"),
@@ -154,7 +161,7 @@ def successions(terms: DataFrame, clocks: Clocks) -> DataFrame:
     leave uncertain). One row per term that has a predecessor."""
     earlier = _epoch_order().rowsBetween(Window.unboundedPreceding, -1)
     summary = F.struct("end", "start", "end_reason", "process", "member", "epoch", "acquisition", "end_ts",
-                       "start_evidence", "end_evidence")
+                       "start_evidence", "end_evidence", *TERM_IDS)
     paired = terms.withColumn("prev", F.max(summary).over(earlier)).filter(F.col("prev").isNotNull())
     overlap = F.least(F.col("prev.end"), F.col("end")) - F.greatest(F.col("prev.start"), F.col("start"))
     return paired.select(
@@ -179,7 +186,7 @@ def overlaps(pairs: DataFrame) -> DataFrame:
         subject=F.col("member"),
         ts=F.col("start_ts"),
         detail=detail,
-        evidence=F.array("prev.start_evidence", "prev.end_evidence", "start_evidence", "end_evidence"),
+        evidence=F.array("prev.start_rid", "prev.end_rid", "start_rid", "end_rid"),
     )
 
 
@@ -224,7 +231,7 @@ def _regressions(events: DataFrame, skew: float, primitive: str) -> DataFrame:
     kinds = {Primitive.LEADER_ELECTION, Primitive.LOCK} if primitive == Primitive.LOCK else {Primitive.LEADER_ELECTION}
     acquired = events.filter(F.col("primitive").isin(*sorted(kinds)) & (F.col("event") == Event.ACQUIRED))
     earlier = violations.earlier_than(skew, *ELECTION)
-    best = F.max(F.struct("epoch", "tu", "member", evidence().alias("ev"))).over(earlier)
+    best = F.max(F.struct("epoch", "tu", "member", *LINE_ORDER)).over(earlier)
     found = acquired.withColumn("prev", best).filter(
         (F.col("primitive") == primitive)
         & (
@@ -244,7 +251,7 @@ def _regressions(events: DataFrame, skew: float, primitive: str) -> DataFrame:
         subject=F.col("member"),
         ts=F.col("ts"),
         detail=detail,
-        evidence=F.array("prev.ev", evidence()),
+        evidence=F.array("prev.rid", "rid"),
     )
 
 

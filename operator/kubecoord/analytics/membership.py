@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from kubecoord.analytics import violations
 from kubecoord.analytics.frames import cut
-from kubecoord.analytics.reading import ORDER, evidence
+from kubecoord.analytics.reading import ORDER
 from kubecoord.wire.events import DEPARTURES, HEARTBEATS, MEMBERSHIP_CHANGES, OBSERVERS, Event, Primitive
 
 MEMBER = ("namespace", "name", "member")
@@ -74,7 +74,7 @@ def _passes(group_events: DataFrame) -> DataFrame:
     )
     return group_events.select(
         "*",
-        F.last(F.when(is_join, F.struct("t", evidence().alias("ev"))), True).over(before).alias("last_join"),
+        F.last(F.when(is_join, F.struct("t", "ts", "rid")), True).over(before).alias("last_join"),
         F.last(F.when(is_end, t), True).over(before).alias("last_end_t"),
         F.last(F.when(event == Event.EXPIRED, t), True).over(before).alias("last_expired_t"),
         F.last(F.when(event.isin(*HEARTBEATS), t), True).over(before).alias("last_hb_t"),
@@ -124,9 +124,9 @@ def analyze(events: DataFrame, skew: float) -> Membership:
         ts=F.col("ts"),
         detail=F.format_string(
             "%s joined from %s while already a member (joined at %s)",
-            F.col("member"), F.col("process"), F.col("last_join.ev.ts").cast("string"),
+            F.col("member"), F.col("process"), F.col("last_join.ts").cast("string"),
         ),
-        evidence=F.array("last_join.ev", evidence()),
+        evidence=F.array("last_join.rid", "rid"),
     )
 
     counted = enriched.filter(

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from kubecoord.analytics import clocks, collecting, coverage, drawing, kv, leadership, membership, rebalance, violations
 from kubecoord.analytics.frames import cached_leaf, cut, release
 from kubecoord.analytics.progress import Progress
-from kubecoord.analytics.reading import MAX_LINE_BYTES, EmptyInputError, Inputs, read_inputs
+from kubecoord.analytics.reading import MAX_LINE_BYTES, EmptyInputError, Inputs, evidence_arrays, read_inputs
 from kubecoord.analytics.session import default_setting
 from kubecoord.history import rfc3339
 from kubecoord.wire.events import SCHEMA_VERSION, VIOLATION_TYPES, Event, Primitive
@@ -50,7 +50,8 @@ class Context:
     corrected by the clock offsets; hash-partitioned by (namespace, name) and cached (the
     read's cache, filtered; cached again when the copies' pass moved them)."""
     terms: DataFrame
-    """Leadership terms (leadership.intervals) of every holder event, renewals included."""
+    """Leadership terms (leadership.intervals) of every holder event, renewals included (with
+    their row ids, leadership.TERM_IDS)."""
     skew: float
     clocks: clocks.Clocks
 
@@ -138,7 +139,7 @@ def _leadership(ctx: Context) -> Findings:
         }}
 
     return Findings(
-        tables={"leadership_intervals": terms, "failover_gaps": gaps,
+        tables={"leadership_intervals": terms.drop(*leadership.TERM_IDS), "failover_gaps": gaps,
                 "leadership_windows": leadership.overlap_windows(pairs)},
         violations=[overlaps, regressions],
         queries=queries,
@@ -327,7 +328,10 @@ def analyze(
 
     progress.step("checking safety and computing metrics")
     findings = [check(context) for check in CHECKS]
-    found = cut(violations.union([v for f in findings for v in f.violations]))
+    # The checks' violations carry their evidence as row ids: the evidence is fetched once,
+    # for all of them, from the events read.
+    found = cut(evidence_arrays(cut(violations.union([v for f in findings for v in f.violations])), read.events,
+                                persisted=persisted))
     findings_of_coverage = cut(covered.findings)
     tables: dict[str, DataFrame] = {"violations": found}
     for finding in findings:

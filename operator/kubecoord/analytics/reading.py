@@ -57,6 +57,11 @@ MAX_LINE_BYTES = 1 << 20
 MIN_LINE_BYTES = 1024
 """How much larger than its .gz a JSON Lines log is, roughly (for sizing shuffles)."""
 ORDER = ("tu", "seq", "file", "block", "rid")
+LINE_ORDER = ("file", "block", "rid")
+"""An event's place in the file-and-line order, and its identity (see ORDER): after the
+compared fields of a struct that a check takes the max or min of, it breaks ties as the
+event's evidence row (file, line, ...) did, and gives the row id its evidence is fetched by
+(evidence_arrays)."""
 """A total order of the events read: time (microseconds), the emitter's seq, then file and
 line (unique), so a window ordered by it is deterministic and its reversal exact. The file
 and line order is (file, block, rid): a split's row ids follow its lines and a file's
@@ -368,6 +373,25 @@ def evidence_of(rows: DataFrame, events: DataFrame, ids: dict[str, str], *, pers
         out = out.join(F.broadcast(found.select(F.col("rid").alias(column), F.col("ev").alias(name))), column,
                        "left").drop(column)
     return out
+
+
+def evidence_arrays(rows: DataFrame, events: DataFrame, column: str = "evidence", *,
+                    persisted: list[DataFrame]) -> DataFrame:
+    """``rows`` with ``column``, an array of row ids (events' ``rid``), replaced by the array
+    of those events' evidence rows (``evidence``), in the same order (null for a null id).
+    The checks carry row ids only, so their windows, sorts and aggregates hold numbers and
+    the evidence columns are pruned from them; the events are scanned once, for the ids the
+    rows hold (a broadcast semi-join). The frames it keeps are appended to ``persisted``."""
+    numbered = cut(rows.withColumn("_row", F.monotonically_increasing_id()))
+    ids = numbered.select("_row", F.posexplode(column).alias("_pos", "rid"))
+    wanted = ids.select("rid").filter(F.col("rid").isNotNull()).distinct()
+    found = cut(events.join(F.broadcast(wanted), "rid", "left_semi").select("rid", evidence().alias("_ev")))
+    persisted += [numbered, found]
+    arrays = ids.join(F.broadcast(found), "rid", "left").groupBy("_row").agg(
+        F.sort_array(F.collect_list(F.struct("_pos", "_ev"))).alias("_evs"))
+    return numbered.join(arrays, "_row", "left").select(*(
+        F.transform("_evs", lambda e: e["_ev"]).alias(name) if name == column else F.col(name)
+        for name in rows.columns))
 
 
 def _try_cast(column: str, type_name: str) -> Column:

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kubecoord.analytics import violations
-from kubecoord.analytics.reading import ORDER, evidence
+from kubecoord.analytics.reading import LINE_ORDER, ORDER
 from kubecoord.wire.events import DEPARTURES, Event, Primitive
 
 GROUP_KEY = ("namespace", "name")
@@ -51,7 +51,7 @@ def analyze(events: DataFrame, skew: float) -> Rebalances:
     units = F.from_json(F.col("units"), "array<string>")
     changes = (
         coordinator.filter(F.col("event").isin(Event.ASSIGNED, Event.REVOKED) & units.isNotNull())
-        .select("*", F.explode(units).alias("unit"), evidence().alias("ev"))
+        .select("*", F.explode(units).alias("unit"), F.col("rid").alias("ev"))
     )
     key = Window.partitionBy(*GROUP_KEY, "member", "unit").orderBy(*ORDER)
     after = key.rowsBetween(1, Window.unboundedFollowing)
@@ -113,16 +113,16 @@ def analyze(events: DataFrame, skew: float) -> Rebalances:
 
     assigned = coordinator.filter((F.col("event") == Event.ASSIGNED) & F.col("generation").isNotNull())
     earlier = violations.earlier_than(skew, *GROUP_KEY)
-    newest = F.max(F.struct("generation", evidence().alias("ev"))).over(earlier)
+    newest = F.max(F.struct("generation", *LINE_ORDER, "member")).over(earlier)
     flagged = assigned.select("*", newest.alias("newest")).filter(F.col("newest.generation") > F.col("generation"))
     stale = violations.shape(
         flagged, kind="stale_generation_work", primitive=Primitive.GROUP_COORDINATOR, subject=F.col("member"),
         ts=F.col("ts"),
         detail=F.format_string(
             "%s started on generation %d after generation %d was assigned (%s)", F.col("member"),
-            F.col("generation"), F.col("newest.generation"), F.col("newest.ev.member"),
+            F.col("generation"), F.col("newest.generation"), F.col("newest.member"),
         ),
-        evidence=F.array("newest.ev", evidence()),
+        evidence=F.array("newest.rid", "rid"),
     )
 
     per_generation = coordinator.filter(F.col("generation").isNotNull()).groupBy(*GROUP_KEY, "generation").agg(

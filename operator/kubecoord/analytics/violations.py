@@ -2,7 +2,10 @@
 
 One row per violation: ``type`` (kubecoord.wire.events.VIOLATION_TYPES), ``namespace``, ``primitive``,
 ``name``, ``subject`` (member or key), ``ts`` (when it happened), ``detail`` (one human
-sentence) and ``evidence``: the event rows that prove it, each with its file and line.
+sentence) and ``evidence``: the event rows that prove it, each with its file and line. A
+check gives the evidence as the events' row ids (``rid``), so that its windows, sorts and
+aggregates hold numbers only; the pipeline turns them into the events' evidence rows once,
+for all the checks' violations (reading.evidence_arrays).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from pyspark.sql import functions as F
 def shape(
     rows: DataFrame, *, kind: str, primitive: str, subject: Column, ts: Column, detail: Column, evidence: Column
 ) -> DataFrame:
-    """``rows`` (one per violation found) -> the common violation columns."""
+    """``rows`` (one per violation found) -> the common violation columns; ``evidence`` is an
+    array of row ids."""
     return rows.select(
         F.lit(kind).alias("type"),
         "namespace",
