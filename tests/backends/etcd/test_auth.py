@@ -28,7 +28,7 @@ def test_the_right_password_works_and_a_wrong_one_is_refused(etcd_with_auth: Etc
 def test_no_user_on_an_etcd_that_requires_one_is_refused(etcd_with_auth: EtcdCluster) -> None:
     url = f"etcd://{etcd_with_auth.hosts}/auth-{uuid.uuid4().hex[:8]}"
     with (
-        kubecoord.connect(url, lease_duration=3) as coordinator,  # etcd grants leases without a user
         pytest.raises(PermissionDeniedError, match="user name is empty"),
+        kubecoord.connect(url, lease_duration=3) as coordinator,  # etcd refuses the session's lease grant
     ):
         coordinator.storage("s").put("k", "v")

@@ -44,7 +44,7 @@ def _watch_holders(
         time.sleep(0.02)
 
 
-def _member_view(cluster: EtcdCluster, index: int, prefix: str) -> tuple[int, list[str]]:
+def _member_view(cluster: EtcdCluster, index: int, prefix: str) -> tuple[int, tuple[str, ...]]:
     import urllib.request
 
     from kubecoord.backends.etcd.transport import b64, prefix_end
@@ -53,7 +53,7 @@ def _member_view(cluster: EtcdCluster, index: int, prefix: str) -> tuple[int, li
     request = urllib.request.Request(f"{cluster.members[index].client_url}/v3/kv/range", data=body.encode())
     with urllib.request.urlopen(request, timeout=5) as answer:
         got = json.loads(answer.read())
-    return int(got["header"]["revision"]), sorted(kv["key"] for kv in got.get("kvs", []))
+    return int(got["header"]["revision"]), tuple(sorted(kv["key"] for kv in got.get("kvs", [])))
 
 
 def _wait_for_candidates(cluster: EtcdCluster, index: int, election: str, count: int) -> None:
@@ -122,9 +122,10 @@ def test_a_lock_holds_through_the_loss_of_the_raft_leader_it_talks_to(etcd_clust
     waiting.join(30)
     assert won == [True] and waiter.token is not None and waiter.token > token
     waiter.release()
-    # Every member, read alone (serializable), has caught up to the same keys.
+    # Every member, read alone (serializable), has caught up to the same revision and keys (a
+    # member that lost applied writes in its crash would lag in revisions and answer old values).
     deadline = time.monotonic() + 20
-    while len({tuple(_member_view(etcd_cluster, i, prefix + "/")[1]) for i in range(3)}) != 1:
+    while len({_member_view(etcd_cluster, i, prefix + "/") for i in range(3)}) != 1:
         assert time.monotonic() < deadline, [_member_view(etcd_cluster, i, prefix + "/") for i in range(3)]
         time.sleep(0.1)
     value = holder_coord.storage("fenced").fetch("n").result()

