@@ -55,6 +55,11 @@ Guarantees:
   Kubernetes PUT creates a missing Lease, as client-go's renewal does) and keeps its
   epoch, while every other candidate waits a whole lease (5a).
 
+- A release frees only a record of one of this elector's own terms (it names the
+  candidate at an epoch no higher than any this elector wrote): a record under the same id
+  at a higher epoch is another elector's (the next attempt of the same lock, a process
+  restarted under the id), and resign() and release() leave it alone.
+
 Not guaranteed: epochs above everything issued when both the record and its mark are
 deleted or edited down (nothing else remembers them, except the candidates that saw them:
 they acquire above their own highest); that the leader's work stops in time — use the
@@ -140,6 +145,9 @@ class Elector:
         self._record: LeaderRecord | None = None
         self._sent = 0.0
         self._highest_epoch = 0
+        self._own_epoch = 0
+        """The highest epoch this elector wrote or sent a write for: a record naming its id
+        above that is another elector's term under the same id, never this one's."""
         self._vanished_at: float | None = None
         self._mark_read: tuple[int, str | None] | None = None
         """The mark as read during the current step (one GET serves both of its uses)."""
@@ -198,6 +206,7 @@ class Elector:
         #    always our own duration, as client-go writes it: a hand-edited one must not stick.
         assert self._record is not None
         record = self._record._replace(renew_time=self._now_wall(), lease_duration_seconds=self._timings.lease_duration)
+        self._own_epoch = max(self._own_epoch, record.transitions)
         try:
             written = self._store.update(record, self._version, self._timeout(now))
         except RecordConflict:
@@ -287,6 +296,7 @@ class Elector:
             holder=self.candidate, lease_duration_seconds=self._timings.lease_duration,
             acquire_time=wall, renew_time=wall, transitions=transitions, data=self.data,
         )
+        self._own_epoch = max(self._own_epoch, transitions)
         try:
             if observed is None:
                 written = self._store.create(record, self._timeout(now))
@@ -388,7 +398,15 @@ class Elector:
         if self.is_leader():
             return True
         observed = self._store.observed()
-        return observed is not None and observed.record.holder == self.candidate
+        return observed is not None and self._own_term(observed.record)
+
+    def _own_term(self, record: LeaderRecord) -> bool:
+        """Whether ``record`` is one of this elector's terms: it names this candidate at an
+        epoch no higher than any this elector wrote (edited down, or an annotation changed,
+        it still is). Above that it is another elector's term under the same id (a process
+        restarted under it, a later attempt of the same lock whose acquisition came first):
+        releasing it would free a record whose holder believes it leads."""
+        return record.holder == self.candidate and record.transitions <= self._own_epoch
 
     def release(self) -> bool:
         """Write an empty holder if the record still names us (client-go's release). True if
@@ -400,7 +418,10 @@ class Elector:
         us, so freeing it is safe at any time. A conflict is re-read once: a version that
         still names us (an annotation edit, or our own renewal that landed after its request
         timed out) is released. Anything else leaves the record alone: it then expires as
-        after a crash.
+        after a crash. "Names us" means one of this elector's own terms (``_own_term``): a
+        record under the same id at a higher epoch, another elector's, is never released, so
+        a release sent again late (a second withdrawal of the same candidate, racing a new
+        attempt under its id) never frees that attempt's record.
         """
         was_leading = self.is_leader()
         observed = self._store.observed()
@@ -416,7 +437,7 @@ class Elector:
         if was_leading and self._record is not None:
             self._log_event(Event.RESIGNED, epoch=self._record.transitions)
             record, version = self._record, self._version
-        elif observed is not None and observed.record.holder == self.candidate:
+        elif observed is not None and self._own_term(observed.record):
             record, version = observed.record, observed.version
         else:
             return False
@@ -426,7 +447,7 @@ class Elector:
             except RecordConflict:
                 # Re-read once: a version that still names us is ours to release.
                 current = self._store.refresh(self._request_timeout)
-                if current is None or current.record.holder != self.candidate:
+                if current is None or not self._own_term(current.record):
                     return False
                 self._store.update(released(current.record, self._now_wall()), current.version, self._request_timeout)
         except (RecordConflict, CoordinationError) as exc:
@@ -455,6 +476,7 @@ class Elector:
         self._version = written.version
         self._record = written.record._replace(data=self.data)
         self._highest_epoch = max(self._highest_epoch, written.record.transitions)
+        self._own_epoch = max(self._own_epoch, written.record.transitions)  # a store may write above what was asked
         self._sent = sent
         self._valid_until = sent + self._timings.renew_deadline
         self._next_renew = sent + self._timings.retry_period
