@@ -20,6 +20,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubernetes.config.config_exception import ConfigException
+
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -62,9 +64,18 @@ class Endpoint:
         )
 
     def request_headers(self) -> dict[str, str]:
-        """The headers of one request, with credentials as the configuration has them now."""
+        """The headers of one request, with credentials as the configuration has them now;
+        ConfigException when the configuration cannot produce them, whatever its refresh
+        hook raised (the in-cluster loader re-opens the token file unchecked: an OSError;
+        exec plugins, OIDC and GCP refreshes raise their own): no request was sent."""
+        try:
+            settings = self.configuration.auth_settings()
+        except ConfigException:
+            raise
+        except Exception as exc:  # the loader's code, not ours: any failure means no credentials
+            raise ConfigException(f"{type(exc).__name__}: {exc}") from exc
         headers = dict(self.headers)
-        for setting in self.configuration.auth_settings().values():
+        for setting in settings.values():
             if setting.get("in") == "header" and setting.get("value"):
                 headers[str(setting["key"])] = str(setting["value"])
         if self.configuration.username and self.configuration.password:
