@@ -105,9 +105,11 @@ class Analysis:
 def _leadership(ctx: Context) -> Findings:
     terms = ctx.terms
     pairs = cut(leadership.successions(terms, ctx.clocks))
-    gaps = leadership.failover_gaps(pairs).join(
+    # Read by the summary's queries, the report's, the elections table and its own table's
+    # write: computed once (the lock records' scan of the events included).
+    gaps = cut(leadership.failover_gaps(pairs).join(
         F.broadcast(leadership.lock_records(ctx.events)), on=list(leadership.ELECTION), how="left_anti"
-    )
+    ))
     overlaps = leadership.overlaps(pairs)
     undecided = leadership.undecided(pairs)
     regressions = leadership.epoch_regressions(ctx.events, ctx.skew)
@@ -144,7 +146,7 @@ def _leadership(ctx: Context) -> Findings:
         violations=[overlaps, regressions],
         queries=queries,
         summarize=summarize,
-        persisted=[pairs],
+        persisted=[pairs, gaps],
     )
 
 
@@ -220,6 +222,7 @@ def _kv(ctx: Context) -> Findings:
 def _rebalance(ctx: Context) -> Findings:
     found = rebalance.analyze(ctx.events, ctx.skew)
     durations = cut(found.rebalances)
+    holdings = cut(found.holdings)  # the report's rebalances and the table's write read it
     queries = {
         "rebalance.totals": durations.agg(F.countDistinct("namespace", "name").alias("groups"),
                                           F.count("*").alias("rebalances")),
@@ -232,11 +235,11 @@ def _rebalance(ctx: Context) -> Findings:
                               "duration_seconds": leadership.percentile_rows(rows["rebalance.durations"])}}
 
     return Findings(
-        tables={"unit_holdings": found.holdings, "rebalances": durations},
+        tables={"unit_holdings": holdings, "rebalances": durations},
         violations=[found.owned_twice, found.stale],
         queries=queries,
         summarize=summarize,
-        persisted=[durations],
+        persisted=[durations, holdings],
     )
 
 
@@ -337,7 +340,9 @@ def analyze(
     for finding in findings:
         tables.update(finding.tables)
     overlaps = tables.pop("leadership_windows")
-    tables["elections"] = leadership.per_election(tables["leadership_intervals"], tables["failover_gaps"], found)
+    # Read by the report's choice of elections, its table and the table's write: computed once.
+    tables["elections"] = cut(leadership.per_election(tables["leadership_intervals"], tables["failover_gaps"], found))
+    persisted.append(tables["elections"])
     tables["seq_gaps"] = covered.gaps
     tables["malformed_lines"] = read.malformed
     tables["unreadable_files"] = read.unreadable
