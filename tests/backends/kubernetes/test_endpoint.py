@@ -1,14 +1,17 @@
 """Where and as whom the floor's requests go (kubecoord.backends.kubernetes.endpoint), as
 the transport and the backend's error table see it: credentials the configuration cannot
 produce make a request that was never sent (BackendUnavailableError, not an exception of
-the loader's)."""
+the loader's), and a proxy is bypassed by the same ``no_proxy`` rules the official
+client applies (addresses in a CIDR block, host:port entries)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import pathlib
 import select
 import socket
+import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -16,7 +19,7 @@ from kubernetes import client as k8s
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from kubecoord.backends.kubernetes.client import LEASES, KubeClient
-from kubecoord.backends.kubernetes.endpoint import Endpoint
+from kubecoord.backends.kubernetes.endpoint import Endpoint, bypass_proxy
 from kubecoord.backends.kubernetes.transport import Transport
 from kubecoord.errors import BackendUnavailableError, OutcomeUnknownError
 
@@ -29,6 +32,61 @@ CALLS: dict[str, Callable[[KubeClient], object]] = {
     "delete": lambda client: client.delete(LEASES, "x", resource_version="1"),
     "served": lambda client: client.served("coordination.k8s.io", "v1"),
 }
+
+
+class Answering:
+    """A server on 127.0.0.1 that answers every request 200 with a Lease and records each
+    request line (a proxy sees absolute URLs in them)."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            with connection:
+                buffer = b""
+                while b"\r\n\r\n" not in buffer:
+                    data = connection.recv(65536)
+                    if not data:
+                        break
+                    buffer += data
+                if not buffer:
+                    continue
+                self.requests.append(buffer.split(b"\r\n", 1)[0].decode())
+                body = b'{"kind": "Lease", "metadata": {"name": "x", "resourceVersion": "2"}}'
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                                   b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        self._thread.join(timeout=10)
+
+
+@pytest.fixture
+def answering() -> Iterator[Callable[[], Answering]]:
+    servers: list[Answering] = []
+
+    def start() -> Answering:
+        servers.append(Answering())
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
 
 
 @pytest.fixture
@@ -92,3 +150,46 @@ def test_whatever_a_refresh_hook_raises_the_endpoint_reports_as_credentials_unav
     with pytest.raises(ConfigException, match=type(failure).__name__):
         endpoint.request_headers()
 
+
+@pytest.mark.parametrize(("no_proxy", "bypassed"), [
+    ("127.0.0.0/8", True), ("10.0.0.0/8,127.0.0.1/32", True), ("127.0.0.1:{port}", True), ("127.0.0.1", True),
+    ("*", True), ("10.0.0.0/8", False), ("127.0.0.1:1", False), ("", False),
+])
+def test_the_proxy_from_the_environment_is_bypassed_by_the_official_clients_no_proxy_rules(
+    answering: Callable[[], Answering], monkeypatch: pytest.MonkeyPatch, no_proxy: str, bypassed: bool
+) -> None:
+    """HTTP_PROXY and NO_PROXY as a pod's environment has them (the official Configuration
+    reads both; a cluster-wide proxy's NO_PROXY names the service network as a CIDR block):
+    requests, watches and the official client's own requests go the same way."""
+    server, proxy = answering(), answering()
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", no_proxy.format(port=server.port))
+    configuration = k8s.Configuration(host=server.url)
+    assert configuration.proxy == proxy.url
+    client = KubeClient(Transport(configuration), "default", request_timeout=5.0)
+    try:
+        client.get(LEASES, "x")
+    finally:
+        client.close()
+    path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/x"
+    assert (server.requests, proxy.requests) == (
+        ([f"GET {path} HTTP/1.1"], []) if bypassed else ([], [f"GET {server.url}{path} HTTP/1.1"])
+    )
+    assert (Endpoint.from_configuration(configuration, user_agent="test").proxy is None) is bypassed
+    assert bypass_proxy(server.url, configuration.no_proxy or "") is bypassed
+
+
+def test_no_proxy_is_read_as_the_official_client_reads_it() -> None:
+    """The installed client's own rule (kubernetes.client.rest), where it has one: the
+    same answer for API servers by name, address and port against the usual entries."""
+    from kubernetes.client import rest
+
+    official = getattr(rest, "should_bypass_proxies", None)
+    if official is None:
+        pytest.skip("this kubernetes client has no should_bypass_proxies")
+    urls = ["https://10.96.0.1:443", "https://10.96.0.1", "http://127.0.0.1:8080", "https://api.example.com:6443",
+            "https://[::1]:6443", "https://[fd00::1]", "https://KUBE.Example.COM", "https://localhost"]
+    entries = ["", "*", "10.96.0.0/12", "10.0.0.0/8,.svc", "127.0.0.1", "127.0.0.1:8080", "127.0.0.1:9",
+               ".example.com", "example.com", "api.example.com:6443", "::1", "[::1]:6443", "fd00::/8",
+               "kube.example.com", " localhost ", "bogus/99", "10.96.0.1/33", ".com"]
+    assert [(u, e) for u in urls for e in entries if bypass_proxy(u, e) != official(u, e)] == []

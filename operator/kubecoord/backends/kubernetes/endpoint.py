@@ -15,6 +15,7 @@ the one place that does, so both go where and as whom the client's own requests 
 
 from __future__ import annotations
 
+import ipaddress
 import ssl
 import urllib.parse
 from dataclasses import dataclass, field
@@ -97,8 +98,33 @@ def _tls_context(configuration: Any) -> ssl.SSLContext:
 
 
 def bypass_proxy(url: str, no_proxy: str) -> bool:
-    host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    for entry in (e.strip().lower().lstrip(".") for e in no_proxy.split(",")):
-        if entry and (entry == "*" or host == entry or host.endswith("." + entry)):
+    """Whether a request to ``url`` goes direct by ``no_proxy`` (comma-separated), as the
+    official client's requests decide it: ``*``; a host name, its subdomains too (a leading
+    dot optional); ``host:port``; for an address, a CIDR block holding it (a cluster-wide
+    proxy's NO_PROXY names the service network so, and in a pod the API server is an
+    address in it)."""
+    split = urllib.parse.urlsplit(url)
+    host = (split.hostname or "").lower()
+    if not host:
+        return True
+    host_port = split.netloc.rpartition("@")[2].lower()
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if not entry:
+            continue
+        if entry == "*" or (address is not None and _holds(entry, address)):
+            return True
+        entry = entry.lstrip(".")
+        if any(name == entry or name.endswith("." + entry) for name in (host, host_port)):
             return True
     return False
+
+
+def _holds(block: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    try:
+        return address in ipaddress.ip_network(block, strict=False)
+    except ValueError:  # a name, or host:port
+        return False
