@@ -177,9 +177,9 @@ def main() -> int:
 
 
 async def _close() -> None:
-    from kubecoord.operator import loop_requests
+    from kubecoord.operator import kubeapi
 
-    await loop_requests.close()
+    await kubeapi.aclose()
 
 
 if __name__ == "__main__":

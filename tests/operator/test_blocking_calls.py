@@ -14,7 +14,7 @@ import yaml
 from aiohttp import web
 
 from kubecoord.operator import kubeapi
-from tests.operator.local_api import local_api
+from tests.operator.local_api import aborting, local_api
 
 PATH = "/api/v1/namespaces/default/configmaps"
 
@@ -62,14 +62,8 @@ def test_a_write_whose_answer_was_lost_is_an_os_error_and_sent_once(
 ) -> None:
     received: list[str] = []
 
-    async def handle(request: web.Request) -> web.Response:
-        received.append(request.method)
-        assert request.transport is not None
-        request.transport.abort()  # the connection breaks before any answer
-        return web.Response()
-
     async def main() -> None:
-        async with local_api(handle, tmp_path, monkeypatch):
+        async with local_api(aborting(received), tmp_path, monkeypatch):
             with pytest.raises(OSError):
                 await asyncio.to_thread(kubeapi.call, "PUT", f"{PATH}/x", {"metadata": {"name": "x"}}, headers={})
 
@@ -78,8 +72,8 @@ def test_a_write_whose_answer_was_lost_is_an_os_error_and_sent_once(
 
 
 def test_a_kubeconfig_proxy_is_where_the_call_goes(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A kubeconfig's proxy-url: the loop cannot send through it (loop_requests.supported),
-    so acall hands the request to the blocking call, which goes through the proxy."""
+    """A kubeconfig's proxy-url: the asynchronous face does not send through it, so acall's
+    request goes through the blocking face (in a thread), which goes through the proxy."""
     targets: list[str] = []
 
     async def proxy(request: web.Request) -> web.Response:

@@ -6,8 +6,9 @@ account (its token re-read when it rotates), else ~/.kube/config. kopf's login
 (handlers/settings.py) and every backend connection the operator opens (connections.py)
 follow the same rule. The blocking one-shot calls (start-up checks, access reviews, term
 probes, connection Secrets) go through the transport's blocking face (``call``:
-pykube-ng's HTTPClient); on the event loop a call goes through
-kubecoord.operator.loop_requests (``acall``: aiohttp, with the transport's Endpoint).
+pykube-ng's HTTPClient); on the event loop, through its asynchronous face (``acall``:
+aiohttp, no executor thread per request, so the controller's workers each keep a request
+in flight). The operator's clients are kopf's and this one.
 
 Guarantees: no call blocks the event loop (a blocking call runs in a thread) and every
 call has a request timeout — a write's is kubecoord.operator.fencing's ``write_timeout`` (within the operator
@@ -24,7 +25,6 @@ is an OSError (the transport's TransportError, which says whether the request wa
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import threading
@@ -35,7 +35,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from kubecoord.backends.kubernetes import Transport, load_config
-from kubecoord.operator import fencing, loop_requests
+from kubecoord.operator import fencing
 from kubecoord.wire.crd import GROUP, VERSION
 
 __all__ = ["ApiException", "RequestFailed", "acall", "apply", "call", "delete", "list_objects", "patch_status",
@@ -136,19 +136,25 @@ def call(method: str, path: str, body: Any = None, *, content_type: str = "appli
 
 
 async def acall(method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> Any:
-    """``call`` on the event loop (kubecoord.operator.loop_requests): no executor thread per
-    request, so the controller's workers each keep a request in flight."""
-    configuration = client().configuration
-    if not loop_requests.supported(configuration):
-        return await asyncio.to_thread(call, method, path, body, content_type=content_type)
+    """``call`` on the event loop (the transport's asynchronous face)."""
     extra = _admitted(method, path)
-    response = await loop_requests.request(configuration, method, path, body, content_type=content_type,
-                                           timeout=timeout_for(method, path), user_agent=USER_AGENT,
-                                           headers=extra)
-    resource = path.partition("?")[0]
+    response = await client().arequest(
+        method, path, body=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": content_type, "User-Agent": USER_AGENT, **extra},
+        timeout=timeout_for(method, path), resend_if_closed=_is_read(method, path),
+    )
     if not 200 <= response.status < 300:
-        raise RequestFailed(method, resource, response)
+        raise RequestFailed(method, path.partition("?")[0], response)
     return json.loads(response.data) if response.data else None
+
+
+async def aclose() -> None:
+    """Close the client's session on the running loop (the operator's cleanup, before its
+    loop ends)."""
+    with _lock:
+        current = _client
+    if current is not None:
+        await current.aclose()
 
 
 QUESTIONS = "/apis/authorization.k8s.io/"

@@ -7,6 +7,7 @@ read is sent a second time only when its connection closed before answering."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import select
 import socket
@@ -267,3 +268,47 @@ def test_every_request_carries_the_configurations_credentials_at_that_moment(ser
     sent = [line.lower() for head in server.heads for line in head.split(b"\r\n")
             if line.lower().startswith(b"authorization:")]
     assert sent == [b"authorization: bearer first", b"authorization: bearer second"]
+
+
+# -- the asynchronous face: the same account of what reached the server ------------------------
+def arequest(url: str, method: str, *, timeout: float = 5.0, resend_if_closed: bool = False) -> TransportError:
+    """The TransportError of one request on the asynchronous face (it must raise one)."""
+    transport = Transport(k8s.Configuration(host=url))
+
+    async def main() -> None:
+        try:
+            await transport.arequest(method, "/api/v1/namespaces/default/configmaps/x",
+                                     body=None if method == "GET" else b"{}", timeout=timeout,
+                                     resend_if_closed=resend_if_closed)
+        finally:
+            await transport.aclose()
+
+    try:
+        with pytest.raises(TransportError) as caught:
+            asyncio.run(main())
+    finally:
+        transport.close()
+    return caught.value
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "POST", "PATCH"])
+def test_an_async_write_reset_after_it_was_read_was_sent_once(serve: Callable[[str], Server], method: str) -> None:
+    server = serve("reset")
+    assert arequest(server.url, method).sent is True
+    assert len(server.received(1)) == 1
+
+
+def test_an_async_read_reset_before_its_answer_is_sent_once_more(serve: Callable[[str], Server]) -> None:
+    server = serve("reset")
+    assert arequest(server.url, "GET", resend_if_closed=True).sent is True
+    assert len(server.received(2)) == 2
+
+
+def test_an_async_request_to_a_refusing_server_was_not_sent(refusing: str) -> None:
+    assert arequest(refusing, "PUT").sent is False
+
+
+def test_an_async_write_unanswered_within_its_timeout_may_have_been_applied(serve: Callable[[str], Server]) -> None:
+    server = serve("silence")
+    assert arequest(server.url, "PUT", timeout=0.3).sent is True
+    assert len(server.received(1)) == 1

@@ -5,12 +5,14 @@ request's headers with the credentials as the configuration has them at that mom
 (the bearer token through its refresh hook, so a rotated in-cluster token is used at
 once; basic auth).
 
-Why hand-written: the official client's requests block a thread each (urllib3), and two
-request paths run on an event loop instead — the backend's watches (watch_stream.py, all
-of a process's on the one thread of watch_mux.py) and the operator's requests
-(kubecoord.operator.loop_requests). No library turns a kubernetes Configuration into what
-an asyncio connection needs (kubernetes_asyncio re-implements the whole client); this is
-the one place that does, so both go where and as whom the client's own requests go.
+Why hand-written: the blocking transport (pykube-ng's requests session, transport.py)
+takes its TLS files from a kubeconfig of the configuration's making, but two request paths
+run on an event loop — the backend's watches (watch_stream.py, all of a process's on the
+one thread of watch_mux.py) and the transport's asynchronous face (aiohttp, the
+operator's requests). No library turns a kubernetes Configuration into what an asyncio
+connection needs (kubernetes_asyncio re-implements the whole client); this is the one
+place that does, and every request's headers come from here, so all three go where and as
+whom the one credential rule says.
 """
 
 from __future__ import annotations

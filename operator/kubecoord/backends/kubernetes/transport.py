@@ -6,7 +6,14 @@ and by the operator (kubecoord.operator.kubeapi, its own requests): one class, s
 send where and as whom the rule says, with the same timeouts and the same account of
 what reached the server.
 
-The blocking face (``request``) is pykube-ng's HTTPClient: its requests session and its
+Two faces of one client, as each caller needs: ``request`` blocks its thread (the
+backend's handles, the operator's one-shot calls); ``arequest`` runs on the caller's event
+loop (the operator's controller workers: no thread per request in flight — profiled at
+2,000 resources, the thread hand-over, serialisation and header parsing of a blocking
+client per request cost a quarter of the operator's CPU, and at most as many requests
+were in flight as an executor had threads).
+
+The blocking face is pykube-ng's HTTPClient: its requests session and its
 kubeconfig adapter (TLS: CA, client certificate, server name), built here from the
 configuration's server and TLS files, not from a kubeconfig of its own. Each request
 carries the credentials as the configuration has them at that moment (the bearer token
@@ -16,6 +23,20 @@ the same urllib3 exception the official client's REST layer saw; it arrives wrap
 (requests' ConnectTimeout around urllib3's MaxRetryError around ConnectTimeoutError) and
 is judged here on the urllib3 exception underneath, never on requests' class names
 (requests calls a refused connection and a reset after sending both ConnectionError).
+
+The asynchronous face is aiohttp (one session, one connection pool, per event loop),
+going where and as whom the blocking face goes (the same Endpoint: TLS context, server
+name, headers with the credentials read per request). No library makes these requests on
+an asyncio loop from the credential rule's configuration: pykube-ng and the official
+client block a thread per request, kopf's aiohttp client is private to kopf
+(``kopf._cogs``), kubernetes_asyncio is a second whole client with its own configuration
+loader. aiohttp is imported by the first asynchronous request (the backend makes none, and
+its extra does not bring aiohttp; the operator's does, for kopf). A configuration with an
+HTTP(S) proxy sends asynchronous requests through the blocking face in a thread. aiohttp
+would send a GET, PUT or DELETE a second time when its connection broke after sending
+(its "idempotent" retry, even for a PUT with a resourceVersion precondition, which then
+answers 409 for its own applied write): that retry is off on these sessions (the one
+switch aiohttp has, the attribute its own test client sets).
 
 What reached the server (``TransportError.sent``):
 
@@ -27,7 +48,9 @@ connection within the connect timeout,
 credentials unavailable (the token refresh)
 anything after the connection was made: a      sent=True: it may have reached the server and
 reset, a read timeout, a TLS error, an         been applied
-answer that broke off half-way
+answer that broke off half-way; on the
+asynchronous face, a timeout once connected
+(it bounds the whole request)
 =============================================  ===============================================
 
 A request is sent once: requests' adapter is left at no retries (``Retry(0, read=False)``;
@@ -39,19 +62,23 @@ time when its connection closed before any answer (a kept-alive connection the s
 a middlebox closed while idle; urllib3 drops it, so the second goes on a fresh one).
 
 Answers are read to their end here, whatever their status: the caller decides what an
-error status means. Not guaranteed: a total bound on a request's duration — the read
-timeout bounds each wait for data. HTTP(S) proxies from the configuration are used
-(``no_proxy`` honoured); PYKUBE_SSL_CERTIFICATE_AUTHORITY, pykube's own override of the
-CA, is honoured as pykube documents it.
+error status means. Not guaranteed: a total bound on a blocking request's duration — its
+read timeout bounds each wait for data (an asynchronous request's timeout is total).
+HTTP(S) proxies from the configuration are used (``no_proxy`` honoured);
+PYKUBE_SSL_CERTIFICATE_AUTHORITY, pykube's own override of the CA, is honoured as pykube
+documents it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
+import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykube
 import requests
@@ -61,6 +88,9 @@ from pykube.http import KubernetesHTTPAdapter
 
 from kubecoord import __version__
 from kubecoord.backends.kubernetes.endpoint import Endpoint, bypass_proxy
+
+if TYPE_CHECKING:
+    import aiohttp
 
 POOL_SIZE = 32
 """Connections kept per server: one per thread with a request in flight (the backend's
@@ -147,8 +177,15 @@ class Transport:
         # Where the configuration says, not where the environment would send requests
         # (HTTP(S)_PROXY, netrc, REQUESTS_CA_BUNDLE).
         self.session.trust_env = False
-        if configuration.proxy and not bypass_proxy(str(configuration.host), configuration.no_proxy or ""):
+        self._proxied = bool(configuration.proxy) and not bypass_proxy(
+            str(configuration.host), configuration.no_proxy or ""
+        )
+        if self._proxied:
             self.session.proxies = {"http": str(configuration.proxy), "https": str(configuration.proxy)}
+        self._loop_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._loop_lock = threading.Lock()
 
     @property
     def session(self) -> requests.Session:
@@ -156,9 +193,15 @@ class Transport:
         return self._http.session  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        """Close the kept-alive connections (one in flight is closed when its request ends).
+        """Close the kept-alive connections (one in flight is closed when its request ends),
+        and the event loops' sessions on those loops (``aclose`` closes one at once).
         urllib3 2's PoolManager.clear(), all requests' close() calls, only forgets its pools,
         leaving their sockets open until the collector finds them."""
+        with self._loop_lock:
+            sessions, self._loop_sessions = list(self._loop_sessions.items()), weakref.WeakKeyDictionary()
+        for loop, session in sessions:
+            if not session.closed and loop.is_running():
+                loop.call_soon_threadsafe(_close_soon, session)
         for manager in [self._adapter.poolmanager, *self._adapter.proxy_manager.values()]:
             for key in manager.pools.keys():  # noqa: SIM118 (the container refuses iteration; keys() copies)
                 pool = manager.pools.get(key)
@@ -226,6 +269,107 @@ class Transport:
         finally:
             answer.close()
         return Answer(answer.status_code, answer.reason or "", data or b"", dict(answer.headers))
+
+
+    # -- the asynchronous face -------------------------------------------------------------
+    async def arequest(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float,
+        resend_if_closed: bool = False,
+    ) -> Answer:
+        """``request`` on the running event loop: the answer whatever its status, or
+        TransportError. ``timeout`` bounds the whole request."""
+        if self._proxied:
+            return await asyncio.to_thread(self.request, method, path, body=body, headers=headers, timeout=timeout,
+                                           resend_if_closed=resend_if_closed)
+        what = f"{method} {path.partition('?')[0]}"
+        attempts = 2 if resend_if_closed else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self._asend(method, path, body, headers, timeout, what)
+            except TransportError as error:
+                if attempt == attempts or not error.closed_before_answering:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        """Close the running loop's session (before the loop ends)."""
+        with self._loop_lock:
+            session = self._loop_sessions.pop(asyncio.get_running_loop(), None)
+        if session is not None:
+            await session.close()
+
+    def _loop_session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        with self._loop_lock:
+            session = self._loop_sessions.get(loop)
+            if session is None or session.closed:
+                session = aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(ssl=self.endpoint.tls or False, limit=64),
+                    # No cookie jar: the API server sets none, and aiohttp's jar would parse
+                    # every answer's headers for them.
+                    cookie_jar=aiohttp.DummyCookieJar(),
+                    # Bodies are JSON already serialised here; answers asked uncompressed.
+                    auto_decompress=False,
+                )
+                session._retry_connection = False  # sent once (module docstring)
+                self._loop_sessions[loop] = session
+            return session
+
+    async def _asend(
+        self, method: str, path: str, body: bytes | None, headers: Mapping[str, str] | None, timeout: float,
+        what: str,
+    ) -> Answer:
+        import aiohttp
+
+        session = self._loop_session()
+        try:
+            # identity: the API server compresses answers above 128 KiB for a client that
+            # offers gzip, and this session does not decompress.
+            sent_headers = {**self.endpoint.request_headers(), "Accept-Encoding": "identity", **(headers or {})}
+        except ConfigException as exc:
+            raise TransportError(f"{what}: credentials unavailable: {exc}", sent=False) from None
+        if body is not None:
+            sent_headers.setdefault("Content-Type", "application/json")
+        try:
+            answer = await session.request(
+                method, f"{self._url}{path}", data=body, headers=sent_headers, allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=timeout), server_hostname=self.endpoint.server_hostname,
+            )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            # Not sent: no connection (refused, unresolvable, none in time); a TLS error is
+            # judged as the blocking face judges it.
+            no_connection = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+            refused = isinstance(exc, no_connection) and not isinstance(exc, aiohttp.ClientSSLError)
+            closed = isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)) and not isinstance(
+                exc, aiohttp.ClientConnectorError
+            )
+            raise TransportError(f"{what}: {type(exc).__name__}: {exc}", sent=not refused,
+                                 closed_before_answering=closed) from None
+        try:
+            data = await answer.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise TransportError(f"{what}: the answer broke off ({type(exc).__name__}: {exc})", sent=True) from None
+        finally:
+            answer.release()
+        return Answer(answer.status, answer.reason or "", data, dict(answer.headers))
+
+
+def _close_soon(session: aiohttp.ClientSession) -> None:
+    """On the session's loop: close it in a task kept until it ends."""
+    task = asyncio.get_running_loop().create_task(session.close())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
+
+
+_closing: set[asyncio.Task[None]] = set()
 
 
 def _urllib3_cause(exc: BaseException) -> BaseException:

@@ -3,8 +3,8 @@
 The multiplexer (watch_mux.py) runs every watch of the process on one event loop, so a
 watch cannot be read by the official client (urllib3 blocks a thread per stream). This
 module is the small HTTP client it needs, going where and as whom every other request of
-the backend goes (endpoint.py: server, TLS, credentials read per watch, the ``ApiClient``'s
-user agent and default headers). An HTTP(S) proxy from the configuration is used through
+the backend goes (endpoint.py: server, TLS, credentials read per watch, the transport's user
+agent). An HTTP(S) proxy from the configuration is used through
 CONNECT; a SOCKS proxy is not supported (the watch fails with BackendUnavailableError
 saying so).
 

@@ -61,7 +61,7 @@ from typing import Any
 from kubecoord.api import Coordinator
 from kubecoord.capabilities import ObjectCache
 from kubecoord.errors import CoordinationError
-from kubecoord.operator import backing, events, kubeapi, loop_requests, metrics
+from kubecoord.operator import backing, events, kubeapi, metrics
 from kubecoord.operator.connections import connections
 from kubecoord.operator.controller import resync
 from kubecoord.operator.controller import spec as spec_writer
@@ -81,7 +81,7 @@ log = logging.getLogger("kubecoord.operator")
 
 WORKERS = 16
 """Reconciles at once, each with at most one request in flight (on the loop,
-kubecoord.operator.loop_requests: a worker costs no thread). A reconcile is mostly
+kubeapi.acall: a worker costs no thread). A reconcile is mostly
 waiting for the API server's answers (a backing object or two, a status write), so the
 drain rate is workers / round trip: four workers drained about 20 resources a second at
 10,000 while the bench created 48 a second."""
@@ -245,7 +245,7 @@ class StatusController:
         self._tasks = []
         for key in list(self.entries):
             await self._drop(key)
-        await loop_requests.close()
+        await kubeapi.aclose()
         self.bodies.clear()
         self.reconciled.clear()
         self.granted.clear()

@@ -1,5 +1,6 @@
-"""The operator's asynchronous requests run on its event loop (kubecoord.operator.loop_requests):
-no executor thread per request, answers and errors as the blocking client gave them."""
+"""The operator's asynchronous requests (kubecoord.operator.kubeapi.acall) run on its event
+loop through the transport's asynchronous face: no executor thread per request, answers and
+errors as the blocking face gives them, a write sent once."""
 
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import kubernetes.client
 import pytest
 from aiohttp import web
 
-from kubecoord.operator import kubeapi, loop_requests
-from tests.operator.local_api import local_api
+from kubecoord.operator import kubeapi
+from tests.operator.local_api import aborting, local_api, write_kubeconfig
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def _run(main: Callable[[], Any]) -> Any:
         try:
             return await main()
         finally:
-            await loop_requests.close()
+            await kubeapi.aclose()
 
     _Counting.submitted = 0
     return asyncio.run(wrapped())
@@ -80,18 +80,43 @@ def test_an_error_answer_is_the_request_failed_it_was(emulator_env: None) -> Non
     assert str(error).startswith(f"GET {path}: HTTP 404")
 
 
-def test_a_refused_connection_is_an_os_error() -> None:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    configuration = kubernetes.client.Configuration(host=f"http://127.0.0.1:{port}")
+def test_a_refused_connection_is_an_os_error(tmp_path: pathlib.Path) -> None:
+    with socket.socket() as bound:  # a port bound and not listening
+        bound.bind(("127.0.0.1", 0))
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{bound.getsockname()[1]}")
+        with _kubeconfig(str(kubeconfig)), pytest.raises(ConnectionError, match="GET /api/v1/namespaces"):
+            _run(lambda: kubeapi.acall("GET", "/api/v1/namespaces"))
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "POST"])
+def test_a_write_whose_connection_broke_after_sending_is_sent_once(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """aiohttp would send a PUT or DELETE again on a new connection (its retry of
+    "idempotent" methods): a write the server may have applied must not go twice."""
+    received: list[str] = []
 
     async def main() -> None:
-        await loop_requests.request(configuration, "GET", "/api/v1/namespaces", None,
-                                    content_type="application/json", timeout=5.0, user_agent="test")
+        monkeypatch.setattr(kubeapi, "_admitted", lambda method, path: {})
+        async with local_api(aborting(received), tmp_path, monkeypatch):
+            with pytest.raises(OSError):
+                await kubeapi.acall(method, "/api/v1/namespaces/default/configmaps/x", {"metadata": {"name": "x"}})
 
-    with pytest.raises(ConnectionError, match="GET /api/v1/namespaces"):
-        _run(main)
+    asyncio.run(main())
+    assert received == [method]
+
+
+def test_a_read_whose_connection_broke_before_answering_is_sent_once_more(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    received: list[str] = []
+
+    async def main() -> Any:
+        async with local_api(aborting(received, answer_from=2), tmp_path, monkeypatch):
+            return await kubeapi.acall("GET", "/api/v1/namespaces/default/configmaps")
+
+    assert asyncio.run(main()) == {"kind": "ConfigMapList", "items": []}
+    assert received == ["GET", "GET"]
 
 
 class _kubeconfig:
