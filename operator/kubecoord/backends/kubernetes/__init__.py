@@ -50,8 +50,13 @@ tools/cache does), one per election, group and store shard, or one per kind and
 namespace (watch_scope; informers.py); every watch of the process is read on one thread
 (watch_mux.py, over watch_stream.py).
 
-The kubernetes client is imported only in this package (and by the API emulator and the
-operator).
+This package is also the Kubernetes floor the operator stands on: one credential rule
+(config.py, the official client's loaders), where and as whom a request goes
+(endpoint.py) and one HTTP client with a blocking and an asynchronous face (transport.py:
+pykube-ng's requests session; aiohttp on an event loop), with one account of what reached
+the server; the backend's verbs and error translation sit on it (client.py). The
+kubernetes client is imported only in this package (and by the API emulator and the
+operator, for the ApiException type of its errors), pykube-ng only in transport.py.
 """
 
 from __future__ import annotations
