@@ -136,6 +136,21 @@ class _Adapter(KubernetesHTTPAdapter):  # type: ignore[misc]
         headers.update({str(k): str(v) for k, v in (self._configuration.proxy_headers or {}).items()})
         return headers
 
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        # The server's TLS name and hostname check hold through a proxy's tunnel too: pykube
+        # and __init__ set them on the direct pool manager only, and requests builds a
+        # proxy's manager without them.
+        tls = {key: value for key, value in self._tls_names().items() if key not in proxy_kwargs}
+        return super().proxy_manager_for(proxy, **tls, **proxy_kwargs)
+
+    def _tls_names(self) -> dict[str, Any]:
+        """What pykube's send would put on the direct pool manager (tls-server-name), else
+        the configuration's hostname check."""
+        server_name = self._configuration.tls_server_name
+        if server_name:
+            return {"server_hostname": str(server_name), "assert_hostname": str(server_name)}
+        return {"assert_hostname": False} if self._configuration.assert_hostname is False else {}
+
 
 def pykube_config(configuration: Any) -> pykube.KubeConfig:
     """A pykube KubeConfig for where ``configuration`` goes: server, CA, TLS server name,

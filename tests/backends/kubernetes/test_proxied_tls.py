@@ -1,0 +1,158 @@
+"""TLS through an HTTP(S) proxy's CONNECT tunnel as without one: the configuration's
+``tls_server_name`` (a kubeconfig's tls-server-name) is the name the API server's
+certificate is checked against and the SNI sent, and ``assert_hostname = False`` skips
+the name check, whether or not the request goes through a proxy (the official client's
+REST layer gave its proxy manager the same TLS settings as its direct one)."""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import socket
+import ssl
+import threading
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client as k8s
+
+from kubecoord.backends.kubernetes.client import LEASES, KubeClient
+from kubecoord.backends.kubernetes.transport import Transport
+from kubecoord_testkit.servers import pki
+
+LEASE = {"kind": "Lease", "metadata": {"name": "x", "resourceVersion": "2"}}
+
+
+class _Threads:
+    def __init__(self) -> None:
+        self.listener = socket.create_server((self.address, 0))
+        self.port = self.listener.getsockname()[1]
+        self.seen: list[str] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    address = "127.0.0.1"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.handle, args=(connection,), daemon=True).start()
+
+    def handle(self, connection: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        self._thread.join(timeout=10)
+
+
+def _head(connection: socket.socket | ssl.SSLSocket) -> bytes:
+    buffer = b""
+    while b"\r\n\r\n" not in buffer:
+        data = connection.recv(65536)
+        if not data:
+            return b""
+        buffer += data
+    return buffer
+
+
+class TlsServer(_Threads):
+    """HTTPS on 127.0.0.2 with a certificate for 127.0.0.1 and localhost only: a client
+    that checks it against the address it dialled fails; one that checks "localhost" (its
+    TLS server name) is answered 200 with a Lease."""
+
+    address = "127.0.0.2"
+
+    def __init__(self, folder: pathlib.Path) -> None:
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.context.load_cert_chain(folder / "server.crt", folder / "server.key")
+        self.server_names: list[str | None] = []
+        self.context.sni_callback = lambda _socket, name, _context: self.server_names.append(name)  # type: ignore[func-returns-value]
+        super().__init__()
+
+    def handle(self, connection: socket.socket) -> None:
+        with contextlib.suppress(OSError), self.context.wrap_socket(connection, server_side=True) as tls:
+            head = _head(tls)
+            if head:
+                self.seen.append(head.split(b"\r\n", 1)[0].decode())
+                body = b'{"kind": "Lease", "metadata": {"name": "x", "resourceVersion": "2"}}'
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                            b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+
+class ConnectProxy(_Threads):
+    """An HTTP proxy that tunnels CONNECT to the address asked and records what was asked."""
+
+    def handle(self, connection: socket.socket) -> None:
+        with connection:
+            head = _head(connection)
+            if not head.startswith(b"CONNECT "):
+                return
+            target = head.split(b" ", 2)[1].decode()
+            self.seen.append(target)
+            host, _, port = target.rpartition(":")
+            with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=10) as upstream:
+                connection.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                pipe = threading.Thread(target=_pipe, args=(upstream, connection), daemon=True)
+                pipe.start()
+                _pipe(connection, upstream)
+                pipe.join(timeout=10)
+
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := source.recv(65536):
+            sink.sendall(data)
+        sink.shutdown(socket.SHUT_WR)
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    folder = tmp_path_factory.mktemp("pki")
+    pki.make_ca(folder)
+    pki.issue(folder, "server", "/CN=kube-apiserver", "server")
+    return folder
+
+
+@pytest.fixture
+def server(certificates: pathlib.Path) -> Iterator[TlsServer]:
+    started = TlsServer(certificates)
+    yield started
+    started.close()
+
+
+@pytest.fixture
+def proxy() -> Iterator[ConnectProxy]:
+    started = ConnectProxy()
+    yield started
+    started.close()
+
+
+@pytest.mark.parametrize("proxied", [False, True], ids=["direct", "proxied"])
+@pytest.mark.parametrize("setting", ["tls_server_name", "assert_hostname"])
+def test_the_tls_server_name_and_hostname_check_hold_through_a_proxy_too(
+    certificates: pathlib.Path, server: TlsServer, proxy: ConnectProxy, proxied: bool, setting: str
+) -> None:
+    """The server is dialled at 127.0.0.2, which its certificate does not name: it is checked
+    against ``tls_server_name`` ("localhost", sent as SNI), or not by name at all with
+    ``assert_hostname = False`` (the certificate's chain still is)."""
+    configuration = k8s.Configuration(host=f"https://127.0.0.2:{server.port}")
+    configuration.ssl_ca_cert = str(certificates / "ca.crt")
+    if setting == "tls_server_name":
+        configuration.tls_server_name = "localhost"
+    else:
+        configuration.assert_hostname = False
+    configuration.api_key = {"BearerToken": "Bearer t"}
+    configuration.proxy = f"http://127.0.0.1:{proxy.port}" if proxied else None
+    client = KubeClient(Transport(configuration), "default", request_timeout=10.0)
+    try:
+        assert client.get(LEASES, "x") == LEASE
+    finally:
+        client.close()
+    assert server.server_names == (["localhost"] if setting == "tls_server_name" else [None])
+    assert proxy.seen == ([f"127.0.0.2:{server.port}"] if proxied else [])
