@@ -6,6 +6,7 @@ client applies (addresses in a CIDR block, host:port entries)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import pathlib
@@ -18,9 +19,10 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
+from kubecoord.backends.kubernetes import load_config
 from kubecoord.backends.kubernetes.client import LEASES, KubeClient
 from kubecoord.backends.kubernetes.endpoint import Endpoint, bypass_proxy
-from kubecoord.backends.kubernetes.transport import Transport
+from kubecoord.backends.kubernetes.transport import Transport, TransportError
 from kubecoord.errors import BackendUnavailableError, OutcomeUnknownError
 
 BODY = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x", "resourceVersion": "1"}}
@@ -36,10 +38,11 @@ CALLS: dict[str, Callable[[KubeClient], object]] = {
 
 class Answering:
     """A server on 127.0.0.1 that answers every request 200 with a Lease and records each
-    request line (a proxy sees absolute URLs in them)."""
+    request line (a proxy sees absolute URLs in them) and head."""
 
     def __init__(self) -> None:
         self.requests: list[str] = []
+        self.heads: list[bytes] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -65,6 +68,7 @@ class Answering:
                 if not buffer:
                     continue
                 self.requests.append(buffer.split(b"\r\n", 1)[0].decode())
+                self.heads.append(buffer.partition(b"\r\n\r\n")[0])
                 body = b'{"kind": "Lease", "metadata": {"name": "x", "resourceVersion": "2"}}'
                 connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
                                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
@@ -193,3 +197,67 @@ def test_no_proxy_is_read_as_the_official_client_reads_it() -> None:
                ".example.com", "example.com", "api.example.com:6443", "::1", "[::1]:6443", "fd00::/8",
                "kube.example.com", " localhost ", "bogus/99", "10.96.0.1/33", ".com"]
     assert [(u, e) for u in urls for e in entries if bypass_proxy(u, e) != official(u, e)] == []
+
+
+def kubeconfig_with_token_file(folder: pathlib.Path, server: str, token: str) -> k8s.Configuration:
+    """The one credential rule's configuration of a kubeconfig whose user has a tokenFile."""
+    (folder / "token").write_text(token)
+    (folder / "kubeconfig").write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: k, cluster: {{server: '{server}'}}}}]\n"
+        f"users: [{{name: u, user: {{tokenFile: '{folder / 'token'}'}}}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    return load_config(kubeconfig=str(folder / "kubeconfig")).configuration
+
+
+def test_a_token_file_ending_in_a_newline_is_sent_without_it(
+    answering: Callable[[], Answering], tmp_path: pathlib.Path
+) -> None:
+    """``echo TOKEN > file`` writes one; the official loader keeps it in the header value,
+    kubectl (client-go) trims the file's whitespace, and HTTP drops a value's surrounding
+    whitespace anyway. Both faces of the transport send the token."""
+    server = answering()
+    transport = Transport(kubeconfig_with_token_file(tmp_path, server.url, "abc\n"))
+    client = KubeClient(transport, "default", request_timeout=5.0)
+
+    async def on_a_loop() -> int:
+        try:
+            return (await transport.arequest("GET", "/api", timeout=5.0)).status
+        finally:
+            await transport.aclose()
+
+    try:
+        client.get(LEASES, "x")
+        assert asyncio.run(on_a_loop()) == 200
+    finally:
+        client.close()
+    sent = [line for head in server.heads for line in head.split(b"\r\n") if line.lower().startswith(b"authorization")]
+    assert sent == [b"authorization: Bearer abc"] * 2
+
+
+def test_a_token_with_a_line_break_inside_is_a_request_not_sent_on_either_face(
+    tmp_path: pathlib.Path, listening: tuple[str, socket.socket]
+) -> None:
+    """It would end the header (the watches write their heads themselves); aiohttp refuses
+    it with a ValueError of its own, requests with InvalidHeader."""
+    url, listener = listening
+    transport = Transport(kubeconfig_with_token_file(tmp_path, url, "abc\nX-Injected: 1"))
+    client = KubeClient(transport, "default", request_timeout=2.0)
+
+    async def on_a_loop() -> TransportError:
+        try:
+            with pytest.raises(TransportError, match="credentials unavailable") as caught:
+                await transport.arequest("PUT", "/api/v1/namespaces/default/configmaps/x", body=b"{}", timeout=2.0)
+            return caught.value
+        finally:
+            await transport.aclose()
+
+    try:
+        with pytest.raises(BackendUnavailableError, match="credentials unavailable") as translated:
+            client.replace(LEASES, "x", BODY)
+        assert not isinstance(translated.value, OutcomeUnknownError)
+        assert asyncio.run(on_a_loop()).sent is False
+    finally:
+        client.close()
+    assert select.select([listener], [], [], 0)[0] == []

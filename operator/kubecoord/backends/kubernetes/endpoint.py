@@ -70,7 +70,8 @@ class Endpoint:
         """The headers of one request, with credentials as the configuration has them now;
         ConfigException when the configuration cannot produce them, whatever its refresh
         hook raised (the in-cluster loader re-opens the token file unchecked: an OSError;
-        exec plugins, OIDC and GCP refreshes raise their own): no request was sent."""
+        exec plugins, OIDC and GCP refreshes raise their own), or when a header cannot
+        carry them (``_credential``): no request was sent."""
         try:
             settings = self.configuration.auth_settings()
         except ConfigException:
@@ -80,10 +81,21 @@ class Endpoint:
         headers = dict(self.headers)
         for setting in settings.values():
             if setting.get("in") == "header" and setting.get("value"):
-                headers[str(setting["key"])] = str(setting["value"])
+                headers[str(setting["key"])] = _credential(str(setting["value"]))
         if self.configuration.username and self.configuration.password:
             headers["Authorization"] = str(self.configuration.get_basic_auth_token())
         return headers
+
+
+def _credential(value: str) -> str:
+    """A credential as its header carries it: without surrounding whitespace (a token file
+    written with a final newline; HTTP drops a value's surrounding whitespace, and kubectl
+    trims token files), and ConfigException for a line break or NUL inside, which would
+    end the header (the watches write their request heads themselves)."""
+    value = value.strip()
+    if any(character in value for character in "\r\n\0"):
+        raise ConfigException("the credentials hold a line break or NUL character")
+    return value
 
 
 def _tls_context(configuration: Any) -> ssl.SSLContext:
