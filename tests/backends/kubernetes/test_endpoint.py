@@ -261,3 +261,25 @@ def test_a_token_with_a_line_break_inside_is_a_request_not_sent_on_either_face(
     finally:
         client.close()
     assert select.select([listener], [], [], 0)[0] == []
+
+
+@pytest.mark.parametrize("field", ["certificate-authority-data", "client-certificate-data"])
+def test_tls_data_that_is_no_certificate_is_a_bad_configuration_at_connect(tmp_path: pathlib.Path, field: str) -> None:
+    """The transport reads the TLS files when it is built, in connect(): what Python's ssl
+    or pykube raise about them is InvalidArgumentError there, as for any bad kubeconfig."""
+    import base64
+
+    import kubecoord
+    from kubecoord.errors import InvalidArgumentError
+
+    junk = base64.b64encode(b"not a certificate").decode()
+    user = f"{{{field}: {junk}, client-key-data: {junk}}}" if field.startswith("client") else "{token: abc}"
+    cluster = f"{{server: 'https://127.0.0.1:1', {field}: {junk}}}" if field.startswith("certificate") else (
+        "{server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}")
+    (tmp_path / "kubeconfig").write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        f"clusters: [{{name: k, cluster: {cluster}}}]\nusers: [{{name: u, user: {user}}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+    )
+    with pytest.raises(InvalidArgumentError, match="TLS"):
+        kubecoord.connect("kubernetes://default", kubeconfig=str(tmp_path / "kubeconfig"))

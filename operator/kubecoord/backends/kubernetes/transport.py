@@ -88,6 +88,7 @@ from pykube.http import KubernetesHTTPAdapter
 
 from kubecoord import __version__
 from kubecoord.backends.kubernetes.endpoint import Endpoint, bypass_proxy
+from kubecoord.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     import aiohttp
@@ -180,14 +181,20 @@ def pykube_config(configuration: Any) -> pykube.KubeConfig:
 
 class Transport:
     """Requests to one API server as one identity (a kubernetes Configuration, as the one
-    credential rule resolved it). Thread-safe."""
+    credential rule resolved it). Thread-safe. InvalidArgumentError when built from TLS
+    files (CA, client certificate and key) that cannot be used."""
 
     def __init__(self, configuration: Any, *, user_agent: str = USER_AGENT, pool_size: int = POOL_SIZE) -> None:
         self.configuration = configuration
-        self.endpoint = Endpoint.from_configuration(configuration, user_agent=user_agent)
-        kube_config = pykube_config(configuration)
-        self._adapter = _Adapter(kube_config, configuration, pool_maxsize=pool_size)
-        self._http = pykube.HTTPClient(kube_config, http_adapter=self._adapter)
+        try:  # the TLS files are read here (the Endpoint's context, pykube's kubeconfig)
+            self.endpoint = Endpoint.from_configuration(configuration, user_agent=user_agent)
+            kube_config = pykube_config(configuration)
+            self._adapter = _Adapter(kube_config, configuration, pool_maxsize=pool_size)
+            self._http = pykube.HTTPClient(kube_config, http_adapter=self._adapter)
+        except (OSError, ValueError, pykube.exceptions.PyKubeError) as exc:  # ssl.SSLError is an OSError
+            raise InvalidArgumentError(
+                f"kubernetes: cannot use the TLS files for {configuration.host}: {type(exc).__name__}: {exc}"
+            ) from None
         self._url = self._http.url.rstrip("/")
         # Where the configuration says, not where the environment would send requests
         # (HTTP(S)_PROXY, netrc, REQUESTS_CA_BUNDLE).
