@@ -16,7 +16,9 @@ settings (``--master local[2]``, default 1 GiB driver, Spark start-up included):
    summary and report), with Spark's event log on;
 3. both scans again, in the reverse order (neither side has a quiet or a loaded machine alone).
 It prints the times, the ratio analysis / mean full-field scan (the target is at most 2.5 at
-1M events, 3 at 10M) and analysis / mean 4-field scan, and per step of the command (its
+1M events, 3 at 10M) and analysis / mean 4-field scan, the same for CPU seconds (user +
+system of every process of each run, from /proc: what load from other work leaves
+comparable), and per step of the command (its
 progress lines; each step names its Spark jobs) the wall time, jobs, tasks and shuffle bytes
 written, from the event log; the load average before and after. With two or more sizes it
 ends with the marginal cost per million events of each side (the difference of two sizes'
@@ -100,11 +102,40 @@ def scan(logs: str, kind: str) -> int:
     return 0
 
 
-def timed(command: list[str], log: Path) -> tuple[float, int]:
+CPU_SAMPLE_SECONDS = 0.1
+
+
+def timed(command: list[str], log: Path) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds and exit status of ``command``. CPU: user + system seconds of
+    every process of its session (the Python driver, the JVM it starts), sampled from /proc
+    every CPU_SAMPLE_SECONDS (a process's last tenth of a second may be missed): unlike wall
+    time, what other work on the machine leaves comparable (0.0 where /proc is missing)."""
     started = time.monotonic()
+    seen: dict[str, float] = {}
     with log.open("w") as err:
-        finished = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=err, check=False)
-    return time.monotonic() - started, finished.returncode
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        while process.poll() is None:
+            seen.update(_session_cpu(process.pid))
+            time.sleep(CPU_SAMPLE_SECONDS)
+    return time.monotonic() - started, sum(seen.values()), process.returncode
+
+
+def _session_cpu(session: int) -> dict[str, float]:
+    """Per process of ``session`` (its leader's pid): user + system CPU seconds so far."""
+    if not hasattr(os, "sysconf") or not Path("/proc").is_dir():
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[str, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:  # stat's 6th field, the session id
+            found[entry.name] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return found
 
 
 def phase(description: str) -> str:
@@ -165,16 +196,24 @@ def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str
                *(x for key, value in settings.items() for x in ("--conf", f"{key}={value}"))]
     before = load()
     scans: dict[str, list[float]] = {kind: [] for kind in SCANS}
+    scan_cpu: dict[str, list[float]] = {kind: [] for kind in SCANS}
+
+    def run_scan(kind: str, run: int) -> None:
+        wall, cpu, _ = timed([*me, "--scan", str(logs), "--kind", kind], work / f"scan-{kind}-{run}.err")
+        scans[kind].append(wall)
+        scan_cpu[kind].append(cpu)
+
     for kind in SCANS:
-        scans[kind].append(timed([*me, "--scan", str(logs), "--kind", kind], work / f"scan-{kind}-1.err")[0])
-    elapsed, status = timed(analyze, work / f"analyze-{label}.err")
+        run_scan(kind, 1)
+    elapsed, cpu, status = timed(analyze, work / f"analyze-{label}.err")
     for kind in reversed(SCANS):
-        scans[kind].append(timed([*me, "--scan", str(logs), "--kind", kind], work / f"scan-{kind}-2.err")[0])
+        run_scan(kind, 2)
     after = load()
     if status not in (0, 3):
         raise SystemExit(failure(work / f"analyze-{label}.err", status))
     summary = json.loads((out / "summary.json").read_text())
     baseline = {kind: sum(times) / len(times) for kind, times in scans.items()}
+    baseline_cpu = {kind: sum(times) / len(times) for kind, times in scan_cpu.items()}
     phases = event_log_phases(events_dir)
     times = step_times(work / f"analyze-{label}.err", elapsed)
     total = {key: sum(p[key] for p in phases.values()) for key in ("jobs", "tasks", "shuffle_bytes")}
@@ -186,12 +225,17 @@ def compare(logs: Path, work: Path, label: str, master: str, conf: dict[str, str
           f"{total['tasks']:,} tasks, {total['shuffle_bytes'] / 2**20:,.1f} MiB shuffled; "
           f"violations {sum(summary['violations'].values())}; load before {before}, after {after} "
           f"({os.cpu_count()} cores)", flush=True)
+    if cpu:
+        print(f"  CPU (user + system, every process of the run): analyze {cpu:.1f} s; " + "; ".join(
+            f"{kind} scan {t[0]:.1f} / {t[1]:.1f} s, ratio {cpu / baseline_cpu[kind]:.2f}x"
+            for kind, t in scan_cpu.items()), flush=True)
     print(f"  {'phase':<40} {'wall s':>7} {'jobs':>5} {'tasks':>6} {'shuffle MiB':>11}")
     for name in dict.fromkeys([*times, *phases]):
         counts = phases.get(name, {"jobs": 0, "tasks": 0, "shuffle_bytes": 0})
         print(f"  {name[:40]:<40} {times.get(name, 0.0):7.1f} {counts['jobs']:5d} {counts['tasks']:6d} "
               f"{counts['shuffle_bytes'] / 2**20:11.1f}", flush=True)
-    return {"events": events, "analyze": elapsed, **baseline}
+    return {"events": events, "analyze": elapsed, **baseline, "analyze_cpu": cpu,
+            **{f"{kind}_cpu": value for kind, value in baseline_cpu.items()}}
 
 
 def marginal(runs: list[dict[str, float]]) -> None:
@@ -200,11 +244,14 @@ def marginal(runs: list[dict[str, float]]) -> None:
     millions = (large["events"] - small["events"]) / 1e6
     if millions <= 0:
         return
-    cost = {side: (large[side] - small[side]) / millions for side in ("analyze", *SCANS)}
-    print(f"marginal cost per million events ({small['events']:,} -> {large['events']:,}): analyze "
-          f"{cost['analyze']:.2f} s; " + "; ".join(
-              f"{kind} scan {cost[kind]:.2f} s, ratio {cost['analyze'] / cost[kind]:.2f}x" for kind in SCANS)
-          + " (target <= 3 against the full-field scan)", flush=True)
+    for suffix, what in (("", "wall"), ("_cpu", "CPU")):
+        cost = {side: (large[side + suffix] - small[side + suffix]) / millions for side in ("analyze", *SCANS)}
+        if not all(cost.values()):
+            continue
+        print(f"marginal {what} cost per million events ({small['events']:,} -> {large['events']:,}): analyze "
+              f"{cost['analyze']:.2f} s; " + "; ".join(
+                  f"{kind} scan {cost[kind]:.2f} s, ratio {cost['analyze'] / cost[kind]:.2f}x" for kind in SCANS)
+              + " (target <= 3 against the full-field scan)", flush=True)
 
 
 def failure(stderr: Path, status: int) -> str:
