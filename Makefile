@@ -65,10 +65,12 @@ cassandra-jars:
 		ln -sfn $$(basename $$whole) $$link.link-$$$$; mv -T $$link.link-$$$$ $$link; \
 	fi
 
-# Most of the suite waits (leases expiring, servers starting), so two workers on two cores
-# take about two thirds of the time; whole files go to one worker (their module fixtures are
-# shared), the files marked long first. TEST_WORKERS=0 runs the suite in this one process.
-TEST_WORKERS ?= 2
+# Most of the suite waits (leases expiring, servers starting): three workers on two cores keep
+# both busy (two left one of them idle half the time; four ran the four long files at once, at
+# a load past 20). Whole files go to one worker (their module fixtures are shared, and some
+# files' last tests judge what their first ones recorded), the files marked long first.
+# TEST_WORKERS=0 runs the suite in this one process.
+TEST_WORKERS ?= 3
 test: install system-deps cassandra-jars $(HELM) $(KUBECTL) $(PROMTOOL) porcupine etcd
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
