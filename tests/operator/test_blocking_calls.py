@@ -57,6 +57,27 @@ def test_an_error_answer_is_the_request_failed_it_was(tmp_path: pathlib.Path, mo
     assert str(error) == f'POST {PATH}: HTTP 409 Conflict: configmaps "x" already exists'
 
 
+def test_a_2xx_answer_that_is_not_json_is_an_api_exception_on_both_faces(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(text="<html>a proxy's page</html>", status=200)
+
+    async def main() -> list[kubeapi.ApiException]:
+        errors = []
+        async with local_api(handle, tmp_path, monkeypatch):
+            with pytest.raises(kubeapi.ApiException) as blocking:
+                await asyncio.to_thread(kubeapi.call, "GET", PATH)
+            errors.append(blocking.value)
+            with pytest.raises(kubeapi.ApiException) as on_loop:
+                await kubeapi.acall("GET", PATH)
+            errors.append(on_loop.value)
+        return errors
+
+    for error in asyncio.run(main()):
+        assert error.status == 200 and "not JSON" in str(error.reason)
+
+
 def test_a_write_whose_answer_was_lost_is_an_os_error_and_sent_once(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

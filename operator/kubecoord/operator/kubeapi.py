@@ -122,30 +122,39 @@ def call(method: str, path: str, body: Any = None, *, content_type: str = "appli
          headers: dict[str, str] | None = None) -> Any:
     """One blocking request through the client's auth and TLS settings; the decoded JSON.
     ``headers`` replace the fencing's for this write (kubecoord.operator.term's probes)."""
-    extra = _admitted(method, path)
-    if headers is not None:
-        extra = headers
-    response = client().request(
-        method, path, body=None if body is None else json.dumps(body).encode(),
-        headers={"Content-Type": content_type, "User-Agent": USER_AGENT, **extra},
-        timeout=timeout_for(method, path), resend_if_closed=_is_read(method, path),
-    )
-    if not 200 <= response.status < 300:
-        raise RequestFailed(method, path.partition("?")[0], response)
-    return json.loads(response.data) if response.data else None
+    return _decoded(method, path, client().request(method, path, **_request(method, path, body, content_type, headers)))
 
 
 async def acall(method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> Any:
     """``call`` on the event loop (the transport's asynchronous face)."""
+    response = await client().arequest(method, path, **_request(method, path, body, content_type, None))
+    return _decoded(method, path, response)
+
+
+def _request(method: str, path: str, body: Any, content_type: str, headers: dict[str, str] | None) -> dict[str, Any]:
+    """What both faces send: the body, the headers (the fencing's unless ``headers``: a write
+    is refused here all the same when this replica may not write), the request's timeout, and
+    whether a read may go again on a connection closed unanswered."""
     extra = _admitted(method, path)
-    response = await client().arequest(
-        method, path, body=None if body is None else json.dumps(body).encode(),
-        headers={"Content-Type": content_type, "User-Agent": USER_AGENT, **extra},
-        timeout=timeout_for(method, path), resend_if_closed=_is_read(method, path),
-    )
+    if headers is not None:
+        extra = headers
+    return {
+        "body": None if body is None else json.dumps(body).encode(),
+        "headers": {"Content-Type": content_type, "User-Agent": USER_AGENT, **extra},
+        "timeout": timeout_for(method, path),
+        "resend_if_closed": _is_read(method, path),
+    }
+
+
+def _decoded(method: str, path: str, response: Any) -> Any:
+    """The answer's JSON; RequestFailed outside 2xx, ApiException for a 2xx that is not JSON."""
     if not 200 <= response.status < 300:
         raise RequestFailed(method, path.partition("?")[0], response)
-    return json.loads(response.data) if response.data else None
+    try:
+        return json.loads(response.data) if response.data else None
+    except ValueError:
+        raise ApiException(status=response.status, reason=f"{method} {path.partition('?')[0]}: the answer "
+                           "is not JSON") from None
 
 
 async def aclose() -> None:
