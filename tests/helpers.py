@@ -1,6 +1,7 @@
-"""Small helpers shared by the test suites: waiting on conditions, recording callbacks, a
-record table that fails like an unreachable server, and a scripted one that fails, delays
-or loses the answer of any call a test chooses."""
+"""Small helpers shared by the test suites: waiting on conditions, recording callbacks, an
+elector of the lease core as memory:// builds one, a record table that fails like an
+unreachable server, and a scripted one that fails, delays or loses the answer of any call a
+test chooses."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from kubecoord import BackendUnavailableError, Fence, FencedError, OutcomeUnknownError, Storage
-from kubecoord._core.lease import LeaderRecord
+from kubecoord._core.lease import Elector, LeaderRecord, RecordStore, Timings
+from kubecoord._internal.clock import Clock
 from kubecoord.backends.memory.records import RecordTable
 
 T = TypeVar("T")
@@ -49,6 +51,27 @@ class Recorder(Generic[T]):
     def wait_last(self, expected: T, timeout: float = 10.0) -> list[T]:
         """Wait until the latest call equals ``expected`` (listeners may coalesce changes)."""
         return self.wait_for(lambda calls: bool(calls) and calls[-1] == expected, timeout)
+
+
+class NoMetrics:
+    """Lease metrics that record nothing: the electors a test builds leave the process's
+    client metrics alone."""
+
+    def leadership(self, backend: str, service: str, candidate: str, leading: bool) -> None:
+        return None
+
+    def renewed(self, backend: str, seconds: float) -> None:
+        return None
+
+
+def elector(candidate: str, store: RecordStore, clock: Clock, timings: Timings, **options: Any) -> Elector:
+    """An Elector of ``candidate`` over ``store`` as memory:// builds one: service "svc",
+    no data, a change callback that does nothing, unless ``options`` (any of Elector's
+    other keywords: service, on_change, events, metrics, wall, request_timeout, ...) say
+    otherwise."""
+    settings: dict[str, Any] = {"service": "svc", "data": "", "on_change": lambda _elector, _leading: None,
+                                "backend": "memory", **options}
+    return Elector(candidate=candidate, store=store, timings=timings, clock=clock, **settings)
 
 
 class UnreachableTable(RecordTable):

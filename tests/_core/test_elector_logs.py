@@ -16,6 +16,7 @@ from kubecoord.history import EventLog
 from kubecoord.testing import ManualClock
 
 from ..helpers import UnreachableTable
+from ..helpers import elector as memory_elector
 
 TIMINGS = Timings(lease_duration=15, renew_deadline=10, retry_period=2)
 NAME = "svc"
@@ -47,10 +48,7 @@ def _leader(
     table: Table, clock: ManualClock, name: str = "a", events: EventLog | None = None
 ) -> tuple[Elector, TableView]:
     view = TableView(table, NAME, clock)
-    elector = Elector(
-        service="svc", candidate=name, data="", store=view, timings=TIMINGS, clock=clock,
-        on_change=lambda _elector, _leading: None, backend="memory", events=events,
-    )
+    elector = memory_elector(name, view, clock, TIMINGS, events=events)
     elector.step()
     assert elector.is_leader()
     return elector, view
@@ -238,11 +236,7 @@ def test_acquired_carries_when_its_write_was_sent_before_the_write_took_effect(c
     table.slow = 0.3
     history = Recorder()
     view = TableView(table, NAME, clock)
-    elector = Elector(
-        service="svc", candidate="a", data="", store=view, timings=TIMINGS, clock=clock,
-        on_change=lambda _elector, _leading: None, backend="memory", events=history,
-        wall=lambda: table.wall + clock.now(),
-    )
+    elector = memory_elector("a", view, clock, TIMINGS, events=history, wall=lambda: table.wall + clock.now())
     elector.step()
     assert elector.is_leader()
     (acquired,) = [e for e in history.events if e["event"] == "acquired"]

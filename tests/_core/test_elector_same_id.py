@@ -20,16 +20,11 @@ from kubecoord.backends.memory.records import RecordTable, TableView
 from kubecoord.errors import BackendUnavailableError
 from kubecoord.testing import ManualClock
 
+from ..helpers import NoMetrics
+from ..helpers import elector as memory_elector
+
 NAME = "elections/billing"
 TIMINGS = Timings(lease_duration=3.0, renew_deadline=2.0, retry_period=1.0)
-
-
-class _Metrics:
-    def leadership(self, backend: str, service: str, candidate: str, leading: bool) -> None:
-        return None
-
-    def renewed(self, backend: str, seconds: float) -> None:
-        return None
 
 
 class FlakyView(TableView):
@@ -52,11 +47,8 @@ def _elector(candidate: str, table: RecordTable, clock: ManualClock) -> tuple[El
         view.deliver()
 
     table.subscribe(NAME, watch)
-    elector = Elector(
-        service="billing", candidate=candidate, data="", store=view, timings=TIMINGS, clock=clock,
-        on_change=lambda elector, leading: None, backend="memory", metrics=_Metrics(),
-        wall=clock.now, request_timeout=1.0,
-    )
+    elector = memory_elector(candidate, view, clock, TIMINGS, service="billing", metrics=NoMetrics(), wall=clock.now,
+                             request_timeout=1.0)
     return elector, view
 
 

@@ -10,12 +10,13 @@ from collections.abc import Callable
 
 import pytest
 
-from kubecoord._core.lease import PARKED, Elector, LeaderRecord, Loop, Timings, from_unix, released
+from kubecoord._core.lease import PARKED, LeaderRecord, Loop, Timings, from_unix, released
 from kubecoord._core.lease import loop as loop_module
 from kubecoord._core.lease.election import Candidate
 from kubecoord._internal.clock import MonotonicClock
 from kubecoord.backends.memory.records import RecordTable, TableView
 
+from ..helpers import elector as memory_elector
 from ..helpers import eventually
 
 
@@ -72,10 +73,7 @@ def test_a_poke_that_acquires_reschedules_the_loop_for_the_renewals() -> None:
     table.write("svc", LeaderRecord("x", 4, None, None, 1), None)  # somebody else holds it
     view = TableView(table, "svc", clock)
     view.deliver()
-    elector = Elector(
-        service="svc", candidate="b", data="", store=view, timings=timings, clock=clock,
-        on_change=lambda _elector, _leading: None, backend="memory",
-    )
+    elector = memory_elector("b", view, clock, timings)
     candidate = Candidate(elector, view, timings, clock)
     candidate.loop = Loop("poked", candidate.run, lock=elector.step_lock)
     candidate.loop.start()

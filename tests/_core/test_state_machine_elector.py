@@ -33,19 +33,11 @@ from kubecoord._core.lease import Elector, LeaderRecord, Timings
 from kubecoord._internal.clock import ManualClock
 from kubecoord.backends.memory.records import RecordTable, TableView
 
-from ..helpers import Fault, FencedWrites, ScriptedTable
+from ..helpers import Fault, FencedWrites, NoMetrics, ScriptedTable, elector
 
 NAME = "elections/billing"
 TIMINGS = Timings(lease_duration=3.0, renew_deadline=2.0, retry_period=1.0)
 CANDIDATES = ("a", "b", "c")
-
-
-class _Metrics:
-    def leadership(self, backend: str, service: str, candidate: str, leading: bool) -> None:
-        return None
-
-    def renewed(self, backend: str, seconds: float) -> None:
-        return None
 
 
 class LateWatch(TableView):
@@ -72,11 +64,8 @@ class Participant:
         self.name = name
         self.view = LateWatch(machine.table, NAME, machine.clock)
         self.view.deliver()
-        self.elector = Elector(
-            service="billing", candidate=name, data="", store=self.view, timings=TIMINGS, clock=machine.clock,
-            on_change=machine.on_change, backend="memory", metrics=_Metrics(),
-            wall=lambda: machine.clock.now(), request_timeout=1.0,
-        )
+        self.elector = elector(name, self.view, machine.clock, TIMINGS, service="billing", on_change=machine.on_change,
+                               metrics=NoMetrics(), wall=lambda: machine.clock.now(), request_timeout=1.0)
         self.retired_at: int | None = None  # len(table.applied) when first released or crashed
         self.last_epoch: int | None = None  # what this process would fence its writes with
 

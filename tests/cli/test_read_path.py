@@ -6,7 +6,6 @@ auth-provider the reader does not support (exit 2, nothing sent)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import pathlib
 import socket
@@ -14,71 +13,24 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import yaml
 
 from kubecoord.cli.kubeapi import load_credentials
 from kubecoord_testkit.emulator import ApiEmulator
+from kubecoord_testkit.faults import ScriptedServer, StartServer
 
 from .conftest import base_env
 
 Handler = Callable[[socket.socket], None]
 
 
-class TinyServer:
-    """A TCP server on 127.0.0.1 that gives every connection to ``handler`` on a thread of
-    its own; stopped (listening socket closed, threads joined) by the fixture."""
-
-    def __init__(self, handler: Handler) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._handler = handler
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self.connections = 0
-        self._accepting = threading.Thread(target=self._accept, daemon=True)
-        self._accepting.start()
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            thread.start()
-            self._threads.append(thread)
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn, contextlib.suppress(OSError):
-            self._handler(conn)
-
-    def wait_stopped(self, seconds: float) -> bool:
-        return self._stop.wait(seconds)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._listener.close()
-        self._accepting.join(5)
-        for thread in self._threads:
-            thread.join(5)
-
-
 @pytest.fixture
-def serve() -> Iterator[Callable[[Handler], TinyServer]]:
-    servers: list[TinyServer] = []
-
-    def start(handler: Handler) -> TinyServer:
-        server = TinyServer(handler)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
+def serve(scripted_server: StartServer) -> Callable[[Handler], ScriptedServer]:
+    """Starts a ScriptedServer that gives each connection to ``handler``."""
+    return lambda handler: scripted_server(lambda _server, conn: handler(conn))
 
 
 def _kubeconfig(path: pathlib.Path, server: str, user: dict[str, object]) -> pathlib.Path:
@@ -100,7 +52,7 @@ def _run(kubeconfig: pathlib.Path, *args: str, timeout: str = "1") -> tuple[subp
 
 
 def test_a_server_that_never_answers_is_exit_6_within_the_timeout(
-    serve: Callable[[Handler], TinyServer], tmp_path: pathlib.Path
+    serve: Callable[[Handler], ScriptedServer], tmp_path: pathlib.Path
 ) -> None:
     stop = threading.Event()
 
@@ -124,7 +76,7 @@ def test_a_server_that_never_answers_is_exit_6_within_the_timeout(
 
 
 def test_a_server_that_trickles_its_answer_is_cut_at_the_timeout(
-    serve: Callable[[Handler], TinyServer], tmp_path: pathlib.Path
+    serve: Callable[[Handler], ScriptedServer], tmp_path: pathlib.Path
 ) -> None:
     """Each byte comes before a per-read timeout would fire; only a deadline on the whole
     request stops it."""
@@ -149,7 +101,7 @@ def test_a_server_that_trickles_its_answer_is_cut_at_the_timeout(
     assert took < 30
 
 
-def test_bad_credentials_are_exit_7_in_one_line(serve: Callable[[Handler], TinyServer],
+def test_bad_credentials_are_exit_7_in_one_line(serve: Callable[[Handler], ScriptedServer],
                                                  tmp_path: pathlib.Path) -> None:
     """What the API server answers an expired or invalid token: 401 and a Status."""
     status = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "Unauthorized",
@@ -169,7 +121,7 @@ def test_bad_credentials_are_exit_7_in_one_line(serve: Callable[[Handler], TinyS
     assert server.connections == 4  # one connection per command: nothing retried
 
 
-def test_an_auth_provider_is_refused_before_anything_is_sent(serve: Callable[[Handler], TinyServer],
+def test_an_auth_provider_is_refused_before_anything_is_sent(serve: Callable[[Handler], ScriptedServer],
                                                              tmp_path: pathlib.Path) -> None:
     server = serve(lambda conn: None)
     kubeconfig = _kubeconfig(tmp_path / "k.yaml", f"http://127.0.0.1:{server.port}",

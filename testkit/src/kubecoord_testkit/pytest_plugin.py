@@ -41,8 +41,6 @@ Cassandra 5.0 (Maven's jars, ``make cassandra-jars``; ``kubecoord_testkit.server
 - ``cassandra_cluster``: three nodes on 127.0.0.1-3 (RF 3 keyspaces), for one module's
   fault tests (module scope: it takes minutes to start on a loaded 2-core machine).
 
-Spark (``kubecoord_testkit.servers.spark``, needs pyspark):
-
 etcd 3.5 (kubecoord-etcd, which ``make etcd`` builds; ``kubecoord_testkit.servers.etcd``):
 
 - ``etcd_server``: one member for the whole session (per xdist worker); tests isolate
@@ -50,8 +48,16 @@ etcd 3.5 (kubecoord-etcd, which ``make etcd`` builds; ``kubecoord_testkit.server
 - ``etcd_cluster``: three members on 127.0.0.1, for one module's failover tests (members
   killed and restarted).
 
-: a Spark standalone master and two workers (1 core, 1 GiB each) on
+Spark (``kubecoord_testkit.servers.spark``, needs pyspark):
+
+- ``spark_standalone``: a Spark standalone master and two workers (1 core, 1 GiB each) on
   127.0.0.1 from the pyspark installation, for the session; stopped and reaped at the end.
+
+Scripted servers (``kubecoord_testkit.faults.server``):
+
+- ``scripted_server``: starts a ScriptedServer whose connections go to the handler given
+  (``scripted_server(handler, address="127.0.0.2")``); every one started is closed at the
+  end of the test.
 
 Not provided: clients, namespaces, CRDs — a suite's own glue builds those on top.
 """
@@ -68,6 +74,7 @@ import pytest
 
 if TYPE_CHECKING:
     from kubecoord_testkit.emulator import ApiEmulator
+    from kubecoord_testkit.faults.server import Handler, ScriptedServer, StartServer
     from kubecoord_testkit.servers.cassandra import CassandraServer
     from kubecoord_testkit.servers.etcd import EtcdCluster
     from kubecoord_testkit.servers.kubernetes import RealApiServer
@@ -230,3 +237,20 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stand
 
     with StandaloneCluster(workers=2, cores=1, memory="1g", log_dir=tmp_path_factory.mktemp("standalone")) as cluster:
         yield cluster
+
+
+@pytest.fixture
+def scripted_server() -> Iterator[StartServer]:
+    """Starts a ScriptedServer: ``scripted_server(handler, address=...)``; closes each one
+    started when the test ends."""
+    from kubecoord_testkit.faults.server import ScriptedServer
+
+    servers: list[ScriptedServer] = []
+
+    def start(handler: Handler, *, address: str = "127.0.0.1") -> ScriptedServer:
+        servers.append(ScriptedServer(handler, address=address))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()

@@ -7,12 +7,12 @@ import threading
 
 import pytest
 
-from kubecoord._core.lease import Elector, LeaderRecord, Observation, Timings
+from kubecoord._core.lease import LeaderRecord, Observation, Timings
 from kubecoord._core.lease.election import LeaseElection
 from kubecoord.backends.memory.records import TableView
 from kubecoord.history import EventLog
 from kubecoord.testing import ManualClock
-from tests.helpers import UnreachableTable
+from tests.helpers import UnreachableTable, elector
 
 TIMINGS = Timings(lease_duration=15, renew_deadline=10, retry_period=2)
 NAME = "svc"
@@ -64,11 +64,8 @@ class Candidate:
         """``wall``: this process's wall clock at manual time 0 (it ticks with the clock)."""
         self.view = View(server, clock)
         self.changes: list[bool] = []
-        self.elector = Elector(
-            service="svc", candidate=name, data=f"data-{name}", store=self.view, timings=TIMINGS, clock=clock,
-            on_change=lambda _elector, leading: self.changes.append(leading), wall=lambda: wall + clock.now(),
-            backend="memory",
-        )
+        self.elector = elector(name, self.view, clock, TIMINGS, data=f"data-{name}", wall=lambda: wall + clock.now(),
+                               on_change=lambda _elector, leading: self.changes.append(leading))
 
     def step(self) -> float:
         self.view.watch()

@@ -7,12 +7,10 @@ client applies (addresses in a CIDR block, host:port entries)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import pathlib
 import select
 import socket
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -24,6 +22,7 @@ from kubecoord.backends.kubernetes.client import LEASES, KubeClient
 from kubecoord.backends.kubernetes.endpoint import Endpoint, bypass_proxy
 from kubecoord.backends.kubernetes.transport import Transport, TransportError
 from kubecoord.errors import BackendUnavailableError, OutcomeUnknownError
+from kubecoord_testkit.faults import ScriptedServer, StartServer, http_answer
 
 BODY = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x", "resourceVersion": "1"}}
 CALLS: dict[str, Callable[[KubeClient], object]] = {
@@ -36,61 +35,14 @@ CALLS: dict[str, Callable[[KubeClient], object]] = {
 }
 
 
-class Answering:
-    """A server on 127.0.0.1 that answers every request 200 with a Lease and records each
-    request line (a proxy sees absolute URLs in them) and head."""
-
-    def __init__(self) -> None:
-        self.requests: list[str] = []
-        self.heads: list[bytes] = []
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:
-                return
-            with connection:
-                buffer = b""
-                while b"\r\n\r\n" not in buffer:
-                    data = connection.recv(65536)
-                    if not data:
-                        break
-                    buffer += data
-                if not buffer:
-                    continue
-                self.requests.append(buffer.split(b"\r\n", 1)[0].decode())
-                self.heads.append(buffer.partition(b"\r\n\r\n")[0])
-                body = b'{"kind": "Lease", "metadata": {"name": "x", "resourceVersion": "2"}}'
-                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                                   b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
-        self._thread.join(timeout=10)
+LEASE = b'{"kind": "Lease", "metadata": {"name": "x", "resourceVersion": "2"}}'
 
 
-@pytest.fixture
-def answering() -> Iterator[Callable[[], Answering]]:
-    servers: list[Answering] = []
-
-    def start() -> Answering:
-        servers.append(Answering())
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+def answering(server: ScriptedServer, connection: socket.socket) -> None:
+    """Answers the request 200 with a Lease and closes (``server.requests``: each request
+    line; a proxy sees absolute URLs in them)."""
+    if server.read_request(connection) is not None:
+        connection.sendall(http_answer("200 OK", LEASE, close=True))
 
 
 @pytest.fixture
@@ -160,12 +112,12 @@ def test_whatever_a_refresh_hook_raises_the_endpoint_reports_as_credentials_unav
     ("*", True), ("10.0.0.0/8", False), ("127.0.0.1:1", False), ("", False),
 ])
 def test_the_proxy_from_the_environment_is_bypassed_by_the_official_clients_no_proxy_rules(
-    answering: Callable[[], Answering], monkeypatch: pytest.MonkeyPatch, no_proxy: str, bypassed: bool
+    scripted_server: StartServer, monkeypatch: pytest.MonkeyPatch, no_proxy: str, bypassed: bool
 ) -> None:
     """HTTP_PROXY and NO_PROXY as a pod's environment has them (the official Configuration
     reads both; a cluster-wide proxy's NO_PROXY names the service network as a CIDR block):
     requests, watches and the official client's own requests go the same way."""
-    server, proxy = answering(), answering()
+    server, proxy = scripted_server(answering), scripted_server(answering)
     monkeypatch.setenv("HTTP_PROXY", proxy.url)
     monkeypatch.setenv("NO_PROXY", no_proxy.format(port=server.port))
     configuration = k8s.Configuration(host=server.url)
@@ -212,12 +164,12 @@ def kubeconfig_with_token_file(folder: pathlib.Path, server: str, token: str) ->
 
 
 def test_a_token_file_ending_in_a_newline_is_sent_without_it(
-    answering: Callable[[], Answering], tmp_path: pathlib.Path
+    scripted_server: StartServer, tmp_path: pathlib.Path
 ) -> None:
     """``echo TOKEN > file`` writes one; the official loader keeps it in the header value,
     kubectl (client-go) trims the file's whitespace, and HTTP drops a value's surrounding
     whitespace anyway. Both faces of the transport send the token."""
-    server = answering()
+    server = scripted_server(answering)
     transport = Transport(kubeconfig_with_token_file(tmp_path, server.url, "abc\n"))
     client = KubeClient(transport, "default", request_timeout=5.0)
 

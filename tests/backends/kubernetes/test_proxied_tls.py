@@ -11,97 +11,58 @@ import pathlib
 import socket
 import ssl
 import threading
-from collections.abc import Iterator
 
 import pytest
 from kubernetes import client as k8s
 
 from kubecoord.backends.kubernetes.client import LEASES, KubeClient
 from kubecoord.backends.kubernetes.transport import Transport
+from kubecoord_testkit.faults import ScriptedServer, StartServer, http_answer
 from kubecoord_testkit.servers import pki
 
 LEASE = {"kind": "Lease", "metadata": {"name": "x", "resourceVersion": "2"}}
 
 
-class _Threads:
-    def __init__(self) -> None:
-        self.listener = socket.create_server((self.address, 0))
-        self.port = self.listener.getsockname()[1]
-        self.seen: list[str] = []
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
-
-    address = "127.0.0.1"
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.handle, args=(connection,), daemon=True).start()
-
-    def handle(self, connection: socket.socket) -> None:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)
-        self.listener.close()
-        self._thread.join(timeout=10)
-
-
-def _head(connection: socket.socket | ssl.SSLSocket) -> bytes:
-    buffer = b""
-    while b"\r\n\r\n" not in buffer:
-        data = connection.recv(65536)
-        if not data:
-            return b""
-        buffer += data
-    return buffer
-
-
-class TlsServer(_Threads):
+class TlsServer:
     """HTTPS on 127.0.0.2 with a certificate for 127.0.0.1 and localhost only: a client
     that checks it against the address it dialled fails; one that checks "localhost" (its
     TLS server name) is answered 200 with a Lease."""
 
-    address = "127.0.0.2"
-
-    def __init__(self, folder: pathlib.Path) -> None:
+    def __init__(self, folder: pathlib.Path, start: StartServer) -> None:
         self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.context.load_cert_chain(folder / "server.crt", folder / "server.key")
         self.server_names: list[str | None] = []
         self.context.sni_callback = lambda _socket, name, _context: self.server_names.append(name)  # type: ignore[func-returns-value]
-        super().__init__()
+        self.port = start(self.handle, address="127.0.0.2").port
 
-    def handle(self, connection: socket.socket) -> None:
+    def handle(self, server: ScriptedServer, connection: socket.socket) -> None:
         with contextlib.suppress(OSError), self.context.wrap_socket(connection, server_side=True) as tls:
-            head = _head(tls)
-            if head:
-                self.seen.append(head.split(b"\r\n", 1)[0].decode())
+            if server.read_request(tls) is not None:
                 body = b'{"kind": "Lease", "metadata": {"name": "x", "resourceVersion": "2"}}'
-                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                            b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                tls.sendall(http_answer("200 OK", body, close=True))
 
 
-class ConnectProxy(_Threads):
-    """An HTTP proxy that tunnels CONNECT to the address asked and records what was asked."""
+class ConnectProxy:
+    """An HTTP proxy on 127.0.0.1 that tunnels CONNECT to the address asked and records
+    what was asked."""
 
-    def handle(self, connection: socket.socket) -> None:
-        with connection:
-            head = _head(connection)
-            if not head.startswith(b"CONNECT "):
-                return
-            target = head.split(b" ", 2)[1].decode()
-            self.seen.append(target)
-            host, _, port = target.rpartition(":")
-            with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=10) as upstream:
-                connection.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                pipe = threading.Thread(target=_pipe, args=(upstream, connection), daemon=True)
-                pipe.start()
-                _pipe(connection, upstream)
-                pipe.join(timeout=10)
+    def __init__(self, start: StartServer) -> None:
+        self.seen: list[str] = []
+        self.port = start(self.handle).port
+
+    def handle(self, server: ScriptedServer, connection: socket.socket) -> None:
+        request = server.read_request(connection)
+        if request is None or not request.line.startswith("CONNECT "):
+            return
+        target = request.line.split(" ", 2)[1]
+        self.seen.append(target)
+        host, _, port = target.rpartition(":")
+        with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=10) as upstream:
+            connection.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            pipe = threading.Thread(target=_pipe, args=(upstream, connection), daemon=True)
+            pipe.start()
+            _pipe(connection, upstream)
+            pipe.join(timeout=10)
 
 
 def _pipe(source: socket.socket, sink: socket.socket) -> None:
@@ -120,17 +81,13 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 
 @pytest.fixture
-def server(certificates: pathlib.Path) -> Iterator[TlsServer]:
-    started = TlsServer(certificates)
-    yield started
-    started.close()
+def server(certificates: pathlib.Path, scripted_server: StartServer) -> TlsServer:
+    return TlsServer(certificates, scripted_server)
 
 
 @pytest.fixture
-def proxy() -> Iterator[ConnectProxy]:
-    started = ConnectProxy()
-    yield started
-    started.close()
+def proxy(scripted_server: StartServer) -> ConnectProxy:
+    return ConnectProxy(scripted_server)
 
 
 @pytest.mark.parametrize("proxied", [False, True], ids=["direct", "proxied"])

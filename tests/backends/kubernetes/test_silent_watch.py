@@ -14,6 +14,7 @@ import yaml
 
 from kubecoord.api import GroupMembership
 from kubecoord_testkit.emulator import ApiEmulator
+from kubecoord_testkit.faults import ScriptedServer
 from tests.helpers import Recorder
 
 from .conftest import Connect
@@ -25,24 +26,18 @@ class FreezingProxy:
 
     def __init__(self, upstream: tuple[str, int]) -> None:
         self.upstream = upstream
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
         self._lock = threading.Lock()
         self._flows: list[dict[str, object]] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._server = ScriptedServer(self._forward)
+        self.port = self._server.port
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.upstream)
-            flow: dict[str, object] = {"frozen": False, "last_down": 0.0, "sockets": (client, server)}
-            with self._lock:
-                self._flows.append(flow)
-            threading.Thread(target=self._pipe, args=(client, server, flow, False), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, flow, True), daemon=True).start()
+    def _forward(self, _server: ScriptedServer, client: socket.socket) -> None:
+        server = socket.create_connection(self.upstream)
+        flow: dict[str, object] = {"frozen": False, "last_down": 0.0, "sockets": (client, server)}
+        with self._lock:
+            self._flows.append(flow)
+        threading.Thread(target=self._pipe, args=(server, client, flow, True), daemon=True).start()
+        self._pipe(client, server, flow, False)
 
     def _pipe(self, source: socket.socket, target: socket.socket, flow: dict[str, object], down: bool) -> None:
         try:
@@ -74,10 +69,10 @@ class FreezingProxy:
         return frozen
 
     def close(self) -> None:
-        self._server.close()
         with self._lock:
             for flow in self._flows:
                 _reset(flow)
+        self._server.close()
 
 
 def _reset(flow: dict[str, object]) -> None:

@@ -8,11 +8,8 @@ read is sent a second time only when its connection closed before answering."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import select
 import socket
 import struct
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -23,6 +20,7 @@ from kubernetes import client as k8s
 from kubecoord.backends.kubernetes.client import LEASES, KubeClient
 from kubecoord.backends.kubernetes.transport import Transport, TransportError
 from kubecoord.errors import BackendUnavailableError, OutcomeUnknownError
+from kubecoord_testkit.faults import ScriptedServer, StartServer, http_answer
 from tests.helpers import eventually
 
 BODY = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x", "resourceVersion": "1"}}
@@ -33,101 +31,45 @@ WRITES: dict[str, Callable[[KubeClient], object]] = {
 }
 
 
-class Server:
-    """A TCP server on 127.0.0.1 that reads each request whole and then does ``what`` with
+class Plan:
+    """A ScriptedServer's handler that reads each request whole and then does ``what`` with
     its connection: "reset" (RST), "silence" (keeps it open, never answers), or an HTTP
-    status line ("500 Internal Server Error") answered with a Status body."""
+    status line ("500 Internal Server Error") answered with a Status body; given a list,
+    the n-th request gets its n-th entry (the last one from then on)."""
 
     def __init__(self, what: str | list[str]) -> None:
         self._plan = [what] if isinstance(what, str) else list(what)
-        self.requests: list[str] = []
-        self.heads: list[bytes] = []
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._held: list[socket.socket] = []
-        self._closed = threading.Event()
-        self._connections: list[threading.Thread] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
 
-    def _serve(self) -> None:
-        while not self._closed.is_set():
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:
-                return
-            thread = threading.Thread(target=self._connection, args=(connection,), daemon=True)
-            self._connections.append(thread)
-            thread.start()
-
-    def received(self, expected: int) -> list[str]:
-        """The requests received, once at least ``expected`` came and the server is idle:
-        nothing waits to be accepted and every connection was answered, held or closed
-        (the client, closed, sends nothing more)."""
-
-        def settled() -> bool:
-            waiting, _, _ = select.select([self._listener], [], [], 0)
-            return len(self.requests) >= expected and not waiting and not any(t.is_alive() for t in self._connections)
-
-        eventually(settled, timeout=30)
-        return self.requests
-
-    def _connection(self, connection: socket.socket) -> None:
-        buffer = b""
-        while True:
-            while b"\r\n\r\n" not in buffer:
-                data = connection.recv(65536)
-                if not data:
-                    connection.close()
-                    return
-                buffer += data
-            head, _, rest = buffer.partition(b"\r\n\r\n")
-            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                           if line.lower().startswith(b"content-length:")), 0)
-            while len(rest) < length:
-                rest += connection.recv(65536)
-            buffer = rest[length:]
-            self.requests.append(head.split(b"\r\n", 1)[0].decode())
-            self.heads.append(head)
-            what = self._plan[min(len(self.requests), len(self._plan)) - 1]
+    def __call__(self, server: ScriptedServer, connection: socket.socket) -> None:
+        while server.read_request(connection) is not None:
+            what = self._plan[min(len(server.heads), len(self._plan)) - 1]
             if what == "reset":
                 connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 connection.close()
                 return
             if what == "silence":
-                self._held.append(connection)
+                server.hold(connection)
                 return
             body = b'{"kind": "Status", "message": "as the test says", "code": %s}' % what.split()[0].encode()
             if what.startswith("200"):
                 body = b'{"kind": "Lease", "metadata": {"name": "x", "resourceVersion": "2"}}'
-            connection.sendall(b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                               % (what.encode(), len(body), body))
+            connection.sendall(http_answer(what, body))
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
-    def close(self) -> None:
-        self._closed.set()
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept()
-        self._listener.close()
-        for connection in self._held:
-            connection.close()
-        self._thread.join(timeout=10)
+Serve = Callable[[str | list[str]], ScriptedServer]
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[str | list[str]], Server]]:
-    servers: list[Server] = []
+def serve(scripted_server: StartServer) -> Serve:
+    return lambda what: scripted_server(Plan(what))
 
-    def start(what: str | list[str]) -> Server:
-        servers.append(Server(what))
-        return servers[-1]
 
-    yield start
-    for server in servers:
-        server.close()
+def received(server: ScriptedServer, expected: int) -> list[str]:
+    """The requests ``server`` received, once at least ``expected`` came and it is idle:
+    nothing waits to be accepted and every connection was answered, held or closed (the
+    client, closed, sends nothing more)."""
+    eventually(lambda: len(server.requests) >= expected and server.idle(), timeout=30)
+    return server.requests
 
 
 def client_of(url: str, request_timeout: float = 5.0) -> KubeClient:
@@ -162,24 +104,24 @@ def refusing() -> Iterator[str]:
 
 @pytest.mark.parametrize("verb", sorted(WRITES))
 def test_a_write_reset_after_it_was_read_is_an_unknown_outcome_sent_once(
-    serve: Callable[[str], Server], verb: str
+    serve: Serve, verb: str
 ) -> None:
     server = serve("reset")
     error = raised(server.url, WRITES[verb])
     assert isinstance(error, OutcomeUnknownError) and "may have been applied" in str(error)
-    assert len(server.received(1)) == 1
+    assert len(received(server, 1)) == 1
 
 
 def test_a_read_reset_before_its_answer_is_sent_once_more_and_then_unavailable(
-    serve: Callable[[str], Server]
+    serve: Serve
 ) -> None:
     server = serve("reset")
     assert not isinstance(raised(server.url, get), OutcomeUnknownError)
-    assert server.received(2) == ["GET /apis/coordination.k8s.io/v1/namespaces/default/leases/x HTTP/1.1"] * 2
+    assert received(server, 2) == ["GET /apis/coordination.k8s.io/v1/namespaces/default/leases/x HTTP/1.1"] * 2
 
 
 def test_a_read_whose_connection_closed_before_answering_is_answered_on_the_second(
-    serve: Callable[[list[str]], Server]
+    serve: Serve
 ) -> None:
     server = serve(["reset", "200 OK"])
     client = client_of(server.url)
@@ -187,7 +129,7 @@ def test_a_read_whose_connection_closed_before_answering_is_answered_on_the_seco
         assert get(client) == {"kind": "Lease", "metadata": {"name": "x", "resourceVersion": "2"}}
     finally:
         client.close()
-    assert len(server.received(2)) == 2
+    assert len(received(server, 2)) == 2
 
 
 @pytest.mark.parametrize("verb", sorted(WRITES))
@@ -202,30 +144,30 @@ def test_a_read_of_a_refusing_server_is_unavailable(refusing: str) -> None:
 
 @pytest.mark.parametrize("verb", sorted(WRITES))
 def test_a_write_unanswered_within_the_read_timeout_is_an_unknown_outcome_sent_once(
-    serve: Callable[[str], Server], verb: str
+    serve: Serve, verb: str
 ) -> None:
     server = serve("silence")
     assert isinstance(raised(server.url, WRITES[verb], request_timeout=0.3), OutcomeUnknownError)
-    assert len(server.received(1)) == 1
+    assert len(received(server, 1)) == 1
 
 
 def test_a_read_unanswered_within_the_read_timeout_is_unavailable_and_sent_once(
-    serve: Callable[[str], Server]
+    serve: Serve
 ) -> None:
     server = serve("silence")
     assert not isinstance(raised(server.url, get, request_timeout=0.3), OutcomeUnknownError)
-    assert len(server.received(1)) == 1
+    assert len(received(server, 1)) == 1
 
 
 @pytest.mark.parametrize(("status", "unknown"), [("500 Internal Server Error", True), ("504 Gateway Timeout", True),
                                                  ("429 Too Many Requests", False)])
 def test_a_write_answered_with_a_server_error_is_unknown_and_with_429_refused(
-    serve: Callable[[str], Server], status: str, unknown: bool
+    serve: Serve, status: str, unknown: bool
 ) -> None:
     server = serve(status)
     assert isinstance(raised(server.url, WRITES["replace"]), OutcomeUnknownError) is unknown
     assert not isinstance(raised(server.url, get), OutcomeUnknownError)
-    assert len(server.received(2)) == 2  # no transport retry of either, whatever Retry-After says
+    assert len(received(server, 2)) == 2  # no transport retry of either, whatever Retry-After says
 
 
 def test_a_connect_timeout_is_a_request_not_sent() -> None:
@@ -252,7 +194,7 @@ def test_a_connect_timeout_is_a_request_not_sent() -> None:
         transport.close()
 
 
-def test_every_request_carries_the_configurations_credentials_at_that_moment(serve: Callable[[str], Server]) -> None:
+def test_every_request_carries_the_configurations_credentials_at_that_moment(serve: Serve) -> None:
     """The token is read per request (a rotated in-cluster token is used at once)."""
     server = serve("200 OK")
     tokens = iter(["Bearer first", "Bearer second"])
@@ -292,23 +234,23 @@ def arequest(url: str, method: str, *, timeout: float = 5.0, resend_if_closed: b
 
 
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "POST", "PATCH"])
-def test_an_async_write_reset_after_it_was_read_was_sent_once(serve: Callable[[str], Server], method: str) -> None:
+def test_an_async_write_reset_after_it_was_read_was_sent_once(serve: Serve, method: str) -> None:
     server = serve("reset")
     assert arequest(server.url, method).sent is True
-    assert len(server.received(1)) == 1
+    assert len(received(server, 1)) == 1
 
 
-def test_an_async_read_reset_before_its_answer_is_sent_once_more(serve: Callable[[str], Server]) -> None:
+def test_an_async_read_reset_before_its_answer_is_sent_once_more(serve: Serve) -> None:
     server = serve("reset")
     assert arequest(server.url, "GET", resend_if_closed=True).sent is True
-    assert len(server.received(2)) == 2
+    assert len(received(server, 2)) == 2
 
 
 def test_an_async_request_to_a_refusing_server_was_not_sent(refusing: str) -> None:
     assert arequest(refusing, "PUT").sent is False
 
 
-def test_an_async_write_unanswered_within_its_timeout_may_have_been_applied(serve: Callable[[str], Server]) -> None:
+def test_an_async_write_unanswered_within_its_timeout_may_have_been_applied(serve: Serve) -> None:
     server = serve("silence")
     assert arequest(server.url, "PUT", timeout=0.3).sent is True
-    assert len(server.received(1)) == 1
+    assert len(received(server, 1)) == 1
