@@ -1,14 +1,18 @@
-"""Small helpers shared by the test suites: waiting on conditions, recording callbacks, an
-elector of the lease core as memory:// builds one, a record table that fails like an
-unreachable server, and a scripted one that fails, delays or loses the answer of any call a
-test chooses."""
+"""Small helpers shared by the test suites: waiting on conditions, recording callbacks, a
+child Python process started and waited for until it says it is ready, an elector of the
+lease core as memory:// builds one, a record table that fails like an unreachable server,
+and a scripted one that fails, delays or loses the answer of any call a test chooses."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 from kubecoord import BackendUnavailableError, Fence, FencedError, OutcomeUnknownError, Storage
@@ -17,6 +21,8 @@ from kubecoord._internal.clock import Clock
 from kubecoord.backends.memory.records import RecordTable
 
 T = TypeVar("T")
+ROOT = Path(__file__).resolve().parents[1]
+"""The checkout: child processes run ``python -m tests.…`` from here."""
 
 
 def eventually(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.01) -> None:
@@ -51,6 +57,29 @@ class Recorder(Generic[T]):
     def wait_last(self, expected: T, timeout: float = 10.0) -> list[T]:
         """Wait until the latest call equals ``expected`` (listeners may coalesce changes)."""
         return self.wait_for(lambda calls: bool(calls) and calls[-1] == expected, timeout)
+
+
+def spawn_ready(module_and_args: list[str], name: str, stderr: Path) -> subprocess.Popen[str]:
+    """``python -m MODULE ARGS…`` from the checkout, unbuffered, its stderr to ``stderr``,
+    once its first line of output says "ready" (within 60 s; else it is killed and the
+    assertion shows its stderr). Its stdout stays a pipe of the caller's."""
+    with open(stderr, "w") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", *module_and_args], cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    ready = threading.Event()
+
+    def signal_ready() -> None:
+        if process.stdout and "ready" in process.stdout.readline():
+            ready.set()
+
+    threading.Thread(target=signal_ready, daemon=True).start()
+    if not ready.wait(60):
+        process.kill()
+        process.wait()
+        raise AssertionError(f"{name} never got ready; its stderr:\n{stderr.read_text()}")
+    return process
 
 
 class NoMetrics:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import time
 
-import kubecoord
-
 from .harness import UrlHarness
 
 SESSION_TIMEOUT = 4
@@ -28,13 +26,6 @@ class CassandraHarness(UrlHarness):
 
     def __init__(self, url: str) -> None:
         super().__init__(url, **TIMINGS)
-
-    def delete_store(self, name: str) -> None:
-        coordinator = kubecoord.connect(self.url)
-        try:
-            coordinator.purge("kv", name)  # type: ignore[attr-defined]
-        finally:
-            coordinator.close()
 
     def expire(self) -> None:
         time.sleep(SESSION_TIMEOUT)

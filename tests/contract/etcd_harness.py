@@ -12,8 +12,6 @@ from __future__ import annotations
 import time
 import uuid
 
-import kubecoord
-
 from .harness import UrlHarness
 
 LEASE_DURATION = 3
@@ -27,13 +25,6 @@ class EtcdHarness(UrlHarness):
     def __init__(self, hosts: str) -> None:
         self.prefix = f"contract-{uuid.uuid4().hex[:12]}"
         super().__init__(f"etcd://{hosts}/{self.prefix}", **TIMINGS)
-
-    def delete_store(self, name: str) -> None:
-        coordinator = kubecoord.connect(self.url)
-        try:
-            coordinator.purge("kv", name)  # type: ignore[attr-defined]
-        finally:
-            coordinator.close()
 
     def expire(self) -> None:
         # etcd's leader checks lease expiry every 500 ms after the TTL.

@@ -13,6 +13,7 @@ from typing import Any
 
 import kubecoord
 from kubecoord import Coordinator
+from kubecoord.capabilities import Purgeable, require
 from kubecoord.testing import crash
 
 
@@ -69,6 +70,15 @@ class UrlHarness(Harness):
 
     def crash(self, coordinator: Coordinator) -> None:
         crash(coordinator)
+
+    def delete_store(self, name: str) -> None:
+        """Purged through a coordinator of its own, for a backend that declares Purgeable
+        (Cassandra, etcd); the others delete the backing objects themselves."""
+        coordinator = kubecoord.connect(self.url)
+        try:
+            require(coordinator, Purgeable).purge("kv", name)  # type: ignore[type-abstract]  # mypy#4717
+        finally:
+            coordinator.close()
 
     def close(self) -> None:
         for coordinator in self.coordinators:

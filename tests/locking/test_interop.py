@@ -12,7 +12,6 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,15 +22,6 @@ import kubecoord
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def zk(zookeeper_server: ZooKeeperServer) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zookeeper_server.hosts, timeout=4.0)
-    client.start(timeout=10)
-    yield client
-    client.stop()
-    client.close()
 
 
 def test_kazoo_lock_and_kubecoord_lock_exclude_each_other_in_fifo_order(

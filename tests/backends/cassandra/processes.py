@@ -7,16 +7,13 @@ import contextlib
 import datetime as dt
 import itertools
 import json
-import os
 import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.helpers import spawn_ready
 
 
 @dataclass
@@ -104,24 +101,7 @@ def intervals_in(
 
 
 def _spawn(args: list[str], peer_id: str, kind: str, log: Path, logs: Path) -> Peer:
-    stderr = logs / f"{peer_id}.stderr"
-    with open(stderr, "w") as errors:
-        process = subprocess.Popen(
-            [sys.executable, "-m", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    ready = threading.Event()
-
-    def signal_ready() -> None:
-        if process.stdout and "ready" in process.stdout.readline():
-            ready.set()
-
-    threading.Thread(target=signal_ready, daemon=True).start()
-    if not ready.wait(60):
-        process.kill()
-        process.wait()
-        raise AssertionError(f"{peer_id} never got ready; its stderr:\n{stderr.read_text()}")
-    return Peer(peer_id, kind, process, log)
+    return Peer(peer_id, kind, spawn_ready(args, peer_id, logs / f"{peer_id}.stderr"), log)
 
 
 def spawn_candidate(url: str, service: str, peer_id: str, logs: Path) -> Peer:

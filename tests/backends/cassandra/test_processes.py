@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import kubecoord
-from tests.helpers import eventually
+from tests.helpers import ROOT, eventually
 
-from .processes import ROOT, Peer, assert_no_overlap, spawn_candidate, stop_all
+from .processes import Peer, assert_no_overlap, spawn_candidate, stop_all
 from .timings import TIMINGS
 
 FAILOVERS = 5

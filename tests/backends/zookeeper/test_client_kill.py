@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import os
 import signal
 import subprocess
-import sys
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -26,11 +23,10 @@ import pytest
 
 import kubecoord
 from kubecoord_testkit.servers.zookeeper import ZooKeeperServer
-from tests.helpers import Recorder, eventually
+from tests.helpers import Recorder, eventually, spawn_ready
 
 from .helpers import events
 
-ROOT = Path(__file__).resolve().parents[3]
 SESSION_TIMEOUT = 2.0
 FAILOVERS = 20
 
@@ -53,24 +49,10 @@ class Candidate:
 
 
 def spawn(url: str, candidate_id: str, logs: Path) -> Candidate:
-    stderr, history = logs / f"{candidate_id}.stderr", logs / f"{candidate_id}.jsonl"
-    with open(stderr, "w") as errors:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.backends.zookeeper.candidate_process", url, "svc", candidate_id,
-             str(SESSION_TIMEOUT), str(history)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-    candidate = Candidate(candidate_id, process, history)
-    ready = threading.Event()
-
-    def signal_ready() -> None:
-        if process.stdout and "ready" in process.stdout.readline():
-            ready.set()
-
-    threading.Thread(target=signal_ready, daemon=True).start()
-    if not ready.wait(60):
-        raise AssertionError(f"{candidate_id} never got ready; its stderr:\n{stderr.read_text()}")
-    return candidate
+    history = logs / f"{candidate_id}.jsonl"
+    process = spawn_ready(["tests.backends.zookeeper.candidate_process", url, "svc", candidate_id,
+                           str(SESSION_TIMEOUT), str(history)], candidate_id, logs / f"{candidate_id}.stderr")
+    return Candidate(candidate_id, process, history)
 
 
 @pytest.mark.slow
