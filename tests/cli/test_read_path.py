@@ -121,6 +121,21 @@ def test_bad_credentials_are_exit_7_in_one_line(serve: Callable[[Handler], Scrip
     assert server.connections == 4  # one connection per command: nothing retried
 
 
+@pytest.mark.parametrize("body", [b"[" * 100_000 + b"]" * 100_000, b"[]"], ids=["nested-too-deep", "list"])
+def test_an_answer_that_is_no_json_object_is_exit_6_in_one_line(serve: Callable[[Handler], ScriptedServer],
+                                                                tmp_path: pathlib.Path, body: bytes) -> None:
+    def answer(conn: socket.socket) -> None:
+        while conn.recv(65536):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                         % (len(body), body))
+
+    server = serve(answer)
+    kubeconfig = _kubeconfig(tmp_path / "k.yaml", f"http://127.0.0.1:{server.port}", {"token": "t"})
+    result, _ = _run(kubeconfig, "leader", "e1", timeout="10")
+    assert result.returncode == 6, result.stderr
+    assert "no JSON object" in result.stderr and result.stderr.count("\n") == 1, result.stderr
+
+
 def test_an_auth_provider_is_refused_before_anything_is_sent(serve: Callable[[Handler], ScriptedServer],
                                                              tmp_path: pathlib.Path) -> None:
     server = serve(lambda conn: None)

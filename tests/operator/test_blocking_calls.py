@@ -57,11 +57,13 @@ def test_an_error_answer_is_the_request_failed_it_was(tmp_path: pathlib.Path, mo
     assert str(error) == f'POST {PATH}: HTTP 409 Conflict: configmaps "x" already exists'
 
 
+@pytest.mark.parametrize("body", ["<html>a proxy's page</html>", "[" * 100_000 + "]" * 100_000],
+                         ids=["html", "nested-too-deep"])
 def test_a_2xx_answer_that_is_not_json_is_an_api_exception_on_both_faces(
-    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, body: str
 ) -> None:
     async def handle(request: web.Request) -> web.Response:
-        return web.Response(text="<html>a proxy's page</html>", status=200)
+        return web.Response(text=body, status=200)
 
     async def main() -> list[kubeapi.ApiException]:
         errors = []

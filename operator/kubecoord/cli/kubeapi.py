@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 from kubecoord.cli.exits import UsageError
 from kubecoord.cli.http_get import Connection, Deadline
 from kubecoord.errors import BackendUnavailableError, InvalidArgumentError, PermissionDeniedError
+from kubecoord.wire import json_text
 from kubecoord.wire.api_status import translate_status
 from kubecoord.wire.kube_credentials import SERVICE_ACCOUNT_DIR, kubeconfig_to_read, pod_namespace
 
@@ -221,12 +222,9 @@ class KubeApi:
         if status >= 400:
             raise translate_status(status, body, verb, plural, name, self.namespace)
         try:
-            document = json.loads(body or b"{}")
-        except ValueError:
-            raise BackendUnavailableError(f"{verb} {plural}: the API server answered no JSON") from None
-        if not isinstance(document, dict):
-            raise BackendUnavailableError(f"{verb} {plural}: the API server answered JSON that is not an object")
-        return document
+            return json_text.loads_object(body or b"{}")
+        except ValueError as exc:
+            raise BackendUnavailableError(f"{verb} {plural}: the API server answered no JSON object ({exc})") from None
 
     def request(self, path: str) -> tuple[int, bytes]:
         """(HTTP status, body) of one GET, within ``timeout`` seconds in all (exit 6 past it).

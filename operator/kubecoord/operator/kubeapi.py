@@ -36,6 +36,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubecoord.backends.kubernetes import Transport, load_config
 from kubecoord.operator import fencing
+from kubecoord.wire import json_text
 from kubecoord.wire.crd import GROUP, VERSION
 
 __all__ = ["ApiException", "RequestFailed", "acall", "apply", "call", "delete", "list_objects", "patch_status",
@@ -63,8 +64,8 @@ class RequestFailed(ApiException):
         body = self.body or b""
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
         try:
-            message = str(json.loads(text).get("message") or "")
-        except (ValueError, AttributeError):  # not a Status: an error page from a proxy, say
+            message = str(json_text.loads_object(text).get("message") or "")
+        except ValueError:  # not a Status: an error page from a proxy, say
             message = text[:300]
         return f"{self.method} {self.path}: HTTP {self.status} {self.reason}" + (f": {message}" if message else "")
 
@@ -151,7 +152,7 @@ def _decoded(method: str, path: str, response: Any) -> Any:
     if not 200 <= response.status < 300:
         raise RequestFailed(method, path.partition("?")[0], response)
     try:
-        return json.loads(response.data) if response.data else None
+        return json_text.loads(response.data) if response.data else None
     except ValueError:
         raise ApiException(status=response.status, reason=f"{method} {path.partition('?')[0]}: the answer "
                            "is not JSON") from None

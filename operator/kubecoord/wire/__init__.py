@@ -13,6 +13,7 @@ every side imports it from here (never from the other side's private modules):
 - ``fences``: fenced writes' rule (a token below the domain's mark is refused) and the
   stored form of the marks (format 1: a shard's annotation, a ZooKeeper store's root).
 - ``api_status``: the Kubernetes API server's error answers as kubecoord errors.
+- ``json_text``: reading JSON text from the wire, every failure a ValueError.
 - ``kube_credentials``: where Kubernetes credentials are found (in a pod, the kubeconfig).
 - ``leader_record``: the election record (client-go's LeaderElectionRecord plus the
   holder's data), an observation of it and the one expiry rule.

@@ -15,10 +15,10 @@ anything else (5xx, 429, ...)          BackendUnavailableError
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from kubecoord.errors import BackendUnavailableError, CoordinationError, InvalidArgumentError, PermissionDeniedError
+from kubecoord.wire.json_text import loads_object
 
 _INTERNAL_MESSAGES = {404: "not found", 409: "conflict: {message}", 410: "resource version too old: {message}"}
 
@@ -29,10 +29,10 @@ def status_message(body: str | bytes | None) -> str:
         return ""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     try:
-        parsed = json.loads(text)
-    except ValueError:
+        parsed = loads_object(text)
+    except ValueError:  # not a Status: an error page from a proxy, say
         return text[:200]
-    return str(parsed.get("message") or parsed.get("reason") or "") if isinstance(parsed, dict) else text[:200]
+    return str(parsed.get("message") or parsed.get("reason") or "")
 
 
 def translate_status(

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 
 from kubecoord.errors import CoordinationError, FencedError, UnsupportedFeatureError
-from kubecoord.wire import object_names
+from kubecoord.wire import json_text, object_names
 
 FORMAT = 1
 """The stored form's version; bumped by any change a reader of this one would misread."""
@@ -67,7 +67,7 @@ def decode(text: str | bytes | None, *, where: str) -> Marks:
     if text is None or text in ("", b""):
         return {}
     try:
-        parsed = json.loads(text)
+        parsed = json_text.loads(text)
     except ValueError:
         raise CoordinationError(f"{where}: the fencing marks are not JSON: {text!r:.200}") from None
     if not isinstance(parsed, dict):

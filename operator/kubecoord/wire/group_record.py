@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubecoord.errors import GroupProtocolError
+from kubecoord.wire import json_text
 
 FORMAT = 1
 STATE_KEY = "coordinator/state"
@@ -100,7 +101,7 @@ def encode_state(state: GroupState) -> str:
 
 def decode_state(text: str) -> GroupState:
     try:
-        raw = json.loads(text)
+        raw = json_text.loads(text)
         if raw.get("format") != FORMAT:
             raise GroupProtocolError(f"group state has format {raw.get('format')!r}; this client reads {FORMAT}")
         return GroupState(
@@ -136,7 +137,7 @@ def decode_join_data(text: str) -> tuple[str, Protocols] | None:
     coordinator member's: any member can write any data, so every type is checked — one
     member's malformed data excludes that member, never breaks the leader reading it."""
     try:
-        raw = json.loads(text)
+        raw = json_text.loads(text)
     except ValueError:
         return None
     if not isinstance(raw, dict) or not isinstance(raw.get("t"), str) or not isinstance(raw.get("p"), list):

@@ -28,6 +28,8 @@ import re
 import string
 from typing import NamedTuple
 
+from kubecoord.wire import json_text
+
 MAX_CONFIGMAP_KEY = 253
 CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 HASHED_PREFIX = "_h."
@@ -75,7 +77,7 @@ def dump_entry(entry: Entry) -> str:
 def load_entry(data_key: str, text: str) -> Entry | None:
     """Parse one stored entry; None for data that kubecoord did not write."""
     try:
-        parsed = json.loads(text)
+        parsed = json_text.loads(text)
     except ValueError:
         return None
     if not isinstance(parsed, dict):

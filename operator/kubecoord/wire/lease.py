@@ -31,7 +31,7 @@ import json
 import math
 from typing import Any
 
-from kubecoord.wire import object_names
+from kubecoord.wire import json_text, object_names
 from kubecoord.wire.leader_record import LeaderRecord, from_unix, released
 
 __all__ = [
@@ -96,7 +96,7 @@ def _holder_data(lease: dict[str, Any], holder: str) -> str:
     if not raw or not holder:
         return ""
     try:
-        parsed = json.loads(raw)
+        parsed = json_text.loads(raw)
     except ValueError:
         return ""
     if not isinstance(parsed, dict) or parsed.get("holder") != holder:

@@ -26,6 +26,11 @@ answer cut short, 5xx
 409 on update or delete precondition   Conflict (internal): re-read, never overwrite
 410 (watch or list too old)            Gone (internal): re-list
 400, 422                               InvalidArgumentError with the server's message
+2xx whose body is not the verb's       a read: BackendUnavailableError; a write:
+object (not JSON, nested deeper than   OutcomeUnknownError (applied, its answer
+the parser reads, a list or scalar,    unreadable)
+items or metadata that are no objects)
+a watch line that is no such event     BackendUnavailableError (the watch broke)
 =====================================  =============================================
 
 Writes (create, replace, delete) are sent once. A write that reached the connection and
@@ -63,6 +68,7 @@ from kubecoord.errors import (
     OutcomeUnknownError,
 )
 from kubecoord.wire import api_status
+from kubecoord.wire.json_text import loads_object
 
 log = logging.getLogger("kubecoord.kubernetes.client")
 
@@ -253,7 +259,7 @@ class KubeClient:
         if not 200 <= answer.status <= 299:
             raise self._failed(answer.status, text, verb, resource, name)
         try:
-            return json.loads(text or "{}")
+            return _answer_of(verb, text)
         except ValueError as exc:
             # A write answered 2xx was applied, but its caller cannot go on without the
             # object it wrote: to the caller the outcome is unknown.
@@ -286,6 +292,23 @@ class KubeClient:
 
 def _text(answer: Answer) -> str:
     return answer.data.decode(errors="replace")
+
+
+def _answer_of(verb: str, text: str) -> dict[str, Any]:
+    """A 2xx answer's JSON as ``verb`` answers it: an object whose metadata (if any) is an
+    object; for a list, its items too. ValueError for anything else (wire.json_text: not
+    JSON, nested too deep to read, a list or scalar), so that no caller meets it."""
+    answer = loads_object(text or "{}")
+    objects = [answer]
+    if verb == "list":
+        items = answer.get("items")
+        if items is not None and not isinstance(items, list):
+            raise ValueError("the list's items are not a list")
+        objects += items or []
+    for found in objects:
+        if not isinstance(found, dict) or not isinstance(found.get("metadata", {}), dict | None):
+            raise ValueError("an object of the answer is not an object with object metadata")
+    return answer
 
 
 def translate_status(

@@ -18,7 +18,6 @@ loop's thread; ``close()`` too (the multiplexer calls it there).
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 import urllib.parse
 from collections.abc import AsyncIterator
@@ -26,6 +25,7 @@ from typing import Any
 
 from kubecoord.backends.kubernetes.endpoint import Endpoint
 from kubecoord.errors import BackendUnavailableError
+from kubecoord.wire.json_text import loads_object
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_ERROR_BODY = 64 * 1024
@@ -180,8 +180,12 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]
 
 
 def decode_event(line: bytes) -> dict[str, Any]:
-    """One watch line as {"type": ..., "object": {...}} (ValueError if it is not one)."""
-    event = json.loads(line)
-    if not isinstance(event, dict):
-        raise ValueError(f"a watch line is not an object: {line[:80]!r}")
+    """One watch line as {"type": ..., "object": {...}} (ValueError if it is not one: not
+    JSON, nested too deep to read, not an object, or its object not an object)."""
+    try:
+        event = loads_object(line)
+    except ValueError as exc:
+        raise ValueError(f"a watch line is not an event ({exc}): {line[:80]!r}") from None
+    if not isinstance(event.get("object"), dict):
+        raise ValueError(f"a watch event's object is not an object: {line[:80]!r}")
     return event
