@@ -2,10 +2,13 @@
 ``tls_server_name`` (a kubeconfig's tls-server-name) is the name the API server's
 certificate is checked against and the SNI sent, and ``assert_hostname = False`` skips
 the name check, whether or not the request goes through a proxy (the official client's
-REST layer gave its proxy manager the same TLS settings as its direct one)."""
+REST layer gave its proxy manager the same TLS settings as its direct one). The CA that
+checks the server is the configuration's on both of the transport's faces, whatever
+pykube-ng's PYKUBE_SSL_CERTIFICATE_AUTHORITY says."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import pathlib
 import socket
@@ -16,7 +19,7 @@ import pytest
 from kubernetes import client as k8s
 
 from kubecoord.backends.kubernetes.client import LEASES, KubeClient
-from kubecoord.backends.kubernetes.transport import Transport
+from kubecoord.backends.kubernetes.transport import Transport, TransportError
 from kubecoord_testkit.faults import ScriptedServer, StartServer, http_answer
 from kubecoord_testkit.servers import pki
 
@@ -113,3 +116,48 @@ def test_the_tls_server_name_and_hostname_check_hold_through_a_proxy_too(
         client.close()
     assert server.server_names == (["localhost"] if setting == "tls_server_name" else [None])
     assert proxy.seen == ([f"127.0.0.2:{server.port}"] if proxied else [])
+
+
+def _both_faces(configuration: k8s.Configuration) -> list[int | str]:
+    """What a GET on each face of one transport ends in: the status, or "TransportError"."""
+    transport = Transport(configuration)
+    path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/x"
+    outcomes: list[int | str] = []
+    try:
+        try:
+            outcomes.append(transport.request("GET", path, timeout=10.0).status)
+        except TransportError:
+            outcomes.append("TransportError")
+
+        async def on_loop() -> None:
+            try:
+                outcomes.append((await transport.arequest("GET", path, timeout=10.0)).status)
+            except TransportError:
+                outcomes.append("TransportError")
+            finally:
+                await transport.aclose()
+
+        asyncio.run(on_loop())
+    finally:
+        transport.close()
+    return outcomes
+
+
+@pytest.mark.parametrize("configured", [True, False], ids=["configured-ca", "no-configured-ca"])
+def test_the_ca_is_the_configurations_on_both_faces_whatever_pykubes_variable_says(
+    certificates: pathlib.Path, server: TlsServer, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+    configured: bool,
+) -> None:
+    """$PYKUBE_SSL_CERTIFICATE_AUTHORITY names a CA the one credential rule does not read
+    (config.py): with the configuration's CA the server is trusted on both faces though the
+    variable names another CA; without one, neither face trusts the server though the
+    variable names its CA (the system's store does not hold the test CA)."""
+    other = tmp_path / "other"
+    other.mkdir()
+    pki.make_ca(other, "another-ca")
+    monkeypatch.setenv("PYKUBE_SSL_CERTIFICATE_AUTHORITY", str((other if configured else certificates) / "ca.crt"))
+    configuration = k8s.Configuration(host=f"https://127.0.0.2:{server.port}")
+    configuration.tls_server_name = "localhost"
+    if configured:
+        configuration.ssl_ca_cert = str(certificates / "ca.crt")
+    assert _both_faces(configuration) == ([200, 200] if configured else ["TransportError", "TransportError"])

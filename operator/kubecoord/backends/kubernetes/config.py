@@ -13,7 +13,10 @@ namespace in a cluster, else the kubeconfig context's, else "default".
 What is resolved is a kubernetes Configuration (the official client's loaders do the
 reading: kubeconfig, exec plugins, the in-cluster token and its refresh hook, TLS files);
 requests go through transport.py, which sends each once whatever the Configuration's
-``retries`` says.
+``retries`` says. The TLS files the Configuration names (the CA that checks the server,
+the client certificate) hold on both of the transport's faces alike; no environment
+variable replaces them — not REQUESTS_CA_BUNDLE, not pykube-ng's
+PYKUBE_SSL_CERTIFICATE_AUTHORITY.
 """
 
 from __future__ import annotations

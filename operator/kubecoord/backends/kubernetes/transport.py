@@ -64,9 +64,11 @@ a middlebox closed while idle; urllib3 drops it, so the second goes on a fresh o
 Answers are read to their end here, whatever their status: the caller decides what an
 error status means. Not guaranteed: a total bound on a blocking request's duration — its
 read timeout bounds each wait for data (an asynchronous request's timeout is total).
-HTTP(S) proxies from the configuration are used (``no_proxy`` honoured);
-PYKUBE_SSL_CERTIFICATE_AUTHORITY, pykube's own override of the CA, is honoured as pykube
-documents it.
+HTTP(S) proxies from the configuration are used (``no_proxy`` honoured). The CA that
+checks the server is the configuration's on both faces (the kubeconfig's
+certificate-authority or its data, the pod's ca.crt), never one from the environment:
+neither REQUESTS_CA_BUNDLE nor pykube's own override, PYKUBE_SSL_CERTIFICATE_AUTHORITY,
+which the one credential rule (config.py) does not read.
 """
 
 from __future__ import annotations
@@ -131,6 +133,19 @@ class _Adapter(KubernetesHTTPAdapter):  # type: ignore[misc]
         super().__init__(kube_config, **kwargs)
         if configuration.assert_hostname is False:
             self.poolmanager.connection_pool_kw["assert_hostname"] = False
+
+    def _setup_request_certificates(self, config: pykube.KubeConfig, request: Any, kwargs: dict[str, Any]) -> None:
+        # The CA is the configuration's, as on the asynchronous face (endpoint.py): pykube
+        # would let $PYKUBE_SSL_CERTIFICATE_AUTHORITY replace it, which the one credential
+        # rule (config.py) does not read.
+        verify = kwargs.get("verify", True)
+        super()._setup_request_certificates(config, request, kwargs)
+        if "certificate-authority" in config.cluster:
+            kwargs["verify"] = config.cluster["certificate-authority"].filename()
+        elif "insecure-skip-tls-verify" in config.cluster:
+            kwargs["verify"] = not config.cluster["insecure-skip-tls-verify"]
+        else:
+            kwargs["verify"] = verify
 
     def proxy_headers(self, proxy: str) -> dict[str, str]:
         headers: dict[str, str] = super().proxy_headers(proxy)
