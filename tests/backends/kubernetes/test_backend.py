@@ -520,6 +520,24 @@ def test_a_member_whose_lease_is_deleted_is_out_until_it_joins_again(
     seen.wait_last({"w1"})
 
 
+def test_a_member_told_gone_may_join_again_at_once(
+    admin_api: k8s.ApiClient, connect: Connect, name: str
+) -> None:
+    """Once the listeners and membership() say a member whose Lease was deleted is out,
+    join() of that id through the same handle joins: its heartbeat, which expels it, need
+    not have run yet (it runs once per retry period, later still on a loaded machine)."""
+    group = connect().group_membership(name)
+    seen: Recorder[set[str]] = Recorder()
+    group.add_listener(seen)
+    group.join("w1")
+    seen.wait_last({"w1"})
+    k8s.CoordinationV1Api(admin_api).delete_namespaced_lease(object_names.member_lease_name(name, "w1"), "default")
+    seen.wait_last(set())
+    assert group.membership_list() == set()
+    group.join("w1")  # before: MemberExistsError, "already joined through this handle"
+    seen.wait_last({"w1"})
+
+
 def test_a_token_the_in_cluster_refresher_cannot_read_is_backend_unavailable(
     api_emulator: ApiEmulator, tmp_path: pathlib.Path
 ) -> None:
