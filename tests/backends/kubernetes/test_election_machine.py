@@ -269,9 +269,13 @@ def test_epochs_never_go_backwards_when_transitions_are_edited_down(server: Serv
     b.step()
     assert a.elector.is_leader() and a.elector.epoch == 8
     assert server.record is not None and server.record.transitions == 8
-    # A record re-created lower behind everybody's back: the next leader still goes up.
+    # A record re-created lower behind everybody's back: the next leader still goes up,
+    # after a whole lease (a record free below the mark is no release: its holder may lead).
     a.elector.release()
     server.write(NAME, LeaderRecord("", 1, None, None, 1), server.version)
+    b.step()
+    assert not b.elector.is_leader()
+    clock.advance(TIMINGS.lease_duration)
     b.step()
     assert b.elector.is_leader() and b.elector.epoch == 9
     assert server.record is not None and server.record.transitions == 9
@@ -297,6 +301,9 @@ def test_a_fresh_candidate_goes_above_the_mark_when_the_record_was_edited_down(
     b.elector.release()
     server.write(NAME, LeaderRecord("", 1, None, None, 0), server.version)
     c = Candidate("c", server, clock)
+    c.step()  # free below the mark: no release; it waits a whole lease (6a)
+    assert not c.elector.is_leader()
+    clock.advance(TIMINGS.lease_duration)
     c.step()
     assert c.elector.is_leader() and c.elector.epoch == 3
     assert server.read_mark(NAME) == (3, 3)

@@ -41,7 +41,10 @@ Guarantees:
   term unless the record was edited or deleted.
 - A record deleted behind the candidates' backs: a candidate that saw it, or that finds
   its mark without it, waits a whole lease from when it noticed (the last holder may still
-  believe it leads until its renew deadline), then acquires above the mark. An elector
+  believe it leads until its renew deadline), then acquires above the mark. So does one
+  that finds the record free at an epoch below the mark (re-created, e.g. by
+  ``kubectl apply`` of a Lease manifest, or edited free): a release keeps its term's epoch,
+  so that is no release (6a). An elector
   made with ``creates_record=False`` (a Kubernetes election bound to an operator-managed
   LeaderElection) never creates the record nor the mark: while either is missing it waits
   (one log line) for the operator, which creates both and re-creates a deleted Lease as it
@@ -288,6 +291,22 @@ class Elector:
         if version is None and not self._creates_record:
             return self._wait_for_owner("epoch mark")
         self._missing.discard("epoch mark")
+        if observed is not None and not observed.record.held and observed.record.transitions < mark:
+            # 6a. Free below the mark: a release we saw late (somebody acquired since and
+            #     raised the mark), or a record re-created or edited free behind the
+            #     holders' backs (a release keeps its term's epoch, which the mark never
+            #     exceeds). Re-read: a newer version is judged again from there; the same one
+            #     was made by hand, and its last holder may lead until its renew deadline:
+            #     wait a whole lease from when we observed it, as for a deleted record (5a).
+            waited_out = observed.seen_at + self._timings.lease_duration
+            if now < waited_out:
+                try:
+                    fresh = self._store.refresh(self._timeout(now))
+                except CoordinationError:
+                    return self._timings.retry_period
+                if fresh is None or fresh.version != observed.version:
+                    return 0.0
+                return waited_out - self._clock.now()
         transitions = max(self._highest_epoch, mark) + 1
         now = self._clock.now()  # the read took time: the term is counted from here
         sent = self._wall()  # logged with ``acquired``: the acquisition took effect after this
