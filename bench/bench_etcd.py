@@ -1,6 +1,7 @@
-"""etcd:// beside etcd's own recipes on one etcd 3.5.1 member: election handover after a
+"""etcd:// beside etcd's own recipes on one etcd member: election handover after a
 resign, failover after kill -9, lock handover, kubecoord <-> kubecoord and kubecoord <->
-`etcdctl elect` / `etcdctl lock` (concurrency.Election, concurrency.Mutex).
+`etcdctl elect` / `etcdctl lock` (concurrency.Election, concurrency.Mutex). The etcd is the
+testkit's (kubecoord-etcd, which ``make etcd`` builds, or $ETCD_BIN); its release is printed.
 
     python bench/bench_etcd.py [--rounds 10]
 
@@ -28,7 +29,7 @@ from typing import Any
 
 import kubecoord
 from kubecoord_testkit import processes
-from kubecoord_testkit.servers.etcd import EtcdCluster, etcdctl_binary
+from kubecoord_testkit.servers.etcd import EtcdCluster, etcd_binary, etcdctl_binary, release
 from measure import load, ms
 
 TIMINGS: dict[str, Any] = {"lease_duration": 3, "renew_deadline": 1.5, "retry_period": 0.3}
@@ -165,7 +166,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as root, EtcdCluster.single(Path(root)) as etcd:
         url = f"etcd://{etcd.hosts}"
-        print(f"etcd 3.5.1, one member; {load()}")
+        print(f"etcd {release(etcd_binary())}, one member; {load()}")
         print(f"election handover, kubecoord -> kubecoord (resign):    {ms(kubecoord_to_kubecoord(url, args.rounds))}")
         print(f"election handover, kubecoord -> etcdctl elect (resign): "
               f"{ms(kubecoord_to_etcdctl(url, etcd, args.rounds, 'elect'))}")

@@ -85,7 +85,9 @@ def etcdctl_binary() -> pathlib.Path:
 
 
 @functools.cache
-def _check_release(binary: pathlib.Path) -> None:
+def release(binary: pathlib.Path) -> str:
+    """The etcd release ``binary`` is ("3.5.36"), as its ``--version`` says; EtcdStartFailed
+    when it says none."""
     try:
         answer = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30, check=True)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -93,8 +95,13 @@ def _check_release(binary: pathlib.Path) -> None:
     version = re.search(r"etcd Version: (\S+)", answer.stdout)
     if version is None:
         raise EtcdStartFailed(f"{binary} --version did not name a version: {answer.stdout[:200]!r}")
-    if version.group(1) in UNSAFE_RELEASES:
-        raise EtcdStartFailed(f"{binary} is etcd {version.group(1)}: its members can lose applied writes when "
+    return version.group(1)
+
+
+def _check_release(binary: pathlib.Path) -> None:
+    found = release(binary)
+    if found in UNSAFE_RELEASES:
+        raise EtcdStartFailed(f"{binary} is etcd {found}: its members can lose applied writes when "
                               "killed under load (fixed in 3.5.3); run `make etcd` or set $ETCD_BIN to etcd >= 3.5.3")
 
 
