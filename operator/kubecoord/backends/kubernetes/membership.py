@@ -217,8 +217,8 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
 
     def _heartbeat(self, informer: Informer, member_id: str, data: str) -> None:
         name = object_names.member_lease_name(self.group, member_id)
-        current = self._own_lease(informer, member_id)
-        if current is None:
+        current = informer.get(name)
+        if current is None or (member_of(current, self.group) or ("",))[0] != member_id:
             self._expel(member_id, "its Lease is gone")
             return
         body = self._lease_body(member_id, data, base=current.obj)
@@ -231,14 +231,6 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
             self._expel(member_id, "its Lease was deleted")
         except CoordinationError as exc:
             log.info("member heartbeat failed", extra={"group": self.group, "member": member_id, "error": str(exc)})
-
-    def _own_lease(self, informer: Informer, member_id: str) -> Observed | None:
-        """Our member Lease of ``member_id`` as this process observes it; None once it was
-        deleted (or taken by another id): then the member is out (``_expel``)."""
-        current = informer.get(object_names.member_lease_name(self.group, member_id))
-        if current is None or (member_of(current, self.group) or ("",))[0] != member_id:
-            return None
-        return current
 
     def _expel(self, member_id: str, reason: str) -> None:
         """Our member Lease was deleted — reaped as expired by an observer, or by the operator
@@ -279,16 +271,10 @@ class KubeGroupMembership(WatchingHandle, GroupHandle):
 
     # -- the interface ------------------------------------------------------------------
     def _join(self, member_id: str, data: str) -> None:
-        informer = self._watching()
-        with self._lock:
-            joined = member_id in self._mine
-        if joined and self._own_lease(informer, member_id) is None:
-            # Deleted under us, and the listeners were told so; the heartbeat that expels
-            # it may not have run yet: it is out now, so that it can join again.
-            self._expel(member_id, "its Lease is gone")
         with self._lock:
             if member_id in self._mine:
                 raise MemberExistsError(f"member {member_id!r} is already joined through this handle")
+        informer = self._watching()
         name = object_names.member_lease_name(self.group, member_id)
         for _ in range(2):
             try:
