@@ -64,3 +64,42 @@ def test_a_release_is_taken_at_once() -> None:
     newcomer = _candidate("b", table, clock)
     newcomer.step()
     assert newcomer.is_leader() and newcomer.epoch == 2
+
+
+def _free_at(table: RecordTable, transitions: int) -> None:
+    """A hand's edit of the held record: holderIdentity cleared (kubectl patch), or the record
+    re-created free from a manifest carrying ``leaseTransitions``: not a release's shape."""
+    current = table.read(NAME)
+    assert current is not None
+    record = current[0]._replace(holder="", transitions=transitions)
+    table.write(NAME, record, current[1])
+
+
+def test_a_record_edited_free_at_the_mark_is_waited_out_a_whole_lease() -> None:
+    clock, table = ManualClock(), RecordTable()
+    holder = _candidate("a", table, clock)
+    holder.step()
+    assert holder.is_leader() and holder.epoch == 1
+    _free_at(table, 1)
+    newcomer = _candidate("b", table, clock)
+    newcomer.step()
+    assert holder.is_leader() and not newcomer.is_leader()
+    holder.step()
+    assert not holder.is_leader()
+    clock.advance(TIMINGS.lease_duration)
+    newcomer.step()
+    assert newcomer.is_leader() and newcomer.epoch == 2
+
+
+def test_a_record_recreated_free_above_the_mark_is_waited_out_a_whole_lease() -> None:
+    clock, table = ManualClock(), RecordTable()
+    holder = _candidate("a", table, clock)
+    holder.step()
+    _free_at(table, 100)
+    newcomer = _candidate("b", table, clock)
+    newcomer.step()
+    assert holder.is_leader() and not newcomer.is_leader()
+    holder.step()
+    clock.advance(TIMINGS.lease_duration)
+    newcomer.step()
+    assert newcomer.is_leader() and newcomer.epoch == 101

@@ -57,3 +57,13 @@ def released(record: LeaderRecord, now: dt.datetime) -> LeaderRecord:
     return LeaderRecord(
         holder="", lease_duration_seconds=1, acquire_time=now, renew_time=now, transitions=record.transitions
     )
+
+
+def is_release(record: LeaderRecord) -> bool:
+    """Whether ``record`` has a release's shape (``released``, client-go's release): no
+    holder, 1 s, acquireTime and renewTime the same instant. A holderIdentity cleared by
+    hand keeps its holder's duration and times; a Lease created from a manifest has none."""
+    return (
+        not record.held and record.lease_duration_seconds == 1
+        and record.acquire_time is not None and record.acquire_time == record.renew_time
+    )

@@ -33,15 +33,20 @@ def _leases(cluster: Cluster) -> k8s.CoordinationV1Api:
 
 
 def _tamper(cluster: Cluster, name: str, how: str) -> None:
-    """What a hand does to the Lease: edit its epoch down, delete it, or delete it and
-    create it again as a fresh Lease (kubectl apply of a manifest)."""
+    """What a hand does to the Lease: edit its epoch down, clear its holder (``free``), delete
+    it, or delete it and create it again as a fresh Lease (kubectl apply of a manifest) at 0
+    or far above every epoch issued (``recreate-high``)."""
     if how == "edit":
         _leases(cluster).patch_namespaced_lease(name, cluster.namespace, {"spec": {"leaseTransitions": 0}})
         return
+    if how == "free":
+        _leases(cluster).patch_namespaced_lease(name, cluster.namespace, {"spec": {"holderIdentity": None}})
+        return
     _leases(cluster).delete_namespaced_lease(name, cluster.namespace)
-    if how == "recreate":
+    if how.startswith("recreate"):
+        transitions = 1000 if how == "recreate-high" else 0
         _leases(cluster).create_namespaced_lease(
-            cluster.namespace, {"metadata": {"name": name}, "spec": {"leaseTransitions": 0}}
+            cluster.namespace, {"metadata": {"name": name}, "spec": {"leaseTransitions": transitions}}
         )
 
 
@@ -81,7 +86,7 @@ def _only_one_holds(first: kubecoord.Lock, second: kubecoord.Lock, seconds: floa
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("how", ["delete", "recreate", "taken"])
+@pytest.mark.parametrize("how", ["delete", "recreate", "recreate-high", "free", "taken"])
 def test_a_held_locks_lease_tampered_with(cluster: Cluster, how: str) -> None:
     """The holder keeps holding (its renewal puts the deleted Lease back, as client-go's
     does) or learns it lost at its next renewal; no other process holds beside it, and the

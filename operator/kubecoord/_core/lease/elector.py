@@ -42,9 +42,11 @@ Guarantees:
 - A record deleted behind the candidates' backs: a candidate that saw it, or that finds
   its mark without it, waits a whole lease from when it noticed (the last holder may still
   believe it leads until its renew deadline), then acquires above the mark. So does one
-  that finds the record free at an epoch below the mark (re-created, e.g. by
-  ``kubectl apply`` of a Lease manifest, or edited free): a release keeps its term's epoch,
-  so that is no release (6a). An elector
+  that finds the record free but no release (6a): at an epoch below the mark (re-created,
+  e.g. by ``kubectl apply`` of a Lease manifest: a release keeps its term's epoch), or
+  without a release's shape (``is_release``: the holder cleared by hand, a record
+  re-created at any epoch); only a record on which nothing was issued (epoch 0, no mark
+  or a mark at 0) is taken at once without it. An elector
   made with ``creates_record=False`` (a Kubernetes election bound to an operator-managed
   LeaderElection) never creates the record nor the mark: while either is missing it waits
   (one log line) for the operator, which creates both and re-creates a deleted Lease as it
@@ -85,7 +87,7 @@ from kubecoord.errors import CoordinationError
 from kubecoord.history import EventLog
 from kubecoord.timings import DEFAULT_REQUEST_TIMEOUT, Timings
 from kubecoord.wire.events import Event, Primitive
-from kubecoord.wire.leader_record import LeaderRecord, Observation, expires_at, from_unix, released
+from kubecoord.wire.leader_record import LeaderRecord, Observation, expires_at, from_unix, is_release, released
 
 log = logging.getLogger("kubecoord.lease.elector")
 
@@ -291,11 +293,12 @@ class Elector:
         if version is None and not self._creates_record:
             return self._wait_for_owner("epoch mark")
         self._missing.discard("epoch mark")
-        if observed is not None and not observed.record.held and observed.record.transitions < mark:
-            # 6a. Free below the mark: a release we saw late (somebody acquired since and
-            #     raised the mark), or a record re-created or edited free behind the
-            #     holders' backs (a release keeps its term's epoch, which the mark never
-            #     exceeds). Re-read: a newer version is judged again from there; the same one
+        if observed is not None and not observed.record.held and not self._a_release(observed.record, mark, version):
+            # 6a. Free, but no release: below the mark (a release we saw late — somebody
+            #     acquired since and raised the mark — or a record re-created lower: a
+            #     release keeps its term's epoch, which the mark never exceeds), or not a
+            #     release's shape (holderIdentity cleared by hand, a Lease re-created from a
+            #     manifest). Re-read: a newer version is judged again from there; the same one
             #     was made by hand, and its last holder may lead until its renew deadline:
             #     wait a whole lease from when we observed it, as for a deleted record (5a).
             waited_out = observed.seen_at + self._timings.lease_duration
@@ -382,6 +385,18 @@ class Elector:
         log.warning("acquired the record but its epoch mark is already at or above our epoch; not leading",
                     extra={"service": self.service, "candidate": self.candidate, "epoch": epoch, "mark": mark})
         return False
+
+    @staticmethod
+    def _a_release(record: LeaderRecord, mark: int, mark_version: str | None) -> bool:
+        """Whether the free ``record`` may be taken at once: a release (its shape, at or above
+        the mark), or nothing was ever issued on it (no epoch, the mark none or at 0: a Lease
+        created free, as the operator creates one). A store without a mark object (Cassandra:
+        its epoch row is the mark) judges its own free rows."""
+        if mark_version is None:
+            return record.transitions >= mark
+        if record.transitions < mark:
+            return False
+        return is_release(record) or (record.transitions == 0 and mark == 0)
 
     def _mark_left_behind(self, now: float) -> bool:
         """No record, and this candidate never saw one: whether a mark says one existed (it
