@@ -72,6 +72,13 @@ without computing line numbers."""
 
 PARTITIONING = ("namespace", "name")
 """What the cached lines are hash-partitioned by (Inputs.lines)."""
+_COLUMNS = ("file", "block", "rid", "reason", "text", "tu", "seq", "source", "process", "backend", "namespace",
+            "primitive", "name", "event", "member", "epoch", "vu", "key", "version", "generation", "units",
+            "store_incarnation", "mono", "sent")
+"""A parsed line's columns (_parse), in order."""
+PACKED = {"bad": ("reason", "text"), "sparse": ("key", "version", "store_incarnation", "generation", "units", "sent")}
+"""Fields cached as one struct column each, null where all of its fields are (the cached
+lines' form: see Inputs.lines)."""
 
 
 def _partitions(spark: SparkSession) -> int:
@@ -96,8 +103,14 @@ class Inputs:
     malformed: DataFrame
     """file, line, reason, text (first 300 characters)."""
     lines: DataFrame
-    """Every line of the readable files, with ``reason`` null for valid events; persisted,
-    hash-partitioned by PARTITIONING and ordered by primitive and event within partitions."""
+    """Every line of the readable files, with ``bad`` (reason, text) null for valid events;
+    persisted, hash-partitioned by PARTITIONING and ordered by primitive, event and row id
+    within partitions. The columnar cache spends 4 bytes on every null value of a column, so
+    the fields most lines lack are packed (PACKED: a valid line's reason and text; the KV
+    and group coordinator fields and ``sent``) into one struct column each, null on the lines
+    without them; ``events`` and ``malformed`` unpack them. The order by row id keeps a split's lines
+    together in line order, so the cache's run-length and delta encodings hold their file,
+    split offset, row id and seq in a byte or two."""
     unreadable: DataFrame
     """file, reason: the files that could not be read."""
     counts: dict[str, Any]
@@ -171,8 +184,9 @@ def read_inputs(
         # window and join), so no later step shuffles the events again; ordered by
         # primitive and event within the partitions, so the cache's per-batch statistics
         # let a scan for one primitive or event skip the others' batches unread.
+        # Then by row id, for the cache's encodings (Inputs.lines).
         lines = _parse(spark, readable, max_line_bytes).repartition(
-            _partitions(spark), *PARTITIONING).sortWithinPartitions("primitive", "event").persist(
+            _partitions(spark), *PARTITIONING).sortWithinPartitions("primitive", "event", "rid").persist(
             StorageLevel.MEMORY_AND_DISK_DESER)
         try:
             splits = _per_split(lines)
@@ -198,9 +212,10 @@ def read_inputs(
     line = F.col("rid") + mapping[F.concat_ws("\n", F.col("file"), F.col("block").cast("string"))]
     # Times are cached as microseconds only; the other forms are derived when read.
     tu, vu = F.col("tu"), F.col("vu")
+    unpacked = {name: F.col(f"{group}.{name}").alias(name) for group, names in PACKED.items() for name in names}
     numbered = lines.select(
-        "file", "reason", "text", F.timestamp_micros(tu).alias("ts"), "tu", (tu / 1e6).alias("t"),
-        *(c for c in lines.columns if c not in ("file", "block", "rid", "reason", "text", "tu", "vu")),
+        "file", unpacked["reason"], unpacked["text"], F.timestamp_micros(tu).alias("ts"), "tu", (tu / 1e6).alias("t"),
+        *(unpacked.get(c, F.col(c)) for c in _COLUMNS if c not in ("file", "block", "rid", *PACKED["bad"], "tu", "vu")),
         F.timestamp_micros(vu).alias("valid_until_ts"), (vu / 1e6).alias("valid_until"), line.alias("line"), "block",
         "rid",
     )
@@ -257,7 +272,7 @@ def _parse(spark: SparkSession, files: Sequence[str], max_line_bytes: int) -> Da
     )
     with_reason = typed.withColumn("reason", F.when(F.col("too_long").isNotNull(), F.col("too_long")).when(
         F.col("blank"), F.lit(_BLANK)).otherwise(_reason()))
-    return with_reason.select(
+    columns = with_reason.select(
         "file",
         "block",
         "rid",
@@ -280,20 +295,33 @@ def _parse(spark: SparkSession, files: Sequence[str], max_line_bytes: int) -> Da
         _try_cast("raw_mono", "double").alias("mono"),  # the emitter's monotonic clock (analytics.clocks)
         (F.unix_micros("sent_ts") / 1e6).alias("sent"),  # a KV write's start (analytics.kv)
     )
+    packed = {name for names in PACKED.values() for name in names}
+    return columns.select(
+        *(c for c in columns.columns if c not in packed),
+        *(_packed(group, names) for group, names in PACKED.items()),
+    )
+
+
+def _packed(group: str, names: Sequence[str]) -> Column:
+    """``names`` as one struct column ``group``, null where all of them are (PACKED)."""
+    present = F.lit(False)
+    for name in names:
+        present = present | F.col(name).isNotNull()
+    return F.when(present, F.struct(*names)).alias(group)
 
 
 def _per_split(lines: DataFrame) -> dict[str, Any]:
     """One job over the persisted lines: per split its first row id and row count (for line
     numbers), the input counts, and per split and process the seq range its events cover
     (coverage.from_ranges decides from those alone when no copy can be present)."""
-    valid = F.col("reason").isNull()
+    valid = F.col("bad").isNull()
     numbered = valid & F.col("seq").isNotNull()
     seq = F.when(numbered, F.col("seq"))
     rows = lines.groupBy("file", "block", "process").agg(
         F.min("rid").alias("first_rid"),
         F.count("*").alias("rows"),
         F.count(F.when(valid, 1)).alias("events"),
-        F.count(F.when(~valid & (F.col("reason") != _BLANK), 1)).alias("malformed"),
+        F.count(F.when(~valid & (F.col("bad.reason") != _BLANK), 1)).alias("malformed"),
         F.min(F.when(valid, F.col("tu"))).alias("first"),
         F.max(F.when(valid, F.col("tu"))).alias("last"),
         F.count(seq).alias("with_seq"),
