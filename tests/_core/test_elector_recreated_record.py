@@ -103,3 +103,18 @@ def test_a_record_recreated_free_above_the_mark_is_waited_out_a_whole_lease() ->
     clock.advance(TIMINGS.lease_duration)
     newcomer.step()
     assert newcomer.is_leader() and newcomer.epoch == 101
+
+
+def test_a_release_over_an_epoch_edited_down_is_taken_at_once() -> None:
+    """The holder's release after its record's epoch was edited down (before its renewal
+    wrote it back up) frees it at the holder's epoch, not below the mark."""
+    clock, table = ManualClock(), RecordTable()
+    holder = _candidate("a", table, clock)
+    holder.step()
+    current = table.read(NAME)
+    assert current is not None
+    table.write(NAME, current[0]._replace(transitions=0), current[1])
+    assert holder.release()
+    newcomer = _candidate("b", table, clock)
+    newcomer.step()
+    assert newcomer.is_leader() and newcomer.epoch == 2

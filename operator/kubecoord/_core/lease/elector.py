@@ -483,7 +483,10 @@ class Elector:
                 current = self._store.refresh(self._request_timeout)
                 if current is None or not self._own_term(current.record):
                     return False
-                self._store.update(released(current.record, self._now_wall()), current.version, self._request_timeout)
+                # At our epoch if it was edited down: a release below the mark is no release
+                # to the candidates (6a), and would cost them a whole lease.
+                ours = current.record._replace(transitions=max(current.record.transitions, record.transitions))
+                self._store.update(released(ours, self._now_wall()), current.version, self._request_timeout)
         except (RecordConflict, CoordinationError) as exc:
             log.warning(
                 "release failed; the record expires after its lease",
